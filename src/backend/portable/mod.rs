@@ -1,0 +1,1 @@
+//! The portable CPU backend (FP32 compute on `gemm`).

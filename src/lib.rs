@@ -1,0 +1,10 @@
+//! laya-bench: measure how fast and how energy-efficiently a Laya typed-decision model runs.
+//!
+//! Layers (see docs/ARCHITECTURE.md): `laya` is the host contract (request → tensors →
+//! result), `model` holds checkpoint weights, `backend` the engines behind one trait.
+//! Nothing below `commands` prints or exits.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod backend;
+pub mod laya;
+pub mod model;

@@ -1,0 +1,1 @@
+//! Checkpoint weights, synthetic shape-faithful checkpoints and the host tail.
