@@ -1,3 +1,9 @@
 //! The Laya host contract, pure and portable: bundles, tokenizer, prompt rows, packing, decoding.
 
 pub mod config;
+pub mod decode;
+pub mod host;
+pub mod prompt;
+pub mod pyjson;
+pub mod question;
+pub mod tokenizer;

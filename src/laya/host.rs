@@ -1,0 +1,353 @@
+//! The shared host path: request → rows → packed batches → backend forward → decoded results.
+//!
+//! Every backend is timed over this same code (host-contract.md §3.1, §3.8–§3.9, §4).
+
+use serde_json::{Map, Value};
+
+use super::config::{AgentConfig, OptionLayout};
+use super::decode::{decode_answer, softmax_f32, Answer, MinConfidence, Temperatures};
+use super::prompt::{build_head, build_row, encode_question, OptionStats, Row};
+use super::pyjson::write_dumps;
+use super::question::{compile_questions, Question, RequestError};
+use super::tokenizer::{Tokenizer, TokenizerError};
+use crate::backend::{Backend, BackendError, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+
+/// A call that could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The request or a question is invalid (exit 2 at the command edge).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The rows do not fit the backend's graph shapes.
+    #[error("{0}")]
+    Shape(String),
+    /// Tokenization failed.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The backend returned NaN or infinity.
+    #[error("Non-finite model outputs from backend `{0}`; the model or backend is broken for this input")]
+    NonFinite(String),
+}
+
+impl HostError {
+    /// Whether the fault lies in the caller's input (exit 2) rather than the run (exit 1).
+    pub fn is_input_error(&self) -> bool {
+        matches!(self, HostError::Request(_) | HostError::Shape(_))
+    }
+}
+
+/// Per-call overrides (the reference's `max_len`, `head_max_len`, `min_confidence`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallOptions {
+    /// Token budget per row.
+    pub max_len: Option<usize>,
+    /// Budget for the question head and options.
+    pub head_max_len: Option<usize>,
+    /// Abstention threshold.
+    pub min_confidence: Option<MinConfidence>,
+}
+
+/// Token usage of one state's call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usage {
+    /// Σ row lengths of this state's questions (unpadded).
+    pub input_tokens: usize,
+    /// Tokens of the whole state.
+    pub state_tokens: usize,
+    /// Most tokens any question cut from the state.
+    pub state_tokens_dropped: usize,
+    /// Questions whose state was cut, in order.
+    pub truncated_questions: Vec<String>,
+    /// Questions whose options collapsed under the head budget.
+    pub collapsed: Vec<(String, OptionStats)>,
+}
+
+/// The result of one state: answers in question order and usage (`None` for `{}` questions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateResult {
+    /// (question id, answer) in the questions' order.
+    pub answers: Vec<(String, Answer)>,
+    /// Token usage; `None` when no question was asked.
+    pub usage: Option<Usage>,
+}
+
+impl StateResult {
+    /// The reference's result dict.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("model".into(), Value::from("laya-rl-agent"));
+        let answers: Map<String, Value> = self.answers.iter().map(|(k, a)| (k.clone(), a.to_json())).collect();
+        m.insert("answers".into(), Value::Object(answers));
+        let mut u = Map::new();
+        match &self.usage {
+            None => {
+                u.insert("input_tokens".into(), Value::from(0));
+                u.insert("output_tokens".into(), Value::from(0));
+            }
+            Some(usage) => {
+                u.insert("input_tokens".into(), Value::from(usage.input_tokens));
+                u.insert("output_tokens".into(), Value::from(0));
+                u.insert("state_tokens".into(), Value::from(usage.state_tokens));
+                u.insert("state_tokens_dropped".into(), Value::from(usage.state_tokens_dropped));
+                u.insert("truncated".into(), Value::Bool(usage.state_tokens_dropped > 0));
+                u.insert(
+                    "truncated_questions".into(),
+                    Value::Array(usage.truncated_questions.iter().map(|q| Value::from(q.as_str())).collect()),
+                );
+                if !usage.collapsed.is_empty() {
+                    let mut o = Map::new();
+                    for (qid, s) in &usage.collapsed {
+                        let mut e = Map::new();
+                        e.insert("total".into(), Value::from(s.options));
+                        e.insert("distinct".into(), Value::from(s.distinct));
+                        e.insert("tokens_per_option".into(), s.tokens_per_option.map(Value::from).unwrap_or(Value::Null));
+                        o.insert(qid.clone(), Value::Object(e));
+                    }
+                    u.insert("options".into(), Value::Object(o));
+                }
+            }
+        }
+        m.insert("usage".into(), Value::Object(u));
+        Value::Object(m)
+    }
+}
+
+/// What a traced call saw: every row, every packed batch and what the backend returned.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Rows in order (all states × questions).
+    pub rows: Vec<Row>,
+    /// Each forward call's input and output.
+    pub forwards: Vec<(PreparedBatch, ForwardOutput)>,
+}
+
+/// The host of one model for one backend shape: tokenizer, configs, temperatures, budgets.
+pub struct Host<'t> {
+    /// The checkpoint tokenizer.
+    pub tokenizer: &'t Tokenizer,
+    /// Shapes of the backend the rows are packed for.
+    pub shapes: ShapeCaps,
+    /// Default `max_len` (the config's, clamped to the graph's max length).
+    pub max_len: usize,
+    /// Default `head_max_len`.
+    pub head_max_len: usize,
+    /// Temperatures as applied.
+    pub temperatures: Temperatures,
+    /// Parallel option layout.
+    pub parallel: bool,
+}
+
+impl<'t> Host<'t> {
+    /// A host for `agent`'s checkpoint packed into `shapes` (`_init_host` clamps `max_len`).
+    pub fn new(tokenizer: &'t Tokenizer, agent: &AgentConfig, shapes: ShapeCaps) -> Self {
+        Self {
+            tokenizer,
+            max_len: agent.max_len.min(shapes.max_length),
+            head_max_len: agent.head_max_len,
+            temperatures: Temperatures::from_config(agent),
+            parallel: agent.option_layout == OptionLayout::Parallel,
+            shapes,
+        }
+    }
+
+    /// Warnings the reference emits at load (temperature clamps).
+    pub fn load_warnings(&self) -> Vec<String> {
+        self.temperatures.warning.iter().cloned().collect()
+    }
+
+    /// `predict(state, questions)`.
+    pub fn predict(
+        &self,
+        backend: &mut dyn Backend,
+        state: &Value,
+        questions: &Value,
+        opts: &CallOptions,
+        trace: Option<&mut Trace>,
+    ) -> Result<StateResult, HostError> {
+        let mut out = self.predict_batch(backend, std::slice::from_ref(state), questions, opts, trace)?;
+        Ok(out.pop().unwrap_or(StateResult { answers: Vec::new(), usage: None }))
+    }
+
+    /// `predict_batch(states, questions)`: every state's rows share the packed forwards.
+    pub fn predict_batch(
+        &self,
+        backend: &mut dyn Backend,
+        states: &[Value],
+        questions: &Value,
+        opts: &CallOptions,
+        mut trace: Option<&mut Trace>,
+    ) -> Result<Vec<StateResult>, HostError> {
+        if !questions.is_object() {
+            compile_questions(questions)?;
+        }
+        if states.iter().any(Value::is_null) {
+            return Err(RequestError::Type("state must not be None; pass a string, dict, or list".into()).into());
+        }
+        let qmap = questions.as_object().map(Map::len).unwrap_or(0);
+        if states.is_empty() {
+            return Ok(Vec::new());
+        }
+        if qmap == 0 {
+            return Ok(states.iter().map(|_| StateResult { answers: Vec::new(), usage: None }).collect());
+        }
+        let qs = compile_questions(questions)?;
+        let rows = self.prepare_rows(states, &qs, opts)?;
+        let outputs = self.run_rows(backend, &rows, trace.as_deref_mut())?;
+        let mut results = Vec::with_capacity(states.len());
+        let mut scratch = Vec::new();
+        for (s, chunk) in rows.chunks(qs.len()).enumerate() {
+            let mut answers = Vec::with_capacity(qs.len());
+            for (j, (q, row)) in qs.iter().zip(chunk).enumerate() {
+                let r = s * qs.len() + j;
+                let (logits, p0) = &outputs[r];
+                let mut a = decode_answer(q, &self.temperatures, &logits[..row.markers.len()], *p0, &mut scratch);
+                if let Some(gate) = &opts.min_confidence {
+                    a.apply_gate(gate);
+                }
+                answers.push((q.id.clone(), a));
+            }
+            results.push(StateResult { answers, usage: Some(usage(&qs, chunk)) });
+        }
+        if let Some(t) = trace {
+            t.rows = rows;
+        }
+        Ok(results)
+    }
+
+    /// Tokenize and build every row (states × questions, in order).
+    pub fn prepare_rows(&self, states: &[Value], qs: &[Question], opts: &CallOptions) -> Result<Vec<Row>, HostError> {
+        let max_len = opts.max_len.unwrap_or(self.max_len);
+        let head_max_len = opts.head_max_len.unwrap_or(self.head_max_len);
+        let tok = self.tokenizer;
+        let heads = qs
+            .iter()
+            .map(|q| Ok(build_head(tok, &encode_question(tok, q)?, q, head_max_len)))
+            .collect::<Result<Vec<_>, TokenizerError>>()?;
+        let mut rows = Vec::with_capacity(states.len() * qs.len());
+        let mut text = String::new();
+        let mut state_ids = Vec::new();
+        for state in states {
+            text.clear();
+            match state {
+                Value::String(s) => text.push_str(s),
+                other => write_dumps(&mut text, other),
+            }
+            let sanitized = text.replace(tok.mask.text.as_str(), " ");
+            state_ids.clear();
+            tok.encode_into(&sanitized, &mut state_ids)?;
+            let left = state.is_array();
+            for (q, head) in qs.iter().zip(&heads) {
+                rows.push(build_row(tok, head, q, &state_ids, left, max_len, head_max_len, self.parallel)?);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Pack rows into graph-shaped batches, run them, and return per row the slot logits and
+    /// the action softmax's first probability.
+    pub fn run_rows(
+        &self,
+        backend: &mut dyn Backend,
+        rows: &[Row],
+        mut trace: Option<&mut Trace>,
+    ) -> Result<Vec<(Vec<f32>, f32)>, HostError> {
+        let lmax = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
+        let width = rows.iter().map(|r| r.markers.len()).max().unwrap_or(0);
+        let mut out = Vec::with_capacity(rows.len());
+        let mut batch = PreparedBatch::default();
+        let mut fwd = ForwardOutput::default();
+        let mut probs = Vec::new();
+        for chunk in rows.chunks(self.shapes.batch_size.max(1)) {
+            self.pack(chunk, lmax, &mut batch)?;
+            backend.forward(&batch, &mut fwd)?;
+            if fwd.logits.iter().chain(&fwd.action_logits).any(|v| !v.is_finite()) {
+                return Err(HostError::NonFinite(backend.info().name.clone()));
+            }
+            let k = fwd.max_options;
+            let a = fwd.num_actions;
+            for r in 0..chunk.len() {
+                let logits = fwd.logits[r * k..r * k + width.min(k)].to_vec();
+                softmax_f32(&fwd.action_logits[r * a..(r + 1) * a], &mut probs);
+                out.push((logits, probs.first().copied().unwrap_or(f32::NAN)));
+            }
+            if let Some(t) = trace.as_deref_mut() {
+                t.forwards.push((batch.clone(), fwd.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `inputs.collate_items`: one chunk of rows into the graph's B, L and K.
+    pub fn pack(&self, chunk: &[Row], minimum_length: usize, batch: &mut PreparedBatch) -> Result<(), HostError> {
+        let shapes = &self.shapes;
+        if chunk.is_empty() || chunk.len() > shapes.batch_size {
+            return Err(HostError::Shape("Batch must contain 1..exported batch_size questions".into()));
+        }
+        let longest = chunk.iter().map(|r| r.ids.len()).max().unwrap_or(0);
+        let length = minimum_length.max(longest);
+        let limit = shapes.max_length;
+        if length > limit {
+            return Err(HostError::Shape(format!(
+                "Input has {length} tokens, but this export supports at most {limit}"
+            )));
+        }
+        if chunk.iter().any(|r| r.markers.len() > shapes.max_options) {
+            return Err(HostError::Shape(
+                "Question exceeds the exported max_options; convert with a larger value".into(),
+            ));
+        }
+        let length = match &shapes.mode {
+            ShapeMode::Enumerated(lengths) => lengths.iter().copied().find(|&n| n >= length).ok_or_else(|| {
+                HostError::Shape(format!("Input has {length} tokens, but no exported length holds it"))
+            })?,
+            ShapeMode::Range => limit.min(shapes.min_length.max(length.div_ceil(16) * 16)),
+            ShapeMode::Fixed => limit,
+        };
+        let (b, k) = (shapes.batch_size, shapes.max_options);
+        batch.reset(b, length, k, self.tokenizer.pad.id as i32, self.parallel);
+        for (row, item) in chunk.iter().enumerate() {
+            let base = row * length;
+            for (t, &id) in item.ids.iter().enumerate() {
+                batch.input_ids[base + t] = id as i32;
+                batch.attention_mask[base + t] = 1;
+            }
+            for (j, &m) in item.markers.iter().enumerate() {
+                batch.marker_pos[row * k + j] = m as i32;
+                batch.marker_mask[row * k + j] = 1;
+            }
+            batch.qtype[row] = item.qtype;
+            if let (Some(layout), Some(pos), Some(opt)) =
+                (&item.layout, batch.position_ids.as_mut(), batch.option_ids.as_mut())
+            {
+                for (t, (&p, &o)) in layout.position_ids.iter().zip(&layout.option_ids).enumerate() {
+                    pos[base + t] = p as i32;
+                    opt[base + t] = o as i32;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn usage(qs: &[Question], rows: &[Row]) -> Usage {
+    Usage {
+        input_tokens: rows.iter().map(|r| r.ids.len()).sum(),
+        state_tokens: rows.first().map(|r| r.state.state_tokens).unwrap_or(0),
+        state_tokens_dropped: rows.iter().map(|r| r.state.state_tokens_dropped).max().unwrap_or(0),
+        truncated_questions: qs
+            .iter()
+            .zip(rows)
+            .filter(|(_, r)| r.state.state_tokens_dropped > 0)
+            .map(|(q, _)| q.id.clone())
+            .collect(),
+        collapsed: qs
+            .iter()
+            .zip(rows)
+            .filter(|(_, r)| r.options.distinct < r.options.options)
+            .map(|(q, r)| (q.id.clone(), r.options))
+            .collect(),
+    }
+}
