@@ -8,3 +8,5 @@
 pub mod backend;
 pub mod laya;
 pub mod model;
+pub mod cli;
+pub mod commands;

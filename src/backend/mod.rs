@@ -3,7 +3,9 @@
 //! The host path (prompt, tokens, packing, decoding) lives in `laya/` and is the same code for
 //! every backend, so each backend is timed over the same boundary.
 
+pub mod mock;
 pub mod portable;
+pub mod registry;
 
 /// Fixed graph shapes a backend can run (host-contract.md §3.9).
 #[derive(Debug, Clone, PartialEq, Eq)]

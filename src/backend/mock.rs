@@ -1,0 +1,89 @@
+//! A deterministic scripted backend: replays given outputs and records every batch it saw.
+//! Used by tests (host parity, scheduler) and never by a real measurement.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
+
+/// What the scripted backend returns for each call.
+#[derive(Debug, Clone)]
+pub enum Script {
+    /// These outputs, in order; running out is an error.
+    Replay(VecDeque<ForwardOutput>),
+    /// Logits computed from the batch: slot `j` of a row gets `marker_pos[j] * 0.01 + j * 0.1`,
+    /// action logits `[0.5, -0.5]`.
+    Synthetic {
+        /// Actions `A`.
+        num_actions: usize,
+    },
+}
+
+/// A backend that returns scripted outputs after an optional fixed delay.
+#[derive(Debug)]
+pub struct ScriptedBackend {
+    info: BackendInfo,
+    script: Script,
+    delay: Duration,
+    /// Every batch received, in order.
+    pub seen: Vec<PreparedBatch>,
+}
+
+impl ScriptedBackend {
+    /// A scripted backend with the given shapes.
+    pub fn new(shapes: ShapeCaps, script: Script, delay: Duration) -> Self {
+        Self {
+            info: BackendInfo {
+                name: "mock".into(),
+                precision: "scripted".into(),
+                device: "none (scripted outputs, not a measurement)".into(),
+                shapes,
+                fingerprint: "mock".into(),
+            },
+            script,
+            delay,
+            seen: Vec::new(),
+        }
+    }
+}
+
+impl Backend for ScriptedBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError> {
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        self.seen.push(batch.clone());
+        match &mut self.script {
+            Script::Replay(queue) => {
+                *out = queue.pop_front().ok_or_else(|| BackendError::Runtime("scripted backend ran out of outputs".into()))?;
+            }
+            Script::Synthetic { num_actions } => {
+                let (b, k) = (batch.batch, batch.max_options);
+                out.batch = b;
+                out.max_options = k;
+                out.num_actions = *num_actions;
+                out.logits.clear();
+                for r in 0..b {
+                    for j in 0..k {
+                        let v = if batch.marker_mask[r * k + j] != 0 {
+                            batch.marker_pos[r * k + j] as f32 * 0.01 + j as f32 * 0.1
+                        } else {
+                            -1e4
+                        };
+                        out.logits.push(v);
+                    }
+                }
+                out.action_logits.clear();
+                for _ in 0..b {
+                    out.action_logits.push(0.5);
+                    out.action_logits.extend(std::iter::repeat_n(-0.5, num_actions.saturating_sub(1)));
+                }
+            }
+        }
+        Ok(())
+    }
+}

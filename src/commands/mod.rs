@@ -1,0 +1,42 @@
+//! One file per subcommand: turn arguments into a plan, call the layers below, print results.
+
+pub mod predict;
+
+use std::fmt;
+
+/// How a command failed, which decides the exit code.
+#[derive(Debug)]
+pub struct Failure {
+    /// 1: the run failed or was rejected; 2: bad invocation or input.
+    pub code: u8,
+    /// What happened, with context.
+    pub error: anyhow::Error,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl Failure {
+    /// Bad invocation or input (exit 2).
+    pub fn input(error: impl Into<anyhow::Error>) -> Self {
+        Self { code: 2, error: error.into() }
+    }
+
+    /// The run failed (exit 1).
+    pub fn run(error: impl Into<anyhow::Error>) -> Self {
+        Self { code: 1, error: error.into() }
+    }
+}
+
+/// The result of a command.
+pub type Outcome = Result<(), Failure>;
+
+/// Run a parsed command line.
+pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
+    match cli.command {
+        crate::cli::Command::Predict(args) => predict::run(&args),
+    }
+}

@@ -1,0 +1,225 @@
+//! `laya-bench predict`: one or more requests through the shared host path and a backend.
+
+use std::path::Path;
+
+use anyhow::{anyhow, Context};
+use serde_json::{json, Map, Value};
+
+use super::{Failure, Outcome};
+use crate::backend::registry::{self, BackendSpec};
+use crate::backend::{Backend, PreparedBatch};
+use crate::cli::PredictArgs;
+use crate::laya::bundle::{Bundle, ModelSpec};
+use crate::laya::decode::MinConfidence;
+use crate::laya::host::{CallOptions, Host, Trace};
+use crate::laya::pyjson::{dumps_indent, str_repr};
+use crate::laya::tokenizer::Tokenizer;
+use crate::model::synthetic::published_shape;
+
+/// One request: a state, questions and per-call options.
+struct Request {
+    state: Value,
+    questions: Value,
+    opts: CallOptions,
+}
+
+/// Load a model spec into a bundle (exit 2 on any problem).
+pub fn load_bundle(spec: &str) -> Result<Bundle, Failure> {
+    let spec = ModelSpec::parse(spec).map_err(Failure::input)?;
+    Bundle::load(&spec, published_shape).map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
+}
+
+/// Build a backend for a bundle (exit 2 on an unknown or unavailable spec or bad weights).
+pub fn build_backend(spec: &str, bundle: &Bundle) -> Result<Box<dyn Backend>, Failure> {
+    let parsed = BackendSpec::parse(spec).map_err(Failure::input)?;
+    registry::build(&parsed, spec, bundle, None).map_err(Failure::input)
+}
+
+pub(crate) fn run(args: &PredictArgs) -> Outcome {
+    let requests = read_requests(args)?;
+    let bundle = load_bundle(&args.model.model)?;
+    let mut backend = build_backend(&args.backend, &bundle)?;
+    let host = Host::new(&bundle.tokenizer, &bundle.agent, backend.info().shapes.clone());
+    for w in host.load_warnings() {
+        eprintln!("warning: {w}");
+    }
+    let mut outputs = Vec::with_capacity(requests.len());
+    for (i, req) in requests.iter().enumerate() {
+        let mut trace = Trace::default();
+        let result = host
+            .predict(backend.as_mut(), &req.state, &req.questions, &req.opts, args.explain.then_some(&mut trace))
+            .map_err(|e| {
+                let code = if e.is_input_error() { 2 } else { 1 };
+                let error = anyhow!(e).context(if requests.len() > 1 {
+                    format!("request {i} failed")
+                } else {
+                    "the request failed".to_string()
+                });
+                Failure { code, error }
+            })?;
+        let explain = args.explain.then(|| explain_json(&bundle.tokenizer, &trace, &req.questions));
+        outputs.push((result.to_json(), explain));
+    }
+    print_outputs(args, outputs);
+    Ok(())
+}
+
+fn print_outputs(args: &PredictArgs, outputs: Vec<(Value, Option<Value>)>) {
+    if args.json {
+        for (result, explain) in outputs {
+            let line = match explain {
+                Some(e) => json!({"result": result, "explain": e}),
+                None => result,
+            };
+            println!("{}", serde_json::to_string(&line).unwrap_or_default());
+        }
+        return;
+    }
+    let many = outputs.len() > 1 || args.request.as_deref().is_some_and(is_list_request);
+    let results: Vec<Value> = outputs.iter().map(|(r, _)| r.clone()).collect();
+    if many {
+        println!("{}", dumps_indent(&Value::Array(results)));
+    } else if let Some(r) = results.first() {
+        println!("{}", dumps_indent(r));
+    }
+    for (i, (_, explain)) in outputs.iter().enumerate() {
+        if let Some(e) = explain {
+            print_explain(i, e);
+        }
+    }
+}
+
+fn is_list_request(path: &Path) -> bool {
+    std::fs::read_to_string(path).map(|t| t.trim_start().starts_with('[')).unwrap_or(false)
+}
+
+fn print_explain(index: usize, e: &Value) {
+    for row in e.get("rows").and_then(Value::as_array).into_iter().flatten() {
+        println!(
+            "# request {index} question {} qtype {} ({} tokens) markers {} shape {}",
+            row["question"], row["qtype"], row["length"], row["marker_pos"], row["shape"]
+        );
+        let ids = row["token_ids"].as_array().cloned().unwrap_or_default();
+        let toks = row["tokens"].as_array().cloned().unwrap_or_default();
+        let pairs: Vec<String> =
+            ids.iter().zip(&toks).map(|(i, t)| format!("{}:{}", i, t.as_str().unwrap_or(""))).collect();
+        println!("#   {}", pairs.join(" "));
+    }
+}
+
+/// Per question row: token ids and strings, markers, qtype and the packed shape it ran at.
+fn explain_json(tok: &Tokenizer, trace: &Trace, questions: &Value) -> Value {
+    let qids: Vec<&String> = questions.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    let mut shapes: Vec<&PreparedBatch> = Vec::new();
+    for (batch, _) in &trace.forwards {
+        for _ in 0..batch.batch {
+            shapes.push(batch);
+        }
+    }
+    let rows: Vec<Value> = trace
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let shape = shapes.get(i).map(|b| json!({"batch": b.batch, "length": b.length, "max_options": b.max_options}));
+            json!({
+                "question": qids.get(i % qids.len().max(1)).map(|s| s.as_str()),
+                "qtype": ["choice", "score", "noul"].get(row.qtype as usize).copied(),
+                "length": row.ids.len(),
+                "token_ids": row.ids,
+                "tokens": row.ids.iter().map(|&id| tok.id_to_token(id)).collect::<Vec<_>>(),
+                "marker_pos": row.markers,
+                "shape": shape,
+            })
+        })
+        .collect();
+    json!({"rows": rows})
+}
+
+fn read_requests(args: &PredictArgs) -> Result<Vec<Request>, Failure> {
+    let cli_opts = cli_options(args)?;
+    if let Some(path) = &args.request {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the request file {}", path.display()))
+            .map_err(Failure::input)?;
+        let value: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", path.display()))
+            .map_err(Failure::input)?;
+        let items = match value {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+        if items.is_empty() {
+            return Err(Failure::input(anyhow!("{}: the request list is empty; add {{\"state\": ..., \"questions\": {{...}}}}", path.display())));
+        }
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| request_from_json(item, &cli_opts).map_err(|e| Failure::input(anyhow!("{}: request {i}: {e}", path.display()))))
+            .collect();
+    }
+    let (Some(state), Some(questions)) = (&args.state, &args.questions) else {
+        return Err(Failure::input(anyhow!(
+            "give either --request FILE, or --state TEXT with --questions JSON (see laya-bench predict --help)"
+        )));
+    };
+    let questions = parse_questions_arg(questions)?;
+    Ok(vec![Request { state: Value::String(state.clone()), questions, opts: cli_opts }])
+}
+
+fn parse_questions_arg(arg: &str) -> Result<Value, Failure> {
+    let trimmed = arg.trim_start();
+    let text = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        arg.to_string()
+    } else {
+        std::fs::read_to_string(arg)
+            .with_context(|| format!("--questions: `{arg}` is neither inline JSON nor a readable file"))
+            .map_err(Failure::input)?
+    };
+    serde_json::from_str(&text).context("--questions is not valid JSON").map_err(Failure::input)
+}
+
+fn cli_options(args: &PredictArgs) -> Result<CallOptions, Failure> {
+    let min_confidence = match &args.min_confidence {
+        None => None,
+        Some(text) => {
+            let v: Value = serde_json::from_str(text)
+                .map_err(|_| Failure::input(anyhow!("--min-confidence: `{text}` is neither a number nor a JSON map")))?;
+            Some(MinConfidence::parse(&v).map_err(Failure::input)?)
+        }
+    };
+    Ok(CallOptions { max_len: args.max_len, head_max_len: args.head_max_len, min_confidence })
+}
+
+fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> {
+    let Value::Object(mut m) = item else {
+        return Err("must be an object {\"state\": ..., \"questions\": {...}}".into());
+    };
+    let state = m.remove("state").ok_or("`state` is missing; add the text, dict or list the questions are about")?;
+    let questions = m.remove("questions").ok_or("`questions` is missing; add a dict of question id -> definition")?;
+    let mut opts = cli.clone();
+    let budget = |m: &Map<String, Value>, key: &str| -> Result<Option<usize>, String> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(|n| Some(n as usize))
+                .ok_or_else(|| format!("`{key}` must be a non-negative integer, got {v}")),
+        }
+    };
+    if let Some(v) = budget(&m, "max_len")? {
+        opts.max_len = Some(v);
+    }
+    if let Some(v) = budget(&m, "head_max_len")? {
+        opts.head_max_len = Some(v);
+    }
+    if let Some(v) = m.get("min_confidence").filter(|v| !v.is_null()) {
+        opts.min_confidence = Some(MinConfidence::parse(v).map_err(|e| e.to_string())?);
+    }
+    for key in m.keys() {
+        if !matches!(key.as_str(), "max_len" | "head_max_len" | "min_confidence") {
+            return Err(format!("unknown field {}; a request holds state, questions, max_len, head_max_len, min_confidence", str_repr(key)));
+        }
+    }
+    Ok(Request { state, questions, opts })
+}
