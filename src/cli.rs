@@ -15,7 +15,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Answer typed questions about a state with a model, exactly as the reference host does.
-    #[command(after_help = "Examples:\n  laya-bench predict --state 'The customer wants a refund.' \\\n    --questions '{\"refund\": {\"type\": \"noul\", \"instructions\": \"Does the customer ask for a refund?\"}}'\n  laya-bench predict --request fixtures/requests/invoice.json --explain")]
+    #[command(
+        after_help = "Examples:\n  laya-bench predict --state 'The customer wants a refund.' \\\n    --questions '{\"refund\": {\"type\": \"noul\", \"instructions\": \"Does the customer ask for a refund?\"}}'\n  laya-bench predict --request fixtures/requests/invoice.json --explain"
+    )]
     Predict(PredictArgs),
 }
 

@@ -6,7 +6,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod backend;
-pub mod laya;
-pub mod model;
 pub mod cli;
 pub mod commands;
+pub mod laya;
+pub mod model;

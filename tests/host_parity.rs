@@ -15,7 +15,8 @@ use serde_json::Value;
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tiny");
 
 fn goldens() -> Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/goldens/host.json")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/goldens/host.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
@@ -30,7 +31,9 @@ fn tokenizer() -> Tokenizer {
 }
 
 fn agent_config(patch: &Value) -> AgentConfig {
-    let mut cfg: Value = serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURE}/rl_agent_config.json")).unwrap()).unwrap();
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURE}/rl_agent_config.json")).unwrap())
+            .unwrap();
     if let (Some(base), Some(p)) = (cfg.as_object_mut(), patch.as_object()) {
         for (k, v) in p {
             base.insert(k.clone(), v.clone());
@@ -42,12 +45,20 @@ fn agent_config(patch: &Value) -> AgentConfig {
 fn shape(v: &Value) -> ShapeCaps {
     let n = |k: &str| v[k].as_u64().unwrap() as usize;
     let mode = match (v["mode"].as_str(), v["lengths"].as_array()) {
-        (_, Some(lengths)) => ShapeMode::Enumerated(lengths.iter().map(|l| l.as_u64().unwrap() as usize).collect()),
+        (_, Some(lengths)) => {
+            ShapeMode::Enumerated(lengths.iter().map(|l| l.as_u64().unwrap() as usize).collect())
+        }
         (Some("fixed"), None) => ShapeMode::Fixed,
         _ if v["flexible"].as_bool() == Some(false) => ShapeMode::Fixed,
         _ => ShapeMode::Range,
     };
-    ShapeCaps { batch_size: n("batch_size"), max_length: n("max_length"), min_length: v["min_length"].as_u64().unwrap_or(16) as usize, max_options: n("max_options"), mode }
+    ShapeCaps {
+        batch_size: n("batch_size"),
+        max_length: n("max_length"),
+        min_length: v["min_length"].as_u64().unwrap_or(16) as usize,
+        max_options: n("max_options"),
+        mode,
+    }
 }
 
 fn ints(v: &Value) -> Vec<i32> {
@@ -64,7 +75,11 @@ fn ints(v: &Value) -> Vec<i32> {
 }
 
 fn floats(v: &Value) -> Vec<f32> {
-    v.as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32)).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32))
+        .collect()
 }
 
 fn options(kwargs: &Value) -> Result<CallOptions, String> {
@@ -100,7 +115,13 @@ fn host_path_matches_reference_goldens() {
                         let logits = floats(&f["outputs"]["logits"]);
                         let act = floats(&f["outputs"]["action_logits"]);
                         let b = f["outputs"]["logits"].as_array().unwrap().len();
-                        ForwardOutput { batch: b, max_options: logits.len() / b, num_actions: act.len() / b, logits, action_logits: act }
+                        ForwardOutput {
+                            batch: b,
+                            max_options: logits.len() / b,
+                            num_actions: act.len() / b,
+                            logits,
+                            action_logits: act,
+                        }
                     })
                     .collect()
             })
@@ -114,7 +135,8 @@ fn host_path_matches_reference_goldens() {
                 Some("predict_batch") => call["states"].as_array().cloned().unwrap_or_default(),
                 _ => vec![call["state"].clone()],
             };
-            host.predict_batch(&mut backend, &states, &call["questions"], &opts, Some(&mut trace)).map_err(|e| e.to_string())
+            host.predict_batch(&mut backend, &states, &call["questions"], &opts, Some(&mut trace))
+                .map_err(|e| e.to_string())
         });
         let mut fail = |what: String| failures.push(format!("{name}: {what}"));
         if let Some(err) = case.get("error").filter(|e| !e.is_null()) {
@@ -132,8 +154,12 @@ fn host_path_matches_reference_goldens() {
                 continue;
             }
         };
-        let want_warnings: Vec<String> =
-            case["warnings"].as_array().into_iter().flatten().map(|w| w.as_str().unwrap().to_string()).collect();
+        let want_warnings: Vec<String> = case["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect();
         if host.load_warnings() != want_warnings {
             fail(format!("warnings {:?} != {:?}", host.load_warnings(), want_warnings));
         }
@@ -151,7 +177,12 @@ fn host_path_matches_reference_goldens() {
                 fail(format!("row {i} markers {markers:?} != {:?}", ints(&want["markers"])));
             }
             if let Some(layout) = want.get("layout").filter(|l| !l.is_null()) {
-                let l = got.layout.as_ref().map(|l| (l.position_ids.iter().map(|&x| x as i32).collect::<Vec<_>>(), l.option_ids.iter().map(|&x| x as i32).collect::<Vec<_>>()));
+                let l = got.layout.as_ref().map(|l| {
+                    (
+                        l.position_ids.iter().map(|&x| x as i32).collect::<Vec<_>>(),
+                        l.option_ids.iter().map(|&x| x as i32).collect::<Vec<_>>(),
+                    )
+                });
                 if l != Some((ints(&layout["position_ids"]), ints(&layout["option_ids"]))) {
                     fail(format!("row {i} layout differs"));
                 }
@@ -190,5 +221,11 @@ fn host_path_matches_reference_goldens() {
             ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} golden cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} golden cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

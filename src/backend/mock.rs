@@ -25,8 +25,10 @@ pub struct ScriptedBackend {
     info: BackendInfo,
     script: Script,
     delay: Duration,
-    /// Every batch received, in order.
+    /// Every batch received, in order (when `record` is on).
     pub seen: Vec<PreparedBatch>,
+    /// Keep a copy of each batch in `seen` (on by default).
+    pub record: bool,
 }
 
 impl ScriptedBackend {
@@ -43,6 +45,7 @@ impl ScriptedBackend {
             script,
             delay,
             seen: Vec::new(),
+            record: true,
         }
     }
 }
@@ -56,10 +59,14 @@ impl Backend for ScriptedBackend {
         if !self.delay.is_zero() {
             std::thread::sleep(self.delay);
         }
-        self.seen.push(batch.clone());
+        if self.record {
+            self.seen.push(batch.clone());
+        }
         match &mut self.script {
             Script::Replay(queue) => {
-                *out = queue.pop_front().ok_or_else(|| BackendError::Runtime("scripted backend ran out of outputs".into()))?;
+                *out = queue
+                    .pop_front()
+                    .ok_or_else(|| BackendError::Runtime("scripted backend ran out of outputs".into()))?;
             }
             Script::Synthetic { num_actions } => {
                 let (b, k) = (batch.batch, batch.max_options);

@@ -77,14 +77,7 @@ pub struct PreparedBatch {
 
 impl PreparedBatch {
     /// Reset to an empty batch of the given shape, reusing the allocations.
-    pub fn reset(
-        &mut self,
-        batch: usize,
-        length: usize,
-        max_options: usize,
-        pad_id: i32,
-        parallel: bool,
-    ) {
+    pub fn reset(&mut self, batch: usize, length: usize, max_options: usize, pad_id: i32, parallel: bool) {
         self.batch = batch;
         self.length = length;
         self.max_options = max_options;
@@ -97,16 +90,8 @@ impl PreparedBatch {
         fill(&mut self.marker_mask, batch * max_options, 0);
         fill(&mut self.qtype, batch, 0);
         if parallel {
-            fill(
-                self.position_ids.get_or_insert_with(Vec::new),
-                batch * length,
-                0,
-            );
-            fill(
-                self.option_ids.get_or_insert_with(Vec::new),
-                batch * length,
-                0,
-            );
+            fill(self.position_ids.get_or_insert_with(Vec::new), batch * length, 0);
+            fill(self.option_ids.get_or_insert_with(Vec::new), batch * length, 0);
         } else {
             self.position_ids = None;
             self.option_ids = None;
@@ -150,9 +135,5 @@ pub trait Backend: Send {
     /// Identity, precision, device, shapes and weight fingerprint.
     fn info(&self) -> &BackendInfo;
     /// Run the model on a packed batch, writing logits and action logits into `out`.
-    fn forward(
-        &mut self,
-        batch: &PreparedBatch,
-        out: &mut ForwardOutput,
-    ) -> Result<(), BackendError>;
+    fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError>;
 }

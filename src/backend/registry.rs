@@ -82,11 +82,22 @@ pub fn default_threads() -> usize {
 /// Default shapes of the portable engine for a model: any multiple of 16 up to the model's
 /// `max_len`, up to 8 rows per call and 255 option slots.
 pub fn portable_shapes(bundle: &Bundle) -> ShapeCaps {
-    ShapeCaps { batch_size: 8, max_length: bundle.agent.max_len, min_length: 16, max_options: 255, mode: ShapeMode::Range }
+    ShapeCaps {
+        batch_size: 8,
+        max_length: bundle.agent.max_len,
+        min_length: 16,
+        max_options: 255,
+        mode: ShapeMode::Range,
+    }
 }
 
 /// Build a backend for a bundle.
-pub fn build(spec: &BackendSpec, spec_text: &str, bundle: &Bundle, shapes: Option<ShapeCaps>) -> Result<Box<dyn Backend>, RegistryError> {
+pub fn build(
+    spec: &BackendSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+    shapes: Option<ShapeCaps>,
+) -> Result<Box<dyn Backend>, RegistryError> {
     match spec {
         BackendSpec::Portable(Precision::F32) => {
             let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));

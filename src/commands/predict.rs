@@ -26,7 +26,8 @@ struct Request {
 /// Load a model spec into a bundle (exit 2 on any problem).
 pub fn load_bundle(spec: &str) -> Result<Bundle, Failure> {
     let spec = ModelSpec::parse(spec).map_err(Failure::input)?;
-    Bundle::load(&spec, published_shape).map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
+    Bundle::load(&spec, published_shape)
+        .map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
 }
 
 /// Build a backend for a bundle (exit 2 on an unknown or unavailable spec or bad weights).
@@ -47,7 +48,13 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
     for (i, req) in requests.iter().enumerate() {
         let mut trace = Trace::default();
         let result = host
-            .predict(backend.as_mut(), &req.state, &req.questions, &req.opts, args.explain.then_some(&mut trace))
+            .predict(
+                backend.as_mut(),
+                &req.state,
+                &req.questions,
+                &req.opts,
+                args.explain.then_some(&mut trace),
+            )
             .map_err(|e| {
                 let code = if e.is_input_error() { 2 } else { 1 };
                 let error = anyhow!(e).context(if requests.len() > 1 {
@@ -121,7 +128,9 @@ fn explain_json(tok: &Tokenizer, trace: &Trace, questions: &Value) -> Value {
         .iter()
         .enumerate()
         .map(|(i, row)| {
-            let shape = shapes.get(i).map(|b| json!({"batch": b.batch, "length": b.length, "max_options": b.max_options}));
+            let shape = shapes
+                .get(i)
+                .map(|b| json!({"batch": b.batch, "length": b.length, "max_options": b.max_options}));
             json!({
                 "question": qids.get(i % qids.len().max(1)).map(|s| s.as_str()),
                 "qtype": ["choice", "score", "noul"].get(row.qtype as usize).copied(),
@@ -150,12 +159,18 @@ fn read_requests(args: &PredictArgs) -> Result<Vec<Request>, Failure> {
             other => vec![other],
         };
         if items.is_empty() {
-            return Err(Failure::input(anyhow!("{}: the request list is empty; add {{\"state\": ..., \"questions\": {{...}}}}", path.display())));
+            return Err(Failure::input(anyhow!(
+                "{}: the request list is empty; add {{\"state\": ..., \"questions\": {{...}}}}",
+                path.display()
+            )));
         }
         return items
             .into_iter()
             .enumerate()
-            .map(|(i, item)| request_from_json(item, &cli_opts).map_err(|e| Failure::input(anyhow!("{}: request {i}: {e}", path.display()))))
+            .map(|(i, item)| {
+                request_from_json(item, &cli_opts)
+                    .map_err(|e| Failure::input(anyhow!("{}: request {i}: {e}", path.display())))
+            })
             .collect();
     }
     let (Some(state), Some(questions)) = (&args.state, &args.questions) else {
@@ -183,8 +198,9 @@ fn cli_options(args: &PredictArgs) -> Result<CallOptions, Failure> {
     let min_confidence = match &args.min_confidence {
         None => None,
         Some(text) => {
-            let v: Value = serde_json::from_str(text)
-                .map_err(|_| Failure::input(anyhow!("--min-confidence: `{text}` is neither a number nor a JSON map")))?;
+            let v: Value = serde_json::from_str(text).map_err(|_| {
+                Failure::input(anyhow!("--min-confidence: `{text}` is neither a number nor a JSON map"))
+            })?;
             Some(MinConfidence::parse(&v).map_err(Failure::input)?)
         }
     };
@@ -195,8 +211,10 @@ fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> 
     let Value::Object(mut m) = item else {
         return Err("must be an object {\"state\": ..., \"questions\": {...}}".into());
     };
-    let state = m.remove("state").ok_or("`state` is missing; add the text, dict or list the questions are about")?;
-    let questions = m.remove("questions").ok_or("`questions` is missing; add a dict of question id -> definition")?;
+    let state =
+        m.remove("state").ok_or("`state` is missing; add the text, dict or list the questions are about")?;
+    let questions =
+        m.remove("questions").ok_or("`questions` is missing; add a dict of question id -> definition")?;
     let mut opts = cli.clone();
     let budget = |m: &Map<String, Value>, key: &str| -> Result<Option<usize>, String> {
         match m.get(key) {
@@ -218,7 +236,10 @@ fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> 
     }
     for key in m.keys() {
         if !matches!(key.as_str(), "max_len" | "head_max_len" | "min_confidence") {
-            return Err(format!("unknown field {}; a request holds state, questions, max_len, head_max_len, min_confidence", str_repr(key)));
+            return Err(format!(
+                "unknown field {}; a request holds state, questions, max_len, head_max_len, min_confidence",
+                str_repr(key)
+            ));
         }
     }
     Ok(Request { state, questions, opts })

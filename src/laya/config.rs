@@ -13,18 +13,10 @@ pub enum ConfigError {
     NotObject { file: String, detail: String },
     /// A required key is missing.
     #[error("{file}: required key `{field}` is missing; {fix}")]
-    Missing {
-        file: String,
-        field: String,
-        fix: String,
-    },
+    Missing { file: String, field: String, fix: String },
     /// A key has a value of the wrong type or out of range.
     #[error("{file}: `{field}` {problem}")]
-    Invalid {
-        file: String,
-        field: String,
-        problem: String,
-    },
+    Invalid { file: String, field: String, problem: String },
 }
 
 /// Attention kind of one encoder layer.
@@ -91,9 +83,7 @@ impl EncoderConfig {
         let obj = parse_object(text, file)?;
         let f = Fields { obj: &obj, file };
         let model_type = f.opt_str("model_type")?;
-        let act = f
-            .opt_str("hidden_activation")?
-            .unwrap_or_else(|| "gelu".into());
+        let act = f.opt_str("hidden_activation")?.unwrap_or_else(|| "gelu".into());
         if model_type.as_deref() != Some("modernbert") || act != "gelu" {
             return Err(f.invalid(
                 if model_type.as_deref() != Some("modernbert") { "model_type" } else { "hidden_activation" },
@@ -163,13 +153,7 @@ impl EncoderConfig {
                     return Err(f.invalid("global_attn_every_n_layers", "must be at least 1"));
                 }
                 (0..num_layers)
-                    .map(|i| {
-                        if i % every == 0 {
-                            LayerKind::Full
-                        } else {
-                            LayerKind::Sliding
-                        }
-                    })
+                    .map(|i| if i % every == 0 { LayerKind::Full } else { LayerKind::Sliding })
                     .collect()
             }
             Some(_) => return Err(f.invalid("layer_types", "must be a list (Invalid layer_types)")),
@@ -288,10 +272,7 @@ impl AgentConfig {
             None | Some(Value::Null) => [Value::from(1.0), Value::from(1.0), Value::from(1.0)],
             Some(Value::Array(a)) if a.len() == 3 => [a[0].clone(), a[1].clone(), a[2].clone()],
             Some(_) => {
-                return Err(f.invalid(
-                    "temperature",
-                    "must be a list of 3 floats [choice, score, noul]",
-                ))
+                return Err(f.invalid("temperature", "must be a list of 3 floats [choice, score, noul]"))
             }
         };
         let temperature_by_options = match obj.get("temperature_by_options") {
@@ -304,18 +285,17 @@ impl AgentConfig {
                 ))
             }
         };
-        let option_layout =
-            match obj.get("option_layout") {
-                None | Some(Value::Null) => OptionLayout::Sequential,
-                Some(Value::String(s)) if s == "sequential" => OptionLayout::Sequential,
-                Some(Value::String(s)) if s == "parallel" => OptionLayout::Parallel,
-                Some(other) => return Err(f.invalid(
+        let option_layout = match obj.get("option_layout") {
+            None | Some(Value::Null) => OptionLayout::Sequential,
+            Some(Value::String(s)) if s == "sequential" => OptionLayout::Sequential,
+            Some(Value::String(s)) if s == "parallel" => OptionLayout::Parallel,
+            Some(other) => {
+                return Err(f.invalid(
                     "option_layout",
-                    &format!(
-                        "is {other}; use \"sequential\" or \"parallel\" (Unknown option_layout)"
-                    ),
-                )),
-            };
+                    &format!("is {other}; use \"sequential\" or \"parallel\" (Unknown option_layout)"),
+                ))
+            }
+        };
         Ok(Self {
             head_layers,
             num_actions,
@@ -336,14 +316,10 @@ pub fn decision_head_heads(hidden_size: usize) -> usize {
 fn parse_object(text: &str, file: &str) -> Result<Map<String, Value>, ConfigError> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ConfigError::NotObject {
-            file: file.into(),
-            detail: "top level is not an object".into(),
-        }),
-        Err(e) => Err(ConfigError::NotObject {
-            file: file.into(),
-            detail: e.to_string(),
-        }),
+        Ok(_) => {
+            Err(ConfigError::NotObject { file: file.into(), detail: "top level is not an object".into() })
+        }
+        Err(e) => Err(ConfigError::NotObject { file: file.into(), detail: e.to_string() }),
     }
 }
 
@@ -354,11 +330,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn invalid(&self, field: &str, problem: &str) -> ConfigError {
-        ConfigError::Invalid {
-            file: self.file.into(),
-            field: field.into(),
-            problem: problem.into(),
-        }
+        ConfigError::Invalid { file: self.file.into(), field: field.into(), problem: problem.into() }
     }
     fn req_usize(&self, key: &str) -> Result<usize, ConfigError> {
         self.opt_usize(key)?.ok_or_else(|| ConfigError::Missing {
@@ -374,18 +346,15 @@ impl Fields<'_> {
                 .as_u64()
                 .and_then(|x| usize::try_from(x).ok())
                 .map(Some)
-                .ok_or_else(|| {
-                    self.invalid(key, &format!("must be a non-negative integer, got {v}"))
-                }),
+                .ok_or_else(|| self.invalid(key, &format!("must be a non-negative integer, got {v}"))),
         }
     }
     fn opt_f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
         match self.obj.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| self.invalid(key, &format!("must be a number, got {v}"))),
+            Some(v) => {
+                v.as_f64().map(Some).ok_or_else(|| self.invalid(key, &format!("must be a number, got {v}")))
+            }
         }
     }
     fn opt_bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {

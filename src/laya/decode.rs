@@ -165,7 +165,8 @@ impl MinConfidence {
                 for (key, val) in m {
                     let allowed = key == "default"
                         || key.split_once(':').is_some_and(|(t, s)| {
-                            matches!(t, "choice" | "score" | "noul") && matches!(s, "2" | "3-5" | "6-10" | "11+")
+                            matches!(t, "choice" | "score" | "noul")
+                                && matches!(s, "2" | "3-5" | "6-10" | "11+")
                         });
                     if !allowed {
                         return Err(RequestError::Value(format!(
@@ -276,13 +277,17 @@ impl Answer {
         match &self.value {
             AnswerValue::Choice { choice, probabilities } => {
                 m.insert("choice".into(), choice.clone());
-                let p: Map<String, Value> = probabilities.iter().map(|(k, v)| (k.clone(), f64_value(*v))).collect();
+                let p: Map<String, Value> =
+                    probabilities.iter().map(|(k, v)| (k.clone(), f64_value(*v))).collect();
                 m.insert("probabilities".into(), Value::Object(p));
             }
             AnswerValue::Score { score, legend, probabilities } => {
                 m.insert("score".into(), f64_value(*score));
-                let l: Map<String, Value> =
-                    legend.iter().enumerate().map(|(i, t)| (i.to_string(), Value::from(t.as_str()))).collect();
+                let l: Map<String, Value> = legend
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i.to_string(), Value::from(t.as_str())))
+                    .collect();
                 m.insert("legend".into(), Value::Object(l));
                 let p: Map<String, Value> =
                     probabilities.iter().enumerate().map(|(i, v)| (i.to_string(), f64_value(*v))).collect();
@@ -379,7 +384,13 @@ pub fn softmax_f32(z: &[f32], out: &mut Vec<f32>) {
 
 /// Decode one question row: `logits` are its first `k` slot logits (f32), `action_p0` the
 /// action softmax's first probability.
-pub fn decode_answer(q: &Question, temps: &Temperatures, logits: &[f32], action_p0: f32, scratch: &mut Vec<f32>) -> Answer {
+pub fn decode_answer(
+    q: &Question,
+    temps: &Temperatures,
+    logits: &[f32],
+    action_p0: f32,
+    scratch: &mut Vec<f32>,
+) -> Answer {
     let k = logits.len();
     let t = temps.for_question(q.qtype, k) as f32;
     scratch.clear();
@@ -442,13 +453,17 @@ mod tests {
     use serde_json::json;
 
     fn cfg(temperature: Value, by: Value) -> AgentConfig {
-        let text = json!({"head_layers": 2, "temperature": temperature, "temperature_by_options": by}).to_string();
+        let text =
+            json!({"head_layers": 2, "temperature": temperature, "temperature_by_options": by}).to_string();
         AgentConfig::from_json(&text, "rl_agent_config.json").unwrap()
     }
 
     #[test]
     fn clamps_out_of_range_temperatures_with_one_warning() {
-        let t = Temperatures::from_config(&cfg(json!([1.0, true, "x"]), json!({"choice:11+": 0.1006, "noul:2": 1.983})));
+        let t = Temperatures::from_config(&cfg(
+            json!([1.0, true, "x"]),
+            json!({"choice:11+": 0.1006, "noul:2": 1.983}),
+        ));
         assert_eq!(t.by_type, [1.0, 1.0, 1.0]);
         assert_eq!(t.for_question(QType::Choice, 12), 0.5);
         assert_eq!(t.for_question(QType::Noul, 2), 1.983);
@@ -469,7 +484,9 @@ mod tests {
 
     #[test]
     fn noul_decodes_probability_of_true() {
-        let q = &super::super::question::compile_questions(&json!({"r": {"type": "noul", "instructions": "x"}})).unwrap()[0];
+        let q =
+            &super::super::question::compile_questions(&json!({"r": {"type": "noul", "instructions": "x"}}))
+                .unwrap()[0];
         let t = Temperatures::from_config(&cfg(json!([1.0, 1.0, 1.0]), json!({})));
         // softmax([0, 1]) = [0.26894142, 0.73105858]
         let a = decode_answer(q, &t, &[0.0, 1.0], 0.7310586, &mut Vec::new());
@@ -481,7 +498,9 @@ mod tests {
 
     #[test]
     fn gate_marks_low_confidence_with_bucket_threshold() {
-        let q = &super::super::question::compile_questions(&json!({"r": {"type": "noul", "instructions": "x"}})).unwrap()[0];
+        let q =
+            &super::super::question::compile_questions(&json!({"r": {"type": "noul", "instructions": "x"}}))
+                .unwrap()[0];
         let t = Temperatures::from_config(&cfg(json!([1.0, 1.0, 1.0]), json!({})));
         let mut a = decode_answer(q, &t, &[0.0, 1.75], 0.5, &mut Vec::new());
         let gate = MinConfidence::parse(&json!({"noul:2": 0.9, "default": 0.5})).unwrap();

@@ -79,7 +79,8 @@ impl StateResult {
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("model".into(), Value::from("laya-rl-agent"));
-        let answers: Map<String, Value> = self.answers.iter().map(|(k, a)| (k.clone(), a.to_json())).collect();
+        let answers: Map<String, Value> =
+            self.answers.iter().map(|(k, a)| (k.clone(), a.to_json())).collect();
         m.insert("answers".into(), Value::Object(answers));
         let mut u = Map::new();
         match &self.usage {
@@ -103,7 +104,10 @@ impl StateResult {
                         let mut e = Map::new();
                         e.insert("total".into(), Value::from(s.options));
                         e.insert("distinct".into(), Value::from(s.distinct));
-                        e.insert("tokens_per_option".into(), s.tokens_per_option.map(Value::from).unwrap_or(Value::Null));
+                        e.insert(
+                            "tokens_per_option".into(),
+                            s.tokens_per_option.map(Value::from).unwrap_or(Value::Null),
+                        );
                         o.insert(qid.clone(), Value::Object(e));
                     }
                     u.insert("options".into(), Value::Object(o));
@@ -184,7 +188,9 @@ impl<'t> Host<'t> {
             compile_questions(questions)?;
         }
         if states.iter().any(Value::is_null) {
-            return Err(RequestError::Type("state must not be None; pass a string, dict, or list".into()).into());
+            return Err(
+                RequestError::Type("state must not be None; pass a string, dict, or list".into()).into()
+            );
         }
         let qmap = questions.as_object().map(Map::len).unwrap_or(0);
         if states.is_empty() {
@@ -203,7 +209,8 @@ impl<'t> Host<'t> {
             for (j, (q, row)) in qs.iter().zip(chunk).enumerate() {
                 let r = s * qs.len() + j;
                 let (logits, p0) = &outputs[r];
-                let mut a = decode_answer(q, &self.temperatures, &logits[..row.markers.len()], *p0, &mut scratch);
+                let mut a =
+                    decode_answer(q, &self.temperatures, &logits[..row.markers.len()], *p0, &mut scratch);
                 if let Some(gate) = &opts.min_confidence {
                     a.apply_gate(gate);
                 }
@@ -218,7 +225,12 @@ impl<'t> Host<'t> {
     }
 
     /// Tokenize and build every row (states × questions, in order).
-    pub fn prepare_rows(&self, states: &[Value], qs: &[Question], opts: &CallOptions) -> Result<Vec<Row>, HostError> {
+    pub fn prepare_rows(
+        &self,
+        states: &[Value],
+        qs: &[Question],
+        opts: &CallOptions,
+    ) -> Result<Vec<Row>, HostError> {
         let max_len = opts.max_len.unwrap_or(self.max_len);
         let head_max_len = opts.head_max_len.unwrap_or(self.head_max_len);
         let tok = self.tokenizer;
@@ -281,7 +293,12 @@ impl<'t> Host<'t> {
     }
 
     /// `inputs.collate_items`: one chunk of rows into the graph's B, L and K.
-    pub fn pack(&self, chunk: &[Row], minimum_length: usize, batch: &mut PreparedBatch) -> Result<(), HostError> {
+    pub fn pack(
+        &self,
+        chunk: &[Row],
+        minimum_length: usize,
+        batch: &mut PreparedBatch,
+    ) -> Result<(), HostError> {
         let shapes = &self.shapes;
         if chunk.is_empty() || chunk.len() > shapes.batch_size {
             return Err(HostError::Shape("Batch must contain 1..exported batch_size questions".into()));
@@ -300,9 +317,11 @@ impl<'t> Host<'t> {
             ));
         }
         let length = match &shapes.mode {
-            ShapeMode::Enumerated(lengths) => lengths.iter().copied().find(|&n| n >= length).ok_or_else(|| {
-                HostError::Shape(format!("Input has {length} tokens, but no exported length holds it"))
-            })?,
+            ShapeMode::Enumerated(lengths) => {
+                lengths.iter().copied().find(|&n| n >= length).ok_or_else(|| {
+                    HostError::Shape(format!("Input has {length} tokens, but no exported length holds it"))
+                })?
+            }
             ShapeMode::Range => limit.min(shapes.min_length.max(length.div_ceil(16) * 16)),
             ShapeMode::Fixed => limit,
         };

@@ -132,7 +132,11 @@ pub fn build_head(tok: &Tokenizer, qt: &QuestionTokens, q: &Question, head_max_l
     let mut distinct: Vec<&Vec<u32>> = spans.iter().collect();
     distinct.sort();
     distinct.dedup();
-    Head { ids, markers, stats: OptionStats { options: n, distinct: distinct.len(), tokens_per_option: per_option } }
+    Head {
+        ids,
+        markers,
+        stats: OptionStats { options: n, distinct: distinct.len(), tokens_per_option: per_option },
+    }
 }
 
 /// `build_sequence`: head + state (cut to the room left) + `[SEP]`, clamped to `max_len`.

@@ -223,16 +223,16 @@ pub fn check_question(qid: &str, def: &Value) -> Result<(), RequestError> {
 }
 
 fn check_choice(qid: &str, crit: &Value) -> Result<(), RequestError> {
-    let labels: Vec<Value> = match crit {
-        Value::Object(m) => m.keys().map(|k| Value::String(k.clone())).collect(),
-        Value::Array(a) => a.clone(),
-        _ => {
-            return Err(err(
+    let labels: Vec<Value> =
+        match crit {
+            Value::Object(m) => m.keys().map(|k| Value::String(k.clone())).collect(),
+            Value::Array(a) => a.clone(),
+            _ => return Err(err(
                 qid,
-                "a choice question takes 'criteria' as a dict of label -> description, or a list of labels".into(),
-            ))
-        }
-    };
+                "a choice question takes 'criteria' as a dict of label -> description, or a list of labels"
+                    .into(),
+            )),
+        };
     if labels.is_empty() {
         return Err(err(qid, "a choice question needs at least one criterion".into()));
     }
@@ -325,9 +325,10 @@ fn normalize(qid: &str, def: &Value) -> Result<Question, RequestError> {
         keys: Vec::new(),
         key_texts: Vec::new(),
         legend: Vec::new(),
-        option_order: def.get("option_order").and_then(Value::as_array).map(|a| {
-            a.iter().map(|v| v.as_u64().unwrap_or(0) as usize).collect()
-        }),
+        option_order: def
+            .get("option_order")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|v| v.as_u64().unwrap_or(0) as usize).collect()),
     };
     match qtype {
         QType::Choice => {
@@ -412,7 +413,10 @@ mod tests {
         .unwrap();
         assert_eq!(qs[0].options, ["level 0: low", "level 1: {\"desc\": \"blocking\", \"sla_h\": 1}"]);
         assert_eq!(qs[1].options, ["rude: no, the statement does not hold", "polite: polite wording"]);
-        assert_eq!(qs[2].options, ["false: no, the statement does not hold", "true: yes, the statement holds"]);
+        assert_eq!(
+            qs[2].options,
+            ["false: no, the statement does not hold", "true: yes, the statement holds"]
+        );
         assert_eq!(qs[2].instructions, "true");
     }
 
@@ -427,7 +431,9 @@ mod tests {
     #[test]
     fn reports_first_failing_question_in_order() {
         assert_eq!(
-            first_error(json!({"ok": {"type": "noul", "instructions": "x"}, "bad": {"type": "poll", "instructions": "x"}})),
+            first_error(
+                json!({"ok": {"type": "noul", "instructions": "x"}, "bad": {"type": "poll", "instructions": "x"}})
+            ),
             "question 'bad': unknown type 'poll'; use one of ['choice', 'noul', 'score']"
         );
         assert_eq!(

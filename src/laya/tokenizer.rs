@@ -13,7 +13,9 @@ pub enum TokenizerError {
     #[error("{file}: not valid JSON ({detail})")]
     Config { file: String, detail: String },
     /// A required special token is absent or not in the vocabulary.
-    #[error("{file}: tokenizer is missing a valid {name}; set `{name}` to a token of tokenizer.json's vocabulary")]
+    #[error(
+        "{file}: tokenizer is missing a valid {name}; set `{name}` to a token of tokenizer.json's vocabulary"
+    )]
     MissingSpecial { file: String, name: &'static str },
     /// Encoding failed inside the tokenizer.
     #[error("tokenizer failed to encode text: {0}")]
@@ -57,7 +59,11 @@ impl std::fmt::Debug for Tokenizer {
 
 impl Tokenizer {
     /// Build from the bytes of `tokenizer.json` and `tokenizer_config.json`; `dir` names them.
-    pub fn from_bytes(tokenizer_json: &[u8], tokenizer_config: &[u8], dir: &str) -> Result<Self, TokenizerError> {
+    pub fn from_bytes(
+        tokenizer_json: &[u8],
+        tokenizer_config: &[u8],
+        dir: &str,
+    ) -> Result<Self, TokenizerError> {
         let json_file = format!("{dir}/tokenizer.json");
         let config_file = format!("{dir}/tokenizer_config.json");
         let mut inner = tokenizers::Tokenizer::from_bytes(tokenizer_json)
