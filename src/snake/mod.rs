@@ -6,6 +6,12 @@
 //! the reference builds them, and the policy reads the host's result JSON back. Food placement
 //! reproduces CPython's `random.Random` ([`pyrandom`]) so seeds give the reference's boards.
 
+pub mod features;
+pub mod game;
+pub mod prompt;
 pub mod pyrandom;
 
+pub use features::{Features, MoveInfo, MoveReason};
+pub use game::{Cell, DeathReason, Direction, Game, GameError, Legality, Snapshot};
+pub use prompt::{build_prompt, Prompt, PromptStyle};
 pub use pyrandom::PyRandom;
