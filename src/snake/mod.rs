@@ -8,10 +8,12 @@
 
 pub mod features;
 pub mod game;
+pub mod policy;
 pub mod prompt;
 pub mod pyrandom;
 
 pub use features::{Features, MoveInfo, MoveReason};
 pub use game::{Cell, DeathReason, Direction, Game, GameError, Legality, Snapshot};
+pub use policy::{decide, Decision, ModelAnswers, PolicyConfig, PolicyError, Predictor};
 pub use prompt::{build_prompt, Prompt, PromptStyle};
 pub use pyrandom::PyRandom;
