@@ -11,6 +11,7 @@ pub mod game;
 pub mod policy;
 pub mod prompt;
 pub mod pyrandom;
+pub mod recording;
 
 pub use features::{Features, MoveInfo, MoveReason};
 pub use game::{Cell, DeathReason, Direction, Game, GameError, Legality, Snapshot};
