@@ -18,3 +18,6 @@ pub use game::{Cell, DeathReason, Direction, Game, GameError, Legality, Snapshot
 pub use policy::{decide, Decision, ModelAnswers, PolicyConfig, PolicyError, Predictor};
 pub use prompt::{build_prompt, Prompt, PromptStyle};
 pub use pyrandom::PyRandom;
+
+#[cfg(test)]
+mod conformance;
