@@ -159,14 +159,20 @@ fn malformed(field: &str, problem: &str) -> PolicyError {
 }
 
 fn probability(value: &Value, field: &str) -> Result<f64, PolicyError> {
+    let invalid = || PolicyError::InvalidProbability {
+        field: field.to_string(),
+        value: value.to_string(),
+    };
+    // JSON has no NaN or infinity; `serde_json` turns a non-finite f64 into `null`, so a null
+    // probability is how a NaN from the host arrives here.
+    if value.is_null() {
+        return Err(invalid());
+    }
     let number = value
         .as_f64()
         .ok_or_else(|| malformed(field, &format!("expected a number, got {value}")))?;
     if !number.is_finite() || !(0.0..=1.0).contains(&number) {
-        return Err(PolicyError::InvalidProbability {
-            field: field.to_string(),
-            value: value.to_string(),
-        });
+        return Err(invalid());
     }
     Ok(number)
 }

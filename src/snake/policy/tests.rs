@@ -107,6 +107,24 @@ fn invalid_probability_is_an_error_and_no_move() {
 }
 
 #[test]
+fn non_finite_probability_arriving_as_null_is_invalid() {
+    // serde_json stores a NaN or infinite f64 as null.
+    let mut value = result([0.25; 4], 0.5, 0.5);
+    value["answers"]["move"]["probabilities"]["LEFT"] = json!(f64::NAN);
+    assert!(value["answers"]["move"]["probabilities"]["LEFT"].is_null());
+    assert!(matches!(
+        ModelAnswers::from_result(&value),
+        Err(PolicyError::InvalidProbability { .. })
+    ));
+    let mut value = result([0.25; 4], 0.5, 0.5);
+    value["answers"]["food"]["noul"] = json!(f64::INFINITY);
+    assert!(matches!(
+        ModelAnswers::from_result(&value),
+        Err(PolicyError::InvalidProbability { .. })
+    ));
+}
+
+#[test]
 fn malformed_result_names_the_missing_field() {
     let mut missing_right = result([0.25; 4], 0.5, 0.5);
     missing_right["answers"]["move"]["probabilities"]
