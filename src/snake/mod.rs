@@ -1,0 +1,23 @@
+//! The Snake workload's pure core: rules, planner features, prompts, policy and shield,
+//! recordings (docs: snake.md).
+//!
+//! Everything here is deterministic and model-free. The model is reached only through
+//! [`policy::Predictor`]: the planner hands it the state and questions as JSON values exactly as
+//! the reference builds them, and the policy reads the host's result JSON back. Food placement
+//! reproduces CPython's `random.Random` ([`pyrandom`]) so seeds give the reference's boards.
+
+pub mod features;
+pub mod game;
+pub mod policy;
+pub mod prompt;
+pub mod pyrandom;
+pub mod recording;
+
+pub use features::{Features, MoveInfo, MoveReason};
+pub use game::{Cell, DeathReason, Direction, Game, GameError, Legality, Snapshot};
+pub use policy::{decide, Decision, ModelAnswers, PolicyConfig, PolicyError, Predictor};
+pub use prompt::{build_prompt, Prompt, PromptStyle};
+pub use pyrandom::PyRandom;
+
+#[cfg(test)]
+mod conformance;
