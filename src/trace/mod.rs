@@ -8,18 +8,48 @@
 //! states that the hardware table is global (no PID or model identity per interval) and
 //! that instrumented intervals are never latency results.
 //!
-//! [`compute_plan`] holds the `MLComputePlan` placement report shared with convert-check.
-//!
 //! Nothing here prints, records or calls macOS; the recorder driver lives elsewhere.
 
 mod error;
 mod reader;
+pub mod summary;
 pub mod toc;
 pub mod xml;
 
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
 pub use error::TraceError;
+pub use summary::{summarize, TraceSummary};
 pub use toc::{TocRun, TraceToc};
 pub use xml::{
-    parse_interval_table, parse_interval_table_str, read_interval_table, IntervalTable,
-    TableKind, TraceInterval,
+    parse_interval_table, parse_interval_table_str, read_interval_table, IntervalTable, TableKind,
+    TraceInterval,
 };
+
+/// The files `trace summarize` reads.
+#[derive(Debug, Clone, Copy)]
+pub struct SummarizeInputs<'a> {
+    /// The Neural Engine hardware-intervals table export.
+    pub hardware_xml: &'a Path,
+    /// The table-of-contents export.
+    pub toc_xml: &'a Path,
+    /// The Core ML signpost table export, if any.
+    pub signpost_xml: Option<&'a Path>,
+    /// The run number to use; `None` accepts only a single-run TOC.
+    pub run_number: Option<u32>,
+}
+
+/// Reads the exports named in `inputs` and summarizes them.
+pub fn summarize_files(inputs: SummarizeInputs<'_>) -> Result<TraceSummary, TraceError> {
+    let toc = TraceToc::read(inputs.toc_xml)?;
+    let run = toc.select_run(inputs.run_number)?;
+    let hardware = read_interval_table(inputs.hardware_xml, TableKind::NeuralEngineHardware)?;
+    let signposts = inputs
+        .signpost_xml
+        .map(|path| read_interval_table(path, TableKind::CoreMlSignpost))
+        .transpose()?;
+    summarize(run, &hardware, signposts.as_ref())
+}
