@@ -17,6 +17,8 @@ pub mod toc;
 pub mod xml;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::Path;
