@@ -8,8 +8,11 @@
 //! states that the hardware table is global (no PID or model identity per interval) and
 //! that instrumented intervals are never latency results.
 //!
+//! [`compute_plan`] holds the `MLComputePlan` placement report shared with convert-check.
+//!
 //! Nothing here prints, records or calls macOS; the recorder driver lives elsewhere.
 
+pub mod compute_plan;
 mod error;
 mod reader;
 pub mod summary;
@@ -23,6 +26,9 @@ mod tests;
 
 use std::path::Path;
 
+pub use compute_plan::{
+    build_compute_plan_report, ComputePlanError, ComputePlanReport, PlannedOp, PreferredDevice,
+};
 pub use error::TraceError;
 pub use summary::{summarize, TraceSummary};
 pub use toc::{TocRun, TraceToc};
