@@ -11,6 +11,7 @@
 //! [`compute_plan`] holds the `MLComputePlan` placement report shared with convert-check.
 //!
 //! Nothing here prints, records or calls macOS; the recorder driver lives elsewhere.
+#![warn(missing_docs)]
 
 pub mod compute_plan;
 mod error;
