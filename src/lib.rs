@@ -11,3 +11,4 @@ pub mod commands;
 pub mod laya;
 pub mod model;
 pub mod snake;
+pub mod trace;

@@ -1,0 +1,64 @@
+//! Instruments (`xctrace`) export parsing, allow-listing and summary; portable (any OS).
+//!
+//! `trace summarize` reads three XML exports of one recording: the table of contents
+//! ([`toc`]), the Neural Engine hardware-intervals table and optionally the Core ML signpost
+//! table ([`xml`]). Rows are reduced to the allow-listed fields (timestamp, duration,
+//! device, label, state) and summarized ([`summary`]): interval counts by label, active
+//! time, the union of busy time and the duty cycle over the recording. The summary always
+//! states that the hardware table is global (no PID or model identity per interval) and
+//! that instrumented intervals are never latency results.
+//!
+//! [`compute_plan`] holds the `MLComputePlan` placement report shared with convert-check.
+//!
+//! Nothing here prints, records or calls macOS; the recorder driver lives elsewhere.
+#![warn(missing_docs)]
+
+pub mod compute_plan;
+mod error;
+mod reader;
+pub mod summary;
+pub mod toc;
+pub mod xml;
+
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+pub use compute_plan::{
+    build_compute_plan_report, ComputePlanError, ComputePlanReport, PlannedOp, PreferredDevice,
+};
+pub use error::TraceError;
+pub use summary::{summarize, TraceSummary};
+pub use toc::{TocRun, TraceToc};
+pub use xml::{
+    parse_interval_table, parse_interval_table_str, read_interval_table, IntervalTable, TableKind,
+    TraceInterval,
+};
+
+/// The files `trace summarize` reads.
+#[derive(Debug, Clone, Copy)]
+pub struct SummarizeInputs<'a> {
+    /// The Neural Engine hardware-intervals table export.
+    pub hardware_xml: &'a Path,
+    /// The table-of-contents export.
+    pub toc_xml: &'a Path,
+    /// The Core ML signpost table export, if any.
+    pub signpost_xml: Option<&'a Path>,
+    /// The run number to use; `None` accepts only a single-run TOC.
+    pub run_number: Option<u32>,
+}
+
+/// Reads the exports named in `inputs` and summarizes them.
+pub fn summarize_files(inputs: SummarizeInputs<'_>) -> Result<TraceSummary, TraceError> {
+    let toc = TraceToc::read(inputs.toc_xml)?;
+    let run = toc.select_run(inputs.run_number)?;
+    let hardware = read_interval_table(inputs.hardware_xml, TableKind::NeuralEngineHardware)?;
+    let signposts = inputs
+        .signpost_xml
+        .map(|path| read_interval_table(path, TableKind::CoreMlSignpost))
+        .transpose()?;
+    summarize(run, &hardware, signposts.as_ref())
+}
