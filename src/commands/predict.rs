@@ -128,12 +128,13 @@ fn explain_json(tok: &Tokenizer, trace: &Trace, questions: &Value) -> Value {
         .iter()
         .enumerate()
         .map(|(i, row)| {
+            let qtype = ["choice", "score", "noul"].get(row.qtype as usize).copied();
             let shape = shapes
                 .get(i)
                 .map(|b| json!({"batch": b.batch, "length": b.length, "max_options": b.max_options}));
             json!({
                 "question": qids.get(i % qids.len().max(1)).map(|s| s.as_str()),
-                "qtype": ["choice", "score", "noul"].get(row.qtype as usize).copied(),
+                "qtype": qtype,
                 "length": row.ids.len(),
                 "token_ids": row.ids,
                 "tokens": row.ids.iter().map(|&id| tok.id_to_token(id)).collect::<Vec<_>>(),

@@ -1,1 +1,672 @@
-//! The portable CPU backend (FP32 compute on `gemm`).
+//! The portable CPU backend: the whole decision model (host-contract.md §2 steps 1–11) in FP32
+//! on the `gemm` crate, for any CPU.
+//!
+//! Construction converts every Linear weight once to the layout `gemm` streams fastest
+//! ([`WEIGHT_LAYOUT`]), builds the shape-only tables (RoPE cos/sin per layer kind) and a rayon
+//! pool of `threads` workers. Each `forward` validates the batch, derives the per-request masks
+//! (part of the measured boundary) and reuses scratch buffers, so after the first call at a
+//! shape it allocates nothing of its own.
+
+mod attention;
+mod linalg;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gemm::Parallelism;
+
+use self::attention::{
+    apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope,
+};
+use self::linalg::linear;
+use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
+use crate::laya::config::{
+    decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout,
+};
+use crate::model::ops;
+use crate::model::tail::action_features;
+use crate::model::weights::{DecisionWeights, Layout, Linear};
+
+/// Storage order of every Linear weight inside the engine (`[in, out]` row-major, i.e. the
+/// transpose of PyTorch's `[out, in]`); chosen with the GEMM layout benchmark in
+/// `benches/forward.rs`.
+pub const WEIGHT_LAYOUT: Layout = Layout::ColMajor;
+
+/// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
+const HEAD_EPS: f32 = 1e-5;
+
+/// Masked option slots get this logit (host-contract.md §2 step 9).
+const MASKED_LOGIT: f32 = -1e4;
+
+/// Switches that deliberately break the model, so tests can show the parity check bites.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ablation {
+    /// Skip RoPE on q and k.
+    pub no_rope: bool,
+    /// Multiply the sliding window (`local_attention`) by this factor (1 = faithful).
+    pub window_scale: usize,
+    /// Use the tanh GELU approximation in the encoder MLP and the scorer.
+    pub tanh_gelu: bool,
+}
+
+impl Default for Ablation {
+    fn default() -> Self {
+        Self {
+            no_rope: false,
+            window_scale: 1,
+            tanh_gelu: false,
+        }
+    }
+}
+
+/// Sizes derived once from the configs.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    d: usize,
+    heads: usize,
+    head_dim: usize,
+    inter: usize,
+    head_heads: usize,
+    head_head_dim: usize,
+    vocab: usize,
+    actions: usize,
+    eps: f32,
+}
+
+/// Scratch buffers, grown to the largest shape seen and reused.
+#[derive(Debug, Default)]
+struct Scratch {
+    x: Vec<f32>,
+    a: Vec<f32>,
+    qkv: Vec<f32>,
+    heads: Vec<f32>,
+    attn: Vec<f32>,
+    mlp: Vec<f32>,
+    gated: Vec<f32>,
+    scores: Vec<f32>,
+    masks: Masks,
+    markers: Vec<f32>,
+    markers_n: Vec<f32>,
+    scorer_h: Vec<f32>,
+    tail: Vec<f32>,
+}
+
+fn size<T: Clone + Default>(v: &mut Vec<T>, n: usize) {
+    v.clear();
+    v.resize(n, T::default());
+}
+
+/// The FP32 portable engine.
+pub struct PortableBackend {
+    info: BackendInfo,
+    enc: EncoderConfig,
+    agent: AgentConfig,
+    w: DecisionWeights,
+    dims: Dims,
+    /// RoPE tables for full and sliding layers, covering `shapes.max_length` positions.
+    rope_full: Rope,
+    rope_sliding: Rope,
+    /// Sliding-window templates keyed by `(length, half window)`.
+    bands: HashMap<(usize, usize), Vec<u8>>,
+    scratch: Scratch,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    threads: usize,
+    ablation: Ablation,
+    /// Set when the weights do not fit the configs; every forward reports it.
+    broken: Option<String>,
+}
+
+impl PortableBackend {
+    /// Build the engine; `threads` 0 means all available cores.
+    ///
+    /// Never fails: weights that do not fit the configs make every `forward` return
+    /// [`BackendError::Runtime`] with the reason (use [`Self::try_new`] to get it up front).
+    pub fn new(
+        weights: DecisionWeights,
+        enc: EncoderConfig,
+        agent: AgentConfig,
+        shapes: ShapeCaps,
+        fingerprint: String,
+        threads: usize,
+    ) -> Self {
+        let threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            threads
+        };
+        let d = enc.hidden_size;
+        let head_heads = decision_head_heads(d);
+        let dims = Dims {
+            d,
+            heads: enc.num_heads,
+            head_dim: enc.head_dim(),
+            inter: enc.intermediate_size,
+            head_heads,
+            head_head_dim: d / head_heads,
+            vocab: enc.vocab_size,
+            actions: agent.num_actions,
+            eps: enc.norm_eps as f32,
+        };
+        let mut broken = weights.check(&enc, &agent).err().map(|e| e.to_string());
+        if broken.is_none() && (d % head_heads != 0 || enc.num_heads * enc.head_dim() != d) {
+            broken = Some(format!(
+                "hidden size {d} does not split into {} encoder heads and {head_heads} decision-head heads",
+                enc.num_heads
+            ));
+        }
+        let w = to_engine_layout(weights);
+        let positions = shapes.max_length.max(1);
+        let rope_full = Rope::new(enc.rope_theta(LayerKind::Full), dims.head_dim, positions);
+        let rope_sliding = Rope::new(enc.rope_theta(LayerKind::Sliding), dims.head_dim, positions);
+        let pool = if threads > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("laya-portable-{i}"))
+                .build()
+                .ok()
+                .map(Arc::new)
+        } else {
+            None
+        };
+        let threads = if pool.is_some() { threads } else { 1 };
+        let isa = if ops::has_avx2() {
+            "avx2+fma"
+        } else {
+            "generic"
+        };
+        let info = BackendInfo {
+            name: "portable".into(),
+            precision: "f32".into(),
+            device: format!("cpu ({threads} threads, {isa})"),
+            shapes,
+            fingerprint,
+        };
+        Self {
+            info,
+            enc,
+            agent,
+            w,
+            dims,
+            rope_full,
+            rope_sliding,
+            bands: HashMap::new(),
+            scratch: Scratch::default(),
+            pool,
+            threads,
+            ablation: Ablation::default(),
+            broken,
+        }
+    }
+
+    /// [`Self::new`], but weights that do not fit the configs are an error here.
+    pub fn try_new(
+        weights: DecisionWeights,
+        enc: EncoderConfig,
+        agent: AgentConfig,
+        shapes: ShapeCaps,
+        fingerprint: String,
+        threads: usize,
+    ) -> Result<Self, BackendError> {
+        let b = Self::new(weights, enc, agent, shapes, fingerprint, threads);
+        match &b.broken {
+            Some(e) => Err(BackendError::Runtime(e.clone())),
+            None => Ok(b),
+        }
+    }
+
+    /// Worker threads in use (1 = the calling thread only).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Break the model on purpose (tests only).
+    #[doc(hidden)]
+    pub fn set_ablation(&mut self, ablation: Ablation) {
+        self.ablation = Ablation {
+            window_scale: ablation.window_scale.max(1),
+            ..ablation
+        };
+    }
+
+    fn validate(&self, b: &PreparedBatch) -> Result<(), BackendError> {
+        let err = |m: String| Err(BackendError::Shape(m));
+        let (bn, l, k) = (b.batch, b.length, b.max_options);
+        let caps = &self.info.shapes;
+        if l == 0 || k == 0 {
+            return err(format!(
+                "length {l} and max_options {k} must both be at least 1"
+            ));
+        }
+        if l > caps.max_length {
+            return err(format!(
+                "length {l} exceeds the backend's max_length {}",
+                caps.max_length
+            ));
+        }
+        if bn > caps.batch_size {
+            return err(format!(
+                "batch of {bn} rows exceeds the backend's batch_size {}",
+                caps.batch_size
+            ));
+        }
+        if k > caps.max_options {
+            return err(format!(
+                "max_options {k} exceeds the backend's max_options {}",
+                caps.max_options
+            ));
+        }
+        let lens = [
+            ("input_ids", b.input_ids.len(), bn * l, "[B, L]"),
+            ("attention_mask", b.attention_mask.len(), bn * l, "[B, L]"),
+            ("marker_pos", b.marker_pos.len(), bn * k, "[B, K]"),
+            ("marker_mask", b.marker_mask.len(), bn * k, "[B, K]"),
+            ("qtype", b.qtype.len(), bn, "[B]"),
+        ];
+        for (name, got, want, shape) in lens {
+            if got != want {
+                return err(format!(
+                    "{name} has {got} values, expected {want} ({shape} with B={bn}, L={l}, K={k})"
+                ));
+            }
+        }
+        let parallel = self.agent.option_layout == OptionLayout::Parallel;
+        match (&b.position_ids, &b.option_ids, parallel) {
+            (Some(p), Some(o), true) => {
+                for (name, v) in [("position_ids", p), ("option_ids", o)] {
+                    if v.len() != bn * l {
+                        return err(format!(
+                            "{name} has {} values, expected {} ([B, L] with B={bn}, L={l})",
+                            v.len(),
+                            bn * l
+                        ));
+                    }
+                }
+                if let Some((i, &x)) = p
+                    .iter()
+                    .enumerate()
+                    .find(|(_, &x)| x < 0 || x as usize >= self.rope_full.positions())
+                {
+                    return err(format!(
+                        "position_ids[{}][{}] = {x} is outside [0, {})",
+                        i / l,
+                        i % l,
+                        self.rope_full.positions()
+                    ));
+                }
+                if let Some((i, &x)) = o.iter().enumerate().find(|(_, &x)| x < 0) {
+                    return err(format!("option_ids[{}][{}] = {x} is negative", i / l, i % l));
+                }
+            }
+            (None, None, false) => {}
+            (_, _, true) => {
+                return err("parallel checkpoints require position_ids and option_ids".into())
+            }
+            (_, _, false) => {
+                return err(
+                    "sequential checkpoints do not accept position_ids/option_ids (parallel layout inputs)"
+                        .into(),
+                )
+            }
+        }
+        if let Some((i, &x)) = b
+            .input_ids
+            .iter()
+            .enumerate()
+            .find(|(_, &x)| x < 0 || x as usize >= self.dims.vocab)
+        {
+            return err(format!(
+                "input_ids[{}][{}] = {x} is outside the checkpoint vocabulary [0, {})",
+                i / l,
+                i % l,
+                self.dims.vocab
+            ));
+        }
+        for (name, v) in [
+            ("attention_mask", &b.attention_mask),
+            ("marker_mask", &b.marker_mask),
+        ] {
+            if let Some((i, &x)) = v.iter().enumerate().find(|(_, &x)| x != 0 && x != 1) {
+                return err(format!(
+                    "{name} must contain only zero or one (found {x} at {i})"
+                ));
+            }
+        }
+        for r in 0..bn {
+            if b.attention_mask[r * l..(r + 1) * l].iter().all(|&x| x == 0) {
+                return err(format!(
+                    "row {r} has no valid attention key (attention_mask all zero)"
+                ));
+            }
+        }
+        if let Some((i, &x)) = b
+            .marker_pos
+            .iter()
+            .enumerate()
+            .find(|(_, &x)| x < 0 || x as usize >= l)
+        {
+            return err(format!(
+                "marker_pos[{}][{}] = {x} is outside the sequence [0, {l})",
+                i / k,
+                i % k
+            ));
+        }
+        if let Some((r, &x)) = b
+            .qtype
+            .iter()
+            .enumerate()
+            .find(|(_, &x)| !(0..=2).contains(&x))
+        {
+            return err(format!("qtype[{r}] = {x}; question type must be 0, 1 or 2"));
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) {
+        let (bn, l, k) = (batch.batch, batch.length, batch.max_options);
+        let dm = self.dims;
+        let (d, inter) = (dm.d, dm.inter);
+        let bl = bn * l;
+        let par = if self.threads > 1 {
+            Parallelism::Rayon(self.threads)
+        } else {
+            Parallelism::None
+        };
+        let workers = self.threads;
+        let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
+        let band = self
+            .bands
+            .entry((l, half_window))
+            .or_insert_with(|| window_template(l, half_window));
+
+        let s = &mut self.scratch;
+        size(&mut s.x, bl * d);
+        size(&mut s.a, bl * d);
+        size(&mut s.qkv, bl * 3 * d);
+        size(&mut s.heads, bl * d);
+        size(&mut s.attn, bl * d);
+        size(&mut s.mlp, bl * (2 * inter).max(4 * d));
+        size(&mut s.gated, bl * inter);
+        size(&mut s.scores, workers * l * l);
+        size(&mut s.markers, bn * k * d);
+        size(&mut s.markers_n, bn * k * d);
+        size(&mut s.scorer_h, bn * k * d);
+        size(&mut s.tail, self.w.act_head.scratch_len());
+
+        // Step 2: masks for this request.
+        let parallel = match (&batch.position_ids, &batch.option_ids) {
+            (Some(p), Some(o)) => Some((p.as_slice(), o.as_slice())),
+            _ => None,
+        };
+        s.masks
+            .build(bn, l, &batch.attention_mask, band, half_window, parallel);
+
+        // Step 1: embeddings.
+        for (r, &id) in batch.input_ids.iter().enumerate() {
+            let tmp = &mut s.a[r * d..(r + 1) * d];
+            self.w.tok_embeddings.row_into(id as usize, tmp);
+            let n = &self.w.emb_norm;
+            ops::layer_norm(
+                tmp,
+                &n.weight,
+                n.bias.as_deref(),
+                dm.eps,
+                &mut s.x[r * d..(r + 1) * d],
+            );
+        }
+
+        // Step 3: encoder layers.
+        let enc_shape = AttnShape {
+            batch: bn,
+            len: l,
+            heads: dm.heads,
+            head_dim: dm.head_dim,
+        };
+        for (layer, kind) in self.w.layers.iter().zip(&self.enc.layer_kinds) {
+            let input: &[f32] = match &layer.attn_norm {
+                None => &s.x,
+                Some(n) => {
+                    norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+                    &s.a
+                }
+            };
+            linear(input, bl, &layer.wqkv, &mut s.qkv, false, par);
+            let (rope, mask) = match kind {
+                LayerKind::Full => (&self.rope_full, &s.masks.full),
+                LayerKind::Sliding => (&self.rope_sliding, &s.masks.local),
+            };
+            if !self.ablation.no_rope {
+                apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref());
+            }
+            run_attention(
+                &self.pool,
+                &s.qkv,
+                enc_shape,
+                mask,
+                &mut s.scores,
+                &mut s.heads,
+                workers,
+            );
+            merge_heads(&s.heads, enc_shape, &mut s.attn);
+            linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
+            let n = &layer.mlp_norm;
+            norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+            linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
+            for (m, g) in s.mlp[..bl * 2 * inter]
+                .chunks_exact(2 * inter)
+                .zip(s.gated.chunks_exact_mut(inter))
+            {
+                let (value, gate) = m.split_at(inter);
+                if self.ablation.tanh_gelu {
+                    for ((o, &v), &gt) in g.iter_mut().zip(value).zip(gate) {
+                        *o = ops::gelu_tanh(v) * gt;
+                    }
+                } else {
+                    ops::gelu_mul(value, gate, g);
+                }
+            }
+            linear(&s.gated, bl, &layer.mlp_wo, &mut s.x, true, par);
+        }
+
+        // Steps 4–5: final norm, type embedding.
+        let n = &self.w.final_norm;
+        norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+        for (r, row) in s.a.chunks_exact_mut(d).enumerate() {
+            let q = batch.qtype[r / l] as usize;
+            for (x, &t) in row.iter_mut().zip(&self.w.type_emb[q * d..(q + 1) * d]) {
+                *x += t;
+            }
+        }
+        s.x.copy_from_slice(&s.a);
+
+        // Step 6: decision head.
+        let head_shape = AttnShape {
+            batch: bn,
+            len: l,
+            heads: dm.head_heads,
+            head_dim: dm.head_head_dim,
+        };
+        let head_mask = if parallel.is_some() {
+            &s.masks.head
+        } else {
+            &s.masks.full
+        };
+        for hl in &self.w.head {
+            norm_rows(
+                &s.x,
+                &mut s.a,
+                d,
+                &hl.norm1.weight,
+                hl.norm1.bias.as_deref(),
+                HEAD_EPS,
+            );
+            linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
+            run_attention(
+                &self.pool,
+                &s.qkv,
+                head_shape,
+                head_mask,
+                &mut s.scores,
+                &mut s.heads,
+                workers,
+            );
+            merge_heads(&s.heads, head_shape, &mut s.attn);
+            linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
+            norm_rows(
+                &s.x,
+                &mut s.a,
+                d,
+                &hl.norm2.weight,
+                hl.norm2.bias.as_deref(),
+                HEAD_EPS,
+            );
+            let ff = &mut s.mlp[..bl * 4 * d];
+            linear(&s.a, bl, &hl.linear1, ff, false, par);
+            for v in ff.iter_mut() {
+                *v = v.max(0.0);
+            }
+            linear(ff, bl, &hl.linear2, &mut s.x, true, par);
+        }
+
+        // Step 7: marker gather.
+        for (j, &p) in batch.marker_pos.iter().enumerate() {
+            let src = (j / k) * l + p as usize;
+            s.markers[j * d..(j + 1) * d].copy_from_slice(&s.x[src * d..(src + 1) * d]);
+        }
+        // Step 8: scorer.
+        let sc = &self.w.scorer;
+        norm_rows(
+            &s.markers,
+            &mut s.markers_n,
+            d,
+            &sc.norm.weight,
+            sc.norm.bias.as_deref(),
+            HEAD_EPS,
+        );
+        linear(
+            &s.markers_n,
+            bn * k,
+            &sc.hidden,
+            &mut s.scorer_h,
+            false,
+            par,
+        );
+        if self.ablation.tanh_gelu {
+            for v in s.scorer_h.iter_mut() {
+                *v = ops::gelu_tanh(*v);
+            }
+        } else {
+            ops::gelu_in_place(&mut s.scorer_h);
+        }
+        out.batch = bn;
+        out.max_options = k;
+        out.num_actions = dm.actions;
+        size(&mut out.logits, bn * k);
+        size(&mut out.action_logits, bn * dm.actions);
+        scorer_output(&s.scorer_h, &sc.output, d, &mut out.logits);
+        // Step 9: option mask.
+        for (logit, &m) in out.logits.iter_mut().zip(&batch.marker_mask) {
+            if m == 0 {
+                *logit = MASKED_LOGIT;
+            }
+        }
+        // Steps 10–11: action features and head.
+        for r in 0..bn {
+            let row = &out.logits[r * k..(r + 1) * k];
+            let count = batch.marker_mask[r * k..(r + 1) * k]
+                .iter()
+                .filter(|&&m| m != 0)
+                .count();
+            let feat = action_features(row, count);
+            let cls = &s.x[r * l * d..(r * l + 1) * d];
+            let dst = &mut out.action_logits[r * dm.actions..(r + 1) * dm.actions];
+            // Lengths were checked at construction (`broken`), so this cannot fail here.
+            let _ = self.w.act_head.forward(cls, &feat, &mut s.tail, dst);
+        }
+    }
+}
+
+/// LayerNorm every `d`-wide row of `x` into `out`.
+fn norm_rows(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32) {
+    for (xr, or) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+        ops::layer_norm(xr, w, b, eps, or);
+    }
+}
+
+/// `logit[j] = h[j] · w3 + b3` for the scorer's `[1, D]` output layer.
+fn scorer_output(h: &[f32], output: &Linear, d: usize, logits: &mut [f32]) {
+    let mut row = [0.0f32; 1];
+    for (hr, l) in h.chunks_exact(d).zip(logits.iter_mut()) {
+        output.forward_vec(hr, &mut row);
+        *l = row[0];
+    }
+}
+
+fn run_attention(
+    pool: &Option<Arc<rayon::ThreadPool>>,
+    qkv: &[f32],
+    shape: AttnShape,
+    mask: &[u8],
+    scores: &mut [f32],
+    heads: &mut [f32],
+    workers: usize,
+) {
+    match pool {
+        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, workers)),
+        None => attention(qkv, shape, mask, scores, heads, 1),
+    }
+}
+
+/// Move every Linear weight to [`WEIGHT_LAYOUT`].
+fn to_engine_layout(mut w: DecisionWeights) -> DecisionWeights {
+    fn conv(l: &mut Linear) {
+        l.weight.set_layout(WEIGHT_LAYOUT);
+    }
+    for layer in &mut w.layers {
+        conv(&mut layer.wqkv);
+        conv(&mut layer.wo);
+        conv(&mut layer.wi);
+        conv(&mut layer.mlp_wo);
+    }
+    for h in &mut w.head {
+        conv(&mut h.in_proj);
+        conv(&mut h.out_proj);
+        conv(&mut h.linear1);
+        conv(&mut h.linear2);
+    }
+    conv(&mut w.scorer.hidden);
+    w
+}
+
+impl Backend for PortableBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn forward(
+        &mut self,
+        batch: &PreparedBatch,
+        out: &mut ForwardOutput,
+    ) -> Result<(), BackendError> {
+        if let Some(e) = &self.broken {
+            return Err(BackendError::Runtime(e.clone()));
+        }
+        self.validate(batch)?;
+        if batch.batch == 0 {
+            out.batch = 0;
+            out.max_options = batch.max_options;
+            out.num_actions = self.dims.actions;
+            out.logits.clear();
+            out.action_logits.clear();
+            return Ok(());
+        }
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.run(batch, out)),
+            None => self.run(batch, out),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

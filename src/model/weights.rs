@@ -1,0 +1,1172 @@
+//! Decision-model weights (host-contract.md §1.4): every tensor as owned data, organised per
+//! layer, loaded from `model.safetensors` with an exact key set.
+//!
+//! Matrices are a [`Matrix`] enum so another storage precision (FP16/BF16, 8-bit palettized LUT)
+//! is one more variant; engines pick the layout they want once, at construction
+//! ([`Matrix::into_layout`]).
+
+use safetensors::{Dtype, SafeTensors};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+
+use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig};
+
+/// A checkpoint that cannot be used, naming the file, the tensor and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum WeightsError {
+    /// The bytes are not a readable safetensors file.
+    #[error("{file}: not a readable safetensors file ({detail}); the file is truncated or corrupt, download it again and compare its sha256")]
+    Corrupt {
+        /// File name as given by the caller.
+        file: String,
+        /// What the parser reported.
+        detail: String,
+    },
+    /// A tensor the configs require is absent.
+    #[error("{file}: tensor `{tensor}` (shape {expected:?}) is missing{more}; the weights do not match encoder/config.json and rl_agent_config.json, use the configs shipped with this checkpoint")]
+    Missing {
+        /// File name.
+        file: String,
+        /// The first missing tensor.
+        tensor: String,
+        /// Its expected shape.
+        expected: Vec<usize>,
+        /// `" (and N more)"` when several are missing.
+        more: String,
+    },
+    /// A tensor the configs do not describe is present.
+    #[error("{file}: unexpected tensor `{tensor}` (shape {found:?}){more}; the weights do not match encoder/config.json and rl_agent_config.json (e.g. a bias flag, num_hidden_layers or head_layers differs), use the configs shipped with this checkpoint")]
+    Unexpected {
+        /// File name.
+        file: String,
+        /// The first unexpected tensor.
+        tensor: String,
+        /// Its shape.
+        found: Vec<usize>,
+        /// `" (and N more)"` when several are unexpected.
+        more: String,
+    },
+    /// A tensor has another shape than the configs imply.
+    #[error("{file}: tensor `{tensor}` has shape {found:?}, expected {expected:?}; the weights do not match encoder/config.json and rl_agent_config.json, use the configs shipped with this checkpoint")]
+    Shape {
+        /// File name.
+        file: String,
+        /// Tensor name.
+        tensor: String,
+        /// Shape from the configs.
+        expected: Vec<usize>,
+        /// Shape in the file.
+        found: Vec<usize>,
+    },
+    /// A tensor is stored in a dtype the loader cannot convert.
+    #[error("{file}: tensor `{tensor}` has dtype {found}, expected F32, F16 or BF16; convert the checkpoint to a floating-point safetensors file")]
+    Dtype {
+        /// File name.
+        file: String,
+        /// Tensor name.
+        tensor: String,
+        /// The dtype found.
+        found: String,
+    },
+    /// Weights handed to a constructor do not fit together.
+    #[error("inconsistent weights: {0}")]
+    Inconsistent(String),
+}
+
+/// Storage order of an f32 matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `[rows, cols]` row-major; for a Linear weight this is PyTorch's `[out, in]`.
+    RowMajor,
+    /// `[rows, cols]` column-major (the transpose is row-major): `data[c * rows + r]`.
+    ColMajor,
+}
+
+/// A dense f32 matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DenseF32 {
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+    data: Vec<f32>,
+}
+
+impl DenseF32 {
+    /// Wrap row-major data; `None` if `data.len() != rows * cols`.
+    pub fn from_row_major(rows: usize, cols: usize, data: Vec<f32>) -> Option<Self> {
+        (data.len() == rows * cols).then_some(Self {
+            rows,
+            cols,
+            layout: Layout::RowMajor,
+            data,
+        })
+    }
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Storage order of [`Self::data`].
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Raw values in [`Self::layout`] order.
+    pub fn data(&self) -> &[f32] {
+        &self.data
+    }
+    /// Element `(r, c)`.
+    pub fn get(&self, r: usize, c: usize) -> f32 {
+        match self.layout {
+            Layout::RowMajor => self.data[r * self.cols + c],
+            Layout::ColMajor => self.data[c * self.rows + r],
+        }
+    }
+    /// Same matrix stored in `layout` (transposes the storage when it differs).
+    pub fn into_layout(mut self, layout: Layout) -> Self {
+        self.set_layout(layout);
+        self
+    }
+    /// Change the storage order in place (transposes the storage when it differs).
+    pub fn set_layout(&mut self, layout: Layout) {
+        if layout == self.layout {
+            return;
+        }
+        // Storage is an `a × b` row-major array; produce its `b × a` transpose, in tiles.
+        let (a, b) = match self.layout {
+            Layout::RowMajor => (self.rows, self.cols),
+            Layout::ColMajor => (self.cols, self.rows),
+        };
+        let mut out = vec![0.0f32; self.data.len()];
+        const T: usize = 32;
+        for i0 in (0..a).step_by(T) {
+            for j0 in (0..b).step_by(T) {
+                for i in i0..(i0 + T).min(a) {
+                    for j in j0..(j0 + T).min(b) {
+                        out[j * a + i] = self.data[i * b + j];
+                    }
+                }
+            }
+        }
+        self.data = out;
+        self.layout = layout;
+    }
+}
+
+/// A weight matrix in one storage precision. Only FP32 exists today; FP16/BF16 and 8-bit
+/// palettized (LUT) weights slot in as further variants.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Matrix {
+    /// Dense FP32 values.
+    F32(DenseF32),
+}
+
+impl Matrix {
+    /// Row-major f32 matrix; `None` if `data.len() != rows * cols`.
+    pub fn f32_row_major(rows: usize, cols: usize, data: Vec<f32>) -> Option<Self> {
+        DenseF32::from_row_major(rows, cols, data).map(Matrix::F32)
+    }
+    /// Rows (a Linear's output features).
+    pub fn rows(&self) -> usize {
+        match self {
+            Matrix::F32(m) => m.rows,
+        }
+    }
+    /// Columns (a Linear's input features).
+    pub fn cols(&self) -> usize {
+        match self {
+            Matrix::F32(m) => m.cols,
+        }
+    }
+    /// Storage precision name, e.g. `f32`.
+    pub fn precision(&self) -> &'static str {
+        match self {
+            Matrix::F32(_) => "f32",
+        }
+    }
+    /// Bytes of weight storage.
+    pub fn storage_bytes(&self) -> usize {
+        match self {
+            Matrix::F32(m) => m.data.len() * 4,
+        }
+    }
+    /// Same matrix in another storage order (a no-op when already there).
+    pub fn into_layout(mut self, layout: Layout) -> Self {
+        self.set_layout(layout);
+        self
+    }
+    /// Change the storage order in place (a no-op when already there).
+    pub fn set_layout(&mut self, layout: Layout) {
+        match self {
+            Matrix::F32(m) => m.set_layout(layout),
+        }
+    }
+    /// Copy row `r` as f32 into `out` (`out.len() == cols`); false if out of range.
+    pub fn row_into(&self, r: usize, out: &mut [f32]) -> bool {
+        if r >= self.rows() || out.len() != self.cols() {
+            return false;
+        }
+        match self {
+            Matrix::F32(m) => match m.layout {
+                Layout::RowMajor => out.copy_from_slice(&m.data[r * m.cols..(r + 1) * m.cols]),
+                Layout::ColMajor => {
+                    for (c, o) in out.iter_mut().enumerate() {
+                        *o = m.data[c * m.rows + r];
+                    }
+                }
+            },
+        }
+        true
+    }
+    /// `y = W x` in f32 (`x.len() == cols`, `y.len() == rows`); false on a length mismatch.
+    pub fn matvec(&self, x: &[f32], y: &mut [f32]) -> bool {
+        if x.len() != self.cols() || y.len() != self.rows() {
+            return false;
+        }
+        match self {
+            Matrix::F32(m) => match m.layout {
+                Layout::RowMajor => {
+                    for (r, o) in y.iter_mut().enumerate() {
+                        *o = super::ops::dot(&m.data[r * m.cols..(r + 1) * m.cols], x);
+                    }
+                }
+                Layout::ColMajor => {
+                    y.fill(0.0);
+                    for (c, &xc) in x.iter().enumerate() {
+                        let col = &m.data[c * m.rows..(c + 1) * m.rows];
+                        for (o, &w) in y.iter_mut().zip(col) {
+                            *o += w * xc;
+                        }
+                    }
+                }
+            },
+        }
+        true
+    }
+}
+
+/// `y = x Wᵀ + b` with `W: [out, in]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Linear {
+    /// `[out, in]`.
+    pub weight: Matrix,
+    /// `[out]`, when the layer has a bias.
+    pub bias: Option<Vec<f32>>,
+}
+
+impl Linear {
+    /// Output features.
+    pub fn out_features(&self) -> usize {
+        self.weight.rows()
+    }
+    /// Input features.
+    pub fn in_features(&self) -> usize {
+        self.weight.cols()
+    }
+    /// `y = W x + b` for one vector; false on a length mismatch.
+    pub fn forward_vec(&self, x: &[f32], y: &mut [f32]) -> bool {
+        if !self.weight.matvec(x, y) {
+            return false;
+        }
+        if let Some(b) = &self.bias {
+            for (o, &bb) in y.iter_mut().zip(b) {
+                *o += bb;
+            }
+        }
+        true
+    }
+}
+
+/// LayerNorm parameters (the epsilon comes from the config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Norm {
+    /// `[D]` scale.
+    pub weight: Vec<f32>,
+    /// `[D]` shift, when the norm has a bias.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// One ModernBERT encoder layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncoderLayer {
+    /// Pre-attention norm; `None` for layer 0 (identity).
+    pub attn_norm: Option<Norm>,
+    /// `Wqkv`, `[3D, D]`: rows q, k, v.
+    pub wqkv: Linear,
+    /// Attention output `Wo`, `[D, D]`.
+    pub wo: Linear,
+    /// Pre-MLP norm.
+    pub mlp_norm: Norm,
+    /// `Wi`, `[2I, D]`: first I outputs value, last I gate.
+    pub wi: Linear,
+    /// MLP output `Wo`, `[D, I]`.
+    pub mlp_wo: Linear,
+}
+
+/// One decision-head layer (PyTorch `TransformerEncoderLayer`, norm first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadLayer {
+    /// Packed q/k/v projection `[3D, D]` with bias.
+    pub in_proj: Linear,
+    /// `[D, D]` with bias.
+    pub out_proj: Linear,
+    /// FFN up `[4D, D]` with bias.
+    pub linear1: Linear,
+    /// FFN down `[D, 4D]` with bias.
+    pub linear2: Linear,
+    /// Pre-attention norm (with bias).
+    pub norm1: Norm,
+    /// Pre-FFN norm (with bias).
+    pub norm2: Norm,
+}
+
+/// The option scorer: LayerNorm → Linear(D→D) → GELU → Linear(D→1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scorer {
+    /// `scorer.0` (with bias).
+    pub norm: Norm,
+    /// `scorer.1`, `[D, D]`.
+    pub hidden: Linear,
+    /// `scorer.3`, `[1, D]`.
+    pub output: Linear,
+}
+
+/// All weights of a decision model, FP32 or another [`Matrix`] precision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionWeights {
+    /// `[V, D]` token embedding.
+    pub tok_embeddings: Matrix,
+    /// Embedding LayerNorm.
+    pub emb_norm: Norm,
+    /// `N` encoder layers.
+    pub layers: Vec<EncoderLayer>,
+    /// Encoder final LayerNorm.
+    pub final_norm: Norm,
+    /// `H` decision-head layers.
+    pub head: Vec<HeadLayer>,
+    /// `[3, D]` question-type embedding, row-major.
+    pub type_emb: Vec<f32>,
+    /// Option scorer.
+    pub scorer: Scorer,
+    /// Action head (`act_head.0`, `act_head.2`).
+    pub act_head: super::tail::ActionHead,
+}
+
+/// Name and shape of one tensor of the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorSpec {
+    /// safetensors key.
+    pub name: String,
+    /// Expected shape.
+    pub shape: Vec<usize>,
+}
+
+/// Hidden width of the action head (`act_head.0`).
+pub const ACT_HIDDEN: usize = 256;
+
+/// Name of the unused temperature buffer (accepted and ignored).
+pub const TEMPERATURE_BUFFER: &str = "temperature";
+
+/// The exact tensor set the configs imply (host-contract.md §1.4), without the ignored
+/// `temperature` buffer, in a stable order.
+pub fn tensor_specs(enc: &EncoderConfig, agent: &AgentConfig) -> Vec<TensorSpec> {
+    let d = enc.hidden_size;
+    let i_ = enc.intermediate_size;
+    let mut s = Vec::new();
+    let mut add = |name: String, shape: Vec<usize>| s.push(TensorSpec { name, shape });
+    add(
+        "encoder.embeddings.tok_embeddings.weight".into(),
+        vec![enc.vocab_size, d],
+    );
+    add("encoder.embeddings.norm.weight".into(), vec![d]);
+    if enc.norm_bias {
+        add("encoder.embeddings.norm.bias".into(), vec![d]);
+    }
+    for l in 0..enc.num_layers {
+        let p = format!("encoder.layers.{l}");
+        if l > 0 {
+            add(format!("{p}.attn_norm.weight"), vec![d]);
+            if enc.norm_bias {
+                add(format!("{p}.attn_norm.bias"), vec![d]);
+            }
+        }
+        add(format!("{p}.attn.Wqkv.weight"), vec![3 * d, d]);
+        if enc.attention_bias {
+            add(format!("{p}.attn.Wqkv.bias"), vec![3 * d]);
+        }
+        add(format!("{p}.attn.Wo.weight"), vec![d, d]);
+        if enc.attention_bias {
+            add(format!("{p}.attn.Wo.bias"), vec![d]);
+        }
+        add(format!("{p}.mlp_norm.weight"), vec![d]);
+        if enc.norm_bias {
+            add(format!("{p}.mlp_norm.bias"), vec![d]);
+        }
+        add(format!("{p}.mlp.Wi.weight"), vec![2 * i_, d]);
+        if enc.mlp_bias {
+            add(format!("{p}.mlp.Wi.bias"), vec![2 * i_]);
+        }
+        add(format!("{p}.mlp.Wo.weight"), vec![d, i_]);
+        if enc.mlp_bias {
+            add(format!("{p}.mlp.Wo.bias"), vec![d]);
+        }
+    }
+    add("encoder.final_norm.weight".into(), vec![d]);
+    if enc.norm_bias {
+        add("encoder.final_norm.bias".into(), vec![d]);
+    }
+    for j in 0..agent.head_layers {
+        let p = format!("head.layers.{j}");
+        add(format!("{p}.self_attn.in_proj_weight"), vec![3 * d, d]);
+        add(format!("{p}.self_attn.in_proj_bias"), vec![3 * d]);
+        add(format!("{p}.self_attn.out_proj.weight"), vec![d, d]);
+        add(format!("{p}.self_attn.out_proj.bias"), vec![d]);
+        add(format!("{p}.linear1.weight"), vec![4 * d, d]);
+        add(format!("{p}.linear1.bias"), vec![4 * d]);
+        add(format!("{p}.linear2.weight"), vec![d, 4 * d]);
+        add(format!("{p}.linear2.bias"), vec![d]);
+        add(format!("{p}.norm1.weight"), vec![d]);
+        add(format!("{p}.norm1.bias"), vec![d]);
+        add(format!("{p}.norm2.weight"), vec![d]);
+        add(format!("{p}.norm2.bias"), vec![d]);
+    }
+    add("type_emb.weight".into(), vec![3, d]);
+    add("scorer.0.weight".into(), vec![d]);
+    add("scorer.0.bias".into(), vec![d]);
+    add("scorer.1.weight".into(), vec![d, d]);
+    add("scorer.1.bias".into(), vec![d]);
+    add("scorer.3.weight".into(), vec![1, d]);
+    add("scorer.3.bias".into(), vec![1]);
+    add("act_head.0.weight".into(), vec![ACT_HIDDEN, d + 4]);
+    add("act_head.0.bias".into(), vec![ACT_HIDDEN]);
+    add(
+        "act_head.2.weight".into(),
+        vec![agent.num_actions, ACT_HIDDEN],
+    );
+    add("act_head.2.bias".into(), vec![agent.num_actions]);
+    s
+}
+
+/// Lowercase hex sha256 of the checkpoint bytes.
+pub fn fingerprint(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn more(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" (and {n} more)")
+    }
+}
+
+/// Convert little-endian F32/F16/BF16 bytes to f32.
+fn to_f32(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
+    match dtype {
+        Dtype::F32 => Some(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        Dtype::F16 => Some(
+            bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+        ),
+        Dtype::BF16 => Some(
+            bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Builds the per-layer structure from a name → values map (shapes already checked).
+struct Taker {
+    values: HashMap<String, Vec<f32>>,
+    shapes: HashMap<String, Vec<usize>>,
+}
+
+impl Taker {
+    fn vec(&mut self, name: &str) -> Result<Vec<f32>, WeightsError> {
+        self.values
+            .remove(name)
+            .ok_or_else(|| WeightsError::Inconsistent(format!("tensor `{name}` taken twice")))
+    }
+    fn opt_vec(&mut self, name: &str) -> Option<Vec<f32>> {
+        self.values.remove(name)
+    }
+    fn matrix(&mut self, name: &str) -> Result<Matrix, WeightsError> {
+        let shape = self.shapes.get(name).cloned().unwrap_or_default();
+        let data = self.vec(name)?;
+        match shape.as_slice() {
+            [r, c] => Matrix::f32_row_major(*r, *c, data),
+            _ => None,
+        }
+        .ok_or_else(|| WeightsError::Inconsistent(format!("tensor `{name}` is not a matrix")))
+    }
+    fn linear(&mut self, weight: &str, bias: &str) -> Result<Linear, WeightsError> {
+        Ok(Linear {
+            weight: self.matrix(weight)?,
+            bias: self.opt_vec(bias),
+        })
+    }
+    fn norm(&mut self, prefix: &str) -> Result<Norm, WeightsError> {
+        Ok(Norm {
+            weight: self.vec(&format!("{prefix}.weight"))?,
+            bias: self.opt_vec(&format!("{prefix}.bias")),
+        })
+    }
+}
+
+impl DecisionWeights {
+    /// Load `model.safetensors` bytes; the key set must match the configs exactly (the
+    /// `temperature` buffer is accepted and ignored). F32, F16 and BF16 are converted to f32.
+    /// `file` names the file in errors.
+    pub fn from_safetensors(
+        bytes: &[u8],
+        enc: &EncoderConfig,
+        agent: &AgentConfig,
+        file: &str,
+    ) -> Result<Self, WeightsError> {
+        let st = SafeTensors::deserialize(bytes).map_err(|e| WeightsError::Corrupt {
+            file: file.into(),
+            detail: e.to_string(),
+        })?;
+        let specs = tensor_specs(enc, agent);
+        let present: BTreeMap<&str, _> = st.iter().collect();
+        let missing: Vec<&TensorSpec> = specs
+            .iter()
+            .filter(|s| !present.contains_key(s.name.as_str()))
+            .collect();
+        if let Some(first) = missing.first() {
+            return Err(WeightsError::Missing {
+                file: file.into(),
+                tensor: first.name.clone(),
+                expected: first.shape.clone(),
+                more: more(missing.len() - 1),
+            });
+        }
+        let expected: HashMap<&str, &TensorSpec> =
+            specs.iter().map(|s| (s.name.as_str(), s)).collect();
+        let unexpected: Vec<(&str, Vec<usize>)> = present
+            .iter()
+            .filter(|(name, _)| !expected.contains_key(*name) && **name != TEMPERATURE_BUFFER)
+            .map(|(name, view)| (*name, view.shape().to_vec()))
+            .collect();
+        if let Some((name, shape)) = unexpected.first() {
+            return Err(WeightsError::Unexpected {
+                file: file.into(),
+                tensor: (*name).into(),
+                found: shape.clone(),
+                more: more(unexpected.len() - 1),
+            });
+        }
+        // Shapes and dtypes first, so no conversion work is done for a file that fails.
+        for spec in &specs {
+            let view = &present[spec.name.as_str()];
+            if view.shape() != spec.shape.as_slice() {
+                return Err(WeightsError::Shape {
+                    file: file.into(),
+                    tensor: spec.name.clone(),
+                    expected: spec.shape.clone(),
+                    found: view.shape().to_vec(),
+                });
+            }
+            if !matches!(view.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16) {
+                return Err(WeightsError::Dtype {
+                    file: file.into(),
+                    tensor: spec.name.clone(),
+                    found: format!("{:?}", view.dtype()),
+                });
+            }
+        }
+        let mut values = HashMap::with_capacity(specs.len());
+        let mut shapes = HashMap::with_capacity(specs.len());
+        for spec in &specs {
+            let view = &present[spec.name.as_str()];
+            let data = to_f32(view.dtype(), view.data()).ok_or_else(|| WeightsError::Dtype {
+                file: file.into(),
+                tensor: spec.name.clone(),
+                found: format!("{:?}", view.dtype()),
+            })?;
+            values.insert(spec.name.clone(), data);
+            shapes.insert(spec.name.clone(), spec.shape.clone());
+        }
+        Self::from_parts(Taker { values, shapes }, enc, agent)
+    }
+
+    /// Build from f32 values keyed by tensor name (row-major, shapes as in [`tensor_specs`]).
+    pub fn from_named(
+        named: HashMap<String, Vec<f32>>,
+        enc: &EncoderConfig,
+        agent: &AgentConfig,
+    ) -> Result<Self, WeightsError> {
+        let specs = tensor_specs(enc, agent);
+        let mut shapes = HashMap::with_capacity(specs.len());
+        for spec in &specs {
+            let n: usize = spec.shape.iter().product();
+            match named.get(&spec.name) {
+                Some(v) if v.len() == n => {}
+                Some(v) => {
+                    return Err(WeightsError::Inconsistent(format!(
+                        "tensor `{}` has {} values, expected {n} ({:?})",
+                        spec.name,
+                        v.len(),
+                        spec.shape
+                    )))
+                }
+                None => {
+                    return Err(WeightsError::Inconsistent(format!(
+                        "tensor `{}` is missing",
+                        spec.name
+                    )))
+                }
+            }
+            shapes.insert(spec.name.clone(), spec.shape.clone());
+        }
+        Self::from_parts(
+            Taker {
+                values: named,
+                shapes,
+            },
+            enc,
+            agent,
+        )
+    }
+
+    fn from_parts(
+        mut t: Taker,
+        enc: &EncoderConfig,
+        agent: &AgentConfig,
+    ) -> Result<Self, WeightsError> {
+        let tok_embeddings = t.matrix("encoder.embeddings.tok_embeddings.weight")?;
+        let emb_norm = t.norm("encoder.embeddings.norm")?;
+        let mut layers = Vec::with_capacity(enc.num_layers);
+        for l in 0..enc.num_layers {
+            let p = format!("encoder.layers.{l}");
+            layers.push(EncoderLayer {
+                attn_norm: if l == 0 {
+                    None
+                } else {
+                    Some(t.norm(&format!("{p}.attn_norm"))?)
+                },
+                wqkv: t.linear(
+                    &format!("{p}.attn.Wqkv.weight"),
+                    &format!("{p}.attn.Wqkv.bias"),
+                )?,
+                wo: t.linear(&format!("{p}.attn.Wo.weight"), &format!("{p}.attn.Wo.bias"))?,
+                mlp_norm: t.norm(&format!("{p}.mlp_norm"))?,
+                wi: t.linear(&format!("{p}.mlp.Wi.weight"), &format!("{p}.mlp.Wi.bias"))?,
+                mlp_wo: t.linear(&format!("{p}.mlp.Wo.weight"), &format!("{p}.mlp.Wo.bias"))?,
+            });
+        }
+        let final_norm = t.norm("encoder.final_norm")?;
+        let mut head = Vec::with_capacity(agent.head_layers);
+        for j in 0..agent.head_layers {
+            let p = format!("head.layers.{j}");
+            head.push(HeadLayer {
+                in_proj: t.linear(
+                    &format!("{p}.self_attn.in_proj_weight"),
+                    &format!("{p}.self_attn.in_proj_bias"),
+                )?,
+                out_proj: t.linear(
+                    &format!("{p}.self_attn.out_proj.weight"),
+                    &format!("{p}.self_attn.out_proj.bias"),
+                )?,
+                linear1: t.linear(&format!("{p}.linear1.weight"), &format!("{p}.linear1.bias"))?,
+                linear2: t.linear(&format!("{p}.linear2.weight"), &format!("{p}.linear2.bias"))?,
+                norm1: t.norm(&format!("{p}.norm1"))?,
+                norm2: t.norm(&format!("{p}.norm2"))?,
+            });
+        }
+        let type_emb = t.vec("type_emb.weight")?;
+        let scorer = Scorer {
+            norm: t.norm("scorer.0")?,
+            hidden: t.linear("scorer.1.weight", "scorer.1.bias")?,
+            output: t.linear("scorer.3.weight", "scorer.3.bias")?,
+        };
+        let act_head = super::tail::ActionHead::new(
+            t.linear("act_head.0.weight", "act_head.0.bias")?,
+            t.linear("act_head.2.weight", "act_head.2.bias")?,
+        )
+        .map_err(|e| WeightsError::Inconsistent(e.to_string()))?;
+        let w = Self {
+            tok_embeddings,
+            emb_norm,
+            layers,
+            final_norm,
+            head,
+            type_emb,
+            scorer,
+            act_head,
+        };
+        w.check(enc, agent)?;
+        Ok(w)
+    }
+
+    /// Check that every tensor fits the configs (shapes, bias presence); engines call this
+    /// before trusting the structure.
+    pub fn check(&self, enc: &EncoderConfig, agent: &AgentConfig) -> Result<(), WeightsError> {
+        let d = enc.hidden_size;
+        let i_ = enc.intermediate_size;
+        let bad = |what: String| Err(WeightsError::Inconsistent(what));
+        let lin = |name: &str, l: &Linear, out: usize, inp: usize, bias: bool| {
+            if l.out_features() != out || l.in_features() != inp {
+                return bad(format!(
+                    "{name} is [{}, {}], expected [{out}, {inp}]",
+                    l.out_features(),
+                    l.in_features()
+                ));
+            }
+            match (&l.bias, bias) {
+                (Some(b), true) if b.len() == out => Ok(()),
+                (None, false) => Ok(()),
+                _ => bad(format!("{name} bias does not match the config")),
+            }
+        };
+        let norm = |name: &str, n: &Norm, bias: bool| {
+            if n.weight.len() != d {
+                return bad(format!(
+                    "{name} has {} values, expected {d}",
+                    n.weight.len()
+                ));
+            }
+            match (&n.bias, bias) {
+                (Some(b), true) if b.len() == d => Ok(()),
+                (None, false) => Ok(()),
+                _ => bad(format!("{name} bias does not match the config")),
+            }
+        };
+        if self.tok_embeddings.rows() != enc.vocab_size || self.tok_embeddings.cols() != d {
+            return bad("token embedding shape does not match the config".into());
+        }
+        norm("embedding norm", &self.emb_norm, enc.norm_bias)?;
+        if self.layers.len() != enc.num_layers {
+            return bad(format!(
+                "{} encoder layers, config says {}",
+                self.layers.len(),
+                enc.num_layers
+            ));
+        }
+        for (l, layer) in self.layers.iter().enumerate() {
+            match (&layer.attn_norm, l) {
+                (None, 0) => {}
+                (Some(n), l) if l > 0 => norm("attn_norm", n, enc.norm_bias)?,
+                _ => return bad(format!("layer {l}: attn_norm exists only for layers > 0")),
+            }
+            lin("Wqkv", &layer.wqkv, 3 * d, d, enc.attention_bias)?;
+            lin("attn Wo", &layer.wo, d, d, enc.attention_bias)?;
+            norm("mlp_norm", &layer.mlp_norm, enc.norm_bias)?;
+            lin("Wi", &layer.wi, 2 * i_, d, enc.mlp_bias)?;
+            lin("mlp Wo", &layer.mlp_wo, d, i_, enc.mlp_bias)?;
+        }
+        norm("final norm", &self.final_norm, enc.norm_bias)?;
+        if self.head.len() != agent.head_layers {
+            return bad(format!(
+                "{} head layers, config says {}",
+                self.head.len(),
+                agent.head_layers
+            ));
+        }
+        if d / decision_head_heads(d) == 0 {
+            return bad("hidden size too small for the decision head".into());
+        }
+        for h in &self.head {
+            lin("in_proj", &h.in_proj, 3 * d, d, true)?;
+            lin("out_proj", &h.out_proj, d, d, true)?;
+            lin("linear1", &h.linear1, 4 * d, d, true)?;
+            lin("linear2", &h.linear2, d, 4 * d, true)?;
+            norm("norm1", &h.norm1, true)?;
+            norm("norm2", &h.norm2, true)?;
+        }
+        if self.type_emb.len() != 3 * d {
+            return bad("type_emb must be [3, D]".into());
+        }
+        norm("scorer norm", &self.scorer.norm, true)?;
+        lin("scorer.1", &self.scorer.hidden, d, d, true)?;
+        lin("scorer.3", &self.scorer.output, 1, d, true)?;
+        let a = &self.act_head;
+        lin("act_head.0", a.hidden(), ACT_HIDDEN, d + 4, true)?;
+        lin(
+            "act_head.2",
+            a.output(),
+            agent.num_actions,
+            ACT_HIDDEN,
+            true,
+        )?;
+        Ok(())
+    }
+
+    /// Every tensor as (name, shape, row-major f32 values), in [`tensor_specs`] order.
+    pub fn named_tensors(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        fn mat(m: &Matrix) -> (Vec<usize>, Vec<f32>) {
+            let (r, c) = (m.rows(), m.cols());
+            let mut v = vec![0.0f32; r * c];
+            for (i, row) in v.chunks_exact_mut(c.max(1)).enumerate().take(r) {
+                m.row_into(i, row);
+            }
+            (vec![r, c], v)
+        }
+        let mut out = Vec::new();
+        let mut put = |name: String, (shape, v): (Vec<usize>, Vec<f32>)| out.push((name, shape, v));
+        let vecv = |v: &Vec<f32>| (vec![v.len()], v.clone());
+        put(
+            "encoder.embeddings.tok_embeddings.weight".into(),
+            mat(&self.tok_embeddings),
+        );
+        let norm = |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), p: &str, n: &Norm| {
+            put(format!("{p}.weight"), vecv(&n.weight));
+            if let Some(b) = &n.bias {
+                put(format!("{p}.bias"), vecv(b));
+            }
+        };
+        let lin =
+            |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), w: &str, b: &str, l: &Linear| {
+                put(w.into(), mat(&l.weight));
+                if let Some(bias) = &l.bias {
+                    put(b.into(), vecv(bias));
+                }
+            };
+        norm(&mut put, "encoder.embeddings.norm", &self.emb_norm);
+        for (l, layer) in self.layers.iter().enumerate() {
+            let p = format!("encoder.layers.{l}");
+            if let Some(n) = &layer.attn_norm {
+                norm(&mut put, &format!("{p}.attn_norm"), n);
+            }
+            lin(
+                &mut put,
+                &format!("{p}.attn.Wqkv.weight"),
+                &format!("{p}.attn.Wqkv.bias"),
+                &layer.wqkv,
+            );
+            lin(
+                &mut put,
+                &format!("{p}.attn.Wo.weight"),
+                &format!("{p}.attn.Wo.bias"),
+                &layer.wo,
+            );
+            norm(&mut put, &format!("{p}.mlp_norm"), &layer.mlp_norm);
+            lin(
+                &mut put,
+                &format!("{p}.mlp.Wi.weight"),
+                &format!("{p}.mlp.Wi.bias"),
+                &layer.wi,
+            );
+            lin(
+                &mut put,
+                &format!("{p}.mlp.Wo.weight"),
+                &format!("{p}.mlp.Wo.bias"),
+                &layer.mlp_wo,
+            );
+        }
+        norm(&mut put, "encoder.final_norm", &self.final_norm);
+        for (j, h) in self.head.iter().enumerate() {
+            let p = format!("head.layers.{j}");
+            lin(
+                &mut put,
+                &format!("{p}.self_attn.in_proj_weight"),
+                &format!("{p}.self_attn.in_proj_bias"),
+                &h.in_proj,
+            );
+            lin(
+                &mut put,
+                &format!("{p}.self_attn.out_proj.weight"),
+                &format!("{p}.self_attn.out_proj.bias"),
+                &h.out_proj,
+            );
+            lin(
+                &mut put,
+                &format!("{p}.linear1.weight"),
+                &format!("{p}.linear1.bias"),
+                &h.linear1,
+            );
+            lin(
+                &mut put,
+                &format!("{p}.linear2.weight"),
+                &format!("{p}.linear2.bias"),
+                &h.linear2,
+            );
+            norm(&mut put, &format!("{p}.norm1"), &h.norm1);
+            norm(&mut put, &format!("{p}.norm2"), &h.norm2);
+        }
+        let d = self.type_emb.len() / 3;
+        put(
+            "type_emb.weight".into(),
+            (vec![3, d], self.type_emb.clone()),
+        );
+        norm(&mut put, "scorer.0", &self.scorer.norm);
+        lin(
+            &mut put,
+            "scorer.1.weight",
+            "scorer.1.bias",
+            &self.scorer.hidden,
+        );
+        lin(
+            &mut put,
+            "scorer.3.weight",
+            "scorer.3.bias",
+            &self.scorer.output,
+        );
+        lin(
+            &mut put,
+            "act_head.0.weight",
+            "act_head.0.bias",
+            self.act_head.hidden(),
+        );
+        lin(
+            &mut put,
+            "act_head.2.weight",
+            "act_head.2.bias",
+            self.act_head.output(),
+        );
+        out
+    }
+
+    /// Serialize as a safetensors file (F32, plus the `temperature` buffer of ones) — the
+    /// layout PyTorch's `save_file(model.state_dict())` produces.
+    pub fn to_safetensors(&self) -> Result<Vec<u8>, WeightsError> {
+        let mut tensors = self.named_tensors();
+        tensors.push((TEMPERATURE_BUFFER.into(), vec![3], vec![1.0; 3]));
+        let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+            .into_iter()
+            .map(|(n, s, v)| (n, s, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+            .collect();
+        let views = bytes
+            .iter()
+            .map(|(n, s, b)| {
+                safetensors::tensor::TensorView::new(Dtype::F32, s.clone(), b)
+                    .map(|v| (n.clone(), v))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| WeightsError::Inconsistent(e.to_string()))?;
+        safetensors::serialize(views, None).map_err(|e| WeightsError::Inconsistent(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::synthetic::{random_weights, tiny_shape};
+
+    type Entry = (String, Dtype, Vec<usize>, Vec<u8>);
+
+    fn entries(w: &DecisionWeights) -> Vec<Entry> {
+        w.named_tensors()
+            .into_iter()
+            .map(|(n, s, v)| {
+                (
+                    n,
+                    Dtype::F32,
+                    s,
+                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn file(entries: &[Entry]) -> Vec<u8> {
+        let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = entries
+            .iter()
+            .map(|(n, d, s, b)| {
+                (
+                    n.clone(),
+                    safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap(),
+                )
+            })
+            .collect();
+        safetensors::serialize(views, None).unwrap()
+    }
+
+    fn load(bytes: &[u8]) -> Result<DecisionWeights, WeightsError> {
+        let (e, a) = tiny_shape();
+        DecisionWeights::from_safetensors(bytes, &e, &a, "model.safetensors")
+    }
+
+    #[test]
+    fn round_trips_through_safetensors() {
+        let (e, a) = tiny_shape();
+        let w = random_weights(&e, &a, 3);
+        let bytes = w.to_safetensors().unwrap();
+        assert_eq!(load(&bytes).unwrap(), w);
+        // without the temperature buffer too
+        assert_eq!(load(&file(&entries(&w))).unwrap(), w);
+        assert_eq!(tensor_specs(&e, &a).len(), w.named_tensors().len());
+    }
+
+    #[test]
+    fn converts_f16_and_bf16() {
+        let (e, a) = tiny_shape();
+        let w = random_weights(&e, &a, 3);
+        for dtype in [Dtype::F16, Dtype::BF16] {
+            let es: Vec<Entry> = w
+                .named_tensors()
+                .into_iter()
+                .map(|(n, s, v)| {
+                    let b = v
+                        .iter()
+                        .flat_map(|&x| match dtype {
+                            Dtype::F16 => half::f16::from_f32(x).to_le_bytes(),
+                            _ => half::bf16::from_f32(x).to_le_bytes(),
+                        })
+                        .collect();
+                    (n, dtype, s, b)
+                })
+                .collect();
+            let got = load(&file(&es)).unwrap();
+            let tol = if dtype == Dtype::F16 { 2e-3 } else { 1.6e-2 };
+            for ((_, _, a), (_, _, b)) in got.named_tensors().iter().zip(w.named_tensors().iter()) {
+                for (x, y) in a.iter().zip(b) {
+                    assert!(
+                        (x - y).abs() <= tol * y.abs().max(1.0),
+                        "{dtype:?} {x} vs {y}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_or_garbage_bytes_are_corrupt_not_panics() {
+        let (e, a) = tiny_shape();
+        let bytes = random_weights(&e, &a, 3).to_safetensors().unwrap();
+        for cut in [0, 3, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+            let err = load(&bytes[..cut]).unwrap_err();
+            assert!(
+                matches!(err, WeightsError::Corrupt { .. }),
+                "cut {cut}: {err}"
+            );
+            assert!(err.to_string().contains("model.safetensors"));
+        }
+        let mut garbage = bytes.clone();
+        garbage[9] = b'!';
+        assert!(matches!(load(&garbage), Err(WeightsError::Corrupt { .. })));
+        // header length pointing far past the end
+        let mut huge = bytes;
+        huge[..8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(matches!(load(&huge), Err(WeightsError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn missing_tensor_is_named() {
+        let (e, a) = tiny_shape();
+        let mut es = entries(&random_weights(&e, &a, 3));
+        es.retain(|(n, ..)| n != "encoder.layers.2.mlp_norm.weight" && n != "scorer.1.bias");
+        let err = load(&file(&es)).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, WeightsError::Missing { .. }), "{msg}");
+        assert!(
+            msg.contains("encoder.layers.2.mlp_norm.weight") && msg.contains("and 1 more"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("[64]") && msg.contains("model.safetensors"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn extra_tensor_is_named() {
+        let (e, a) = tiny_shape();
+        let mut es = entries(&random_weights(&e, &a, 3));
+        es.push((
+            "encoder.layers.0.attn_norm.weight".into(),
+            Dtype::F32,
+            vec![64],
+            vec![0; 256],
+        ));
+        let err = load(&file(&es)).unwrap_err();
+        assert!(matches!(err, WeightsError::Unexpected { .. }), "{err}");
+        assert!(err
+            .to_string()
+            .contains("encoder.layers.0.attn_norm.weight"));
+    }
+
+    #[test]
+    fn wrong_shape_names_expected_and_found() {
+        let (e, a) = tiny_shape();
+        let mut es = entries(&random_weights(&e, &a, 3));
+        let t = es
+            .iter_mut()
+            .find(|(n, ..)| n == "encoder.layers.1.attn.Wo.weight")
+            .unwrap();
+        t.2 = vec![32, 128];
+        let err = load(&file(&es)).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, WeightsError::Shape { .. }), "{msg}");
+        assert!(
+            msg.contains("[32, 128]") && msg.contains("[64, 64]"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn wrong_dtype_is_rejected() {
+        let (e, a) = tiny_shape();
+        let mut es = entries(&random_weights(&e, &a, 3));
+        let t = es
+            .iter_mut()
+            .find(|(n, ..)| n == "type_emb.weight")
+            .unwrap();
+        t.1 = Dtype::I32;
+        let err = load(&file(&es)).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, WeightsError::Dtype { .. }), "{msg}");
+        assert!(
+            msg.contains("type_emb.weight") && msg.contains("I32"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bias_flags_change_the_expected_key_set() {
+        let (mut e, a) = tiny_shape();
+        let w = random_weights(&e, &a, 3);
+        e.attention_bias = true;
+        let err = DecisionWeights::from_safetensors(&w.to_safetensors().unwrap(), &e, &a, "m")
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("encoder.layers.0.attn.Wqkv.bias"),
+            "{err}"
+        );
+        let wb = random_weights(&e, &a, 3);
+        assert!(wb.layers[0].wqkv.bias.is_some());
+    }
+
+    #[test]
+    fn layouts_round_trip_and_matvec_agree() {
+        let m = Matrix::f32_row_major(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let t = m.clone().into_layout(Layout::ColMajor);
+        let Matrix::F32(d) = &t;
+        assert_eq!(d.data(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+        assert_eq!(d.get(1, 2), 6.0);
+        let (mut y1, mut y2) = ([0.0f32; 2], [0.0f32; 2]);
+        assert!(m.matvec(&[1.0, 0.5, -1.0], &mut y1) && t.matvec(&[1.0, 0.5, -1.0], &mut y2));
+        assert_eq!(y1, [-1.0, 0.5]);
+        assert_eq!(y1, y2);
+        let mut row = [0.0f32; 3];
+        assert!(t.row_into(1, &mut row));
+        assert_eq!(row, [4.0, 5.0, 6.0]);
+        assert!(!t.row_into(2, &mut row));
+        assert_eq!(t.into_layout(Layout::RowMajor), m);
+    }
+
+    #[test]
+    fn fingerprint_is_lowercase_sha256() {
+        assert_eq!(
+            fingerprint(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
