@@ -8,3 +8,4 @@
 pub mod backend;
 pub mod laya;
 pub mod model;
+pub mod power;
