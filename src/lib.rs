@@ -6,6 +6,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod backend;
+pub mod energy;
 pub mod laya;
 pub mod model;
 pub mod power;
