@@ -13,6 +13,7 @@
 //!
 //! Times are seconds on the run's monotonic clock (the sampler's receive times); nothing here
 //! reads a clock, a file or a sensor.
+#![warn(missing_docs)]
 
 pub mod idle;
 pub mod integrate;

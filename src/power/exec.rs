@@ -176,7 +176,6 @@ impl ExecSensor {
                 source: "measured-external".into(),
                 device: format!("stdout of `{command}`"),
                 live: true,
-                native_period_s: None,
                 program: Some(program),
                 notes,
             },

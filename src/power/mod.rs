@@ -15,7 +15,9 @@
 //! - `replay:RAW`: recorded samples played back for re-analysis and tests; never live
 //!   ([`replay`]).
 //!
-//! This module depends on nothing else in the crate.
+//! This module depends on nothing else in the crate. The sampling interval is recorded with
+//! the sampler's report ([`sampler::SamplerReport`]), next to the sensor's [`SensorInfo`].
+#![warn(missing_docs)]
 
 pub mod exec;
 pub mod nvml;
@@ -199,9 +201,6 @@ pub struct SensorInfo {
     pub device: String,
     /// `false` for replayed or scripted readings: never a live measurement.
     pub live: bool,
-    /// The sensor's own update period where it is known and fixed (e.g. RAPL ~1 ms); `None`
-    /// when unknown. The sampler's interval is recorded separately by the sampler.
-    pub native_period_s: Option<f64>,
     /// Program provenance for sensors that are programs (`exec:`); `None` for in-process ones.
     pub program: Option<ProgramProvenance>,
     /// Free-form facts worth keeping (driver version, zones skipped, caveats).
@@ -488,6 +487,37 @@ mod tests {
         assert!(s.contains("\"kind\":\"energy_counter_j\""), "{s}");
         let back: Reading = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn open_rapl_on_this_host_opens_or_says_why() {
+        match open(&SensorSpec::Rapl { root: None }, Duration::from_secs(2)) {
+            Ok(s) => assert_eq!(s.info().kind, SensorKind::Rapl),
+            Err(e) => {
+                // The development VMs have no /sys/class/powercap at all.
+                assert!(
+                    matches!(
+                        e.kind(),
+                        FaultKind::Unavailable | FaultKind::PermissionDenied
+                    ),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("exec:CMD"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn open_exec_and_replay_specs() {
+        let spec: SensorSpec = "exec:echo 5".parse().unwrap();
+        let mut s = open(&spec, Duration::from_secs(2)).unwrap();
+        assert_eq!(s.pacing(), Pacing::Streamed);
+        assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
+        s.close().unwrap();
+        let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("ReplaySensor::new"), "{e}");
     }
 
     #[test]

@@ -133,7 +133,6 @@ impl NvmlSensor {
                 },
                 device,
                 live: true,
-                native_period_s: None,
                 program: None,
                 notes,
             },

@@ -292,7 +292,6 @@ impl RaplSensor {
                 },
                 device,
                 live: true,
-                native_period_s: None,
                 program: None,
                 notes,
             },

@@ -62,7 +62,6 @@ impl ReplaySensor {
                 source: "replay".into(),
                 device,
                 live: false,
-                native_period_s: None,
                 program: None,
                 notes,
             },

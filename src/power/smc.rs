@@ -712,7 +712,6 @@ impl<T: SmcTransport> PstrSensor<T> {
                 source: "smc-pstr".into(),
                 device: format!("{device} key PSTR (flt, watts)"),
                 live: true,
-                native_period_s: None,
                 program: None,
                 notes: vec![
                     "PSTR is the SMC's total-system power estimate; its refresh period and averaging are not public".into(),
