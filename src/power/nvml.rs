@@ -217,6 +217,7 @@ mod tests {
                 assert_eq!(r.channels[0].channel, "gpu0");
             }
             Err(e) => {
+                eprintln!("nvml:0 here: {e}");
                 assert_eq!(e.kind(), crate::power::FaultKind::Unavailable);
                 assert!(e.to_string().contains("nvml:0"), "{e}");
             }
