@@ -8,7 +8,9 @@
 pub mod backend;
 pub mod cli;
 pub mod commands;
+pub mod energy;
 pub mod laya;
 pub mod model;
+pub mod power;
 pub mod snake;
 pub mod trace;

@@ -1,0 +1,531 @@
+//! Power sensors and the sampler thread that reads them.
+//!
+//! A [`Sensor`] yields one [`Reading`] per call: instantaneous power in watts, or a cumulative
+//! energy counter in joules with its wrap range, per channel. A sensor that cannot read returns
+//! a [`SensorError`]; it never fabricates a value (a missing reading is never 0 W).
+//! [`sampler::Sampler`] runs a sensor on its own thread, stamps each reading with the monotonic
+//! receive time and streams [`sampler::Sample`]s through a channel.
+//!
+//! Sensors (chosen by a [`SensorSpec`]):
+//! - `pstr`: Apple SMC key `PSTR` (total system power). The struct/key codec is portable
+//!   ([`smc`]); the IOKit calls are macOS-only and live in their own leaf file.
+//! - `rapl[:ROOT]`: Linux powercap energy counters ([`rapl`]).
+//! - `nvml[:INDEX]`: NVIDIA energy counter or board power ([`nvml`], cargo feature `nvml`).
+//! - `exec:CMD`: an external meter printing one reading per line ([`exec`]).
+//! - `replay:RAW`: recorded samples played back for re-analysis and tests; never live
+//!   ([`replay`]).
+//!
+//! This module depends on nothing else in the crate. The sampling interval is recorded with
+//! the sampler's report ([`sampler::SamplerReport`]), next to the sensor's [`SensorInfo`].
+#![warn(missing_docs)]
+
+pub mod exec;
+pub mod nvml;
+pub mod rapl;
+pub mod replay;
+pub mod sampler;
+pub mod smc;
+mod spec;
+
+pub use spec::{parse_duration, DurationError, SensorSpec, SpecError};
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One quantity read from one channel of a sensor.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Measurement {
+    /// Power in watts at (or averaged just before) the read.
+    PowerW {
+        /// Watts, exactly as the source gave them (not checked or clamped here).
+        watts: f64,
+    },
+    /// A cumulative energy counter in joules.
+    EnergyCounterJ {
+        /// Counter value in joules.
+        joules: f64,
+        /// The counter wraps to 0 after reaching this many joules; `None` when it does not wrap
+        /// within any realistic run (e.g. NVML's 64-bit millijoule counter).
+        wrap_j: Option<f64>,
+    },
+}
+
+/// One channel's reading, e.g. RAPL `package-0` or PSTR `system`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelReading {
+    /// Channel name: `system` (PSTR, exec), `package-0`, `dram`, `psys` (RAPL), `gpu0` (NVML).
+    pub channel: String,
+    /// The value read.
+    pub measurement: Measurement,
+    /// Whether this channel is part of the sensor's total (channels outside the total, such as
+    /// RAPL `psys` next to `package-0`, overlap it and are recorded for information only).
+    pub in_total: bool,
+}
+
+/// Everything one read of a sensor returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    /// The channels read, at least one.
+    pub channels: Vec<ChannelReading>,
+    /// A timestamp the source itself attached, in its own clock and seconds (an exec meter's
+    /// `t_s` column, a replayed sample's recorded receive time); `None` when it gave none.
+    /// Recorded for audit only: integration always uses the sampler's receive time.
+    pub source_t_s: Option<f64>,
+    /// The raw text or bytes behind the value (an exec line, PSTR bytes in hex, RAPL
+    /// `energy_uj` strings), kept so a rejected sample's raw record stays auditable.
+    pub raw: Option<String>,
+}
+
+impl Reading {
+    /// A single-channel power reading.
+    pub fn power_w(channel: &str, watts: f64) -> Self {
+        Reading {
+            channels: vec![ChannelReading {
+                channel: channel.to_string(),
+                measurement: Measurement::PowerW { watts },
+                in_total: true,
+            }],
+            source_t_s: None,
+            raw: None,
+        }
+    }
+
+    /// A single-channel energy-counter reading.
+    pub fn energy_counter_j(channel: &str, joules: f64, wrap_j: Option<f64>) -> Self {
+        Reading {
+            channels: vec![ChannelReading {
+                channel: channel.to_string(),
+                measurement: Measurement::EnergyCounterJ { joules, wrap_j },
+                in_total: true,
+            }],
+            source_t_s: None,
+            raw: None,
+        }
+    }
+
+    /// Sum of the watts of all `in_total` channels, or `None` if any of them is not a power
+    /// channel (counters need two readings to give power).
+    pub fn total_power_w(&self) -> Option<f64> {
+        let mut sum = 0.0;
+        let mut any = false;
+        for c in self.channels.iter().filter(|c| c.in_total) {
+            match c.measurement {
+                Measurement::PowerW { watts } => {
+                    sum += watts;
+                    any = true;
+                }
+                Measurement::EnergyCounterJ { .. } => return None,
+            }
+        }
+        any.then_some(sum)
+    }
+
+    /// The channel with this name, if present.
+    pub fn channel(&self, name: &str) -> Option<&ChannelReading> {
+        self.channels.iter().find(|c| c.channel == name)
+    }
+}
+
+/// Which family a sensor belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SensorKind {
+    /// Apple SMC key `PSTR`.
+    Pstr,
+    /// Linux powercap RAPL.
+    Rapl,
+    /// NVIDIA NVML.
+    Nvml,
+    /// External meter on a child process's stdout.
+    Exec,
+    /// Recorded samples played back (not a live measurement).
+    Replay,
+    /// A scripted test sensor (not a live measurement).
+    Mock,
+}
+
+impl SensorKind {
+    /// The spec name (`pstr`, `rapl`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SensorKind::Pstr => "pstr",
+            SensorKind::Rapl => "rapl",
+            SensorKind::Nvml => "nvml",
+            SensorKind::Exec => "exec",
+            SensorKind::Replay => "replay",
+            SensorKind::Mock => "mock",
+        }
+    }
+}
+
+/// How the sampler should drive a sensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    /// The sampler calls [`Sensor::read`] at absolute deadlines every sample interval.
+    Polled,
+    /// The source produces readings at its own rate; the sampler waits for each with
+    /// [`Sensor::next`] and stamps it on arrival (exec meters).
+    Streamed,
+}
+
+/// The program behind a sensor that is a program (an exec meter), for provenance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramProvenance {
+    /// The command line as given.
+    pub command: String,
+    /// The executable the command's first word resolves to, or `None` with a reason.
+    pub executable: Option<PathBuf>,
+    /// sha256 (hex) of the executable's bytes, or `None` with a reason.
+    pub sha256: Option<String>,
+    /// First non-empty line of `EXECUTABLE --version`, or `None` with a reason.
+    pub version: Option<String>,
+    /// Why a field above is `None` (one entry per missing field).
+    pub missing_reasons: Vec<String>,
+}
+
+/// What a sensor is: identity and provenance for the raw header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensorInfo {
+    /// Sensor family.
+    pub kind: SensorKind,
+    /// The spec as given (`pstr`, `nvml:0`, `exec:nvidia-smi ...`).
+    pub spec: String,
+    /// Quality flag of the source: `smc-pstr`, `rapl-pkg`, `nvml-energy`, `nvml-power`,
+    /// `measured-external`, `replay`, `mock`.
+    pub source: String,
+    /// What is read, e.g. `AppleSMCKeysEndpoint key PSTR`, `/sys/class/powercap (package-0)`,
+    /// `GPU 0: NVIDIA H200 (GPU-uuid)`.
+    pub device: String,
+    /// `false` for replayed or scripted readings: never a live measurement.
+    pub live: bool,
+    /// Program provenance for sensors that are programs (`exec:`); `None` for in-process ones.
+    pub program: Option<ProgramProvenance>,
+    /// Free-form facts worth keeping (driver version, zones skipped, caveats).
+    pub notes: Vec<String>,
+}
+
+/// Broad class of a [`SensorError`], as plain data for raw files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The sensor does not exist here or cannot be opened.
+    Unavailable,
+    /// The OS refused access.
+    PermissionDenied,
+    /// One read failed; later reads may succeed.
+    ReadFailed,
+    /// The source produced something that is not a reading.
+    Malformed,
+    /// No reading arrived in time.
+    Timeout,
+    /// The sensor is gone for good (child exited, replay exhausted, device lost).
+    Stopped,
+}
+
+/// A sensor fault. Faults are reported as faults; a value is never made up in their place.
+#[derive(Debug, thiserror::Error)]
+pub enum SensorError {
+    /// The sensor does not exist on this machine or cannot be opened.
+    #[error("sensor unavailable: {sensor}: {reason}")]
+    Unavailable {
+        /// Sensor spec or name.
+        sensor: String,
+        /// What is missing and what to do instead.
+        reason: String,
+    },
+    /// The OS denied access to a file or device.
+    #[error("permission denied: {sensor}: cannot read {path}: {hint}")]
+    PermissionDenied {
+        /// Sensor spec or name.
+        sensor: String,
+        /// What could not be read.
+        path: PathBuf,
+        /// What to do about it.
+        hint: String,
+    },
+    /// One read failed (I/O error, driver error); later reads may succeed.
+    #[error("read failed: {sensor}: {detail}")]
+    ReadFailed {
+        /// Sensor spec or name.
+        sensor: String,
+        /// What failed.
+        detail: String,
+    },
+    /// The source produced something that is not a reading.
+    #[error("malformed reading: {sensor}: {detail}: {raw:?}")]
+    Malformed {
+        /// Sensor spec or name.
+        sensor: String,
+        /// What was expected.
+        detail: String,
+        /// The offending text or bytes, verbatim.
+        raw: String,
+    },
+    /// No reading arrived within the allowed time.
+    #[error("timeout: {sensor}: no reading within {waited_s:.3} s")]
+    Timeout {
+        /// Sensor spec or name.
+        sensor: String,
+        /// How long was waited, seconds.
+        waited_s: f64,
+    },
+    /// A fault recorded in a raw file, played back by the replay sensor.
+    #[error("recorded fault: {sensor}: {fault}")]
+    Recorded {
+        /// Sensor spec or name.
+        sensor: String,
+        /// The fault as recorded.
+        fault: SensorFault,
+    },
+    /// The sensor stopped for good; every later read would fail too.
+    #[error("sensor stopped: {sensor}: {reason}")]
+    Stopped {
+        /// Sensor spec or name.
+        sensor: String,
+        /// Why (exit status, end of replay, device lost).
+        reason: String,
+    },
+}
+
+impl SensorError {
+    /// The broad class of this fault.
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            SensorError::Unavailable { .. } => FaultKind::Unavailable,
+            SensorError::PermissionDenied { .. } => FaultKind::PermissionDenied,
+            SensorError::ReadFailed { .. } => FaultKind::ReadFailed,
+            SensorError::Malformed { .. } => FaultKind::Malformed,
+            SensorError::Timeout { .. } => FaultKind::Timeout,
+            SensorError::Stopped { .. } => FaultKind::Stopped,
+            SensorError::Recorded { fault, .. } => fault.kind,
+        }
+    }
+
+    /// Whether the sensor cannot recover (the sampler stops after sending this fault).
+    pub fn is_fatal(&self) -> bool {
+        if let SensorError::Recorded { fault, .. } = self {
+            return fault.fatal;
+        }
+        matches!(
+            self.kind(),
+            FaultKind::Stopped | FaultKind::Unavailable | FaultKind::PermissionDenied
+        )
+    }
+
+    /// This fault as plain data for a raw record.
+    pub fn to_fault(&self) -> SensorFault {
+        SensorFault {
+            kind: self.kind(),
+            message: self.to_string(),
+            fatal: self.is_fatal(),
+        }
+    }
+}
+
+/// A sensor fault as plain, serialisable data (what a [`sampler::Sample`] carries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SensorFault {
+    /// Broad class.
+    pub kind: FaultKind,
+    /// The full message.
+    pub message: String,
+    /// Whether the sensor stopped for good.
+    pub fatal: bool,
+}
+
+impl std::fmt::Display for SensorFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A source of power readings.
+///
+/// Object-safe so the protocol layer can hold a `Box<dyn Sensor>` without naming a concrete
+/// sensor. `Send` because the sampler reads it on its own thread.
+pub trait Sensor: Send {
+    /// Identity and provenance.
+    fn info(&self) -> &SensorInfo;
+
+    /// How the sampler should drive this sensor; [`Pacing::Polled`] unless overridden.
+    fn pacing(&self) -> Pacing {
+        Pacing::Polled
+    }
+
+    /// Take one reading now (polled sensors), or wait for the next one (streamed sensors).
+    fn read(&mut self) -> Result<Reading, SensorError>;
+
+    /// Wait up to `timeout` for the next reading; `Ok(None)` if none arrived in that time.
+    ///
+    /// Streamed sensors override this; the default reads once.
+    fn next(&mut self, timeout: Duration) -> Result<Option<Reading>, SensorError> {
+        let _ = timeout;
+        self.read().map(Some)
+    }
+
+    /// Called once on the sampler thread before the first read; streamed sensors drop what
+    /// arrived before sampling began. The default does nothing.
+    fn begin(&mut self) -> Result<(), SensorError> {
+        Ok(())
+    }
+
+    /// Release the sensor (kill and reap a child, close a connection). Called once at the end
+    /// of sampling; must be safe to call again.
+    fn close(&mut self) -> Result<(), SensorError> {
+        Ok(())
+    }
+}
+
+impl<S: Sensor + ?Sized> Sensor for Box<S> {
+    fn info(&self) -> &SensorInfo {
+        (**self).info()
+    }
+    fn pacing(&self) -> Pacing {
+        (**self).pacing()
+    }
+    fn read(&mut self) -> Result<Reading, SensorError> {
+        (**self).read()
+    }
+    fn next(&mut self, timeout: Duration) -> Result<Option<Reading>, SensorError> {
+        (**self).next(timeout)
+    }
+    fn begin(&mut self) -> Result<(), SensorError> {
+        (**self).begin()
+    }
+    fn close(&mut self) -> Result<(), SensorError> {
+        (**self).close()
+    }
+}
+
+/// Open the sensor a spec names, on this platform and build.
+///
+/// `pstr` is not opened here: its IOKit leaf lives outside this module's portable code, so this
+/// returns [`SensorError::Unavailable`] for it until that leaf is wired in.
+/// `replay` needs a raw-file reader and is built with [`replay::ReplaySensor::new`].
+pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Sensor>, SensorError> {
+    match spec {
+        SensorSpec::Pstr => Err(SensorError::Unavailable {
+            sensor: spec.to_string(),
+            reason: if cfg!(target_os = "macos") {
+                "the IOKit SMC reader is not built into this binary yet; use exec:CMD with an external meter".to_string()
+            } else {
+                "PSTR is an Apple SMC key and exists only on macOS; on Linux use rapl, nvml or exec:CMD".to_string()
+            },
+        }),
+        SensorSpec::Rapl { root } => {
+            let root = root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(rapl::DEFAULT_POWERCAP_ROOT));
+            Ok(Box::new(rapl::RaplSensor::open(&root)?))
+        }
+        SensorSpec::Nvml { index } => Ok(Box::new(nvml::NvmlSensor::open(*index)?)),
+        SensorSpec::Exec { command } => {
+            Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?))
+        }
+        SensorSpec::Replay { path } => Err(SensorError::Unavailable {
+            sensor: spec.to_string(),
+            reason: format!(
+                "replay of {} needs the raw-file reader; build it with ReplaySensor::new",
+                path.display()
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_power_sums_in_total_channels_only() {
+        let mut r = Reading::power_w("package-0", 10.0);
+        r.channels.push(ChannelReading {
+            channel: "psys".into(),
+            measurement: Measurement::PowerW { watts: 30.0 },
+            in_total: false,
+        });
+        r.channels.push(ChannelReading {
+            channel: "package-1".into(),
+            measurement: Measurement::PowerW { watts: 5.5 },
+            in_total: true,
+        });
+        assert_eq!(r.total_power_w(), Some(15.5));
+        assert!(r.channel("psys").is_some());
+        assert!(r.channel("dram").is_none());
+    }
+
+    #[test]
+    fn total_power_of_a_counter_is_none_not_zero() {
+        let r = Reading::energy_counter_j("package-0", 1.0, Some(10.0));
+        assert_eq!(r.total_power_w(), None);
+    }
+
+    #[test]
+    fn fatal_faults_are_the_ones_that_cannot_recover() {
+        let stopped = SensorError::Stopped {
+            sensor: "exec:x".into(),
+            reason: "exited".into(),
+        };
+        assert!(stopped.is_fatal());
+        let f = stopped.to_fault();
+        assert_eq!(f.kind, FaultKind::Stopped);
+        assert!(f.message.starts_with("sensor stopped: exec:x"));
+        let transient = SensorError::ReadFailed {
+            sensor: "rapl".into(),
+            detail: "EIO".into(),
+        };
+        assert!(!transient.is_fatal());
+    }
+
+    #[test]
+    fn readings_round_trip_through_json() {
+        let r = Reading::energy_counter_j("package-0", 12.5, Some(262143.32885));
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(s.contains("\"kind\":\"energy_counter_j\""), "{s}");
+        let back: Reading = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn open_rapl_on_this_host_opens_or_says_why() {
+        match open(&SensorSpec::Rapl { root: None }, Duration::from_secs(2)) {
+            Ok(s) => assert_eq!(s.info().kind, SensorKind::Rapl),
+            Err(e) => {
+                // The development VMs have no /sys/class/powercap at all.
+                assert!(
+                    matches!(
+                        e.kind(),
+                        FaultKind::Unavailable | FaultKind::PermissionDenied
+                    ),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("exec:CMD"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn open_exec_and_replay_specs() {
+        let spec: SensorSpec = "exec:echo 5".parse().unwrap();
+        let mut s = open(&spec, Duration::from_secs(2)).unwrap();
+        assert_eq!(s.pacing(), Pacing::Streamed);
+        assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
+        s.close().unwrap();
+        let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("ReplaySensor::new"), "{e}");
+    }
+
+    #[test]
+    fn open_pstr_on_linux_is_a_clear_unavailable_error() {
+        let e = open(&SensorSpec::Pstr, Duration::from_secs(2))
+            .err()
+            .expect("pstr cannot open here");
+        assert_eq!(e.kind(), FaultKind::Unavailable);
+        assert!(e.to_string().contains("exec:CMD"), "{e}");
+    }
+}
