@@ -131,7 +131,7 @@ def build_cases():
                 shape_enum()))
     case("parallel-choice", "parallel layout: position_ids/option_ids, option-blind masks",
          packed([hg.TICKET], hg.Q_CHOICE, shape_range(), patch=PAR), "parallel")
-    case("parallel-B4-mixed", "parallel layout, B4: noul, permuted score, choice for a dict state",
+    case("parallel-mixed", "parallel layout, B4: noul, permuted score, choice for a dict state",
          packed([hg.TICKET_DICT], {**hg.Q_NOUL,
                                    "s": hg.score(["none", "low", "high"], option_order=[2, 0, 1]),
                                    **hg.Q_CHOICE}, shape_range(B=4), patch=PAR), "parallel")
