@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLE = ROOT / "fixtures" / "tiny"
+BUNDLE = Path(os.environ.get("LAYA_FIXTURE_DIR", str(ROOT / "fixtures" / "tiny")))
 REF_DIR = os.environ.get("LAYA_COREML_DIR", "/work/ref/laya_coreml")
 
 if REF_DIR not in sys.path:

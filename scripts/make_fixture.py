@@ -85,20 +85,20 @@ SCALES = {
     "embed_std": 1.0,
     "norm_jitter": 0.1,  # LayerNorm weight = 1 + jitter * N(0,1)
     "bias_std": 0.1,
-    "qkv_gain": 2.0,  # peaked encoder attention (scores std ~ 2)
+    "qkv_gain": 1.5,  # peaked encoder attention; larger gains amplify f32 noise
     "attn_out_gain": 1.0,
     "mlp_gate_gain": 4.0,
-    "mlp_value_gain": 1.0,
-    "mlp_out_gain": 4.0,
+    "mlp_value_gain": 0.6,
+    "mlp_out_gain": 8.0,
     # A shared embedding direction (norm ratio vs the per-token part) gives the bias-free encoder
     # MLPs a constant input: their GELU value units sit in the negative tail around -mlp_tail,
     # where exact erf GELU and the tanh approximation differ most relative to the value.
     "common_ratio": 3.0,
     "mlp_tail": 2.7,
-    "mlp_tail_jitter": 0.5,
+    "mlp_tail_jitter": 0.3,
     # Measured fraction (LN(x) . common) / sqrt(D) at each layer's mlp_norm output, found by
     # fixed-point iteration so that the mean value pre-activation is -mlp_tail in every layer.
-    "mlp_kappa": [0.8738, 0.6825, 0.504, 0.365],
+    "mlp_kappa": [0.9165, 0.8107, 0.6806, 0.5035],
     "head_qkv_gain": 1.5,
     "head_out_gain": 1.0,
     "head_ff1_gain": 1.0,
