@@ -205,7 +205,12 @@ fn cli_options(args: &PredictArgs) -> Result<CallOptions, Failure> {
             Some(MinConfidence::parse(&v).map_err(Failure::input)?)
         }
     };
-    Ok(CallOptions { max_len: args.max_len, head_max_len: args.head_max_len, min_confidence })
+    Ok(CallOptions {
+        max_len: args.max_len,
+        head_max_len: args.head_max_len,
+        min_confidence,
+        states_per_batch: None,
+    })
 }
 
 fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> {

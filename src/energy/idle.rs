@@ -28,28 +28,16 @@ pub struct IdlePower {
 pub fn stable_idle_window(idle: Window, discard_s: f64) -> Result<Window, EnergyError> {
     let window_s = idle.duration_s();
     if !discard_s.is_finite() || discard_s < 0.0 || discard_s >= window_s {
-        return Err(EnergyError::DiscardTooLong {
-            discard_s,
-            window_s,
-        });
+        return Err(EnergyError::DiscardTooLong { discard_s, window_s });
     }
     Window::new(idle.start_s + discard_s, idle.end_s)
 }
 
 /// Mean power over the stable part of `idle`.
-pub fn idle_power(
-    series: &Series<'_>,
-    idle: Window,
-    discard_s: f64,
-) -> Result<IdlePower, EnergyError> {
+pub fn idle_power(series: &Series<'_>, idle: Window, discard_s: f64) -> Result<IdlePower, EnergyError> {
     let stable = stable_idle_window(idle, discard_s)?;
     let energy_j = series.energy_j(stable)?;
-    Ok(IdlePower {
-        window: idle,
-        stable,
-        energy_j,
-        power_w: energy_j / stable.duration_s(),
-    })
+    Ok(IdlePower { window: idle, stable, energy_j, power_w: energy_j / stable.duration_s() })
 }
 
 /// A block's idle power: the mean of the two adjacent stable idle windows' powers.
@@ -166,20 +154,11 @@ mod tests {
 
     #[test]
     fn discard_trims_the_start_of_an_idle_window() {
-        assert_eq!(
-            stable_idle_window(win(30.0, 40.0), 3.0),
-            Ok(win(33.0, 40.0))
-        );
-        assert_eq!(
-            stable_idle_window(win(30.0, 40.0), 0.0),
-            Ok(win(30.0, 40.0))
-        );
+        assert_eq!(stable_idle_window(win(30.0, 40.0), 3.0), Ok(win(33.0, 40.0)));
+        assert_eq!(stable_idle_window(win(30.0, 40.0), 0.0), Ok(win(30.0, 40.0)));
         for bad in [10.0, 11.0, -1.0, f64::NAN] {
             assert!(
-                matches!(
-                    stable_idle_window(win(30.0, 40.0), bad),
-                    Err(EnergyError::DiscardTooLong { .. })
-                ),
+                matches!(stable_idle_window(win(30.0, 40.0), bad), Err(EnergyError::DiscardTooLong { .. })),
                 "{bad}"
             );
         }
@@ -191,10 +170,7 @@ mod tests {
         let p: Vec<WattPoint> = (0..=20)
             .map(|i| {
                 let t_s = f64::from(i) * 0.5;
-                WattPoint {
-                    t_s,
-                    watts: if t_s < 3.0 { 50.0 } else { 10.0 },
-                }
+                WattPoint { t_s, watts: if t_s < 3.0 { 50.0 } else { 10.0 } }
             })
             .collect();
         let ip = idle_power(&Series::Power(&p), win(0.0, 10.0), 3.0).unwrap();
@@ -206,14 +182,8 @@ mod tests {
     #[test]
     fn block_idle_is_the_mean_of_both_neighbours_and_subtraction_is_hand_checked() {
         let p = schedule(10.0, 30.0, 14.0);
-        let b = block_energy(
-            &Series::Power(&p),
-            win(10.0, 30.0),
-            win(0.0, 9.0),
-            win(31.0, 41.0),
-            3.0,
-        )
-        .unwrap();
+        let b =
+            block_energy(&Series::Power(&p), win(10.0, 30.0), win(0.0, 9.0), win(31.0, 41.0), 3.0).unwrap();
         assert_eq!(b.duration_s, 20.0);
         assert!(close(b.energy_j, 600.0));
         assert!(close(b.mean_power_w, 30.0));
@@ -231,14 +201,8 @@ mod tests {
     fn incremental_energy_keeps_a_negative_sign() {
         // Block at 11 W between idles of 10 and 14 W: idle 12 W → −1 W × 20 s = −20 J.
         let p = schedule(10.0, 11.0, 14.0);
-        let b = block_energy(
-            &Series::Power(&p),
-            win(10.0, 30.0),
-            win(0.0, 9.0),
-            win(31.0, 41.0),
-            3.0,
-        )
-        .unwrap();
+        let b =
+            block_energy(&Series::Power(&p), win(10.0, 30.0), win(0.0, 9.0), win(31.0, 41.0), 3.0).unwrap();
         assert!(close(b.incremental_energy_j, -20.0), "{b:?}");
         assert!(b.incremental_power_w < 0.0);
         assert_eq!(idle_subtracted_energy_j(50.0, 30.0, 2.0), -10.0);
@@ -250,21 +214,12 @@ mod tests {
         // The same schedule as a counter: integrate the power samples exactly.
         let p = schedule(10.0, 30.0, 14.0);
         let mut joules = 0.0;
-        let mut c = vec![CounterPoint {
-            t_s: 0.0,
-            joules: 0.0,
-        }];
+        let mut c = vec![CounterPoint { t_s: 0.0, joules: 0.0 }];
         for w in p.windows(2) {
             joules += (w[1].t_s - w[0].t_s) * (w[0].watts + w[1].watts) / 2.0;
-            c.push(CounterPoint {
-                t_s: w[1].t_s,
-                joules,
-            });
+            c.push(CounterPoint { t_s: w[1].t_s, joules });
         }
-        let s = Series::Counter {
-            points: &c,
-            wrap_j: None,
-        };
+        let s = Series::Counter { points: &c, wrap_j: None };
         let b = block_energy(&s, win(10.0, 30.0), win(0.0, 9.0), win(31.0, 41.0), 3.0).unwrap();
         assert!(close(b.energy_j, 600.0));
         assert!(close(b.idle_power_w, 12.0));
@@ -275,20 +230,10 @@ mod tests {
     fn idle_windows_must_flank_the_block() {
         let p = schedule(10.0, 30.0, 14.0);
         let s = Series::Power(&p);
-        let e =
-            block_energy(&s, win(10.0, 30.0), win(0.0, 11.0), win(31.0, 41.0), 3.0).unwrap_err();
-        assert!(matches!(
-            e,
-            EnergyError::IdleNotAdjacent {
-                which: "before",
-                ..
-            }
-        ));
+        let e = block_energy(&s, win(10.0, 30.0), win(0.0, 11.0), win(31.0, 41.0), 3.0).unwrap_err();
+        assert!(matches!(e, EnergyError::IdleNotAdjacent { which: "before", .. }));
         let e = block_energy(&s, win(10.0, 30.0), win(0.0, 9.0), win(29.0, 41.0), 3.0).unwrap_err();
-        assert!(matches!(
-            e,
-            EnergyError::IdleNotAdjacent { which: "after", .. }
-        ));
+        assert!(matches!(e, EnergyError::IdleNotAdjacent { which: "after", .. }));
         // An idle window past the samples is not extrapolated.
         let e = block_energy(&s, win(10.0, 30.0), win(0.0, 9.0), win(31.0, 45.0), 3.0).unwrap_err();
         assert!(matches!(e, EnergyError::NotCovered { .. }));

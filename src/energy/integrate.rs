@@ -12,11 +12,7 @@ fn check_times<T>(points: &[T], t: impl Fn(&T) -> f64) -> Result<(), EnergyError
     for (index, p) in points.iter().enumerate() {
         let t_s = t(p);
         if !t_s.is_finite() || t_s <= prev {
-            return Err(EnergyError::NonMonotonic {
-                index,
-                prev_t_s: prev,
-                t_s,
-            });
+            return Err(EnergyError::NonMonotonic { index, prev_t_s: prev, t_s });
         }
         prev = t_s;
     }
@@ -25,12 +21,7 @@ fn check_times<T>(points: &[T], t: impl Fn(&T) -> f64) -> Result<(), EnergyError
 
 fn check_covered(first_s: f64, last_s: f64, w: Window) -> Result<(), EnergyError> {
     if first_s > w.start_s || last_s < w.end_s {
-        return Err(EnergyError::NotCovered {
-            first_s,
-            last_s,
-            start_s: w.start_s,
-            end_s: w.end_s,
-        });
+        return Err(EnergyError::NotCovered { first_s, last_s, start_s: w.start_s, end_s: w.end_s });
     }
     Ok(())
 }
@@ -46,10 +37,7 @@ fn interpolate<T>(
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return Err(EnergyError::Empty);
     };
-    let w = Window {
-        start_s: t_s,
-        end_s: t_s,
-    };
+    let w = Window { start_s: t_s, end_s: t_s };
     check_covered(t(first), t(last), w)?;
     // Number of points at or before t_s (≥ 1 because first ≤ t_s).
     let k = points.partition_point(|p| t(p) <= t_s);
@@ -80,16 +68,8 @@ pub fn trapezoid_j(points: &[WattPoint], window: Window) -> Result<f64, EnergyEr
         return Err(EnergyError::Empty);
     };
     check_covered(first.t_s, last.t_s, window)?;
-    if let Some((index, p)) = points
-        .iter()
-        .enumerate()
-        .find(|(_, p)| !p.watts.is_finite())
-    {
-        return Err(EnergyError::NonFinite {
-            index,
-            field: "watts",
-            raw: p.watts.to_string(),
-        });
+    if let Some((index, p)) = points.iter().enumerate().find(|(_, p)| !p.watts.is_finite()) {
+        return Err(EnergyError::NonFinite { index, field: "watts", raw: p.watts.to_string() });
     }
     if window.start_s == window.end_s {
         return Ok(0.0);
@@ -98,10 +78,7 @@ pub fn trapezoid_j(points: &[WattPoint], window: Window) -> Result<f64, EnergyEr
     let p_end = interpolate(points, window.end_s, |p| p.t_s, |p| p.watts)?;
     let mut energy = 0.0;
     let (mut t0, mut w0) = (window.start_s, p_start);
-    for p in points
-        .iter()
-        .filter(|p| p.t_s > window.start_s && p.t_s < window.end_s)
-    {
+    for p in points.iter().filter(|p| p.t_s > window.start_s && p.t_s < window.end_s) {
         energy += (p.t_s - t0) * (w0 + p.watts) / 2.0;
         (t0, w0) = (p.t_s, p.watts);
     }
@@ -112,9 +89,7 @@ pub fn trapezoid_j(points: &[WattPoint], window: Window) -> Result<f64, EnergyEr
 /// Mean power over `window` = energy / duration; the window must have positive length.
 pub fn mean_power_w(points: &[WattPoint], window: Window) -> Result<f64, EnergyError> {
     if window.duration_s() <= 0.0 {
-        return Err(EnergyError::ZeroDuration {
-            t_s: window.start_s,
-        });
+        return Err(EnergyError::ZeroDuration { t_s: window.start_s });
     }
     Ok(trapezoid_j(points, window)? / window.duration_s())
 }
@@ -133,18 +108,11 @@ pub fn counter_delta_j(prev_j: f64, cur_j: f64, wrap_j: Option<f64>) -> Result<f
     check_wrap(wrap_j)?;
     for (index, j) in [prev_j, cur_j].into_iter().enumerate() {
         if !j.is_finite() {
-            return Err(EnergyError::NonFinite {
-                index,
-                field: "joules",
-                raw: j.to_string(),
-            });
+            return Err(EnergyError::NonFinite { index, field: "joules", raw: j.to_string() });
         }
         if let Some(w) = wrap_j {
             if !(0.0..=w).contains(&j) {
-                return Err(EnergyError::CounterOutOfRange {
-                    joules: j,
-                    wrap_j: w,
-                });
+                return Err(EnergyError::CounterOutOfRange { joules: j, wrap_j: w });
             }
         }
     }
@@ -169,20 +137,13 @@ pub fn unwrap_counter(
         return Ok(out);
     };
     if !first.joules.is_finite() {
-        return Err(EnergyError::NonFinite {
-            index: 0,
-            field: "joules",
-            raw: first.joules.to_string(),
-        });
+        return Err(EnergyError::NonFinite { index: 0, field: "joules", raw: first.joules.to_string() });
     }
     let mut total = first.joules;
     out.push(*first);
     for pair in points.windows(2) {
         total += counter_delta_j(pair[0].joules, pair[1].joules, wrap_j)?;
-        out.push(CounterPoint {
-            t_s: pair[1].t_s,
-            joules: total,
-        });
+        out.push(CounterPoint { t_s: pair[1].t_s, joules: total });
     }
     Ok(out)
 }
@@ -230,9 +191,7 @@ impl Series<'_> {
     /// Mean power in watts over `window` (positive length).
     pub fn mean_power_w(&self, window: Window) -> Result<f64, EnergyError> {
         if window.duration_s() <= 0.0 {
-            return Err(EnergyError::ZeroDuration {
-                t_s: window.start_s,
-            });
+            return Err(EnergyError::ZeroDuration { t_s: window.start_s });
         }
         Ok(self.energy_j(window)? / window.duration_s())
     }
@@ -243,10 +202,7 @@ mod tests {
     use super::*;
 
     fn w(points: &[(f64, f64)]) -> Vec<WattPoint> {
-        points
-            .iter()
-            .map(|&(t_s, watts)| WattPoint { t_s, watts })
-            .collect()
+        points.iter().map(|&(t_s, watts)| WattPoint { t_s, watts }).collect()
     }
 
     fn win(a: f64, b: f64) -> Window {
@@ -259,13 +215,7 @@ mod tests {
 
     #[test]
     fn constant_10_w_over_2_s_is_20_j() {
-        let p = w(&[
-            (0.0, 10.0),
-            (0.5, 10.0),
-            (1.0, 10.0),
-            (1.5, 10.0),
-            (2.0, 10.0),
-        ]);
+        let p = w(&[(0.0, 10.0), (0.5, 10.0), (1.0, 10.0), (1.5, 10.0), (2.0, 10.0)]);
         assert_eq!(trapezoid_j(&p, win(0.0, 2.0)), Ok(20.0));
         assert_eq!(mean_power_w(&p, win(0.0, 2.0)), Ok(10.0));
     }
@@ -311,23 +261,14 @@ mod tests {
         assert_eq!(trapezoid_j(&p, win(2.0, 2.0)), Ok(0.0));
         assert_eq!(interpolate_w(&p, 3.0), Ok(7.0));
         assert_eq!(interpolate_w(&p, 0.0), Ok(1.0));
-        assert!(matches!(
-            mean_power_w(&p, win(2.0, 2.0)),
-            Err(EnergyError::ZeroDuration { .. })
-        ));
+        assert!(matches!(mean_power_w(&p, win(2.0, 2.0)), Err(EnergyError::ZeroDuration { .. })));
     }
 
     #[test]
     fn never_extrapolates() {
         let p = w(&[(1.0, 10.0), (2.0, 10.0)]);
-        assert!(matches!(
-            trapezoid_j(&p, win(0.9, 2.0)),
-            Err(EnergyError::NotCovered { .. })
-        ));
-        assert!(matches!(
-            trapezoid_j(&p, win(1.0, 2.1)),
-            Err(EnergyError::NotCovered { .. })
-        ));
+        assert!(matches!(trapezoid_j(&p, win(0.9, 2.0)), Err(EnergyError::NotCovered { .. })));
+        assert!(matches!(trapezoid_j(&p, win(1.0, 2.1)), Err(EnergyError::NotCovered { .. })));
         assert!(interpolate_w(&p, 0.5).is_err());
         assert_eq!(trapezoid_j(&[], win(0.0, 1.0)), Err(EnergyError::Empty));
     }
@@ -335,15 +276,9 @@ mod tests {
     #[test]
     fn unordered_or_nan_input_is_an_error() {
         let p = w(&[(0.0, 1.0), (1.0, 1.0), (1.0, 1.0)]);
-        assert!(matches!(
-            trapezoid_j(&p, win(0.0, 1.0)),
-            Err(EnergyError::NonMonotonic { index: 2, .. })
-        ));
+        assert!(matches!(trapezoid_j(&p, win(0.0, 1.0)), Err(EnergyError::NonMonotonic { index: 2, .. })));
         let p = w(&[(0.0, 1.0), (1.0, f64::NAN), (2.0, 1.0)]);
-        assert!(matches!(
-            trapezoid_j(&p, win(0.0, 2.0)),
-            Err(EnergyError::NonFinite { index: 1, .. })
-        ));
+        assert!(matches!(trapezoid_j(&p, win(0.0, 2.0)), Err(EnergyError::NonFinite { index: 1, .. })));
     }
 
     #[test]
@@ -363,10 +298,7 @@ mod tests {
     fn counter_errors_are_never_energy() {
         assert_eq!(
             counter_delta_j(12.0, 10.0, None),
-            Err(EnergyError::CounterDecreased {
-                prev_j: 12.0,
-                cur_j: 10.0
-            })
+            Err(EnergyError::CounterDecreased { prev_j: 12.0, cur_j: 10.0 })
         );
         assert!(matches!(
             counter_delta_j(101.0, 3.0, Some(100.0)),
@@ -376,43 +308,25 @@ mod tests {
             counter_delta_j(-1.0, 3.0, Some(100.0)),
             Err(EnergyError::CounterOutOfRange { .. })
         ));
-        assert!(matches!(
-            counter_delta_j(1.0, 3.0, Some(0.0)),
-            Err(EnergyError::BadWrap { .. })
-        ));
-        assert!(matches!(
-            counter_delta_j(1.0, f64::NAN, None),
-            Err(EnergyError::NonFinite { .. })
-        ));
+        assert!(matches!(counter_delta_j(1.0, 3.0, Some(0.0)), Err(EnergyError::BadWrap { .. })));
+        assert!(matches!(counter_delta_j(1.0, f64::NAN, None), Err(EnergyError::NonFinite { .. })));
     }
 
     fn c(points: &[(f64, f64)]) -> Vec<CounterPoint> {
-        points
-            .iter()
-            .map(|&(t_s, joules)| CounterPoint { t_s, joules })
-            .collect()
+        points.iter().map(|&(t_s, joules)| CounterPoint { t_s, joules }).collect()
     }
 
     #[test]
     fn counter_energy_interpolates_the_unwrapped_counter() {
         // 20 W as a counter: 100, 110, 120 J at 0, 0.5, 1.0 s; [0.25, 0.75] → 10 J.
         let p = c(&[(0.0, 100.0), (0.5, 110.0), (1.0, 120.0)]);
-        assert!(close(
-            counter_energy_j(&p, None, win(0.25, 0.75)).unwrap(),
-            10.0
-        ));
+        assert!(close(counter_energy_j(&p, None, win(0.25, 0.75)).unwrap(), 10.0));
         // The same through a wrap at 115 J: 100, 110, 5 (= 120 − 115).
         let p = c(&[(0.0, 100.0), (0.5, 110.0), (1.0, 5.0)]);
         let cum = unwrap_counter(&p, Some(115.0)).unwrap();
         assert_eq!(cum[2].joules, 120.0);
-        assert!(close(
-            counter_energy_j(&p, Some(115.0), win(0.25, 0.75)).unwrap(),
-            10.0
-        ));
-        assert!(close(
-            counter_energy_j(&p, Some(115.0), win(0.0, 1.0)).unwrap(),
-            20.0
-        ));
+        assert!(close(counter_energy_j(&p, Some(115.0), win(0.25, 0.75)).unwrap(), 10.0));
+        assert!(close(counter_energy_j(&p, Some(115.0), win(0.0, 1.0)).unwrap(), 20.0));
         // Without a wrap range the decrease is an error.
         assert!(matches!(
             counter_energy_j(&p, None, win(0.0, 1.0)),
@@ -430,10 +344,7 @@ mod tests {
         let pw = w(&[(0.0, 10.0), (1.0, 10.0), (2.0, 10.0)]);
         let pc = c(&[(0.0, 0.0), (1.0, 10.0), (2.0, 20.0)]);
         let a = Series::Power(&pw);
-        let b = Series::Counter {
-            points: &pc,
-            wrap_j: None,
-        };
+        let b = Series::Counter { points: &pc, wrap_j: None };
         for s in [a, b] {
             assert!(close(s.energy_j(win(0.3, 1.7)).unwrap(), 14.0));
             assert!(close(s.mean_power_w(win(0.3, 1.7)).unwrap(), 10.0));

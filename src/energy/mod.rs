@@ -20,16 +20,15 @@ pub mod integrate;
 pub mod reject;
 
 pub use idle::{
-    block_energy, block_idle_power_w, idle_power, idle_subtracted_energy_j, stable_idle_window,
-    BlockEnergy, IdlePower,
+    block_energy, block_idle_power_w, idle_power, idle_subtracted_energy_j, stable_idle_window, BlockEnergy,
+    IdlePower,
 };
 pub use integrate::{
-    counter_delta_j, counter_energy_j, interpolate_w, mean_power_w, trapezoid_j, unwrap_counter,
-    Series,
+    counter_delta_j, counter_energy_j, interpolate_w, mean_power_w, trapezoid_j, unwrap_counter, Series,
 };
 pub use reject::{
-    check_counter, check_power, summarize, validate_counter, validate_power, Observed, RawPoint,
-    Rejection, Rules, SampleRef, SeriesSummary,
+    check_counter, check_power, summarize, validate_counter, validate_power, Observed, RawPoint, Rejection,
+    Rules, SampleRef, SeriesSummary,
 };
 
 use serde::{Deserialize, Serialize};
@@ -183,10 +182,7 @@ mod tests {
     fn windows_must_be_finite_and_ordered() {
         assert_eq!(Window::new(1.0, 3.5).unwrap().duration_s(), 2.5);
         assert!(Window::new(2.0, 2.0).is_ok());
-        assert!(matches!(
-            Window::new(3.0, 2.0),
-            Err(EnergyError::InvalidWindow { .. })
-        ));
+        assert!(matches!(Window::new(3.0, 2.0), Err(EnergyError::InvalidWindow { .. })));
         assert!(Window::new(f64::NAN, 2.0).is_err());
         assert!(Window::new(0.0, f64::INFINITY).is_err());
     }

@@ -47,30 +47,16 @@ pub struct RawPoint {
 impl RawPoint {
     /// A sample with a value.
     pub fn value(seq: u64, t_s: f64, value: f64) -> Self {
-        RawPoint {
-            seq,
-            t_s,
-            value: Observed::Value { value },
-        }
+        RawPoint { seq, t_s, value: Observed::Value { value } }
     }
 
     /// A sample whose read faulted.
     pub fn missing(seq: u64, t_s: f64, reason: &str, fatal: bool) -> Self {
-        RawPoint {
-            seq,
-            t_s,
-            value: Observed::Missing {
-                reason: reason.to_string(),
-                fatal,
-            },
-        }
+        RawPoint { seq, t_s, value: Observed::Missing { reason: reason.to_string(), fatal } }
     }
 
     fn at(&self) -> SampleRef {
-        SampleRef {
-            seq: self.seq,
-            t_s: self.t_s,
-        }
+        SampleRef { seq: self.seq, t_s: self.t_s }
     }
 }
 
@@ -90,10 +76,7 @@ impl Rules {
 
     /// Rules for a cap and a sample interval.
     pub fn new(max_watts: f64, sample_interval_s: f64) -> Self {
-        Rules {
-            max_watts,
-            sample_interval_s,
-        }
+        Rules { max_watts, sample_interval_s }
     }
 
     /// The longest allowed gap: max(2 s, 3 × interval).
@@ -362,12 +345,7 @@ impl fmt::Display for Rejection {
 
 /// Rules common to both series kinds: missing/stopped samples, sequence holes, time order,
 /// gaps and window coverage.
-fn check_common(
-    points: &[RawPoint],
-    window: Option<Window>,
-    rules: &Rules,
-    out: &mut Vec<Rejection>,
-) {
+fn check_common(points: &[RawPoint], window: Option<Window>, rules: &Rules, out: &mut Vec<Rejection>) {
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         out.push(Rejection::NoSamples);
         return;
@@ -375,15 +353,9 @@ fn check_common(
     for p in points {
         if let Observed::Missing { reason, fatal } = &p.value {
             if *fatal {
-                out.push(Rejection::SensorStopped {
-                    sample: p.at(),
-                    reason: reason.clone(),
-                });
+                out.push(Rejection::SensorStopped { sample: p.at(), reason: reason.clone() });
             } else {
-                out.push(Rejection::MissingReading {
-                    sample: p.at(),
-                    reason: reason.clone(),
-                });
+                out.push(Rejection::MissingReading { sample: p.at(), reason: reason.clone() });
             }
         }
     }
@@ -391,28 +363,16 @@ fn check_common(
     for pair in points.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         if b.seq > a.seq + 1 {
-            out.push(Rejection::LostSamples {
-                before: a.at(),
-                after: b.at(),
-                missing: b.seq - a.seq - 1,
-            });
+            out.push(Rejection::LostSamples { before: a.at(), after: b.at(), missing: b.seq - a.seq - 1 });
         }
         let ordered = a.t_s.is_finite() && b.t_s.is_finite() && b.t_s > a.t_s;
         if !ordered {
-            out.push(Rejection::NonMonotonicTime {
-                before: a.at(),
-                after: b.at(),
-            });
+            out.push(Rejection::NonMonotonicTime { before: a.at(), after: b.at() });
             continue;
         }
         let gap_s = b.t_s - a.t_s;
         if gap_s > max_gap_s {
-            out.push(Rejection::Gap {
-                before: a.at(),
-                after: b.at(),
-                gap_s,
-                max_gap_s,
-            });
+            out.push(Rejection::Gap { before: a.at(), after: b.at(), gap_s, max_gap_s });
         }
     }
     if let Some(w) = window {
@@ -420,16 +380,10 @@ fn check_common(
         let starts_in_time = first.t_s <= w.start_s;
         let ends_in_time = last.t_s >= w.end_s;
         if !starts_in_time {
-            out.push(Rejection::StartsAfterWindow {
-                first: first.at(),
-                window_start_s: w.start_s,
-            });
+            out.push(Rejection::StartsAfterWindow { first: first.at(), window_start_s: w.start_s });
         }
         if !ends_in_time {
-            out.push(Rejection::EndsBeforeWindow {
-                last: last.at(),
-                window_end_s: w.end_s,
-            });
+            out.push(Rejection::EndsBeforeWindow { last: last.at(), window_end_s: w.end_s });
         }
     }
 }
@@ -444,21 +398,11 @@ pub fn check_power(points: &[RawPoint], window: Option<Window>, rules: &Rules) -
             continue;
         };
         if !watts.is_finite() {
-            out.push(Rejection::NonFinite {
-                sample: p.at(),
-                raw: watts.to_string(),
-            });
+            out.push(Rejection::NonFinite { sample: p.at(), raw: watts.to_string() });
         } else if watts <= 0.0 {
-            out.push(Rejection::NonPositive {
-                sample: p.at(),
-                watts,
-            });
+            out.push(Rejection::NonPositive { sample: p.at(), watts });
         } else if watts > rules.max_watts {
-            out.push(Rejection::AboveCap {
-                sample: p.at(),
-                watts,
-                max_watts: rules.max_watts,
-            });
+            out.push(Rejection::AboveCap { sample: p.at(), watts, max_watts: rules.max_watts });
         }
     }
     out
@@ -482,34 +426,25 @@ pub fn check_counter(
             continue;
         };
         if !joules.is_finite() {
-            out.push(Rejection::NonFinite {
-                sample: p.at(),
-                raw: joules.to_string(),
-            });
+            out.push(Rejection::NonFinite { sample: p.at(), raw: joules.to_string() });
             prev = None;
             continue;
         }
         let in_range = joules >= 0.0 && wrap_j.is_none_or(|w| joules <= w);
         if !in_range {
-            out.push(Rejection::CounterOutOfRange {
-                sample: p.at(),
-                joules,
-                wrap_j,
-            });
+            out.push(Rejection::CounterOutOfRange { sample: p.at(), joules, wrap_j });
             prev = None;
             continue;
         }
         if let Some((a, before_j)) = prev {
             let dt = p.t_s - a.t_s;
             match counter_delta_j(before_j, joules, wrap_j) {
-                Err(EnergyError::CounterDecreased { .. }) => {
-                    out.push(Rejection::CounterDecreased {
-                        before: a.at(),
-                        after: p.at(),
-                        before_j,
-                        after_j: joules,
-                    })
-                }
+                Err(EnergyError::CounterDecreased { .. }) => out.push(Rejection::CounterDecreased {
+                    before: a.at(),
+                    after: p.at(),
+                    before_j,
+                    after_j: joules,
+                }),
                 // Range and finiteness were checked above; a bad wrap shows as out of range.
                 Err(_) => {}
                 Ok(delta) if dt > 0.0 => {
@@ -554,10 +489,7 @@ pub fn validate_power(
     Ok(points
         .iter()
         .filter_map(|p| match p.value {
-            Observed::Value { value } => Some(WattPoint {
-                t_s: p.t_s,
-                watts: value,
-            }),
+            Observed::Value { value } => Some(WattPoint { t_s: p.t_s, watts: value }),
             Observed::Missing { .. } => None,
         })
         .collect())
@@ -577,10 +509,7 @@ pub fn validate_counter(
     Ok(points
         .iter()
         .filter_map(|p| match p.value {
-            Observed::Value { value } => Some(CounterPoint {
-                t_s: p.t_s,
-                joules: value,
-            }),
+            Observed::Value { value } => Some(CounterPoint { t_s: p.t_s, joules: value }),
             Observed::Missing { .. } => None,
         })
         .collect())
@@ -605,10 +534,7 @@ pub fn summarize(points: &[WattPoint]) -> SeriesSummary {
     let fold = |f: fn(f64, f64) -> f64| points.iter().map(|p| p.watts).reduce(f);
     SeriesSummary {
         count: points.len(),
-        max_gap_s: points
-            .windows(2)
-            .map(|w| w[1].t_s - w[0].t_s)
-            .reduce(f64::max),
+        max_gap_s: points.windows(2).map(|w| w[1].t_s - w[0].t_s).reduce(f64::max),
         min_watts: fold(f64::min),
         max_watts: fold(f64::max),
     }
@@ -620,9 +546,7 @@ mod tests {
 
     /// Samples every 0.5 s at `watts`, seq 0..n.
     fn steady(n: u64, watts: f64) -> Vec<RawPoint> {
-        (0..n)
-            .map(|i| RawPoint::value(i, i as f64 * 0.5, watts))
-            .collect()
+        (0..n).map(|i| RawPoint::value(i, i as f64 * 0.5, watts)).collect()
     }
 
     fn rules() -> Rules {
@@ -632,19 +556,10 @@ mod tests {
     #[test]
     fn a_clean_series_passes_and_validates() {
         let p = steady(5, 30.75);
-        assert_eq!(
-            check_power(&p, Some(Window::new(0.0, 2.0).unwrap()), &rules()),
-            vec![]
-        );
+        assert_eq!(check_power(&p, Some(Window::new(0.0, 2.0).unwrap()), &rules()), vec![]);
         let w = validate_power(&p, None, &rules()).unwrap();
         assert_eq!(w.len(), 5);
-        assert_eq!(
-            w[4],
-            WattPoint {
-                t_s: 2.0,
-                watts: 30.75
-            }
-        );
+        assert_eq!(w[4], WattPoint { t_s: 2.0, watts: 30.75 });
     }
 
     #[test]
@@ -661,24 +576,15 @@ mod tests {
             }]
         );
         assert_eq!(r[0].rule(), "above_cap");
-        assert_eq!(
-            r[0].to_string(),
-            "above_cap: sample 3 at 1.500 s reads 40089 W, above the 500 W cap"
-        );
+        assert_eq!(r[0].to_string(), "above_cap: sample 3 at 1.500 s reads 40089 W, above the 500 W cap");
         let json = serde_json::to_string(&r[0]).unwrap();
-        assert!(
-            json.contains("\"rule\":\"above_cap\"") && json.contains("40089"),
-            "{json}"
-        );
+        assert!(json.contains("\"rule\":\"above_cap\"") && json.contains("40089"), "{json}");
         assert!(validate_power(&p, None, &rules()).is_err());
     }
 
     #[test]
     fn the_cap_is_configurable_and_inclusive() {
-        let p = vec![
-            RawPoint::value(0, 0.0, 500.0),
-            RawPoint::value(1, 0.5, 74.47),
-        ];
+        let p = vec![RawPoint::value(0, 0.0, 500.0), RawPoint::value(1, 0.5, 74.47)];
         assert!(check_power(&p, None, &rules()).is_empty());
         let r = check_power(&p, None, &Rules::new(100.0, 0.5));
         assert_eq!(r.len(), 1);
@@ -696,21 +602,14 @@ mod tests {
         let r = check_power(&p, None, &rules());
         assert_eq!(r.len(), 1);
         match &r[0] {
-            Rejection::Gap {
-                before,
-                after,
-                gap_s,
-                max_gap_s,
-            } => {
+            Rejection::Gap { before, after, gap_s, max_gap_s } => {
                 assert_eq!((before.seq, after.seq), (2, 3));
                 assert!((gap_s - 2.1).abs() < 1e-12);
                 assert_eq!(*max_gap_s, 2.0);
             }
             other => panic!("{other:?}"),
         }
-        assert!(r[0]
-            .to_string()
-            .contains("2.100 s between sample 2 at 1.000 s and sample 3 at 3.100 s"));
+        assert!(r[0].to_string().contains("2.100 s between sample 2 at 1.000 s and sample 3 at 3.100 s"));
     }
 
     #[test]
@@ -729,20 +628,11 @@ mod tests {
         // 1 s interval → max gap 3 s: 2.5 s passes, 3.2 s does not.
         let r = Rules::new(500.0, 1.0);
         assert_eq!(r.max_gap_s(), 3.0);
-        let p = vec![
-            RawPoint::value(0, 0.0, 30.0),
-            RawPoint::value(1, 2.5, 30.0),
-            RawPoint::value(2, 5.7, 30.0),
-        ];
+        let p =
+            vec![RawPoint::value(0, 0.0, 30.0), RawPoint::value(1, 2.5, 30.0), RawPoint::value(2, 5.7, 30.0)];
         let rej = check_power(&p, None, &r);
         assert_eq!(rej.len(), 1);
-        assert!(matches!(
-            rej[0],
-            Rejection::Gap {
-                before: SampleRef { seq: 1, .. },
-                ..
-            }
-        ));
+        assert!(matches!(rej[0], Rejection::Gap { before: SampleRef { seq: 1, .. }, .. }));
     }
 
     #[test]
@@ -758,22 +648,10 @@ mod tests {
         assert_eq!(
             r,
             vec![
-                Rejection::NonPositive {
-                    sample: SampleRef { seq: 0, t_s: 0.0 },
-                    watts: 0.0
-                },
-                Rejection::NonPositive {
-                    sample: SampleRef { seq: 1, t_s: 0.5 },
-                    watts: -2.5
-                },
-                Rejection::NonFinite {
-                    sample: SampleRef { seq: 2, t_s: 1.0 },
-                    raw: "NaN".into()
-                },
-                Rejection::NonFinite {
-                    sample: SampleRef { seq: 3, t_s: 1.5 },
-                    raw: "inf".into()
-                },
+                Rejection::NonPositive { sample: SampleRef { seq: 0, t_s: 0.0 }, watts: 0.0 },
+                Rejection::NonPositive { sample: SampleRef { seq: 1, t_s: 0.5 }, watts: -2.5 },
+                Rejection::NonFinite { sample: SampleRef { seq: 2, t_s: 1.0 }, raw: "NaN".into() },
+                Rejection::NonFinite { sample: SampleRef { seq: 3, t_s: 1.5 }, raw: "inf".into() },
             ]
         );
     }
@@ -808,12 +686,7 @@ mod tests {
         let p = vec![
             RawPoint::value(0, 0.0, 30.0),
             RawPoint::value(1, 0.5, 30.0),
-            RawPoint::missing(
-                2,
-                0.7,
-                "sensor stopped: exec:meter: exited (exit status: 1)",
-                true,
-            ),
+            RawPoint::missing(2, 0.7, "sensor stopped: exec:meter: exited (exit status: 1)", true),
         ];
         let r = check_power(&p, Some(Window::new(0.0, 10.0).unwrap()), &rules());
         assert_eq!(r.len(), 2, "{r:?}");
@@ -821,10 +694,7 @@ mod tests {
         assert!(r[0].to_string().contains("exit status: 1"));
         assert_eq!(
             r[1],
-            Rejection::EndsBeforeWindow {
-                last: SampleRef { seq: 2, t_s: 0.7 },
-                window_end_s: 10.0
-            }
+            Rejection::EndsBeforeWindow { last: SampleRef { seq: 2, t_s: 0.7 }, window_end_s: 10.0 }
         );
         // Sampling that starts late is rejected too.
         let p = steady(3, 30.0);
@@ -847,20 +717,14 @@ mod tests {
         assert_eq!(rules_hit, ["non_monotonic_time"; 3]);
         assert!(matches!(
             r[0],
-            Rejection::NonMonotonicTime {
-                before: SampleRef { seq: 1, .. },
-                after: SampleRef { seq: 2, .. }
-            }
+            Rejection::NonMonotonicTime { before: SampleRef { seq: 1, .. }, after: SampleRef { seq: 2, .. } }
         ));
     }
 
     #[test]
     fn an_empty_series_is_rejected() {
         assert_eq!(check_power(&[], None, &rules()), vec![Rejection::NoSamples]);
-        assert_eq!(
-            check_counter(&[], None, None, &rules()),
-            vec![Rejection::NoSamples]
-        );
+        assert_eq!(check_counter(&[], None, None, &rules()), vec![Rejection::NoSamples]);
     }
 
     #[test]
@@ -870,10 +734,7 @@ mod tests {
             RawPoint::value(1, 0.5, 0.0),
             RawPoint::value(2, 5.0, 30.0),
         ];
-        let r: Vec<&str> = check_power(&p, None, &rules())
-            .iter()
-            .map(Rejection::rule)
-            .collect();
+        let r: Vec<&str> = check_power(&p, None, &rules()).iter().map(Rejection::rule).collect();
         assert_eq!(r, ["gap", "above_cap", "non_positive"]);
     }
 
@@ -894,10 +755,7 @@ mod tests {
     fn counter_rules_name_both_samples_and_values() {
         let r = rules();
         // Decrease with no wrap range.
-        let p = vec![
-            RawPoint::value(0, 0.0, 100.0),
-            RawPoint::value(1, 0.5, 90.0),
-        ];
+        let p = vec![RawPoint::value(0, 0.0, 100.0), RawPoint::value(1, 0.5, 90.0)];
         assert_eq!(
             check_counter(&p, None, None, &r),
             vec![Rejection::CounterDecreased {
@@ -908,14 +766,8 @@ mod tests {
             }]
         );
         // Frozen counter.
-        let p = vec![
-            RawPoint::value(0, 0.0, 100.0),
-            RawPoint::value(1, 0.5, 100.0),
-        ];
-        assert_eq!(
-            check_counter(&p, None, None, &r)[0].rule(),
-            "counter_not_advancing"
-        );
+        let p = vec![RawPoint::value(0, 0.0, 100.0), RawPoint::value(1, 0.5, 100.0)];
+        assert_eq!(check_counter(&p, None, None, &r)[0].rule(), "counter_not_advancing");
         // 38 J in 0.5 s is 76 W: fine; 300 J in 0.5 s is 600 W: above the cap.
         let p = vec![
             RawPoint::value(0, 0.0, 100.0),
@@ -935,15 +787,9 @@ mod tests {
         );
         // A bogus "wrap" (reset to 0 at 100 J of a 65,536 J range) implies ~131 kW: rejected.
         let p = vec![RawPoint::value(0, 0.0, 100.0), RawPoint::value(1, 0.5, 0.0)];
-        assert_eq!(
-            check_counter(&p, Some(65_536.0), None, &r)[0].rule(),
-            "counter_power_above_cap"
-        );
+        assert_eq!(check_counter(&p, Some(65_536.0), None, &r)[0].rule(), "counter_power_above_cap");
         // Out of range values.
-        let p = vec![
-            RawPoint::value(0, 0.0, 70_000.0),
-            RawPoint::value(1, 0.5, -1.0),
-        ];
+        let p = vec![RawPoint::value(0, 0.0, 70_000.0), RawPoint::value(1, 0.5, -1.0)];
         let rej = check_counter(&p, Some(65_536.0), None, &r);
         assert_eq!(rej.len(), 2);
         assert!(rej.iter().all(|x| x.rule() == "counter_out_of_range"));
@@ -953,18 +799,9 @@ mod tests {
     #[test]
     fn summary_reports_count_max_gap_and_extremes() {
         let w = vec![
-            WattPoint {
-                t_s: 0.0,
-                watts: 60.32,
-            },
-            WattPoint {
-                t_s: 0.5,
-                watts: 74.47,
-            },
-            WattPoint {
-                t_s: 1.01,
-                watts: 62.38,
-            },
+            WattPoint { t_s: 0.0, watts: 60.32 },
+            WattPoint { t_s: 0.5, watts: 74.47 },
+            WattPoint { t_s: 1.01, watts: 62.38 },
         ];
         let s = summarize(&w);
         assert_eq!(s.count, 3);

@@ -21,7 +21,8 @@ pub mod builtin {
     /// `tokenizer/tokenizer.json`.
     pub static TOKENIZER: &[u8] = include_bytes!("../../fixtures/tiny/tokenizer/tokenizer.json");
     /// `tokenizer/tokenizer_config.json`.
-    pub static TOKENIZER_CONFIG: &[u8] = include_bytes!("../../fixtures/tiny/tokenizer/tokenizer_config.json");
+    pub static TOKENIZER_CONFIG: &[u8] =
+        include_bytes!("../../fixtures/tiny/tokenizer/tokenizer_config.json");
 }
 
 /// A bundle that cannot be used, naming the file and what to do.
@@ -59,7 +60,11 @@ impl ModelSpec {
     /// Parse `builtin:tiny`, `synthetic:NAME` or a path.
     pub fn parse(spec: &str) -> Result<Self, BundleError> {
         if let Some(name) = spec.strip_prefix("builtin:") {
-            return if name == "tiny" { Ok(Self::Builtin) } else { Err(BundleError::UnknownSpec(spec.into())) };
+            return if name == "tiny" {
+                Ok(Self::Builtin)
+            } else {
+                Err(BundleError::UnknownSpec(spec.into()))
+            };
         }
         if let Some(name) = spec.strip_prefix("synthetic:") {
             return if matches!(name, "multilingual" | "english") {
@@ -150,10 +155,8 @@ fn read(path: &Path) -> Result<Vec<u8>, BundleError> {
 }
 
 fn read_text(path: &Path) -> Result<String, BundleError> {
-    String::from_utf8(read(path)?).map_err(|_| BundleError::Io {
-        path: path.display().to_string(),
-        detail: "is not UTF-8 text".into(),
-    })
+    String::from_utf8(read(path)?)
+        .map_err(|_| BundleError::Io { path: path.display().to_string(), detail: "is not UTF-8 text".into() })
 }
 
 /// The embedded tokenizer (also used by synthetic models).
@@ -170,14 +173,17 @@ impl Bundle {
         match spec {
             ModelSpec::Builtin => Ok(Self {
                 source: "builtin:tiny".into(),
-                encoder: EncoderConfig::from_json(builtin::ENCODER_CONFIG, "builtin:tiny/encoder/config.json")?,
+                encoder: EncoderConfig::from_json(
+                    builtin::ENCODER_CONFIG,
+                    "builtin:tiny/encoder/config.json",
+                )?,
                 agent: AgentConfig::from_json(builtin::AGENT_CONFIG, "builtin:tiny/rl_agent_config.json")?,
                 tokenizer: builtin_tokenizer()?,
                 weights: Weights::Static(builtin::MODEL),
             }),
             ModelSpec::Synthetic(name) => {
-                let (encoder, agent) =
-                    synthetic_configs(name).ok_or_else(|| BundleError::UnknownSpec(format!("synthetic:{name}")))?;
+                let (encoder, agent) = synthetic_configs(name)
+                    .ok_or_else(|| BundleError::UnknownSpec(format!("synthetic:{name}")))?;
                 Ok(Self {
                     source: format!("synthetic:{name}"),
                     encoder,
@@ -199,8 +205,14 @@ impl Bundle {
         }
         let file = |rel: &str| dir.join(rel);
         let name = |rel: &str| file(rel).display().to_string();
-        let encoder = EncoderConfig::from_json(&read_text(&file("encoder/config.json"))?, &name("encoder/config.json"))?;
-        let agent = AgentConfig::from_json(&read_text(&file("rl_agent_config.json"))?, &name("rl_agent_config.json"))?;
+        let encoder = EncoderConfig::from_json(
+            &read_text(&file("encoder/config.json"))?,
+            &name("encoder/config.json"),
+        )?;
+        let agent = AgentConfig::from_json(
+            &read_text(&file("rl_agent_config.json"))?,
+            &name("rl_agent_config.json"),
+        )?;
         let tok_dir = file("tokenizer");
         let tokenizer = Tokenizer::from_bytes(
             &read(&tok_dir.join("tokenizer.json"))?,
@@ -222,7 +234,11 @@ fn manifest_err(file: &Path, detail: impl Into<String>) -> BundleError {
 }
 
 /// Validate a `coreml_config.json` and re-hash every file it lists.
-fn load_coreml_manifest(dir: &Path, encoder: &EncoderConfig, agent: &AgentConfig) -> Result<CoreMlBundle, BundleError> {
+fn load_coreml_manifest(
+    dir: &Path,
+    encoder: &EncoderConfig,
+    agent: &AgentConfig,
+) -> Result<CoreMlBundle, BundleError> {
     let path = dir.join("coreml_config.json");
     let manifest: Value = serde_json::from_str(&read_text(&path)?)
         .map_err(|e| manifest_err(&path, format!("not valid JSON ({e})")))?;
@@ -284,9 +300,10 @@ fn load_coreml_manifest(dir: &Path, encoder: &EncoderConfig, agent: &AgentConfig
     let mut verified = Vec::with_capacity(files.len());
     for (rel, entry) in files {
         if !is_safe_relative(rel) {
-            return Err(manifest_err(&path, format!(
-                "Bundle file names must be relative paths inside the model directory (got {rel:?})"
-            )));
+            return Err(manifest_err(
+                &path,
+                format!("Bundle file names must be relative paths inside the model directory (got {rel:?})"),
+            ));
         }
         let want = entry
             .get("sha256")
@@ -340,9 +357,11 @@ pub fn tree_sha256(dir: &Path) -> Result<String, BundleError> {
 }
 
 fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), BundleError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| BundleError::Io { path: dir.display().to_string(), detail: e.to_string() })?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| BundleError::Io { path: dir.display().to_string(), detail: e.to_string() })?;
     for entry in entries {
-        let entry = entry.map_err(|e| BundleError::Io { path: dir.display().to_string(), detail: e.to_string() })?;
+        let entry =
+            entry.map_err(|e| BundleError::Io { path: dir.display().to_string(), detail: e.to_string() })?;
         let path = entry.path();
         if path.is_dir() {
             collect_files(root, &path, out)?;
@@ -356,8 +375,9 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), B
 /// The ANE host tensors: embedding, type embedding and action head, F16 or F32, right shapes.
 fn check_host_weights(path: &Path, encoder: &EncoderConfig, agent: &AgentConfig) -> Result<(), BundleError> {
     let bytes = read(path)?;
-    let st = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| manifest_err(path, format!("not a valid safetensors file ({e}); fetch the bundle again")))?;
+    let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
+        manifest_err(path, format!("not a valid safetensors file ({e}); fetch the bundle again"))
+    })?;
     let d = encoder.hidden_size;
     let want: [(&str, Vec<usize>); 6] = [
         ("encoder.embeddings.tok_embeddings.weight", vec![encoder.vocab_size, d]),
@@ -368,12 +388,20 @@ fn check_host_weights(path: &Path, encoder: &EncoderConfig, agent: &AgentConfig)
         ("act_head.2.bias", vec![agent.num_actions]),
     ];
     for (name, shape) in want {
-        let t = st.tensor(name).map_err(|_| manifest_err(path, format!("tensor `{name}` is missing; the ANE host needs it")))?;
+        let t = st
+            .tensor(name)
+            .map_err(|_| manifest_err(path, format!("tensor `{name}` is missing; the ANE host needs it")))?;
         if !matches!(t.dtype(), safetensors::Dtype::F16 | safetensors::Dtype::F32) {
-            return Err(manifest_err(path, format!("tensor `{name}` is {:?}; the ANE host reads F16 or F32 only", t.dtype())));
+            return Err(manifest_err(
+                path,
+                format!("tensor `{name}` is {:?}; the ANE host reads F16 or F32 only", t.dtype()),
+            ));
         }
         if t.shape() != shape.as_slice() {
-            return Err(manifest_err(path, format!("tensor `{name}` has shape {:?}, expected {:?}", t.shape(), shape)));
+            return Err(manifest_err(
+                path,
+                format!("tensor `{name}` has shape {:?}, expected {:?}", t.shape(), shape),
+            ));
         }
     }
     Ok(())

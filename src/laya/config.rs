@@ -15,7 +15,7 @@ pub enum ConfigError {
     #[error("{file}: required key `{field}` is missing; {fix}")]
     Missing { file: String, field: String, fix: String },
     /// A key has a value of the wrong type or out of range.
-    #[error("{file}: `{field}` {problem}")]
+    #[error("{file}: {field} {problem}")]
     Invalid { file: String, field: String, problem: String },
 }
 
@@ -272,7 +272,7 @@ impl AgentConfig {
             None | Some(Value::Null) => [Value::from(1.0), Value::from(1.0), Value::from(1.0)],
             Some(Value::Array(a)) if a.len() == 3 => [a[0].clone(), a[1].clone(), a[2].clone()],
             Some(_) => {
-                return Err(f.invalid("temperature", "must be a list of 3 floats [choice, score, noul]"))
+                return Err(f.invalid("temperature", "must be a list of 3 floats [choice, score, noul]"));
             }
         };
         let temperature_by_options = match obj.get("temperature_by_options") {
@@ -292,7 +292,10 @@ impl AgentConfig {
             Some(other) => {
                 return Err(f.invalid(
                     "option_layout",
-                    &format!("is {other}; use \"sequential\" or \"parallel\" (Unknown option_layout)"),
+                    &format!(
+                        "is invalid (Unknown option_layout: {}); use \"sequential\" or \"parallel\"",
+                        super::pyjson::py_repr(other)
+                    ),
                 ))
             }
         };

@@ -48,6 +48,22 @@ pub struct CallOptions {
     pub head_max_len: Option<usize>,
     /// Abstention threshold.
     pub min_confidence: Option<MinConfidence>,
+    /// States per logical batch in `predict_batch` (the reference's `batch_size`); all by default.
+    pub states_per_batch: Option<usize>,
+}
+
+/// The reference's check that `predict_batch` got a list of states.
+pub fn states_from_value(states: &Value) -> Result<Vec<Value>, RequestError> {
+    match states {
+        Value::Array(items) => Ok(items.clone()),
+        Value::String(_) | Value::Object(_) => Err(RequestError::Type(
+            "predict_batch expects a list of states; pass a single state to predict()/system_one().".into(),
+        )),
+        other => Err(RequestError::Type(format!(
+            "predict_batch expects a list of states, got {}",
+            super::pyjson::py_type_name(other)
+        ))),
+    }
 }
 
 /// Token usage of one state's call.
@@ -200,30 +216,35 @@ impl<'t> Host<'t> {
             return Ok(states.iter().map(|_| StateResult { answers: Vec::new(), usage: None }).collect());
         }
         let qs = compile_questions(questions)?;
-        let rows = self.prepare_rows(states, &qs, opts)?;
-        let outputs = self.run_rows(backend, &rows, trace.as_deref_mut())?;
+        let chunk = opts.states_per_batch.filter(|&n| n > 0).unwrap_or(states.len());
         let mut results = Vec::with_capacity(states.len());
+        let mut all_rows = Vec::new();
         let mut scratch = Vec::new();
-        for (s, chunk) in rows.chunks(qs.len()).enumerate() {
-            let mut answers = Vec::with_capacity(qs.len());
-            for (j, (q, row)) in qs.iter().zip(chunk).enumerate() {
-                let r = s * qs.len() + j;
-                let (logits, p0) = &outputs[r];
-                let mut a =
-                    decode_answer(q, &self.temperatures, &logits[..row.markers.len()], *p0, &mut scratch);
-                if let Some(gate) = &opts.min_confidence {
-                    a.apply_gate(gate);
+        for part in states.chunks(chunk) {
+            let rows = self.prepare_rows(part, &qs, opts)?;
+            let outputs = self.run_rows(backend, &rows, trace.as_deref_mut())?;
+            for (s, state_rows) in rows.chunks(qs.len()).enumerate() {
+                let mut answers = Vec::with_capacity(qs.len());
+                for (j, (q, row)) in qs.iter().zip(state_rows).enumerate() {
+                    let (logits, p0) = &outputs[s * qs.len() + j];
+                    let mut a =
+                        decode_answer(q, &self.temperatures, &logits[..row.markers.len()], *p0, &mut scratch);
+                    if let Some(gate) = &opts.min_confidence {
+                        a.apply_gate(gate);
+                    }
+                    answers.push((q.id.clone(), a));
                 }
-                answers.push((q.id.clone(), a));
+                results.push(StateResult { answers, usage: Some(usage(&qs, state_rows)) });
             }
-            results.push(StateResult { answers, usage: Some(usage(&qs, chunk)) });
+            if trace.is_some() {
+                all_rows.extend(rows);
+            }
         }
         if let Some(t) = trace {
-            t.rows = rows;
+            t.rows = all_rows;
         }
         Ok(results)
     }
-
     /// Tokenize and build every row (states × questions, in order).
     pub fn prepare_rows(
         &self,

@@ -14,7 +14,7 @@ pub enum TokenizerError {
     Config { file: String, detail: String },
     /// A required special token is absent or not in the vocabulary.
     #[error(
-        "{file}: tokenizer is missing a valid {name}; set `{name}` to a token of tokenizer.json's vocabulary"
+        "{file}: Tokenizer is missing a valid {name}; set `{name}` to a token of tokenizer.json's vocabulary"
     )]
     MissingSpecial { file: String, name: &'static str },
     /// Encoding failed inside the tokenizer.

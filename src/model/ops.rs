@@ -66,8 +66,7 @@ pub fn exp(x: f32) -> f32 {
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0
-                        + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+                    + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
     // The low mantissa bits of `k` hold n + 2^22; n ∈ [-126, 127] after the clamp.
     let n_int = (k.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let scale = f32::from_bits(((n_int + 127) as u32) << 23);
@@ -292,13 +291,7 @@ fn layer_norm_generic(x: &[f32], weight: &[f32], bias: Option<&[f32]>, eps: f32,
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn layer_norm_avx2(
-    x: &[f32],
-    weight: &[f32],
-    bias: Option<&[f32]>,
-    eps: f32,
-    out: &mut [f32],
-) {
+unsafe fn layer_norm_avx2(x: &[f32], weight: &[f32], bias: Option<&[f32]>, eps: f32, out: &mut [f32]) {
     layer_norm_generic(x, weight, bias, eps, out);
 }
 
@@ -317,9 +310,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     for (&x, &y) in ca.remainder().iter().zip(cb.remainder()) {
         s += x * y;
     }
-    let l = (lanes[0] + lanes[4])
-        + (lanes[2] + lanes[6])
-        + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+    let l = (lanes[0] + lanes[4]) + (lanes[2] + lanes[6]) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
     l + s
 }
 
@@ -374,17 +365,10 @@ mod tests {
         let mut ys = xs.clone();
         gelu_in_place(&mut ys);
         for (x, y) in xs.iter().zip(&ys) {
-            assert_eq!(
-                gelu(*x).to_bits(),
-                y.to_bits(),
-                "gelu slice vs scalar at {x}"
-            );
+            assert_eq!(gelu(*x).to_bits(), y.to_bits(), "gelu slice vs scalar at {x}");
         }
         eprintln!("erf max abs error {worst:e} at {at}");
-        assert!(
-            worst <= ERF_MAX_ABS_ERROR as f64,
-            "erf error {worst:e} at {at}"
-        );
+        assert!(worst <= ERF_MAX_ABS_ERROR as f64, "erf error {worst:e} at {at}");
         assert!(erf(f32::NAN).is_nan());
         assert_eq!(erf(f32::INFINITY), 1.0);
         assert_eq!(erf(f32::NEG_INFINITY), -1.0);

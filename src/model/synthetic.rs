@@ -29,10 +29,7 @@ pub fn published_shape(name: &str) -> Option<(EncoderConfig, AgentConfig)> {
 /// A small shape for tests: D 64, 4 layers (full every 3), 4 heads, I 96, V 512, window 8,
 /// RoPE thetas 160000/10000, two head layers (one decision-head head), A 2, max_len 64.
 pub fn tiny_shape() -> (EncoderConfig, AgentConfig) {
-    (
-        encoder_config(64, 4, 4, 96, 512, 8, 3, 160_000.0, 10_000.0),
-        agent_config(2, 2, 64, 32),
-    )
+    (encoder_config(64, 4, 4, 96, 512, 8, 3, 160_000.0, 10_000.0), agent_config(2, 2, 64, 32))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -58,13 +55,7 @@ fn encoder_config(
         attention_bias: false,
         mlp_bias: false,
         layer_kinds: (0..n)
-            .map(|i| {
-                if i % every == 0 {
-                    LayerKind::Full
-                } else {
-                    LayerKind::Sliding
-                }
-            })
+            .map(|i| if i % every == 0 { LayerKind::Full } else { LayerKind::Sliding })
             .collect(),
         local_attention: window,
         rope_theta_full: theta_full,
@@ -72,12 +63,7 @@ fn encoder_config(
     }
 }
 
-fn agent_config(
-    head_layers: usize,
-    actions: usize,
-    max_len: usize,
-    head_max_len: usize,
-) -> AgentConfig {
+fn agent_config(head_layers: usize, actions: usize, max_len: usize, head_max_len: usize) -> AgentConfig {
     AgentConfig {
         head_layers,
         num_actions: actions,
@@ -171,28 +157,13 @@ mod tests {
         let (e, a) = published_shape("multilingual").unwrap();
         assert_eq!((e.hidden_size, e.num_layers, e.num_heads), (768, 22, 12));
         assert_eq!((e.intermediate_size, e.vocab_size), (1152, 256_000));
-        assert_eq!(
-            (e.rope_theta_full, e.rope_theta_sliding),
-            (160_000.0, 160_000.0)
-        );
-        assert_eq!(
-            e.layer_kinds
-                .iter()
-                .filter(|k| **k == LayerKind::Full)
-                .count(),
-            8
-        );
-        assert_eq!(
-            (a.head_layers, a.num_actions, a.max_len, a.head_max_len),
-            (2, 2, 1024, 256)
-        );
+        assert_eq!((e.rope_theta_full, e.rope_theta_sliding), (160_000.0, 160_000.0));
+        assert_eq!(e.layer_kinds.iter().filter(|k| **k == LayerKind::Full).count(), 8);
+        assert_eq!((a.head_layers, a.num_actions, a.max_len, a.head_max_len), (2, 2, 1024, 256));
         let (e, a) = published_shape("english").unwrap();
         assert_eq!((e.hidden_size, e.num_layers, e.num_heads), (1024, 28, 16));
         assert_eq!((e.intermediate_size, e.vocab_size), (2624, 50_368));
-        assert_eq!(
-            (e.rope_theta_full, e.rope_theta_sliding),
-            (160_000.0, 10_000.0)
-        );
+        assert_eq!((e.rope_theta_full, e.rope_theta_sliding), (160_000.0, 10_000.0));
         assert_eq!((a.max_len, a.head_max_len), (512, 192));
         assert!(published_shape("nope").is_none());
     }
@@ -209,10 +180,7 @@ mod tests {
         // Linear weights stay inside ±sqrt(3/fan_in); norm weights near 1.
         let bound = (3.0f32 / 64.0).sqrt();
         let t = w1.named_tensors();
-        let (_, _, wqkv) = t
-            .iter()
-            .find(|(n, _, _)| n == "encoder.layers.1.attn.Wqkv.weight")
-            .unwrap();
+        let (_, _, wqkv) = t.iter().find(|(n, _, _)| n == "encoder.layers.1.attn.Wqkv.weight").unwrap();
         assert!(wqkv.iter().all(|x| x.abs() <= bound));
         let mean = wqkv.iter().map(|x| *x as f64).sum::<f64>() / wqkv.len() as f64;
         assert!(mean.abs() < 0.01);

@@ -19,10 +19,7 @@ pub enum TailError {
 /// `k = max(marker_count, 2)`, entropy `−Σ p·ln(max(p, 1e−9))`; with one slot top2 = 0.
 /// An empty row gives all-zero probabilities.
 pub fn action_features(masked_logits_row: &[f32], marker_count: usize) -> [f32; 4] {
-    let max = masked_logits_row
-        .iter()
-        .copied()
-        .fold(f32::NEG_INFINITY, f32::max);
+    let max = masked_logits_row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0f32;
     for &x in masked_logits_row {
         sum += (x - max).exp();
@@ -70,10 +67,7 @@ impl ActionHead {
         }
         for (name, l) in [("act_head.0", &hidden), ("act_head.2", &output)] {
             if l.bias.as_ref().map(Vec::len) != Some(l.out_features()) {
-                return Err(TailError::Shape(format!(
-                    "{name} needs a bias of {} values",
-                    l.out_features()
-                )));
+                return Err(TailError::Shape(format!("{name} needs a bias of {} values", l.out_features())));
             }
         }
         Ok(Self { hidden, output })
@@ -188,22 +182,15 @@ mod tests {
     }
 
     fn linear(rows: usize, cols: usize, w: Vec<f32>, b: Vec<f32>) -> Linear {
-        Linear {
-            weight: Matrix::f32_row_major(rows, cols, w).unwrap(),
-            bias: Some(b),
-        }
+        Linear { weight: Matrix::f32_row_major(rows, cols, w).unwrap(), bias: Some(b) }
     }
 
     #[test]
     fn action_head_matches_hand_computation() {
         // D = 2, hidden 2, A = 2.
         // h0 = [1, 1, 0, 0, 0, 0]·x + 0.5, h1 = [0, 0, 1, -1, 0, 0]·x - 0.25
-        let hidden = linear(
-            2,
-            6,
-            vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0],
-            vec![0.5, -0.25],
-        );
+        let hidden =
+            linear(2, 6, vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0], vec![0.5, -0.25]);
         let output = linear(2, 2, vec![1.0, 0.0, 2.0, -1.0], vec![0.0, 1.0]);
         let head = ActionHead::new(hidden, output).unwrap();
         let cls = [0.25f32, 0.25];
@@ -221,10 +208,7 @@ mod tests {
         let hidden = linear(2, 6, vec![0.0; 12], vec![0.0; 2]);
         let output = linear(2, 3, vec![0.0; 6], vec![0.0; 2]);
         assert!(ActionHead::new(hidden.clone(), output).is_err());
-        let no_bias = Linear {
-            weight: Matrix::f32_row_major(2, 2, vec![0.0; 4]).unwrap(),
-            bias: None,
-        };
+        let no_bias = Linear { weight: Matrix::f32_row_major(2, 2, vec![0.0; 4]).unwrap(), bias: None };
         assert!(ActionHead::new(hidden, no_bias).is_err());
     }
 }

@@ -94,12 +94,7 @@ pub struct DenseF32 {
 impl DenseF32 {
     /// Wrap row-major data; `None` if `data.len() != rows * cols`.
     pub fn from_row_major(rows: usize, cols: usize, data: Vec<f32>) -> Option<Self> {
-        (data.len() == rows * cols).then_some(Self {
-            rows,
-            cols,
-            layout: Layout::RowMajor,
-            data,
-        })
+        (data.len() == rows * cols).then_some(Self { rows, cols, layout: Layout::RowMajor, data })
     }
     /// Rows.
     pub fn rows(&self) -> usize {
@@ -376,10 +371,7 @@ pub fn tensor_specs(enc: &EncoderConfig, agent: &AgentConfig) -> Vec<TensorSpec>
     let i_ = enc.intermediate_size;
     let mut s = Vec::new();
     let mut add = |name: String, shape: Vec<usize>| s.push(TensorSpec { name, shape });
-    add(
-        "encoder.embeddings.tok_embeddings.weight".into(),
-        vec![enc.vocab_size, d],
-    );
+    add("encoder.embeddings.tok_embeddings.weight".into(), vec![enc.vocab_size, d]);
     add("encoder.embeddings.norm.weight".into(), vec![d]);
     if enc.norm_bias {
         add("encoder.embeddings.norm.bias".into(), vec![d]);
@@ -441,10 +433,7 @@ pub fn tensor_specs(enc: &EncoderConfig, agent: &AgentConfig) -> Vec<TensorSpec>
     add("scorer.3.bias".into(), vec![1]);
     add("act_head.0.weight".into(), vec![ACT_HIDDEN, d + 4]);
     add("act_head.0.bias".into(), vec![ACT_HIDDEN]);
-    add(
-        "act_head.2.weight".into(),
-        vec![agent.num_actions, ACT_HIDDEN],
-    );
+    add("act_head.2.weight".into(), vec![agent.num_actions, ACT_HIDDEN]);
     add("act_head.2.bias".into(), vec![agent.num_actions]);
     s
 }
@@ -470,24 +459,15 @@ fn more(n: usize) -> String {
 /// Convert little-endian F32/F16/BF16 bytes to f32.
 fn to_f32(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
     match dtype {
-        Dtype::F32 => Some(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        ),
-        Dtype::F16 => Some(
-            bytes
-                .chunks_exact(2)
-                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-        ),
-        Dtype::BF16 => Some(
-            bytes
-                .chunks_exact(2)
-                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-        ),
+        Dtype::F32 => {
+            Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        }
+        Dtype::F16 => {
+            Some(bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect())
+        }
+        Dtype::BF16 => {
+            Some(bytes.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect())
+        }
         _ => None,
     }
 }
@@ -517,10 +497,7 @@ impl Taker {
         .ok_or_else(|| WeightsError::Inconsistent(format!("tensor `{name}` is not a matrix")))
     }
     fn linear(&mut self, weight: &str, bias: &str) -> Result<Linear, WeightsError> {
-        Ok(Linear {
-            weight: self.matrix(weight)?,
-            bias: self.opt_vec(bias),
-        })
+        Ok(Linear { weight: self.matrix(weight)?, bias: self.opt_vec(bias) })
     }
     fn norm(&mut self, prefix: &str) -> Result<Norm, WeightsError> {
         Ok(Norm {
@@ -540,16 +517,12 @@ impl DecisionWeights {
         agent: &AgentConfig,
         file: &str,
     ) -> Result<Self, WeightsError> {
-        let st = SafeTensors::deserialize(bytes).map_err(|e| WeightsError::Corrupt {
-            file: file.into(),
-            detail: e.to_string(),
-        })?;
+        let st = SafeTensors::deserialize(bytes)
+            .map_err(|e| WeightsError::Corrupt { file: file.into(), detail: e.to_string() })?;
         let specs = tensor_specs(enc, agent);
         let present: BTreeMap<&str, _> = st.iter().collect();
-        let missing: Vec<&TensorSpec> = specs
-            .iter()
-            .filter(|s| !present.contains_key(s.name.as_str()))
-            .collect();
+        let missing: Vec<&TensorSpec> =
+            specs.iter().filter(|s| !present.contains_key(s.name.as_str())).collect();
         if let Some(first) = missing.first() {
             return Err(WeightsError::Missing {
                 file: file.into(),
@@ -558,8 +531,7 @@ impl DecisionWeights {
                 more: more(missing.len() - 1),
             });
         }
-        let expected: HashMap<&str, &TensorSpec> =
-            specs.iter().map(|s| (s.name.as_str(), s)).collect();
+        let expected: HashMap<&str, &TensorSpec> = specs.iter().map(|s| (s.name.as_str(), s)).collect();
         let unexpected: Vec<(&str, Vec<usize>)> = present
             .iter()
             .filter(|(name, _)| !expected.contains_key(*name) && **name != TEMPERATURE_BUFFER)
@@ -627,45 +599,22 @@ impl DecisionWeights {
                         spec.shape
                     )))
                 }
-                None => {
-                    return Err(WeightsError::Inconsistent(format!(
-                        "tensor `{}` is missing",
-                        spec.name
-                    )))
-                }
+                None => return Err(WeightsError::Inconsistent(format!("tensor `{}` is missing", spec.name))),
             }
             shapes.insert(spec.name.clone(), spec.shape.clone());
         }
-        Self::from_parts(
-            Taker {
-                values: named,
-                shapes,
-            },
-            enc,
-            agent,
-        )
+        Self::from_parts(Taker { values: named, shapes }, enc, agent)
     }
 
-    fn from_parts(
-        mut t: Taker,
-        enc: &EncoderConfig,
-        agent: &AgentConfig,
-    ) -> Result<Self, WeightsError> {
+    fn from_parts(mut t: Taker, enc: &EncoderConfig, agent: &AgentConfig) -> Result<Self, WeightsError> {
         let tok_embeddings = t.matrix("encoder.embeddings.tok_embeddings.weight")?;
         let emb_norm = t.norm("encoder.embeddings.norm")?;
         let mut layers = Vec::with_capacity(enc.num_layers);
         for l in 0..enc.num_layers {
             let p = format!("encoder.layers.{l}");
             layers.push(EncoderLayer {
-                attn_norm: if l == 0 {
-                    None
-                } else {
-                    Some(t.norm(&format!("{p}.attn_norm"))?)
-                },
-                wqkv: t.linear(
-                    &format!("{p}.attn.Wqkv.weight"),
-                    &format!("{p}.attn.Wqkv.bias"),
-                )?,
+                attn_norm: if l == 0 { None } else { Some(t.norm(&format!("{p}.attn_norm"))?) },
+                wqkv: t.linear(&format!("{p}.attn.Wqkv.weight"), &format!("{p}.attn.Wqkv.bias"))?,
                 wo: t.linear(&format!("{p}.attn.Wo.weight"), &format!("{p}.attn.Wo.bias"))?,
                 mlp_norm: t.norm(&format!("{p}.mlp_norm"))?,
                 wi: t.linear(&format!("{p}.mlp.Wi.weight"), &format!("{p}.mlp.Wi.bias"))?,
@@ -702,16 +651,7 @@ impl DecisionWeights {
             t.linear("act_head.2.weight", "act_head.2.bias")?,
         )
         .map_err(|e| WeightsError::Inconsistent(e.to_string()))?;
-        let w = Self {
-            tok_embeddings,
-            emb_norm,
-            layers,
-            final_norm,
-            head,
-            type_emb,
-            scorer,
-            act_head,
-        };
+        let w = Self { tok_embeddings, emb_norm, layers, final_norm, head, type_emb, scorer, act_head };
         w.check(enc, agent)?;
         Ok(w)
     }
@@ -738,10 +678,7 @@ impl DecisionWeights {
         };
         let norm = |name: &str, n: &Norm, bias: bool| {
             if n.weight.len() != d {
-                return bad(format!(
-                    "{name} has {} values, expected {d}",
-                    n.weight.len()
-                ));
+                return bad(format!("{name} has {} values, expected {d}", n.weight.len()));
             }
             match (&n.bias, bias) {
                 (Some(b), true) if b.len() == d => Ok(()),
@@ -754,11 +691,7 @@ impl DecisionWeights {
         }
         norm("embedding norm", &self.emb_norm, enc.norm_bias)?;
         if self.layers.len() != enc.num_layers {
-            return bad(format!(
-                "{} encoder layers, config says {}",
-                self.layers.len(),
-                enc.num_layers
-            ));
+            return bad(format!("{} encoder layers, config says {}", self.layers.len(), enc.num_layers));
         }
         for (l, layer) in self.layers.iter().enumerate() {
             match (&layer.attn_norm, l) {
@@ -774,11 +707,7 @@ impl DecisionWeights {
         }
         norm("final norm", &self.final_norm, enc.norm_bias)?;
         if self.head.len() != agent.head_layers {
-            return bad(format!(
-                "{} head layers, config says {}",
-                self.head.len(),
-                agent.head_layers
-            ));
+            return bad(format!("{} head layers, config says {}", self.head.len(), agent.head_layers));
         }
         if d / decision_head_heads(d) == 0 {
             return bad("hidden size too small for the decision head".into());
@@ -799,13 +728,7 @@ impl DecisionWeights {
         lin("scorer.3", &self.scorer.output, 1, d, true)?;
         let a = &self.act_head;
         lin("act_head.0", a.hidden(), ACT_HIDDEN, d + 4, true)?;
-        lin(
-            "act_head.2",
-            a.output(),
-            agent.num_actions,
-            ACT_HIDDEN,
-            true,
-        )?;
+        lin("act_head.2", a.output(), agent.num_actions, ACT_HIDDEN, true)?;
         Ok(())
     }
 
@@ -822,54 +745,30 @@ impl DecisionWeights {
         let mut out = Vec::new();
         let mut put = |name: String, (shape, v): (Vec<usize>, Vec<f32>)| out.push((name, shape, v));
         let vecv = |v: &Vec<f32>| (vec![v.len()], v.clone());
-        put(
-            "encoder.embeddings.tok_embeddings.weight".into(),
-            mat(&self.tok_embeddings),
-        );
+        put("encoder.embeddings.tok_embeddings.weight".into(), mat(&self.tok_embeddings));
         let norm = |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), p: &str, n: &Norm| {
             put(format!("{p}.weight"), vecv(&n.weight));
             if let Some(b) = &n.bias {
                 put(format!("{p}.bias"), vecv(b));
             }
         };
-        let lin =
-            |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), w: &str, b: &str, l: &Linear| {
-                put(w.into(), mat(&l.weight));
-                if let Some(bias) = &l.bias {
-                    put(b.into(), vecv(bias));
-                }
-            };
+        let lin = |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), w: &str, b: &str, l: &Linear| {
+            put(w.into(), mat(&l.weight));
+            if let Some(bias) = &l.bias {
+                put(b.into(), vecv(bias));
+            }
+        };
         norm(&mut put, "encoder.embeddings.norm", &self.emb_norm);
         for (l, layer) in self.layers.iter().enumerate() {
             let p = format!("encoder.layers.{l}");
             if let Some(n) = &layer.attn_norm {
                 norm(&mut put, &format!("{p}.attn_norm"), n);
             }
-            lin(
-                &mut put,
-                &format!("{p}.attn.Wqkv.weight"),
-                &format!("{p}.attn.Wqkv.bias"),
-                &layer.wqkv,
-            );
-            lin(
-                &mut put,
-                &format!("{p}.attn.Wo.weight"),
-                &format!("{p}.attn.Wo.bias"),
-                &layer.wo,
-            );
+            lin(&mut put, &format!("{p}.attn.Wqkv.weight"), &format!("{p}.attn.Wqkv.bias"), &layer.wqkv);
+            lin(&mut put, &format!("{p}.attn.Wo.weight"), &format!("{p}.attn.Wo.bias"), &layer.wo);
             norm(&mut put, &format!("{p}.mlp_norm"), &layer.mlp_norm);
-            lin(
-                &mut put,
-                &format!("{p}.mlp.Wi.weight"),
-                &format!("{p}.mlp.Wi.bias"),
-                &layer.wi,
-            );
-            lin(
-                &mut put,
-                &format!("{p}.mlp.Wo.weight"),
-                &format!("{p}.mlp.Wo.bias"),
-                &layer.mlp_wo,
-            );
+            lin(&mut put, &format!("{p}.mlp.Wi.weight"), &format!("{p}.mlp.Wi.bias"), &layer.wi);
+            lin(&mut put, &format!("{p}.mlp.Wo.weight"), &format!("{p}.mlp.Wo.bias"), &layer.mlp_wo);
         }
         norm(&mut put, "encoder.final_norm", &self.final_norm);
         for (j, h) in self.head.iter().enumerate() {
@@ -886,51 +785,18 @@ impl DecisionWeights {
                 &format!("{p}.self_attn.out_proj.bias"),
                 &h.out_proj,
             );
-            lin(
-                &mut put,
-                &format!("{p}.linear1.weight"),
-                &format!("{p}.linear1.bias"),
-                &h.linear1,
-            );
-            lin(
-                &mut put,
-                &format!("{p}.linear2.weight"),
-                &format!("{p}.linear2.bias"),
-                &h.linear2,
-            );
+            lin(&mut put, &format!("{p}.linear1.weight"), &format!("{p}.linear1.bias"), &h.linear1);
+            lin(&mut put, &format!("{p}.linear2.weight"), &format!("{p}.linear2.bias"), &h.linear2);
             norm(&mut put, &format!("{p}.norm1"), &h.norm1);
             norm(&mut put, &format!("{p}.norm2"), &h.norm2);
         }
         let d = self.type_emb.len() / 3;
-        put(
-            "type_emb.weight".into(),
-            (vec![3, d], self.type_emb.clone()),
-        );
+        put("type_emb.weight".into(), (vec![3, d], self.type_emb.clone()));
         norm(&mut put, "scorer.0", &self.scorer.norm);
-        lin(
-            &mut put,
-            "scorer.1.weight",
-            "scorer.1.bias",
-            &self.scorer.hidden,
-        );
-        lin(
-            &mut put,
-            "scorer.3.weight",
-            "scorer.3.bias",
-            &self.scorer.output,
-        );
-        lin(
-            &mut put,
-            "act_head.0.weight",
-            "act_head.0.bias",
-            self.act_head.hidden(),
-        );
-        lin(
-            &mut put,
-            "act_head.2.weight",
-            "act_head.2.bias",
-            self.act_head.output(),
-        );
+        lin(&mut put, "scorer.1.weight", "scorer.1.bias", &self.scorer.hidden);
+        lin(&mut put, "scorer.3.weight", "scorer.3.bias", &self.scorer.output);
+        lin(&mut put, "act_head.0.weight", "act_head.0.bias", self.act_head.hidden());
+        lin(&mut put, "act_head.2.weight", "act_head.2.bias", self.act_head.output());
         out
     }
 
@@ -946,8 +812,7 @@ impl DecisionWeights {
         let views = bytes
             .iter()
             .map(|(n, s, b)| {
-                safetensors::tensor::TensorView::new(Dtype::F32, s.clone(), b)
-                    .map(|v| (n.clone(), v))
+                safetensors::tensor::TensorView::new(Dtype::F32, s.clone(), b).map(|v| (n.clone(), v))
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| WeightsError::Inconsistent(e.to_string()))?;
@@ -965,26 +830,14 @@ mod tests {
     fn entries(w: &DecisionWeights) -> Vec<Entry> {
         w.named_tensors()
             .into_iter()
-            .map(|(n, s, v)| {
-                (
-                    n,
-                    Dtype::F32,
-                    s,
-                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                )
-            })
+            .map(|(n, s, v)| (n, Dtype::F32, s, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
             .collect()
     }
 
     fn file(entries: &[Entry]) -> Vec<u8> {
         let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = entries
             .iter()
-            .map(|(n, d, s, b)| {
-                (
-                    n.clone(),
-                    safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap(),
-                )
-            })
+            .map(|(n, d, s, b)| (n.clone(), safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap()))
             .collect();
         safetensors::serialize(views, None).unwrap()
     }
@@ -1028,10 +881,7 @@ mod tests {
             let tol = if dtype == Dtype::F16 { 2e-3 } else { 1.6e-2 };
             for ((_, _, a), (_, _, b)) in got.named_tensors().iter().zip(w.named_tensors().iter()) {
                 for (x, y) in a.iter().zip(b) {
-                    assert!(
-                        (x - y).abs() <= tol * y.abs().max(1.0),
-                        "{dtype:?} {x} vs {y}"
-                    );
+                    assert!((x - y).abs() <= tol * y.abs().max(1.0), "{dtype:?} {x} vs {y}");
                 }
             }
         }
@@ -1043,10 +893,7 @@ mod tests {
         let bytes = random_weights(&e, &a, 3).to_safetensors().unwrap();
         for cut in [0, 3, 8, 100, bytes.len() / 2, bytes.len() - 1] {
             let err = load(&bytes[..cut]).unwrap_err();
-            assert!(
-                matches!(err, WeightsError::Corrupt { .. }),
-                "cut {cut}: {err}"
-            );
+            assert!(matches!(err, WeightsError::Corrupt { .. }), "cut {cut}: {err}");
             assert!(err.to_string().contains("model.safetensors"));
         }
         let mut garbage = bytes.clone();
@@ -1066,67 +913,42 @@ mod tests {
         let err = load(&file(&es)).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, WeightsError::Missing { .. }), "{msg}");
-        assert!(
-            msg.contains("encoder.layers.2.mlp_norm.weight") && msg.contains("and 1 more"),
-            "{msg}"
-        );
-        assert!(
-            msg.contains("[64]") && msg.contains("model.safetensors"),
-            "{msg}"
-        );
+        assert!(msg.contains("encoder.layers.2.mlp_norm.weight") && msg.contains("and 1 more"), "{msg}");
+        assert!(msg.contains("[64]") && msg.contains("model.safetensors"), "{msg}");
     }
 
     #[test]
     fn extra_tensor_is_named() {
         let (e, a) = tiny_shape();
         let mut es = entries(&random_weights(&e, &a, 3));
-        es.push((
-            "encoder.layers.0.attn_norm.weight".into(),
-            Dtype::F32,
-            vec![64],
-            vec![0; 256],
-        ));
+        es.push(("encoder.layers.0.attn_norm.weight".into(), Dtype::F32, vec![64], vec![0; 256]));
         let err = load(&file(&es)).unwrap_err();
         assert!(matches!(err, WeightsError::Unexpected { .. }), "{err}");
-        assert!(err
-            .to_string()
-            .contains("encoder.layers.0.attn_norm.weight"));
+        assert!(err.to_string().contains("encoder.layers.0.attn_norm.weight"));
     }
 
     #[test]
     fn wrong_shape_names_expected_and_found() {
         let (e, a) = tiny_shape();
         let mut es = entries(&random_weights(&e, &a, 3));
-        let t = es
-            .iter_mut()
-            .find(|(n, ..)| n == "encoder.layers.1.attn.Wo.weight")
-            .unwrap();
+        let t = es.iter_mut().find(|(n, ..)| n == "encoder.layers.1.attn.Wo.weight").unwrap();
         t.2 = vec![32, 128];
         let err = load(&file(&es)).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, WeightsError::Shape { .. }), "{msg}");
-        assert!(
-            msg.contains("[32, 128]") && msg.contains("[64, 64]"),
-            "{msg}"
-        );
+        assert!(msg.contains("[32, 128]") && msg.contains("[64, 64]"), "{msg}");
     }
 
     #[test]
     fn wrong_dtype_is_rejected() {
         let (e, a) = tiny_shape();
         let mut es = entries(&random_weights(&e, &a, 3));
-        let t = es
-            .iter_mut()
-            .find(|(n, ..)| n == "type_emb.weight")
-            .unwrap();
+        let t = es.iter_mut().find(|(n, ..)| n == "type_emb.weight").unwrap();
         t.1 = Dtype::I32;
         let err = load(&file(&es)).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, WeightsError::Dtype { .. }), "{msg}");
-        assert!(
-            msg.contains("type_emb.weight") && msg.contains("I32"),
-            "{msg}"
-        );
+        assert!(msg.contains("type_emb.weight") && msg.contains("I32"), "{msg}");
     }
 
     #[test]
@@ -1134,12 +956,8 @@ mod tests {
         let (mut e, a) = tiny_shape();
         let w = random_weights(&e, &a, 3);
         e.attention_bias = true;
-        let err = DecisionWeights::from_safetensors(&w.to_safetensors().unwrap(), &e, &a, "m")
-            .unwrap_err();
-        assert!(
-            err.to_string().contains("encoder.layers.0.attn.Wqkv.bias"),
-            "{err}"
-        );
+        let err = DecisionWeights::from_safetensors(&w.to_safetensors().unwrap(), &e, &a, "m").unwrap_err();
+        assert!(err.to_string().contains("encoder.layers.0.attn.Wqkv.bias"), "{err}");
         let wb = random_weights(&e, &a, 3);
         assert!(wb.layers[0].wqkv.bias.is_some());
     }
@@ -1164,9 +982,6 @@ mod tests {
 
     #[test]
     fn fingerprint_is_lowercase_sha256() {
-        assert_eq!(
-            fingerprint(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(fingerprint(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -39,9 +39,7 @@ pub fn parse_line(line: &str) -> Result<Option<(Option<f64>, f64)>, String> {
         return Ok(None);
     }
     let num = |f: &str, what: &str| -> Result<f64, String> {
-        f.trim()
-            .parse::<f64>()
-            .map_err(|_| format!("{what} {:?} is not a number", f.trim()))
+        f.trim().parse::<f64>().map_err(|_| format!("{what} {:?} is not a number", f.trim()))
     };
     let fields: Vec<&str> = s.split(',').collect();
     match fields.as_slice() {
@@ -101,9 +99,8 @@ impl ExecSensor {
         let stderr = child.stderr.take();
         let (tx, events) = mpsc::channel();
         if let Some(out) = stdout {
-            let spawned = std::thread::Builder::new()
-                .name("laya-exec-meter-stdout".into())
-                .spawn(move || {
+            let spawned =
+                std::thread::Builder::new().name("laya-exec-meter-stdout".into()).spawn(move || {
                     let mut r = BufReader::new(out);
                     let mut buf = Vec::new();
                     loop {
@@ -138,30 +135,25 @@ impl ExecSensor {
         if let Some(mut err) = stderr {
             let tail = stderr_tail.clone();
             // If this thread cannot start, stderr is simply not captured.
-            let _ = std::thread::Builder::new()
-                .name("laya-exec-meter-stderr".into())
-                .spawn(move || {
-                    let mut chunk = [0u8; 512];
-                    while let Ok(n) = err.read(&mut chunk) {
-                        if n == 0 {
-                            return;
-                        }
-                        if let Ok(mut t) = tail.lock() {
-                            t.extend(&chunk[..n]);
-                            let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
-                            t.drain(..excess);
-                        }
+            let _ = std::thread::Builder::new().name("laya-exec-meter-stderr".into()).spawn(move || {
+                let mut chunk = [0u8; 512];
+                while let Ok(n) = err.read(&mut chunk) {
+                    if n == 0 {
+                        return;
                     }
-                });
+                    if let Ok(mut t) = tail.lock() {
+                        t.extend(&chunk[..n]);
+                        let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
+                        t.drain(..excess);
+                    }
+                }
+            });
         }
         let mut notes = vec![format!(
             "runs under sh -c as process group {}; killed with SIGKILL and reaped at the end",
             child.id()
         )];
-        notes.push(
-            "receive time = when the line arrived; the meter's own t_s is kept as source_t_s"
-                .into(),
-        );
+        notes.push("receive time = when the line arrived; the meter's own t_s is kept as source_t_s".into());
         Ok(ExecSensor {
             command: command.to_string(),
             child: Some(child),
@@ -229,16 +221,10 @@ impl ExecSensor {
                 self.child = None;
                 format!("meter {why} and exited ({s}); {}", self.stderr_text())
             }
-            None => format!(
-                "meter {why} but is still running; it will be killed; {}",
-                self.stderr_text()
-            ),
+            None => format!("meter {why} but is still running; it will be killed; {}", self.stderr_text()),
         };
         self.stopped = Some(reason.clone());
-        SensorError::Stopped {
-            sensor: self.info.spec.clone(),
-            reason,
-        }
+        SensorError::Stopped { sensor: self.info.spec.clone(), reason }
     }
 
     fn handle(&mut self, ev: Event) -> Result<Option<Reading>, SensorError> {
@@ -290,10 +276,7 @@ impl Sensor for ExecSensor {
 
     fn next(&mut self, timeout: Duration) -> Result<Option<Reading>, SensorError> {
         if let Some(reason) = &self.stopped {
-            return Err(SensorError::Stopped {
-                sensor: self.info.spec.clone(),
-                reason: reason.clone(),
-            });
+            return Err(SensorError::Stopped { sensor: self.info.spec.clone(), reason: reason.clone() });
         }
         match self.events.recv_timeout(timeout) {
             Ok(ev) => self.handle(ev),
@@ -307,9 +290,7 @@ impl Sensor for ExecSensor {
         loop {
             match self.events.try_recv() {
                 Ok(Event::Line(_)) => dropped += 1,
-                Ok(Event::Eof) => {
-                    return Err(self.on_eof("closed its stdout before sampling began"))
-                }
+                Ok(Event::Eof) => return Err(self.on_eof("closed its stdout before sampling began")),
                 Ok(Event::ReadError(e)) => {
                     return Err(self.on_eof(&format!("stdout failed before sampling began ({e})")))
                 }
@@ -317,9 +298,7 @@ impl Sensor for ExecSensor {
             }
         }
         if dropped > 0 {
-            self.info.notes.push(format!(
-                "{dropped} line(s) printed before sampling began were not used"
-            ));
+            self.info.notes.push(format!("{dropped} line(s) printed before sampling began were not used"));
         }
         Ok(())
     }
@@ -382,9 +361,7 @@ pub fn provenance(command: &str) -> ProgramProvenance {
     };
     match sha256_file(&exe) {
         Ok(h) => p.sha256 = Some(h),
-        Err(e) => p
-            .missing_reasons
-            .push(format!("sha256: cannot read {}: {e}", exe.display())),
+        Err(e) => p.missing_reasons.push(format!("sha256: cannot read {}: {e}", exe.display())),
     }
     match probe_version(&exe) {
         Ok(v) => p.version = Some(v),
@@ -396,9 +373,7 @@ pub fn provenance(command: &str) -> ProgramProvenance {
 
 fn is_executable_file(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 /// Find `word` the way `sh` would: a path if it contains `/`, else the first match on PATH.
@@ -444,9 +419,7 @@ fn probe_version(exe: &Path) -> Result<String, String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
-            Ok(None) if t.elapsed() < VERSION_PROBE_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
+            Ok(None) if t.elapsed() < VERSION_PROBE_TIMEOUT => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
                 let _ = kill_group_and_reap(&mut child);
                 return Err(format!(
@@ -465,10 +438,7 @@ fn probe_version(exe: &Path) -> Result<String, String> {
     let line = out.lines().map(str::trim).find(|l| !l.is_empty());
     match (status.success(), line) {
         (true, Some(l)) => Ok(l.to_string()),
-        (_, _) => Err(format!(
-            "`{} --version` gave no version ({status})",
-            exe.display()
-        )),
+        (_, _) => Err(format!("`{} --version` gave no version ({status})", exe.display())),
     }
 }
 
@@ -561,21 +531,15 @@ mod tests {
         // Gone, or a zombie waiting for an init that does not reap.
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
-            Ok(s) => s
-                .rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+            Ok(s) => s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
         }
     }
 
     #[test]
     fn close_kills_the_whole_group_and_reaps_the_shell() {
         // The shell forks a background grandchild and prints its pid, then keeps printing.
-        let mut s = ExecSensor::spawn(
-            "sleep 60 & echo \"# $!\"; while :; do echo 1; sleep 0.05; done",
-            T,
-        )
-        .unwrap();
+        let mut s =
+            ExecSensor::spawn("sleep 60 & echo \"# $!\"; while :; do echo 1; sleep 0.05; done", T).unwrap();
         let pid = s.pid().unwrap();
         assert_eq!(s.read().unwrap().total_power_w(), Some(1.0));
         s.close().unwrap();
@@ -601,8 +565,7 @@ mod tests {
 
     #[test]
     fn begin_drops_lines_printed_before_sampling() {
-        let mut s =
-            ExecSensor::spawn("printf '1\\n2\\n'; sleep 5", Duration::from_millis(100)).unwrap();
+        let mut s = ExecSensor::spawn("printf '1\\n2\\n'; sleep 5", Duration::from_millis(100)).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         s.begin().unwrap();
         assert!(s.info().notes.iter().any(|n| n.contains("2 line(s)")));
@@ -639,12 +602,9 @@ mod tests {
         let s = ExecSensor::spawn("while :; do echo 42.5; sleep 0.05; done", T).unwrap();
         let pid = s.pid().unwrap();
         let (tx, rx) = mpsc::channel::<Sample>();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_millis(50), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(50), Instant::now()), tx)
+                .unwrap();
         std::thread::sleep(Duration::from_millis(400));
         let report = sampler.stop().unwrap();
         let samples: Vec<Sample> = rx.try_iter().collect();
@@ -664,18 +624,12 @@ mod tests {
     fn meter_death_under_the_sampler_ends_sampling() {
         let s = ExecSensor::spawn("echo 1; sleep 0.1; echo 2; exit 9", T).unwrap();
         let (tx, rx) = mpsc::channel::<Sample>();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_millis(50), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(50), Instant::now()), tx)
+                .unwrap();
         let samples: Vec<Sample> = rx.iter().collect(); // ends when the sampler thread ends
         let report = sampler.stop().unwrap();
-        assert!(
-            matches!(report.stop, StopReason::SensorStopped { .. }),
-            "{report:?}"
-        );
+        assert!(matches!(report.stop, StopReason::SensorStopped { .. }), "{report:?}");
         let last = samples.last().unwrap();
         match &last.outcome {
             SampleOutcome::Fault(f) => {

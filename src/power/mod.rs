@@ -309,19 +309,12 @@ impl SensorError {
         if let SensorError::Recorded { fault, .. } = self {
             return fault.fatal;
         }
-        matches!(
-            self.kind(),
-            FaultKind::Stopped | FaultKind::Unavailable | FaultKind::PermissionDenied
-        )
+        matches!(self.kind(), FaultKind::Stopped | FaultKind::Unavailable | FaultKind::PermissionDenied)
     }
 
     /// This fault as plain data for a raw record.
     pub fn to_fault(&self) -> SensorFault {
-        SensorFault {
-            kind: self.kind(),
-            message: self.to_string(),
-            fatal: self.is_fatal(),
-        }
+        SensorFault { kind: self.kind(), message: self.to_string(), fatal: self.is_fatal() }
     }
 }
 
@@ -410,21 +403,19 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
         SensorSpec::Pstr => Err(SensorError::Unavailable {
             sensor: spec.to_string(),
             reason: if cfg!(target_os = "macos") {
-                "the IOKit SMC reader is not built into this binary yet; use exec:CMD with an external meter".to_string()
+                "the IOKit SMC reader is not built into this binary yet; use exec:CMD with an external meter"
+                    .to_string()
             } else {
-                "PSTR is an Apple SMC key and exists only on macOS; on Linux use rapl, nvml or exec:CMD".to_string()
+                "PSTR is an Apple SMC key and exists only on macOS; on Linux use rapl, nvml or exec:CMD"
+                    .to_string()
             },
         }),
         SensorSpec::Rapl { root } => {
-            let root = root
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(rapl::DEFAULT_POWERCAP_ROOT));
+            let root = root.clone().unwrap_or_else(|| PathBuf::from(rapl::DEFAULT_POWERCAP_ROOT));
             Ok(Box::new(rapl::RaplSensor::open(&root)?))
         }
         SensorSpec::Nvml { index } => Ok(Box::new(nvml::NvmlSensor::open(*index)?)),
-        SensorSpec::Exec { command } => {
-            Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?))
-        }
+        SensorSpec::Exec { command } => Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?)),
         SensorSpec::Replay { path } => Err(SensorError::Unavailable {
             sensor: spec.to_string(),
             reason: format!(
@@ -465,18 +456,12 @@ mod tests {
 
     #[test]
     fn fatal_faults_are_the_ones_that_cannot_recover() {
-        let stopped = SensorError::Stopped {
-            sensor: "exec:x".into(),
-            reason: "exited".into(),
-        };
+        let stopped = SensorError::Stopped { sensor: "exec:x".into(), reason: "exited".into() };
         assert!(stopped.is_fatal());
         let f = stopped.to_fault();
         assert_eq!(f.kind, FaultKind::Stopped);
         assert!(f.message.starts_with("sensor stopped: exec:x"));
-        let transient = SensorError::ReadFailed {
-            sensor: "rapl".into(),
-            detail: "EIO".into(),
-        };
+        let transient = SensorError::ReadFailed { sensor: "rapl".into(), detail: "EIO".into() };
         assert!(!transient.is_fatal());
     }
 
@@ -495,13 +480,7 @@ mod tests {
             Ok(s) => assert_eq!(s.info().kind, SensorKind::Rapl),
             Err(e) => {
                 // The development VMs have no /sys/class/powercap at all.
-                assert!(
-                    matches!(
-                        e.kind(),
-                        FaultKind::Unavailable | FaultKind::PermissionDenied
-                    ),
-                    "{e}"
-                );
+                assert!(matches!(e.kind(), FaultKind::Unavailable | FaultKind::PermissionDenied), "{e}");
                 assert!(e.to_string().contains("exec:CMD"), "{e}");
             }
         }
@@ -514,17 +493,13 @@ mod tests {
         assert_eq!(s.pacing(), Pacing::Streamed);
         assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
         s.close().unwrap();
-        let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2))
-            .err()
-            .unwrap();
+        let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2)).err().unwrap();
         assert!(e.to_string().contains("ReplaySensor::new"), "{e}");
     }
 
     #[test]
     fn open_pstr_on_linux_is_a_clear_unavailable_error() {
-        let e = open(&SensorSpec::Pstr, Duration::from_secs(2))
-            .err()
-            .expect("pstr cannot open here");
+        let e = open(&SensorSpec::Pstr, Duration::from_secs(2)).err().expect("pstr cannot open here");
         assert_eq!(e.kind(), FaultKind::Unavailable);
         assert!(e.to_string().contains("exec:CMD"), "{e}");
     }

@@ -54,15 +54,14 @@ impl NvmlSensor {
         let nvml = nvml_wrapper::Nvml::init().map_err(|e| SensorError::Unavailable {
             sensor: sensor.clone(),
             reason: match e {
-                NvmlError::LibloadingError(_) | NvmlError::FailedToLoadSymbol(_) => format!(
-                    "cannot load libnvidia-ml.so.1 ({e}); install the NVIDIA driver or use exec:CMD"
-                ),
+                NvmlError::LibloadingError(_) | NvmlError::FailedToLoadSymbol(_) => {
+                    format!("cannot load libnvidia-ml.so.1 ({e}); install the NVIDIA driver or use exec:CMD")
+                }
                 NvmlError::DriverNotLoaded => {
                     "the NVIDIA driver is not loaded; load it or use exec:CMD".to_string()
                 }
                 NvmlError::NoPermission => {
-                    "NVML has no permission to talk to the driver; check /dev/nvidia* access"
-                        .to_string()
+                    "NVML has no permission to talk to the driver; check /dev/nvidia* access".to_string()
                 }
                 other => format!("NVML init failed: {other}"),
             },
@@ -81,12 +80,10 @@ impl NvmlSensor {
             });
         }
         let (mode, device, notes) = {
-            let dev = nvml
-                .device_by_index(index)
-                .map_err(|e| SensorError::Unavailable {
-                    sensor: sensor.clone(),
-                    reason: format!("NVML cannot open GPU {index}: {e}"),
-                })?;
+            let dev = nvml.device_by_index(index).map_err(|e| SensorError::Unavailable {
+                sensor: sensor.clone(),
+                reason: format!("NVML cannot open GPU {index}: {e}"),
+            })?;
             let name = dev.name().unwrap_or_else(|e| format!("unknown name ({e})"));
             let uuid = dev.uuid().unwrap_or_else(|e| format!("unknown uuid ({e})"));
             let mut notes = Vec::new();
@@ -153,10 +150,7 @@ impl Sensor for NvmlSensor {
                 sensor: self.info.spec.clone(),
                 reason: "GPU fell off the bus (GpuLost)".into(),
             },
-            other => SensorError::ReadFailed {
-                sensor: self.info.spec.clone(),
-                detail: other.to_string(),
-            },
+            other => SensorError::ReadFailed { sensor: self.info.spec.clone(), detail: other.to_string() },
         };
         let dev = self.nvml.device_by_index(self.index).map_err(fault)?;
         let channel = format!("gpu{}", self.index);
@@ -202,7 +196,9 @@ mod tests {
         assert_eq!(e.kind(), crate::power::FaultKind::Unavailable);
         let m = e.to_string();
         assert!(
-            m.starts_with("sensor unavailable: nvml:0: built without NVML support; rebuild with --features nvml"),
+            m.starts_with(
+                "sensor unavailable: nvml:0: built without NVML support; rebuild with --features nvml"
+            ),
             "{m}"
         );
     }

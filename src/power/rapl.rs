@@ -97,13 +97,11 @@ fn read_text(path: &Path) -> Result<String, SensorError> {
 }
 
 fn parse_u64(path: &Path, text: &str) -> Result<u64, SensorError> {
-    text.trim()
-        .parse::<u64>()
-        .map_err(|_| SensorError::Malformed {
-            sensor: SENSOR.into(),
-            detail: format!("{} is not an unsigned integer", path.display()),
-            raw: text.to_string(),
-        })
+    text.trim().parse::<u64>().map_err(|_| SensorError::Malformed {
+        sensor: SENSOR.into(),
+        detail: format!("{} is not an unsigned integer", path.display()),
+        raw: text.to_string(),
+    })
 }
 
 /// Whether a directory name is a RAPL zone (`intel-rapl:N` or `intel-rapl:N:M`), and its
@@ -135,10 +133,8 @@ pub fn discover(root: &Path) -> Result<(Vec<RaplZone>, Vec<String>), SensorError
         }
         Err(e) => return Err(io_error(root, &e)),
     };
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).collect();
     names.sort();
 
     let mut notes = Vec::new();
@@ -161,11 +157,8 @@ pub fn discover(root: &Path) -> Result<(Vec<RaplZone>, Vec<String>), SensorError
         let channel = match &parent {
             None => name.clone(),
             Some(p) => {
-                let parent_name = top
-                    .iter()
-                    .find(|(tid, _)| tid == p)
-                    .map(|(_, n)| n.clone())
-                    .unwrap_or_else(|| p.clone());
+                let parent_name =
+                    top.iter().find(|(tid, _)| tid == p).map(|(_, n)| n.clone()).unwrap_or_else(|| p.clone());
                 format!("{parent_name}/{name}")
             }
         };
@@ -182,13 +175,7 @@ pub fn discover(root: &Path) -> Result<(Vec<RaplZone>, Vec<String>), SensorError
                 raw: "0".into(),
             });
         }
-        zones.push(RaplZone {
-            id: id.clone(),
-            channel,
-            domain,
-            dir,
-            max_energy_range_uj,
-        });
+        zones.push(RaplZone { id: id.clone(), channel, domain, dir, max_energy_range_uj });
     }
     if zones.is_empty() {
         return Err(SensorError::Unavailable {
@@ -221,11 +208,7 @@ impl RaplSensor {
     pub fn open(root: &Path) -> Result<Self, SensorError> {
         let (zones, mut notes) = discover(root)?;
         let has_package = zones.iter().any(|z| z.domain == RaplDomain::Package);
-        let total_domain = if has_package {
-            RaplDomain::Package
-        } else {
-            RaplDomain::Psys
-        };
+        let total_domain = if has_package { RaplDomain::Package } else { RaplDomain::Psys };
         let mut open = Vec::new();
         for zone in zones {
             let path = zone.dir.join("energy_uj");
@@ -245,27 +228,15 @@ impl RaplSensor {
                 reason: format!(
                     "no package or psys zone under {}; found only {}; use exec:CMD with an external meter",
                     root.display(),
-                    open.iter()
-                        .map(|z| z.zone.channel.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    open.iter().map(|z| z.zone.channel.as_str()).collect::<Vec<_>>().join(", ")
                 ),
             });
         }
         notes.push(
-            "RAPL counters update about every 1 ms and measure the whole socket, not this process"
-                .into(),
+            "RAPL counters update about every 1 ms and measure the whole socket, not this process".into(),
         );
-        let total: Vec<&str> = open
-            .iter()
-            .filter(|z| z.in_total)
-            .map(|z| z.zone.channel.as_str())
-            .collect();
-        let extra: Vec<&str> = open
-            .iter()
-            .filter(|z| !z.in_total)
-            .map(|z| z.zone.channel.as_str())
-            .collect();
+        let total: Vec<&str> = open.iter().filter(|z| z.in_total).map(|z| z.zone.channel.as_str()).collect();
+        let extra: Vec<&str> = open.iter().filter(|z| !z.in_total).map(|z| z.zone.channel.as_str()).collect();
         let spec = if root == Path::new(DEFAULT_POWERCAP_ROOT) {
             "rapl".to_string()
         } else {
@@ -274,12 +245,7 @@ impl RaplSensor {
         let device = if extra.is_empty() {
             format!("{} (total: {})", root.display(), total.join(" + "))
         } else {
-            format!(
-                "{} (total: {}; also recorded: {})",
-                root.display(),
-                total.join(" + "),
-                extra.join(", ")
-            )
+            format!("{} (total: {}; also recorded: {})", root.display(), total.join(" + "), extra.join(", "))
         };
         Ok(RaplSensor {
             info: SensorInfo {
@@ -308,10 +274,7 @@ impl RaplSensor {
 fn read_uj(z: &mut OpenZone) -> Result<(u64, String), SensorError> {
     let mut buf = [0u8; 64];
     // sysfs regenerates an attribute on every read at offset 0.
-    let n = z
-        .file
-        .read_at(&mut buf, 0)
-        .map_err(|e| io_error(&z.path, &e))?;
+    let n = z.file.read_at(&mut buf, 0).map_err(|e| io_error(&z.path, &e))?;
     let text = String::from_utf8_lossy(&buf[..n]).into_owned();
     let uj = parse_u64(&z.path, &text)?;
     Ok((uj, text.trim().to_string()))
@@ -337,11 +300,7 @@ impl Sensor for RaplSensor {
                 in_total: z.in_total,
             });
         }
-        Ok(Reading {
-            channels,
-            source_t_s: None,
-            raw: Some(raw.join(";")),
-        })
+        Ok(Reading { channels, source_t_s: None, raw: Some(raw.join(";")) })
     }
 }
 
@@ -402,15 +361,9 @@ mod tests {
         let mut s = RaplSensor::open(t.path()).unwrap();
         let r = s.read().unwrap();
         assert_eq!(counter(&r, "package-0"), (1.0, Some(262_143.328_85), true));
-        assert_eq!(
-            counter(&r, "package-0/dram"),
-            (0.25, Some(65_712.999_613), false)
-        );
+        assert_eq!(counter(&r, "package-0/dram"), (0.25, Some(65_712.999_613), false));
         assert_eq!(counter(&r, "psys"), (3.0, Some(262_143.328_85), false));
-        assert_eq!(
-            r.raw.as_deref(),
-            Some("package-0=1000000;package-0/dram=250000;psys=3000000")
-        );
+        assert_eq!(r.raw.as_deref(), Some("package-0=1000000;package-0/dram=250000;psys=3000000"));
         assert_eq!(s.info().source, "rapl-pkg");
         assert!(s.info().device.contains("total: package-0"));
         // The held-open file sees new values.
@@ -447,10 +400,7 @@ mod tests {
         let e = RaplSensor::open(&t.path().join("powercap")).err().unwrap();
         assert_eq!(e.kind(), FaultKind::Unavailable);
         let m = e.to_string();
-        assert!(
-            m.contains("does not exist") && m.contains("VM") && m.contains("exec:CMD"),
-            "{m}"
-        );
+        assert!(m.contains("does not exist") && m.contains("VM") && m.contains("exec:CMD"), "{m}");
     }
 
     #[test]
@@ -476,10 +426,7 @@ mod tests {
         let e = RaplSensor::open(t.path()).err().unwrap();
         assert_eq!(e.kind(), FaultKind::Malformed);
         let m = e.to_string();
-        assert!(
-            m.contains("intel-rapl:0/energy_uj") && m.contains("12x"),
-            "{m}"
-        );
+        assert!(m.contains("intel-rapl:0/energy_uj") && m.contains("12x"), "{m}");
     }
 
     #[test]
@@ -508,15 +455,10 @@ mod tests {
         assert!(e.is_fatal());
         let m = e.to_string();
         assert!(
-            m.starts_with(
-                "permission denied: rapl: cannot read /sys/class/powercap/intel-rapl:0/energy_uj"
-            ),
+            m.starts_with("permission denied: rapl: cannot read /sys/class/powercap/intel-rapl:0/energy_uj"),
             "{m}"
         );
-        assert!(
-            m.contains("run as root") && m.contains("chmod a+r") && m.contains("exec:CMD"),
-            "{m}"
-        );
+        assert!(m.contains("run as root") && m.contains("chmod a+r") && m.contains("exec:CMD"), "{m}");
     }
 
     #[test]
@@ -541,13 +483,7 @@ mod tests {
         let mut s = RaplSensor::open(&root).unwrap();
         let r = s.read().unwrap();
         let ch: Vec<&str> = r.channels.iter().map(|c| c.channel.as_str()).collect();
-        assert_eq!(
-            ch,
-            ["package-0", "package-0/dram", "package-1", "package-1/dram"]
-        );
-        assert_eq!(
-            counter(&r, "package-1"),
-            (65_000.5, Some(65_532.610_987), true)
-        );
+        assert_eq!(ch, ["package-0", "package-0/dram", "package-1", "package-1/dram"]);
+        assert_eq!(counter(&r, "package-1"), (65_000.5, Some(65_532.610_987), true));
     }
 }

@@ -40,10 +40,7 @@ impl ReplaySensor {
     /// file's header, if known; it is named in the device string and notes.
     pub fn new(path: &Path, source: Box<dyn ReplaySource>, recorded: Option<&SensorInfo>) -> Self {
         let spec = format!("replay:{}", path.display());
-        let mut notes = vec![format!(
-            "NOT A LIVE MEASUREMENT: samples replayed from {}",
-            path.display()
-        )];
+        let mut notes = vec![format!("NOT A LIVE MEASUREMENT: samples replayed from {}", path.display())];
         let device = match recorded {
             Some(r) => {
                 notes.push(format!(
@@ -78,24 +75,16 @@ impl Sensor for ReplaySensor {
     fn read(&mut self) -> Result<Reading, SensorError> {
         let sensor = self.info.spec.clone();
         if self.ended {
-            return Err(SensorError::Stopped {
-                sensor,
-                reason: "end of the replayed samples".into(),
-            });
+            return Err(SensorError::Stopped { sensor, reason: "end of the replayed samples".into() });
         }
         match self.source.next_sample() {
             None => {
                 self.ended = true;
-                Err(SensorError::Stopped {
-                    sensor,
-                    reason: "end of the replayed samples".into(),
-                })
+                Err(SensorError::Stopped { sensor, reason: "end of the replayed samples".into() })
             }
-            Some(Err(detail)) => Err(SensorError::Malformed {
-                sensor,
-                detail: "unreadable raw record".into(),
-                raw: detail,
-            }),
+            Some(Err(detail)) => {
+                Err(SensorError::Malformed { sensor, detail: "unreadable raw record".into(), raw: detail })
+            }
             Some(Ok(sample)) => match sample.outcome {
                 SampleOutcome::Reading(mut r) => {
                     r.source_t_s = Some(sample.t_receive_ns as f64 / 1e9);
@@ -113,22 +102,13 @@ mod tests {
     use crate::power::{FaultKind, SensorFault};
 
     fn sample(seq: u64, t_ms: u64, outcome: SampleOutcome) -> Result<Sample, String> {
-        Ok(Sample {
-            seq,
-            t_request_ns: t_ms * 1_000_000,
-            t_receive_ns: t_ms * 1_000_000 + 1000,
-            outcome,
-        })
+        Ok(Sample { seq, t_request_ns: t_ms * 1_000_000, t_receive_ns: t_ms * 1_000_000 + 1000, outcome })
     }
 
     #[test]
     fn replays_readings_and_faults_and_is_marked_not_live() {
         let recorded = vec![
-            sample(
-                0,
-                0,
-                SampleOutcome::Reading(Reading::power_w("system", 30.0)),
-            ),
+            sample(0, 0, SampleOutcome::Reading(Reading::power_w("system", 30.0))),
             sample(
                 1,
                 500,
@@ -139,17 +119,10 @@ mod tests {
                 }),
             ),
             Err("line 3: not JSON".into()),
-            sample(
-                3,
-                1500,
-                SampleOutcome::Reading(Reading::power_w("system", 40089.0)),
-            ),
+            sample(3, 1500, SampleOutcome::Reading(Reading::power_w("system", 40089.0))),
         ];
-        let mut s = ReplaySensor::new(
-            Path::new("run.raw.jsonl"),
-            Box::new(IterSource(recorded.into_iter())),
-            None,
-        );
+        let mut s =
+            ReplaySensor::new(Path::new("run.raw.jsonl"), Box::new(IterSource(recorded.into_iter())), None);
         assert!(!s.info().live);
         assert_eq!(s.info().source, "replay");
         assert!(s.info().notes[0].starts_with("NOT A LIVE MEASUREMENT"));

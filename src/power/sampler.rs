@@ -43,18 +43,10 @@ impl Sample {
     /// was fatal), or a reading that lacks the channel. Never a default value.
     pub fn measurement(&self, channel: &str) -> Result<Measurement, ChannelMissing> {
         match &self.outcome {
-            SampleOutcome::Reading(r) => {
-                r.channel(channel)
-                    .map(|c| c.measurement)
-                    .ok_or_else(|| ChannelMissing {
-                        reason: format!("reading has no channel {channel:?}"),
-                        fatal: false,
-                    })
-            }
-            SampleOutcome::Fault(f) => Err(ChannelMissing {
-                reason: f.message.clone(),
-                fatal: f.fatal,
+            SampleOutcome::Reading(r) => r.channel(channel).map(|c| c.measurement).ok_or_else(|| {
+                ChannelMissing { reason: format!("reading has no channel {channel:?}"), fatal: false }
             }),
+            SampleOutcome::Fault(f) => Err(ChannelMissing { reason: f.message.clone(), fatal: f.fatal }),
         }
     }
 }
@@ -93,11 +85,7 @@ pub struct SamplerConfig {
 impl SamplerConfig {
     /// Settings for `interval` with the stream timeout set to max(2 s, 3 × interval).
     pub fn new(interval: Duration, origin: Instant) -> Self {
-        SamplerConfig {
-            interval,
-            origin,
-            stream_timeout: max_gap(interval),
-        }
+        SamplerConfig { interval, origin, stream_timeout: max_gap(interval) }
     }
 }
 
@@ -157,7 +145,9 @@ pub enum SamplerError {
     #[error("invalid sample interval: must be positive, e.g. --sample-interval 500ms")]
     ZeroInterval,
     /// The origin lies in the future, so receive times would be negative.
-    #[error("invalid sampler origin: the origin Instant is in the future; take it before starting the sampler")]
+    #[error(
+        "invalid sampler origin: the origin Instant is in the future; take it before starting the sampler"
+    )]
     OriginInFuture,
     /// The OS refused to create the thread.
     #[error("sampler thread spawn failed: {0}")]
@@ -191,10 +181,7 @@ impl Sampler {
             .name("laya-power-sampler".into())
             .spawn(move || run(sensor, config, tx, stop_rx))
             .map_err(SamplerError::Spawn)?;
-        Ok(Sampler {
-            stop_tx: Some(stop_tx),
-            handle: Some(handle),
-        })
+        Ok(Sampler { stop_tx: Some(stop_tx), handle: Some(handle) })
     }
 
     /// Whether the thread has ended on its own (sensor stopped or receiver gone).
@@ -309,12 +296,7 @@ fn run(
     let cpu_start = thread_cpu_time_ns();
     let wall_start = Instant::now();
     let pacing = sensor.pacing();
-    let mut c = Counters {
-        seq: 0,
-        faults: 0,
-        missed: 0,
-        max_read_ns: 0,
-    };
+    let mut c = Counters { seq: 0, faults: 0, missed: 0, max_read_ns: 0 };
     let origin = config.origin;
 
     let begin_stop = match sensor.begin() {
@@ -430,10 +412,7 @@ fn run_streamed(
 /// CPU time consumed so far by the calling thread, ns.
 #[cfg(unix)]
 pub fn thread_cpu_time_ns() -> Result<u64, String> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec that outlives the call, and
     // CLOCK_THREAD_CPUTIME_ID is a clock id both Linux and macOS define.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
@@ -506,12 +485,7 @@ mod tests {
         }
         fn read(&mut self) -> Result<Reading, SensorError> {
             // After the script ends, repeat its last step.
-            let step = self
-                .steps
-                .get(self.i)
-                .or(self.steps.last())
-                .cloned()
-                .unwrap_or(Step::Fatal);
+            let step = self.steps.get(self.i).or(self.steps.last()).cloned().unwrap_or(Step::Fatal);
             self.i += 1;
             match step {
                 Step::Watts(w) => Ok(Reading::power_w("system", w)),
@@ -529,14 +503,12 @@ mod tests {
                     }
                     Ok(Reading::power_w("system", w))
                 }
-                Step::Fault => Err(SensorError::ReadFailed {
-                    sensor: "mock".into(),
-                    detail: "injected".into(),
-                }),
-                Step::Fatal => Err(SensorError::Stopped {
-                    sensor: "mock".into(),
-                    reason: "injected stop".into(),
-                }),
+                Step::Fault => {
+                    Err(SensorError::ReadFailed { sensor: "mock".into(), detail: "injected".into() })
+                }
+                Step::Fatal => {
+                    Err(SensorError::Stopped { sensor: "mock".into(), reason: "injected stop".into() })
+                }
             }
         }
         fn close(&mut self) -> Result<(), SensorError> {
@@ -565,10 +537,7 @@ mod tests {
             outcome: SampleOutcome::Reading(Reading::power_w("system", 30.75)),
         };
         assert_eq!(ok.t_receive_s(), 1.5);
-        assert_eq!(
-            ok.measurement("system"),
-            Ok(Measurement::PowerW { watts: 30.75 })
-        );
+        assert_eq!(ok.measurement("system"), Ok(Measurement::PowerW { watts: 30.75 }));
         assert!(ok.measurement("psys").unwrap_err().reason.contains("psys"));
         let fault = Sample {
             outcome: SampleOutcome::Fault(SensorFault {
@@ -622,12 +591,7 @@ mod tests {
         let e = trapezoid_j(&watts, window).unwrap();
         assert!((e - 20.0 * (t1 - t0)).abs() < 1e-9, "{e}");
 
-        let points = run(vec![
-            Step::Watts(20.0),
-            Step::Watts(40_089.0),
-            Step::Fault,
-            Step::Watts(20.0),
-        ]);
+        let points = run(vec![Step::Watts(20.0), Step::Watts(40_089.0), Step::Fault, Step::Watts(20.0)]);
         let rejected = validate_power(&points, None, &rules).unwrap_err();
         let rules_hit: Vec<&str> = rejected.iter().map(|r| r.rule()).collect();
         assert_eq!(rules_hit, ["missing_reading", "above_cap"]);
@@ -640,10 +604,7 @@ mod tests {
         // On time: next deadline one interval later.
         assert_eq!(next_deadline(t0, t0 + ms(10), ms(500)), (t0 + ms(500), 0));
         // A 1.2 s read after the deadline at t0: deadlines 0.5 and 1.0 are gone, next is 1.5.
-        assert_eq!(
-            next_deadline(t0, t0 + ms(1200), ms(500)),
-            (t0 + ms(1500), 2)
-        );
+        assert_eq!(next_deadline(t0, t0 + ms(1200), ms(500)), (t0 + ms(1500), 2));
         // Exactly on a deadline counts it as passed.
         assert_eq!(next_deadline(t0, t0 + ms(500), ms(500)), (t0 + ms(1000), 1));
     }
@@ -659,48 +620,27 @@ mod tests {
         let (s, _) = Scripted::new(vec![Step::Watts(1.0)]);
         let (tx, _rx) = mpsc::channel();
         let cfg = SamplerConfig::new(Duration::ZERO, Instant::now());
-        assert!(matches!(
-            Sampler::start(Box::new(s), cfg, tx.clone()),
-            Err(SamplerError::ZeroInterval)
-        ));
+        assert!(matches!(Sampler::start(Box::new(s), cfg, tx.clone()), Err(SamplerError::ZeroInterval)));
         let (s, _) = Scripted::new(vec![Step::Watts(1.0)]);
-        let cfg = SamplerConfig::new(
-            Duration::from_millis(10),
-            Instant::now() + Duration::from_secs(60),
-        );
-        assert!(matches!(
-            Sampler::start(Box::new(s), cfg, tx),
-            Err(SamplerError::OriginInFuture)
-        ));
+        let cfg = SamplerConfig::new(Duration::from_millis(10), Instant::now() + Duration::from_secs(60));
+        assert!(matches!(Sampler::start(Box::new(s), cfg, tx), Err(SamplerError::OriginInFuture)));
     }
 
     #[test]
     fn samples_are_sequential_monotonic_and_on_the_interval_grid() {
-        let (s, closed) = Scripted::new(vec![
-            Step::Watts(10.0),
-            Step::Watts(11.0),
-            Step::Watts(12.0),
-        ]);
+        let (s, closed) = Scripted::new(vec![Step::Watts(10.0), Step::Watts(11.0), Step::Watts(12.0)]);
         let (tx, rx) = mpsc::channel();
         let origin = Instant::now();
         let interval = Duration::from_millis(50);
-        let sampler =
-            Sampler::start(Box::new(s), SamplerConfig::new(interval, origin), tx).unwrap();
+        let sampler = Sampler::start(Box::new(s), SamplerConfig::new(interval, origin), tx).unwrap();
         std::thread::sleep(Duration::from_millis(520));
         let report = sampler.stop().unwrap();
         let samples = collect(&rx);
-        assert!(
-            closed.load(std::sync::atomic::Ordering::SeqCst),
-            "sensor closed at stop"
-        );
+        assert!(closed.load(std::sync::atomic::Ordering::SeqCst), "sensor closed at stop");
         assert_eq!(report.stop, StopReason::Requested);
         assert_eq!(report.samples_sent, samples.len() as u64);
         // ~11 ticks in 520 ms; allow a loaded machine to lose some.
-        assert!(
-            (5..=12).contains(&samples.len()),
-            "{} samples",
-            samples.len()
-        );
+        assert!((5..=12).contains(&samples.len()), "{} samples", samples.len());
         for (i, s) in samples.iter().enumerate() {
             assert_eq!(s.seq, i as u64);
             assert!(s.t_receive_ns >= s.t_request_ns);
@@ -715,10 +655,7 @@ mod tests {
         // every request relative to the first stays small.
         let t0 = samples[0].t_request_ns;
         let step = interval.as_nanos() as u64;
-        let late: Vec<u64> = samples
-            .iter()
-            .map(|s| (s.t_request_ns - t0) % step)
-            .collect();
+        let late: Vec<u64> = samples.iter().map(|s| (s.t_request_ns - t0) % step).collect();
         let on_grid = late.iter().filter(|&&l| l < 20_000_000).count();
         assert!(on_grid * 10 >= samples.len() * 7, "phases {late:?}");
         assert_eq!(report.faults, 0);
@@ -735,8 +672,7 @@ mod tests {
         ]);
         let (tx, rx) = mpsc::channel();
         let origin = Instant::now();
-        let sampler =
-            Sampler::start(Box::new(s), SamplerConfig::new(interval, origin), tx).unwrap();
+        let sampler = Sampler::start(Box::new(s), SamplerConfig::new(interval, origin), tx).unwrap();
         std::thread::sleep(Duration::from_millis(650));
         let report = sampler.stop().unwrap();
         let samples = collect(&rx);
@@ -758,12 +694,9 @@ mod tests {
     fn faults_are_sent_as_faults_never_as_values() {
         let (s, _) = Scripted::new(vec![Step::Watts(5.0), Step::Fault, Step::Watts(6.0)]);
         let (tx, rx) = mpsc::channel();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_millis(20), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(20), Instant::now()), tx)
+                .unwrap();
         std::thread::sleep(Duration::from_millis(120));
         let report = sampler.stop().unwrap();
         let samples = collect(&rx);
@@ -784,12 +717,9 @@ mod tests {
     fn a_fatal_fault_is_sent_last_and_ends_sampling() {
         let (s, closed) = Scripted::new(vec![Step::Watts(5.0), Step::Watts(5.0), Step::Fatal]);
         let (tx, rx) = mpsc::channel();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_millis(10), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(10), Instant::now()), tx)
+                .unwrap();
         let mut got = Vec::new();
         // The channel closes when the thread ends on its own.
         while let Ok(s) = rx.recv_timeout(Duration::from_secs(5)) {
@@ -807,12 +737,9 @@ mod tests {
     fn stop_wakes_a_long_sleep_at_once() {
         let (s, _) = Scripted::new(vec![Step::Watts(1.0)]);
         let (tx, rx) = mpsc::channel();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_secs(30), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_secs(30), Instant::now()), tx)
+                .unwrap();
         let _first = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         let t = Instant::now();
         let report = sampler.stop().unwrap();
@@ -824,12 +751,9 @@ mod tests {
     fn a_dropped_receiver_ends_sampling() {
         let (s, _) = Scripted::new(vec![Step::Watts(1.0)]);
         let (tx, rx) = mpsc::channel();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_millis(5), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(5), Instant::now()), tx)
+                .unwrap();
         drop(rx);
         let t = Instant::now();
         while !sampler.is_finished() && t.elapsed() < Duration::from_secs(5) {
@@ -845,12 +769,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let (s, _) = Scripted::new(vec![Step::Watts(1.0)]);
         let (tx, rx) = mpsc::channel();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_secs(10), origin),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_secs(10), origin), tx).unwrap();
         let first = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         let after = ns_since(origin, Instant::now());
         drop(sampler);
@@ -862,12 +782,9 @@ mod tests {
     fn reports_its_own_cpu_time() {
         let (s, _) = Scripted::new(vec![Step::Spin(Duration::from_millis(60), 1.0)]);
         let (tx, rx) = mpsc::channel();
-        let sampler = Sampler::start(
-            Box::new(s),
-            SamplerConfig::new(Duration::from_secs(10), Instant::now()),
-            tx,
-        )
-        .unwrap();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_secs(10), Instant::now()), tx)
+                .unwrap();
         let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         assert_eq!(first.seq, 0);
         let report = sampler.stop().unwrap();
@@ -911,10 +828,7 @@ mod tests {
         }
         fn read(&mut self) -> Result<Reading, SensorError> {
             self.next(Duration::from_secs(60))?
-                .ok_or_else(|| SensorError::Timeout {
-                    sensor: "stream".into(),
-                    waited_s: 60.0,
-                })
+                .ok_or_else(|| SensorError::Timeout { sensor: "stream".into(), waited_s: 60.0 })
         }
         fn next(&mut self, timeout: Duration) -> Result<Option<Reading>, SensorError> {
             let start = self.start.unwrap_or_else(Instant::now);
@@ -939,10 +853,7 @@ mod tests {
         let (mock, _) = Scripted::new(vec![]);
         let s = Stream {
             info: mock.info.clone(),
-            at: vec![
-                (Duration::from_millis(30), 1.0),
-                (Duration::from_millis(160), 2.0),
-            ],
+            at: vec![(Duration::from_millis(30), 1.0), (Duration::from_millis(160), 2.0)],
             start: None,
             i: 0,
         };

@@ -69,9 +69,7 @@ impl FourCc {
     pub fn parse(s: &str) -> Result<Self, SmcError> {
         let b = s.as_bytes();
         if b.len() != 4 || !b.iter().all(|c| (0x20..0x7f).contains(c)) {
-            return Err(SmcError::BadFourCc {
-                input: s.to_string(),
-            });
+            return Err(SmcError::BadFourCc { input: s.to_string() });
         }
         Ok(FourCc::from_bytes([b[0], b[1], b[2], b[3]]))
     }
@@ -187,11 +185,7 @@ impl Default for SmcParam {
             key: FourCc(0),
             vers: Vers::default(),
             p_limit: PLimit::default(),
-            key_info: KeyInfo {
-                data_size: 0,
-                data_type: FourCc(0),
-                data_attributes: 0,
-            },
+            key_info: KeyInfo { data_size: 0, data_type: FourCc(0), data_attributes: 0 },
             result: 0,
             status: 0,
             data8: 0,
@@ -222,13 +216,10 @@ impl SmcParam {
         b[OFF_P_LIMIT..OFF_P_LIMIT + 2].copy_from_slice(&self.p_limit.version.to_le_bytes());
         b[OFF_P_LIMIT + 2..OFF_P_LIMIT + 4].copy_from_slice(&self.p_limit.length.to_le_bytes());
         b[OFF_P_LIMIT + 4..OFF_P_LIMIT + 8].copy_from_slice(&self.p_limit.cpu_plimit.to_le_bytes());
-        b[OFF_P_LIMIT + 8..OFF_P_LIMIT + 12]
-            .copy_from_slice(&self.p_limit.gpu_plimit.to_le_bytes());
-        b[OFF_P_LIMIT + 12..OFF_P_LIMIT + 16]
-            .copy_from_slice(&self.p_limit.mem_plimit.to_le_bytes());
+        b[OFF_P_LIMIT + 8..OFF_P_LIMIT + 12].copy_from_slice(&self.p_limit.gpu_plimit.to_le_bytes());
+        b[OFF_P_LIMIT + 12..OFF_P_LIMIT + 16].copy_from_slice(&self.p_limit.mem_plimit.to_le_bytes());
         b[OFF_DATA_SIZE..OFF_DATA_SIZE + 4].copy_from_slice(&self.key_info.data_size.to_le_bytes());
-        b[OFF_DATA_TYPE..OFF_DATA_TYPE + 4]
-            .copy_from_slice(&self.key_info.data_type.0.to_le_bytes());
+        b[OFF_DATA_TYPE..OFF_DATA_TYPE + 4].copy_from_slice(&self.key_info.data_type.0.to_le_bytes());
         b[OFF_DATA_ATTRIBUTES] = self.key_info.data_attributes;
         b[OFF_RESULT] = self.result;
         b[OFF_STATUS] = self.status;
@@ -241,10 +232,7 @@ impl SmcParam {
     /// Decode the C struct's bytes; the buffer must be exactly [`PARAM_SIZE`] long.
     pub fn decode(b: &[u8]) -> Result<Self, SmcError> {
         if b.len() != PARAM_SIZE {
-            return Err(SmcError::BufferSize {
-                expected: PARAM_SIZE,
-                got: b.len(),
-            });
+            return Err(SmcError::BufferSize { expected: PARAM_SIZE, got: b.len() });
         }
         let mut bytes = [0u8; PAYLOAD_LEN];
         bytes.copy_from_slice(&b[OFF_BYTES..OFF_BYTES + PAYLOAD_LEN]);
@@ -280,42 +268,23 @@ impl SmcParam {
 
 /// Input struct for step 1 of a read: ask for a key's size and type.
 pub fn key_info_request(key: FourCc) -> [u8; PARAM_SIZE] {
-    SmcParam {
-        key,
-        data8: Command::KeyInfo as u8,
-        ..SmcParam::default()
-    }
-    .encode()
+    SmcParam { key, data8: Command::KeyInfo as u8, ..SmcParam::default() }.encode()
 }
 
 /// Input struct for step 2 of a read: ask for a key's bytes, given its [`KeyInfo`].
 pub fn read_bytes_request(key: FourCc, info: &KeyInfo) -> Result<[u8; PARAM_SIZE], SmcError> {
     check_size(key, info)?;
-    Ok(SmcParam {
-        key,
-        key_info: *info,
-        data8: Command::ReadBytes as u8,
-        ..SmcParam::default()
-    }
-    .encode())
+    Ok(SmcParam { key, key_info: *info, data8: Command::ReadBytes as u8, ..SmcParam::default() }.encode())
 }
 
 /// Input struct asking for the key at `index` (0 ≤ index < `#KEY`).
 pub fn key_from_index_request(index: u32) -> [u8; PARAM_SIZE] {
-    SmcParam {
-        data8: Command::KeyFromIndex as u8,
-        data32: index,
-        ..SmcParam::default()
-    }
-    .encode()
+    SmcParam { data8: Command::KeyFromIndex as u8, data32: index, ..SmcParam::default() }.encode()
 }
 
 fn check_size(key: FourCc, info: &KeyInfo) -> Result<(), SmcError> {
     if info.data_size as usize > PAYLOAD_LEN {
-        return Err(SmcError::DataTooLarge {
-            key,
-            data_size: info.data_size,
-        });
+        return Err(SmcError::DataTooLarge { key, data_size: info.data_size });
     }
     Ok(())
 }
@@ -323,11 +292,7 @@ fn check_size(key: FourCc, info: &KeyInfo) -> Result<(), SmcError> {
 fn decode_reply(key: FourCc, out: &[u8]) -> Result<SmcParam, SmcError> {
     let p = SmcParam::decode(out)?;
     if p.result != 0 {
-        return Err(SmcError::Result {
-            key,
-            code: p.result,
-            meaning: SmcResult::meaning(p.result),
-        });
+        return Err(SmcError::Result { key, code: p.result, meaning: SmcResult::meaning(p.result) });
     }
     Ok(p)
 }
@@ -340,11 +305,7 @@ pub fn parse_key_info_reply(key: FourCc, out: &[u8]) -> Result<KeyInfo, SmcError
 }
 
 /// Decode the output of a [`read_bytes_request`]: the first `info.data_size` payload bytes.
-pub fn parse_read_bytes_reply(
-    key: FourCc,
-    info: &KeyInfo,
-    out: &[u8],
-) -> Result<Vec<u8>, SmcError> {
+pub fn parse_read_bytes_reply(key: FourCc, info: &KeyInfo, out: &[u8]) -> Result<Vec<u8>, SmcError> {
     check_size(key, info)?;
     let p = decode_reply(key, out)?;
     Ok(p.bytes[..info.data_size as usize].to_vec())
@@ -354,11 +315,7 @@ pub fn parse_read_bytes_reply(
 pub fn parse_key_from_index_reply(index: u32, out: &[u8]) -> Result<FourCc, SmcError> {
     Ok(decode_reply(FourCc::from_bytes(*b"#idx"), out)
         .map_err(|e| match e {
-            SmcError::Result { code, meaning, .. } => SmcError::IndexResult {
-                index,
-                code,
-                meaning,
-            },
+            SmcError::Result { code, meaning, .. } => SmcError::IndexResult { index, code, meaning },
             other => other,
         })?
         .key)
@@ -402,11 +359,7 @@ pub fn check_kern_return(call: &'static str, kr: i32) -> Result<(), SmcError> {
     if kr == 0 {
         return Ok(());
     }
-    Err(SmcError::KernReturn {
-        call,
-        code: kr as u32,
-        meaning: io_return_meaning(kr),
-    })
+    Err(SmcError::KernReturn { call, code: kr as u32, meaning: io_return_meaning(kr) })
 }
 
 /// What an `IOReturn` code means, with the usual cause where there is one.
@@ -539,11 +492,7 @@ pub enum SmcValue {
 
 fn need(data_type: FourCc, bytes: &[u8], expected: usize) -> Result<(), SmcError> {
     if bytes.len() != expected {
-        return Err(SmcError::SizeMismatch {
-            data_type,
-            expected,
-            got: bytes.len(),
-        });
+        return Err(SmcError::SizeMismatch { data_type, expected, got: bytes.len() });
     }
     Ok(())
 }
@@ -558,9 +507,7 @@ pub fn decode_value(data_type: FourCc, bytes: &[u8]) -> Result<SmcValue, SmcErro
     match &t {
         b"flt " => {
             need(data_type, bytes, 4)?;
-            Ok(SmcValue::Float(f32::from_le_bytes([
-                bytes[0], bytes[1], bytes[2], bytes[3],
-            ])))
+            Ok(SmcValue::Float(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])))
         }
         b"ui8 " | b"ui16" | b"ui32" | b"ui64" => {
             let n = match &t {
@@ -570,9 +517,7 @@ pub fn decode_value(data_type: FourCc, bytes: &[u8]) -> Result<SmcValue, SmcErro
                 _ => 8,
             };
             need(data_type, bytes, n)?;
-            Ok(SmcValue::Unsigned(
-                bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),
-            ))
+            Ok(SmcValue::Unsigned(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b))))
         }
         b"si8 " | b"si16" | b"si32" | b"si64" => {
             let n = match &t {
@@ -596,16 +541,12 @@ pub fn decode_value(data_type: FourCc, bytes: &[u8]) -> Result<SmcValue, SmcErro
         }
         b"ch8*" => {
             let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-            Ok(SmcValue::Text(
-                String::from_utf8_lossy(&bytes[..end]).into_owned(),
-            ))
+            Ok(SmcValue::Text(String::from_utf8_lossy(&bytes[..end]).into_owned()))
         }
         [b'f', b'p', i, f] | [b's', b'p', i, f] => {
             let signed = t[0] == b's';
             match (hex_digit(*i), hex_digit(*f)) {
-                (Some(int_bits), Some(frac_bits))
-                    if int_bits + frac_bits == if signed { 15 } else { 16 } =>
-                {
+                (Some(int_bits), Some(frac_bits)) if int_bits + frac_bits == if signed { 15 } else { 16 } => {
                     need(data_type, bytes, 2)?;
                     let raw = [bytes[0], bytes[1]];
                     let scale = f64::from(1u32 << frac_bits);
@@ -677,22 +618,18 @@ impl<T: SmcTransport> PstrSensor<T> {
     /// Check that `PSTR` exists with type `flt ` and size 4 over `transport`, then build the
     /// sensor. `device` describes the connection, e.g. `AppleSMCKeysEndpoint`.
     pub fn open(mut transport: T, device: &str) -> Result<Self, SensorError> {
-        let out =
-            transport
-                .call(&key_info_request(KEY_PSTR))
-                .map_err(|e| SensorError::Unavailable {
-                    sensor: "pstr".into(),
-                    reason: format!("cannot ask the SMC for key PSTR: {e}"),
-                })?;
+        let out = transport.call(&key_info_request(KEY_PSTR)).map_err(|e| SensorError::Unavailable {
+            sensor: "pstr".into(),
+            reason: format!("cannot ask the SMC for key PSTR: {e}"),
+        })?;
         let key_info = parse_key_info_reply(KEY_PSTR, &out).map_err(|e| match e {
             SmcError::Result { code: 0x84, .. } => SensorError::Unavailable {
                 sensor: "pstr".into(),
-                reason: "this Mac's SMC has no PSTR key (total system power); use exec:CMD with an external meter".into(),
+                reason:
+                    "this Mac's SMC has no PSTR key (total system power); use exec:CMD with an external meter"
+                        .into(),
             },
-            other => SensorError::Unavailable {
-                sensor: "pstr".into(),
-                reason: other.to_string(),
-            },
+            other => SensorError::Unavailable { sensor: "pstr".into(), reason: other.to_string() },
         })?;
         if key_info.data_type != TYPE_FLT || key_info.data_size != 4 {
             return Err(SensorError::Unavailable {
@@ -731,13 +668,8 @@ impl<T: SmcTransport> Sensor for PstrSensor<T> {
     }
 
     fn read(&mut self) -> Result<Reading, SensorError> {
-        let (info, bytes) =
-            read_key(&mut self.transport, KEY_PSTR, Some(self.key_info)).map_err(|e| {
-                SensorError::ReadFailed {
-                    sensor: "pstr".into(),
-                    detail: e.to_string(),
-                }
-            })?;
+        let (info, bytes) = read_key(&mut self.transport, KEY_PSTR, Some(self.key_info))
+            .map_err(|e| SensorError::ReadFailed { sensor: "pstr".into(), detail: e.to_string() })?;
         let watts = decode_pstr_watts(&info, &bytes).map_err(|e| SensorError::Malformed {
             sensor: "pstr".into(),
             detail: e.to_string(),
@@ -799,10 +731,7 @@ mod tests {
         assert_eq!(offset_of!(CKeyData, vers), OFF_VERS);
         assert_eq!(offset_of!(CKeyData, p_limit), OFF_P_LIMIT);
         assert_eq!(offset_of!(CKeyData, key_info), OFF_DATA_SIZE);
-        assert_eq!(
-            offset_of!(CKeyData, key_info) + offset_of!(CKeyInfo, data_type),
-            OFF_DATA_TYPE
-        );
+        assert_eq!(offset_of!(CKeyData, key_info) + offset_of!(CKeyInfo, data_type), OFF_DATA_TYPE);
         assert_eq!(
             offset_of!(CKeyData, key_info) + offset_of!(CKeyInfo, data_attributes),
             OFF_DATA_ATTRIBUTES
@@ -849,10 +778,7 @@ mod tests {
         assert_eq!(TYPE_FLT.to_string(), "flt ");
         assert_eq!(FourCc(0x4142_0043).to_string(), "AB\\x00C");
         for bad in ["flt", "PSTRX", "", "ab\u{e9}"] {
-            assert!(
-                matches!(FourCc::parse(bad), Err(SmcError::BadFourCc { .. })),
-                "{bad:?}"
-            );
+            assert!(matches!(FourCc::parse(bad), Err(SmcError::BadFourCc { .. })), "{bad:?}");
         }
     }
 
@@ -868,11 +794,7 @@ mod tests {
 
     #[test]
     fn read_bytes_request_carries_size_and_type() {
-        let info = KeyInfo {
-            data_size: 4,
-            data_type: TYPE_FLT,
-            data_attributes: 0xD0,
-        };
+        let info = KeyInfo { data_size: 4, data_type: TYPE_FLT, data_attributes: 0xD0 };
         let b = read_bytes_request(KEY_PSTR, &info).unwrap();
         let mut want = [0u8; 80];
         want[0..4].copy_from_slice(&[0x52, 0x54, 0x53, 0x50]);
@@ -882,10 +804,7 @@ mod tests {
         want[36] = 0xD0;
         want[42] = 5;
         assert_eq!(b, want);
-        let too_big = KeyInfo {
-            data_size: 33,
-            ..info
-        };
+        let too_big = KeyInfo { data_size: 33, ..info };
         assert!(matches!(
             read_bytes_request(KEY_PSTR, &too_big),
             Err(SmcError::DataTooLarge { data_size: 33, .. })
@@ -905,20 +824,8 @@ mod tests {
     fn encode_decode_round_trip_every_field() {
         let p = SmcParam {
             key: FourCc::from_bytes(*b"TC0P"),
-            vers: Vers {
-                major: 1,
-                minor: 2,
-                build: 3,
-                reserved: 4,
-                release: 0x0506,
-            },
-            p_limit: PLimit {
-                version: 7,
-                length: 8,
-                cpu_plimit: 9,
-                gpu_plimit: 10,
-                mem_plimit: 11,
-            },
+            vers: Vers { major: 1, minor: 2, build: 3, reserved: 4, release: 0x0506 },
+            p_limit: PLimit { version: 7, length: 8, cpu_plimit: 9, gpu_plimit: 10, mem_plimit: 11 },
             key_info: KeyInfo {
                 data_size: 2,
                 data_type: FourCc::from_bytes(*b"sp78"),
@@ -940,13 +847,7 @@ mod tests {
 
     #[test]
     fn decode_rejects_wrong_buffer_sizes() {
-        assert_eq!(
-            SmcParam::decode(&[0u8; 79]),
-            Err(SmcError::BufferSize {
-                expected: 80,
-                got: 79
-            })
-        );
+        assert_eq!(SmcParam::decode(&[0u8; 79]), Err(SmcError::BufferSize { expected: 80, got: 79 }));
         assert!(SmcParam::decode(&[0u8; 81]).is_err());
     }
 
@@ -964,47 +865,23 @@ mod tests {
 
     #[test]
     fn key_info_reply_decodes_and_nonzero_result_is_an_error() {
-        let info = KeyInfo {
-            data_size: 4,
-            data_type: TYPE_FLT,
-            data_attributes: 0x80,
-        };
-        assert_eq!(
-            parse_key_info_reply(KEY_PSTR, &reply(0, Some(info), &[])),
-            Ok(info)
-        );
+        let info = KeyInfo { data_size: 4, data_type: TYPE_FLT, data_attributes: 0x80 };
+        assert_eq!(parse_key_info_reply(KEY_PSTR, &reply(0, Some(info), &[])), Ok(info));
         let e = parse_key_info_reply(KEY_PSTR, &reply(0x84, None, &[])).unwrap_err();
-        assert_eq!(
-            e,
-            SmcError::Result {
-                key: KEY_PSTR,
-                code: 0x84,
-                meaning: "key not found"
-            }
-        );
-        assert_eq!(
-            e.to_string(),
-            "SMC result 0x84 (key not found) for key PSTR"
-        );
+        assert_eq!(e, SmcError::Result { key: KEY_PSTR, code: 0x84, meaning: "key not found" });
+        assert_eq!(e.to_string(), "SMC result 0x84 (key not found) for key PSTR");
         let e = parse_key_info_reply(KEY_PSTR, &reply(0x85, None, &[])).unwrap_err();
         assert!(e.to_string().contains("key not readable"));
     }
 
     #[test]
     fn read_bytes_reply_returns_exactly_data_size_bytes() {
-        let info = KeyInfo {
-            data_size: 4,
-            data_type: TYPE_FLT,
-            data_attributes: 0,
-        };
+        let info = KeyInfo { data_size: 4, data_type: TYPE_FLT, data_attributes: 0 };
         let watts = 30.75f32.to_le_bytes();
         let mut payload = watts.to_vec();
         payload.extend_from_slice(&[0xAA; 4]); // trailing junk beyond data_size is ignored
         let b = reply(0, None, &payload);
-        assert_eq!(
-            parse_read_bytes_reply(KEY_PSTR, &info, &b),
-            Ok(watts.to_vec())
-        );
+        assert_eq!(parse_read_bytes_reply(KEY_PSTR, &info, &b), Ok(watts.to_vec()));
         assert!(matches!(
             parse_read_bytes_reply(KEY_PSTR, &info, &reply(0xB7, None, &[])),
             Err(SmcError::Result { code: 0xB7, .. })
@@ -1018,11 +895,7 @@ mod tests {
         assert_eq!(parse_key_from_index_reply(3, &b), Ok(KEY_PSTR));
         assert!(matches!(
             parse_key_from_index_reply(99_999, &reply(0xB8, None, &[])),
-            Err(SmcError::IndexResult {
-                index: 99_999,
-                code: 0xB8,
-                meaning: "key index out of range"
-            })
+            Err(SmcError::IndexResult { index: 99_999, code: 0xB8, meaning: "key index out of range" })
         ));
     }
 
@@ -1083,46 +956,19 @@ mod tests {
     #[test]
     fn decodes_every_listed_data_type() {
         // flt: little-endian f32.
-        assert_eq!(
-            decode_value(t("flt "), &[0x00, 0x00, 0xF6, 0x41]),
-            Ok(SmcValue::Float(30.75))
-        );
+        assert_eq!(decode_value(t("flt "), &[0x00, 0x00, 0xF6, 0x41]), Ok(SmcValue::Float(30.75)));
         // Unsigned big-endian.
-        assert_eq!(
-            decode_value(t("ui8 "), &[0xFE]),
-            Ok(SmcValue::Unsigned(254))
-        );
-        assert_eq!(
-            decode_value(t("ui16"), &[0x01, 0x02]),
-            Ok(SmcValue::Unsigned(258))
-        );
-        assert_eq!(
-            decode_value(t("ui32"), &[0x00, 0x00, 0x04, 0xD2]),
-            Ok(SmcValue::Unsigned(1234))
-        );
-        assert_eq!(
-            decode_value(t("ui64"), &[0, 0, 0, 1, 0, 0, 0, 0]),
-            Ok(SmcValue::Unsigned(1 << 32))
-        );
+        assert_eq!(decode_value(t("ui8 "), &[0xFE]), Ok(SmcValue::Unsigned(254)));
+        assert_eq!(decode_value(t("ui16"), &[0x01, 0x02]), Ok(SmcValue::Unsigned(258)));
+        assert_eq!(decode_value(t("ui32"), &[0x00, 0x00, 0x04, 0xD2]), Ok(SmcValue::Unsigned(1234)));
+        assert_eq!(decode_value(t("ui64"), &[0, 0, 0, 1, 0, 0, 0, 0]), Ok(SmcValue::Unsigned(1 << 32)));
         // Signed big-endian.
         assert_eq!(decode_value(t("si8 "), &[0xFF]), Ok(SmcValue::Signed(-1)));
-        assert_eq!(
-            decode_value(t("si16"), &[0xFF, 0xFE]),
-            Ok(SmcValue::Signed(-2))
-        );
-        assert_eq!(
-            decode_value(t("si32"), &[0x80, 0, 0, 0]),
-            Ok(SmcValue::Signed(i64::from(i32::MIN)))
-        );
+        assert_eq!(decode_value(t("si16"), &[0xFF, 0xFE]), Ok(SmcValue::Signed(-2)));
+        assert_eq!(decode_value(t("si32"), &[0x80, 0, 0, 0]), Ok(SmcValue::Signed(i64::from(i32::MIN))));
         // sp78: i16 BE / 256.
-        assert_eq!(
-            decode_value(t("sp78"), &[0xFF, 0x80]),
-            Ok(SmcValue::Fixed(-0.5))
-        );
-        assert_eq!(
-            decode_value(t("sp78"), &[0x2A, 0x40]),
-            Ok(SmcValue::Fixed(42.25))
-        );
+        assert_eq!(decode_value(t("sp78"), &[0xFF, 0x80]), Ok(SmcValue::Fixed(-0.5)));
+        assert_eq!(decode_value(t("sp78"), &[0x2A, 0x40]), Ok(SmcValue::Fixed(42.25)));
         // fpXY: u16 BE / 2^Y for every listed variant.
         let raw = [0x1E, 0x80]; // 7808
         for (ty, div) in [
@@ -1137,11 +983,7 @@ mod tests {
             ("fpc4", 16.0),
             ("fpe2", 4.0),
         ] {
-            assert_eq!(
-                decode_value(t(ty), &raw),
-                Ok(SmcValue::Fixed(7808.0 / div)),
-                "{ty}"
-            );
+            assert_eq!(decode_value(t(ty), &raw), Ok(SmcValue::Fixed(7808.0 / div)), "{ty}");
         }
         assert_eq!(decode_value(t("fp88"), &raw), Ok(SmcValue::Fixed(30.5)));
         // fpe2 equals macmon's (b0 << 6) | (b1 >> 2) on whole values.
@@ -1152,38 +994,19 @@ mod tests {
         // flag, text, opaque.
         assert_eq!(decode_value(t("flag"), &[1]), Ok(SmcValue::Flag(true)));
         assert_eq!(decode_value(t("flag"), &[0]), Ok(SmcValue::Flag(false)));
-        assert_eq!(
-            decode_value(t("flag"), &[2]),
-            Err(SmcError::BadFlag { value: 2 })
-        );
-        assert_eq!(
-            decode_value(t("ch8*"), b"M3\0\0"),
-            Ok(SmcValue::Text("M3".into()))
-        );
-        assert_eq!(
-            decode_value(t("hex_"), &[0xDE, 0xAD]),
-            Ok(SmcValue::Bytes(vec![0xDE, 0xAD]))
-        );
-        assert_eq!(
-            decode_value(t("{jst"), &[1, 2, 3]),
-            Ok(SmcValue::Bytes(vec![1, 2, 3]))
-        );
+        assert_eq!(decode_value(t("flag"), &[2]), Err(SmcError::BadFlag { value: 2 }));
+        assert_eq!(decode_value(t("ch8*"), b"M3\0\0"), Ok(SmcValue::Text("M3".into())));
+        assert_eq!(decode_value(t("hex_"), &[0xDE, 0xAD]), Ok(SmcValue::Bytes(vec![0xDE, 0xAD])));
+        assert_eq!(decode_value(t("{jst"), &[1, 2, 3]), Ok(SmcValue::Bytes(vec![1, 2, 3])));
         // fp with digits that do not add up is not guessed at.
-        assert_eq!(
-            decode_value(t("fp99"), &[1, 2]),
-            Ok(SmcValue::Bytes(vec![1, 2]))
-        );
+        assert_eq!(decode_value(t("fp99"), &[1, 2]), Ok(SmcValue::Bytes(vec![1, 2])));
     }
 
     #[test]
     fn wrong_lengths_are_errors_not_guesses() {
         assert_eq!(
             decode_value(t("flt "), &[0, 0, 0]),
-            Err(SmcError::SizeMismatch {
-                data_type: TYPE_FLT,
-                expected: 4,
-                got: 3
-            })
+            Err(SmcError::SizeMismatch { data_type: TYPE_FLT, expected: 4, got: 3 })
         );
         assert!(decode_value(t("ui16"), &[1]).is_err());
         assert!(decode_value(t("sp78"), &[1, 2, 3]).is_err());
@@ -1192,28 +1015,15 @@ mod tests {
 
     #[test]
     fn pstr_decodes_little_endian_watts_and_refuses_other_types() {
-        let info = KeyInfo {
-            data_size: 4,
-            data_type: TYPE_FLT,
-            data_attributes: 0,
-        };
+        let info = KeyInfo { data_size: 4, data_type: TYPE_FLT, data_attributes: 0 };
         assert_eq!(decode_pstr_watts(&info, &74.47f32.to_le_bytes()), Ok(74.47));
         // Big-endian bytes are not silently swapped back: they decode to a tiny value that the
         // energy rules reject.
         let be = decode_pstr_watts(&info, &30.75f32.to_be_bytes()).unwrap();
         assert!(be.abs() < 1e-30, "{be}");
-        let wrong = KeyInfo {
-            data_type: t("ui32"),
-            ..info
-        };
-        assert!(matches!(
-            decode_pstr_watts(&wrong, &[0, 0, 0, 1]),
-            Err(SmcError::WrongType { .. })
-        ));
-        let short = KeyInfo {
-            data_size: 2,
-            ..info
-        };
+        let wrong = KeyInfo { data_type: t("ui32"), ..info };
+        assert!(matches!(decode_pstr_watts(&wrong, &[0, 0, 0, 1]), Err(SmcError::WrongType { .. })));
+        let short = KeyInfo { data_size: 2, ..info };
         assert!(decode_pstr_watts(&short, &[0, 0]).is_err());
     }
 
@@ -1254,19 +1064,11 @@ mod tests {
         if let Some(v) = pstr {
             keys.insert(KEY_PSTR, v);
         }
-        FakeSmc {
-            keys,
-            calls: vec![],
-            fail_reads_with: None,
-        }
+        FakeSmc { keys, calls: vec![], fail_reads_with: None }
     }
 
     fn flt4() -> KeyInfo {
-        KeyInfo {
-            data_size: 4,
-            data_type: TYPE_FLT,
-            data_attributes: 0x80,
-        }
+        KeyInfo { data_size: 4, data_type: TYPE_FLT, data_attributes: 0x80 }
     }
 
     #[test]
@@ -1286,9 +1088,7 @@ mod tests {
 
     #[test]
     fn pstr_sensor_missing_key_is_unavailable_with_advice() {
-        let e = PstrSensor::open(fake(None), "AppleSMCKeysEndpoint")
-            .err()
-            .unwrap();
+        let e = PstrSensor::open(fake(None), "AppleSMCKeysEndpoint").err().unwrap();
         assert!(matches!(e, SensorError::Unavailable { .. }));
         assert!(e.to_string().contains("no PSTR key"), "{e}");
         assert!(e.to_string().contains("exec:CMD"), "{e}");
@@ -1296,14 +1096,8 @@ mod tests {
 
     #[test]
     fn pstr_sensor_refuses_a_non_float_key() {
-        let info = KeyInfo {
-            data_size: 2,
-            data_type: t("fp88"),
-            data_attributes: 0,
-        };
-        let e = PstrSensor::open(fake(Some((info, vec![0, 1]))), "x")
-            .err()
-            .unwrap();
+        let info = KeyInfo { data_size: 2, data_type: t("fp88"), data_attributes: 0 };
+        let e = PstrSensor::open(fake(Some((info, vec![0, 1]))), "x").err().unwrap();
         assert!(e.to_string().contains("type fp88 and size 2"), "{e}");
     }
 
@@ -1329,10 +1123,7 @@ mod tests {
         assert_eq!(bytes, 5f32.to_le_bytes().to_vec());
         assert_eq!(smc.calls, vec![9, 5]);
         // A wrong cached size is answered with "key size mismatch".
-        let wrong = KeyInfo {
-            data_size: 2,
-            ..flt4()
-        };
+        let wrong = KeyInfo { data_size: 2, ..flt4() };
         assert!(matches!(
             read_key(&mut smc, KEY_PSTR, Some(wrong)),
             Err(SmcError::Result { code: 0x87, .. })

@@ -18,7 +18,9 @@ pub enum DurationError {
         input: String,
     },
     /// The unit is not one of `ms`, `s`, `m`.
-    #[error("invalid duration {input:?}: unknown unit {unit:?}; use ms, s or m (a plain number means seconds)")]
+    #[error(
+        "invalid duration {input:?}: unknown unit {unit:?}; use ms, s or m (a plain number means seconds)"
+    )]
     UnknownUnit {
         /// The flag value as given.
         input: String,
@@ -42,15 +44,11 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     if s.is_empty() {
         return Err(DurationError::Empty);
     }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let unit = unit.trim_start();
     if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-        return Err(DurationError::NotANumber {
-            input: input.to_string(),
-        });
+        return Err(DurationError::NotANumber { input: input.to_string() });
     }
     let scale_s = match unit {
         "" | "s" => 1.0,
@@ -58,36 +56,24 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         "m" => 60.0,
         _ => {
             if unit.starts_with(|c: char| c.is_ascii_alphabetic()) {
-                return Err(DurationError::UnknownUnit {
-                    input: input.to_string(),
-                    unit: unit.to_string(),
-                });
+                return Err(DurationError::UnknownUnit { input: input.to_string(), unit: unit.to_string() });
             }
-            return Err(DurationError::NotANumber {
-                input: input.to_string(),
-            });
+            return Err(DurationError::NotANumber { input: input.to_string() });
         }
     };
     // Whole numbers use exact integer arithmetic; decimals go through f64 seconds.
     if !num.contains('.') {
-        let n: u64 = num.parse().map_err(|_| DurationError::OutOfRange {
-            input: input.to_string(),
-        })?;
+        let n: u64 = num.parse().map_err(|_| DurationError::OutOfRange { input: input.to_string() })?;
         let d = match unit {
             "ms" => Some(Duration::from_millis(n)),
             "m" => n.checked_mul(60).map(Duration::from_secs),
             _ => Some(Duration::from_secs(n)),
         };
-        return d.ok_or_else(|| DurationError::OutOfRange {
-            input: input.to_string(),
-        });
+        return d.ok_or_else(|| DurationError::OutOfRange { input: input.to_string() });
     }
-    let value: f64 = num.parse().map_err(|_| DurationError::NotANumber {
-        input: input.to_string(),
-    })?;
-    Duration::try_from_secs_f64(value * scale_s).map_err(|_| DurationError::OutOfRange {
-        input: input.to_string(),
-    })
+    let value: f64 = num.parse().map_err(|_| DurationError::NotANumber { input: input.to_string() })?;
+    Duration::try_from_secs_f64(value * scale_s)
+        .map_err(|_| DurationError::OutOfRange { input: input.to_string() })
 }
 
 /// Which power sensor to sample, as given to `--sensor`.
@@ -124,7 +110,9 @@ pub enum SpecError {
     #[error("empty sensor spec: expected pstr, rapl, nvml[:INDEX], exec:CMD or replay:RAW")]
     Empty,
     /// The kind before `:` is unknown.
-    #[error("unknown sensor {kind:?} in {input:?}: expected pstr, rapl, nvml[:INDEX], exec:CMD or replay:RAW")]
+    #[error(
+        "unknown sensor {kind:?} in {input:?}: expected pstr, rapl, nvml[:INDEX], exec:CMD or replay:RAW"
+    )]
     UnknownKind {
         /// The spec as given.
         input: String,
@@ -150,7 +138,9 @@ pub enum SpecError {
         example: &'static str,
     },
     /// `nvml:INDEX` with an index that is not a non-negative integer.
-    #[error("invalid NVML device index {index:?} in {input:?}: expected a non-negative integer such as nvml:0")]
+    #[error(
+        "invalid NVML device index {index:?} in {input:?}: expected a non-negative integer such as nvml:0"
+    )]
     BadIndex {
         /// The spec as given.
         input: String,
@@ -171,38 +161,25 @@ impl FromStr for SensorSpec {
             Some((k, a)) => (k, Some(a)),
             None => (s, None),
         };
-        let missing = |what, example| SpecError::MissingArgument {
-            input: input.to_string(),
-            what,
-            example,
-        };
+        let missing = |what, example| SpecError::MissingArgument { input: input.to_string(), what, example };
         match kind {
             "pstr" => match arg {
                 None => Ok(SensorSpec::Pstr),
-                Some(_) => Err(SpecError::UnexpectedArgument {
-                    input: input.to_string(),
-                    kind: kind.to_string(),
-                }),
+                Some(_) => {
+                    Err(SpecError::UnexpectedArgument { input: input.to_string(), kind: kind.to_string() })
+                }
             },
             "rapl" => match arg {
                 None => Ok(SensorSpec::Rapl { root: None }),
-                Some("") => Err(missing(
-                    "a powercap directory",
-                    "rapl:/host/sys/class/powercap",
-                )),
-                Some(a) => Ok(SensorSpec::Rapl {
-                    root: Some(PathBuf::from(a)),
-                }),
+                Some("") => Err(missing("a powercap directory", "rapl:/host/sys/class/powercap")),
+                Some(a) => Ok(SensorSpec::Rapl { root: Some(PathBuf::from(a)) }),
             },
             "nvml" => match arg {
                 None => Ok(SensorSpec::Nvml { index: 0 }),
                 Some(a) => a
                     .parse::<u32>()
                     .map(|index| SensorSpec::Nvml { index })
-                    .map_err(|_| SpecError::BadIndex {
-                        input: input.to_string(),
-                        index: a.to_string(),
-                    }),
+                    .map_err(|_| SpecError::BadIndex { input: input.to_string(), index: a.to_string() }),
             },
             "exec" => match arg.map(str::trim) {
                 None | Some("") => Err(missing(
@@ -210,20 +187,13 @@ impl FromStr for SensorSpec {
                     "exec:nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500",
                 )),
                 // The command keeps its own spacing; only the spec's outer whitespace is trimmed.
-                Some(_) => Ok(SensorSpec::Exec {
-                    command: arg.unwrap_or_default().to_string(),
-                }),
+                Some(_) => Ok(SensorSpec::Exec { command: arg.unwrap_or_default().to_string() }),
             },
             "replay" => match arg {
                 None | Some("") => Err(missing("a raw file", "replay:results/run.raw.jsonl")),
-                Some(a) => Ok(SensorSpec::Replay {
-                    path: PathBuf::from(a),
-                }),
+                Some(a) => Ok(SensorSpec::Replay { path: PathBuf::from(a) }),
             },
-            other => Err(SpecError::UnknownKind {
-                input: input.to_string(),
-                kind: other.to_string(),
-            }),
+            other => Err(SpecError::UnknownKind { input: input.to_string(), kind: other.to_string() }),
         }
     }
 }
@@ -261,32 +231,15 @@ mod tests {
 
     #[test]
     fn garbage_durations_are_errors_that_say_what_is_accepted() {
-        for bad in [
-            "", "  ", "ms", "abc", "-1s", "1.2.3s", ".", "1e3", "5 sec", "1h", "s5",
-        ] {
+        for bad in ["", "  ", "ms", "abc", "-1s", "1.2.3s", ".", "1e3", "5 sec", "1h", "s5"] {
             let e = parse_duration(bad).expect_err(bad);
             let msg = e.to_string();
-            assert!(
-                msg.contains("ms") || msg.contains("duration"),
-                "{bad:?} -> {msg}"
-            );
+            assert!(msg.contains("ms") || msg.contains("duration"), "{bad:?} -> {msg}");
         }
-        assert!(matches!(
-            parse_duration("1h"),
-            Err(DurationError::UnknownUnit { .. })
-        ));
-        assert!(matches!(
-            parse_duration("-1s"),
-            Err(DurationError::NotANumber { .. })
-        ));
-        assert!(matches!(
-            parse_duration("99999999999999999999"),
-            Err(DurationError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            parse_duration("307445734561825861m"),
-            Err(DurationError::OutOfRange { .. })
-        ));
+        assert!(matches!(parse_duration("1h"), Err(DurationError::UnknownUnit { .. })));
+        assert!(matches!(parse_duration("-1s"), Err(DurationError::NotANumber { .. })));
+        assert!(matches!(parse_duration("99999999999999999999"), Err(DurationError::OutOfRange { .. })));
+        assert!(matches!(parse_duration("307445734561825861m"), Err(DurationError::OutOfRange { .. })));
     }
 
     #[test]
@@ -294,34 +247,18 @@ mod tests {
         let p = |s: &str| s.parse::<SensorSpec>();
         assert_eq!(p("pstr"), Ok(SensorSpec::Pstr));
         assert_eq!(p("rapl"), Ok(SensorSpec::Rapl { root: None }));
-        assert_eq!(
-            p("rapl:/host/powercap"),
-            Ok(SensorSpec::Rapl {
-                root: Some("/host/powercap".into())
-            })
-        );
+        assert_eq!(p("rapl:/host/powercap"), Ok(SensorSpec::Rapl { root: Some("/host/powercap".into()) }));
         assert_eq!(p("nvml"), Ok(SensorSpec::Nvml { index: 0 }));
         assert_eq!(p("nvml:3"), Ok(SensorSpec::Nvml { index: 3 }));
         assert_eq!(
             p("exec:nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500"),
             Ok(SensorSpec::Exec {
-                command: "nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500"
-                    .into()
+                command: "nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".into()
             })
         );
         // Only the first colon separates kind and argument.
-        assert_eq!(
-            p("exec:echo a:b"),
-            Ok(SensorSpec::Exec {
-                command: "echo a:b".into()
-            })
-        );
-        assert_eq!(
-            p("replay:runs/a.raw.jsonl"),
-            Ok(SensorSpec::Replay {
-                path: "runs/a.raw.jsonl".into()
-            })
-        );
+        assert_eq!(p("exec:echo a:b"), Ok(SensorSpec::Exec { command: "echo a:b".into() }));
+        assert_eq!(p("replay:runs/a.raw.jsonl"), Ok(SensorSpec::Replay { path: "runs/a.raw.jsonl".into() }));
     }
 
     #[test]
@@ -342,14 +279,7 @@ mod tests {
 
     #[test]
     fn specs_display_as_they_parse() {
-        for s in [
-            "pstr",
-            "rapl",
-            "rapl:/x",
-            "nvml:2",
-            "exec:echo 1",
-            "replay:a.jsonl",
-        ] {
+        for s in ["pstr", "rapl", "rapl:/x", "nvml:2", "exec:echo 1", "replay:a.jsonl"] {
             assert_eq!(s.parse::<SensorSpec>().unwrap().to_string(), s);
         }
     }

@@ -60,12 +60,8 @@ fn choose_like_reference(game: &Game, policy: &str, chooser: &mut PyRandom) -> D
         "planner_best" => features.planner_best.unwrap(),
         "random_safe" => *chooser.choice(&features.safe).unwrap(),
         "random_legal" => {
-            let legal: Vec<Direction> = features
-                .moves
-                .iter()
-                .filter(|m| m.legal)
-                .map(|m| m.direction)
-                .collect();
+            let legal: Vec<Direction> =
+                features.moves.iter().filter(|m| m.legal).map(|m| m.direction).collect();
             if chooser.random() < 0.02 || legal.is_empty() {
                 *chooser.choice(&Direction::ALL).unwrap()
             } else {
@@ -81,10 +77,8 @@ fn full_games_match_reference_snapshots_tick_by_tick() {
     let mut count = 0;
     for case in lines(GAMES) {
         count += 1;
-        let label = format!(
-            "{}x{} seed {} policy {}",
-            case["width"], case["height"], case["seed"], case["policy"]
-        );
+        let label =
+            format!("{}x{} seed {} policy {}", case["width"], case["height"], case["seed"], case["policy"]);
         let mut game = setup(&serde_json::json!({
             "width": case["width"], "height": case["height"], "seed": case["seed"],
             "initial_length": case["initial_length"], "actions": "",
@@ -108,30 +102,12 @@ fn full_games_match_reference_snapshots_tick_by_tick() {
             snaps.push(serde_json::to_string(&game.snapshot()).unwrap());
         }
         assert_eq!(actions, case["actions"].as_str().unwrap(), "{label}");
-        assert_eq!(
-            serde_json::to_value(&eats).unwrap(),
-            case["eat_ticks"],
-            "{label}"
-        );
-        assert_eq!(
-            serde_json::to_value(&foods).unwrap(),
-            case["foods"],
-            "{label}"
-        );
-        assert_eq!(
-            serde_json::to_value(game.snapshot()).unwrap(),
-            case["final"],
-            "{label}"
-        );
-        let digest: String = Sha256::digest(snaps.join("\n").as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(
-            digest,
-            case["snapshots_sha256"].as_str().unwrap(),
-            "{label}"
-        );
+        assert_eq!(serde_json::to_value(&eats).unwrap(), case["eat_ticks"], "{label}");
+        assert_eq!(serde_json::to_value(&foods).unwrap(), case["foods"], "{label}");
+        assert_eq!(serde_json::to_value(game.snapshot()).unwrap(), case["final"], "{label}");
+        let digest: String =
+            Sha256::digest(snaps.join("\n").as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(digest, case["snapshots_sha256"].as_str().unwrap(), "{label}");
     }
     assert_eq!(count, 28);
 }
@@ -154,10 +130,7 @@ fn features_and_prompts_are_byte_identical_to_reference() {
         let expected = &case["features"];
         assert_eq!(f.tail_distance, Some(usize_of(expected, "tail_distance")));
         assert_eq!(f.food_distance, Some(usize_of(expected, "food_distance")));
-        assert_eq!(
-            f.food_reachable,
-            expected["food_reachable"].as_bool().unwrap()
-        );
+        assert_eq!(f.food_reachable, expected["food_reachable"].as_bool().unwrap());
         assert_eq!(f.open_cells, usize_of(expected, "open_cells"));
         let moves: Vec<Value> = f
             .moves
@@ -231,10 +204,7 @@ fn decisions_match_reference_policy_and_shield() {
                 );
             }
             (Err(message), None, Some(expected)) => {
-                assert!(
-                    message.starts_with(expected.as_str().unwrap()),
-                    "{message} vs {expected}"
-                );
+                assert!(message.starts_with(expected.as_str().unwrap()), "{message} vs {expected}");
             }
             (outcome, _, _) => panic!("outcome {outcome:?} differs from the reference: {case}"),
         }

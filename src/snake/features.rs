@@ -77,11 +77,7 @@ impl Features {
             Some((moves, tail, food)) => (moves, Some(tail), Some(food)),
             None => (Vec::new(), None, None),
         };
-        let safe: Vec<Direction> = moves
-            .iter()
-            .filter(|m| m.safe)
-            .map(|m| m.direction)
-            .collect();
+        let safe: Vec<Direction> = moves.iter().filter(|m| m.safe).map(|m| m.direction).collect();
         // Advances of distinct targets are distinct, so the maximum is unique; `max_by_key`
         // would keep the last of equal keys, so fold explicitly to keep the first like Python.
         let planner_best = moves
@@ -153,15 +149,7 @@ fn moves(game: &Game) -> Option<(Vec<MoveInfo>, usize, usize)> {
                 safe = false;
                 reason = MoveReason::WouldSkipFood;
             }
-            MoveInfo {
-                direction,
-                target,
-                legal,
-                safe,
-                advance,
-                reason,
-                eats,
-            }
+            MoveInfo { direction, target, legal, safe, advance, reason, eats }
         })
         .collect();
     Some((moves, tail_distance, food_distance))
@@ -238,17 +226,9 @@ mod tests {
         // Food in the corner (5,0), walled in by (4,0) and the tail (5,1).
         let mut game = Game::new(6, 6, 0, 2).unwrap();
         let cells = |v: &[(i32, i32)]| v.iter().map(|&(x, y)| Cell::new(x, y)).collect();
-        game.set_position(
-            cells(&[(0, 5), (1, 5), (4, 0), (5, 1)]),
-            Some(Cell::new(5, 0)),
-        )
-        .unwrap();
+        game.set_position(cells(&[(0, 5), (1, 5), (4, 0), (5, 1)]), Some(Cell::new(5, 0))).unwrap();
         assert_eq!(food_reachability(&game), (false, 32));
-        game.set_position(
-            cells(&[(0, 5), (1, 5), (4, 0), (3, 3)]),
-            Some(Cell::new(5, 0)),
-        )
-        .unwrap();
+        game.set_position(cells(&[(0, 5), (1, 5), (4, 0), (3, 3)]), Some(Cell::new(5, 0))).unwrap();
         assert_eq!(food_reachability(&game), (true, 33));
     }
 }

@@ -27,9 +27,7 @@ pub const RNG_IDENTITY: &str =
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GameError {
     /// Width or height below 4, or both odd.
-    #[error(
-        "Board dimensions must be >= 4, with at least one even dimension (got {width}x{height})"
-    )]
+    #[error("Board dimensions must be >= 4, with at least one even dimension (got {width}x{height})")]
     BadDimensions {
         /// Requested width.
         width: usize,
@@ -47,7 +45,9 @@ pub enum GameError {
         max: usize,
     },
     /// Initial length outside `2..capacity`.
-    #[error("Initial length must be >= 2 and smaller than the board (got {length}, board has {capacity} cells)")]
+    #[error(
+        "Initial length must be >= 2 and smaller than the board (got {length}, board has {capacity} cells)"
+    )]
     BadInitialLength {
         /// Requested length.
         length: usize,
@@ -81,12 +81,7 @@ pub enum Direction {
 
 impl Direction {
     /// The four directions in canonical order.
-    pub const ALL: [Direction; 4] = [
-        Direction::Up,
-        Direction::Down,
-        Direction::Left,
-        Direction::Right,
-    ];
+    pub const ALL: [Direction; 4] = [Direction::Up, Direction::Down, Direction::Left, Direction::Right];
 
     /// The upper-case name (`"UP"`, ...).
     pub fn as_str(self) -> &'static str {
@@ -231,12 +226,7 @@ impl Board {
         for (i, cell) in cycle.iter().enumerate() {
             index[cell.y as usize * width + cell.x as usize] = i;
         }
-        Ok(Self {
-            width,
-            height,
-            cycle,
-            index,
-        })
+        Ok(Self { width, height, cycle, index })
     }
 
     /// Columns.
@@ -261,16 +251,12 @@ impl Board {
 
     /// Whether `cell` is on the board.
     pub fn contains(&self, cell: Cell) -> bool {
-        cell.x >= 0
-            && cell.y >= 0
-            && (cell.x as usize) < self.width
-            && (cell.y as usize) < self.height
+        cell.x >= 0 && cell.y >= 0 && (cell.x as usize) < self.width && (cell.y as usize) < self.height
     }
 
     /// Row-major slot of an on-board cell.
     fn slot(&self, cell: Cell) -> Option<usize> {
-        self.contains(cell)
-            .then(|| cell.y as usize * self.width + cell.x as usize)
+        self.contains(cell).then(|| cell.y as usize * self.width + cell.x as usize)
     }
 
     /// Cycle index of `cell`, or `None` off the board.
@@ -286,18 +272,11 @@ pub fn hamiltonian_cycle(width: usize, height: usize) -> Result<Vec<Cell>, GameE
     }
     let cells = width.saturating_mul(height);
     if cells > MAX_CELLS {
-        return Err(GameError::BoardTooLarge {
-            width,
-            height,
-            max: MAX_CELLS,
-        });
+        return Err(GameError::BoardTooLarge { width, height, max: MAX_CELLS });
     }
     if height % 2 == 1 {
         let transposed = hamiltonian_cycle(height, width)?;
-        return Ok(transposed
-            .into_iter()
-            .map(|c| Cell::new(c.y, c.x))
-            .collect());
+        return Ok(transposed.into_iter().map(|c| Cell::new(c.y, c.x)).collect());
     }
     // Both sides are at most MAX_CELLS / 4, so they fit in i32.
     let (w, h) = (width as i32, height as i32);
@@ -360,25 +339,16 @@ pub struct Game {
 
 impl Game {
     /// A new game: cycle, initial snake behind the centre cell, and the first food (§1.2).
-    pub fn new(
-        width: usize,
-        height: usize,
-        seed: i64,
-        initial_length: usize,
-    ) -> Result<Self, GameError> {
+    pub fn new(width: usize, height: usize, seed: i64, initial_length: usize) -> Result<Self, GameError> {
         let board = Board::new(width, height)?;
         let capacity = board.capacity();
         if initial_length < 2 || initial_length >= capacity {
-            return Err(GameError::BadInitialLength {
-                length: initial_length,
-                capacity,
-            });
+            return Err(GameError::BadInitialLength { length: initial_length, capacity });
         }
         let centre = Cell::new((width / 2) as i32, (height / 2) as i32);
         let start = board.cycle_index(centre).unwrap_or(0);
-        let body: VecDeque<Cell> = (0..initial_length)
-            .map(|i| board.cycle[(start + capacity - i) % capacity])
-            .collect();
+        let body: VecDeque<Cell> =
+            (0..initial_length).map(|i| board.cycle[(start + capacity - i) % capacity]).collect();
         let mut occupied = vec![false; capacity];
         for &cell in &body {
             if let Some(slot) = board.slot(cell) {
@@ -414,13 +384,8 @@ impl Game {
 
     /// Draw the next food uniformly from the empty cells in cycle order (§1.5).
     fn spawn_food(&mut self) -> Option<Cell> {
-        let empty: Vec<Cell> = self
-            .board
-            .cycle
-            .iter()
-            .copied()
-            .filter(|&cell| !self.occupies(cell))
-            .collect();
+        let empty: Vec<Cell> =
+            self.board.cycle.iter().copied().filter(|&cell| !self.occupies(cell)).collect();
         self.rng.choice(&empty).copied()
     }
 
@@ -506,9 +471,7 @@ impl Game {
 
     /// Whether a body cell lies on `cell`.
     pub fn occupies(&self, cell: Cell) -> bool {
-        self.board
-            .slot(cell)
-            .is_some_and(|slot| self.occupied[slot])
+        self.board.slot(cell).is_some_and(|slot| self.occupied[slot])
     }
 
     /// The cell a move in `direction` would enter.
@@ -607,17 +570,12 @@ impl Game {
     /// on the board and off the body.
     pub fn set_position(&mut self, body: Vec<Cell>, food: Option<Cell>) -> Result<(), GameError> {
         if body.len() < 2 {
-            return Err(GameError::InvalidPosition(
-                "the body needs at least two cells".into(),
-            ));
+            return Err(GameError::InvalidPosition("the body needs at least two cells".into()));
         }
         let mut occupied = vec![false; self.capacity()];
         for &cell in &body {
             let slot = self.board.slot(cell).ok_or_else(|| {
-                GameError::InvalidPosition(format!(
-                    "body cell [{}, {}] is off the board",
-                    cell.x, cell.y
-                ))
+                GameError::InvalidPosition(format!("body cell [{}, {}] is off the board", cell.x, cell.y))
             })?;
             if occupied[slot] {
                 return Err(GameError::InvalidPosition(format!(

@@ -13,9 +13,7 @@ use serde_json::Value;
 
 use super::features::Features;
 use super::game::{Direction, Game};
-use super::prompt::{
-    build_prompt, Prompt, PromptStyle, FOOD_QUESTION, MOVE_QUESTION, RISK_QUESTION,
-};
+use super::prompt::{build_prompt, Prompt, PromptStyle, FOOD_QUESTION, MOVE_QUESTION, RISK_QUESTION};
 
 /// The error a model call may return.
 pub type ModelError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -77,10 +75,7 @@ pub struct PolicyConfig {
 
 impl Default for PolicyConfig {
     fn default() -> Self {
-        Self {
-            guarded: true,
-            prompt: PromptStyle::Compact,
-        }
+        Self { guarded: true, prompt: PromptStyle::Compact }
     }
 }
 
@@ -105,12 +100,7 @@ impl MoveProbabilities {
     /// From values in canonical order (UP, DOWN, LEFT, RIGHT).
     pub fn from_array(values: [f64; 4]) -> Self {
         let [up, down, left, right] = values;
-        Self {
-            up,
-            down,
-            left,
-            right,
-        }
+        Self { up, down, left, right }
     }
 
     /// The probability of `direction`.
@@ -152,25 +142,18 @@ pub struct ModelAnswers {
 }
 
 fn malformed(field: &str, problem: &str) -> PolicyError {
-    PolicyError::MalformedResult {
-        field: field.to_string(),
-        problem: problem.to_string(),
-    }
+    PolicyError::MalformedResult { field: field.to_string(), problem: problem.to_string() }
 }
 
 fn probability(value: &Value, field: &str) -> Result<f64, PolicyError> {
-    let invalid = || PolicyError::InvalidProbability {
-        field: field.to_string(),
-        value: value.to_string(),
-    };
+    let invalid = || PolicyError::InvalidProbability { field: field.to_string(), value: value.to_string() };
     // JSON has no NaN or infinity; `serde_json` turns a non-finite f64 into `null`, so a null
     // probability is how a NaN from the host arrives here.
     if value.is_null() {
         return Err(invalid());
     }
-    let number = value
-        .as_f64()
-        .ok_or_else(|| malformed(field, &format!("expected a number, got {value}")))?;
+    let number =
+        value.as_f64().ok_or_else(|| malformed(field, &format!("expected a number, got {value}")))?;
     if !number.is_finite() || !(0.0..=1.0).contains(&number) {
         return Err(invalid());
     }
@@ -181,9 +164,9 @@ fn count(value: Option<&Value>, field: &str, default: Option<u64>) -> Result<u64
     match (value, default) {
         (None, Some(default)) => Ok(default),
         (None, None) => Err(malformed(field, "missing")),
-        (Some(v), _) => v
-            .as_u64()
-            .ok_or_else(|| malformed(field, &format!("expected a non-negative integer, got {v}"))),
+        (Some(v), _) => {
+            v.as_u64().ok_or_else(|| malformed(field, &format!("expected a non-negative integer, got {v}")))
+        }
     }
 }
 
@@ -191,9 +174,7 @@ impl ModelAnswers {
     /// Read and validate a host result (host-contract.md §4.2). All four move probabilities and
     /// both noul values must be finite numbers in `[0, 1]`; otherwise no move is made.
     pub fn from_result(result: &Value) -> Result<Self, PolicyError> {
-        let answers = result
-            .get("answers")
-            .ok_or_else(|| malformed("answers", "missing"))?;
+        let answers = result.get("answers").ok_or_else(|| malformed("answers", "missing"))?;
         let probabilities = answers
             .get(MOVE_QUESTION)
             .and_then(|m| m.get("probabilities"))
@@ -201,44 +182,28 @@ impl ModelAnswers {
             .ok_or_else(|| malformed("answers.move.probabilities", "missing or not an object"))?;
         let mut values = [0.0; 4];
         for (key, value) in probabilities {
-            let direction: Direction = key.parse().map_err(|_| {
-                malformed(
-                    "answers.move.probabilities",
-                    &format!("unexpected key {key:?}"),
-                )
-            })?;
-            values[direction.index()] =
-                probability(value, &format!("answers.move.probabilities.{key}"))?;
+            let direction: Direction = key
+                .parse()
+                .map_err(|_| malformed("answers.move.probabilities", &format!("unexpected key {key:?}")))?;
+            values[direction.index()] = probability(value, &format!("answers.move.probabilities.{key}"))?;
         }
         for direction in Direction::ALL {
             if !probabilities.contains_key(direction.as_str()) {
-                return Err(malformed(
-                    &format!("answers.move.probabilities.{direction}"),
-                    "missing",
-                ));
+                return Err(malformed(&format!("answers.move.probabilities.{direction}"), "missing"));
             }
         }
         let noul = |qid: &str| -> Result<f64, PolicyError> {
             let field = format!("answers.{qid}.noul");
-            let value = answers
-                .get(qid)
-                .and_then(|a| a.get("noul"))
-                .ok_or_else(|| malformed(&field, "missing"))?;
+            let value =
+                answers.get(qid).and_then(|a| a.get("noul")).ok_or_else(|| malformed(&field, "missing"))?;
             probability(value, &field)
         };
         let risk_noul = noul(RISK_QUESTION)?;
         let food_noul = noul(FOOD_QUESTION)?;
         let usage = result.get("usage");
-        let input_tokens = count(
-            usage.and_then(|u| u.get("input_tokens")),
-            "usage.input_tokens",
-            None,
-        )?;
-        let output_tokens = count(
-            usage.and_then(|u| u.get("output_tokens")),
-            "usage.output_tokens",
-            Some(0),
-        )?;
+        let input_tokens = count(usage.and_then(|u| u.get("input_tokens")), "usage.input_tokens", None)?;
+        let output_tokens =
+            count(usage.and_then(|u| u.get("output_tokens")), "usage.output_tokens", Some(0))?;
         Ok(Self {
             probabilities: MoveProbabilities::from_array(values),
             risk_noul,
@@ -263,22 +228,10 @@ pub struct Choice {
 /// Apply the policy: propose the argmax; with the shield on, replace an unsafe proposal by the
 /// most probable safe move (ties to the earlier direction). `None` only if the shield is on and
 /// `safe` is empty.
-pub fn choose(
-    probabilities: &MoveProbabilities,
-    safe: &[Direction],
-    guarded: bool,
-) -> Option<Choice> {
+pub fn choose(probabilities: &MoveProbabilities, safe: &[Direction], guarded: bool) -> Option<Choice> {
     let proposed = probabilities.argmax(&Direction::ALL)?;
-    let executed = if guarded && !safe.contains(&proposed) {
-        probabilities.argmax(safe)?
-    } else {
-        proposed
-    };
-    Some(Choice {
-        proposed,
-        executed,
-        intervened: proposed != executed,
-    })
+    let executed = if guarded && !safe.contains(&proposed) { probabilities.argmax(safe)? } else { proposed };
+    Some(Choice { proposed, executed, intervened: proposed != executed })
 }
 
 mod planner_best_serde {
@@ -339,8 +292,7 @@ pub fn decision_from_answers(
     inference_ms: f64,
     decision_ms: f64,
 ) -> Result<Decision, PolicyError> {
-    let choice =
-        choose(&answers.probabilities, &features.safe, guarded).ok_or(PolicyError::NoSafeAction)?;
+    let choice = choose(&answers.probabilities, &features.safe, guarded).ok_or(PolicyError::NoSafeAction)?;
     Ok(Decision {
         probabilities: answers.probabilities,
         proposed: choice.proposed,
@@ -382,13 +334,10 @@ pub fn decide<P: Predictor + ?Sized>(
     let started = Instant::now();
     let (features, prompt) = prepare(game, config)?;
     let inference_start = Instant::now();
-    let result = predictor
-        .predict(&prompt.state, &prompt.questions)
-        .map_err(PolicyError::Model)?;
+    let result = predictor.predict(&prompt.state, &prompt.questions).map_err(PolicyError::Model)?;
     let inference_ms = inference_start.elapsed().as_secs_f64() * 1000.0;
     let answers = ModelAnswers::from_result(&result)?;
-    let mut decision =
-        decision_from_answers(&features, &answers, config.guarded, inference_ms, 0.0)?;
+    let mut decision = decision_from_answers(&features, &answers, config.guarded, inference_ms, 0.0)?;
     decision.decision_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(decision)
 }

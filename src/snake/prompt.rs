@@ -114,10 +114,7 @@ pub fn build_prompt(features: &Features, style: PromptStyle) -> Prompt {
     }
     let (state, move_text, risk_text, food_text) = match style {
         PromptStyle::Compact => (
-            format!(
-                "Safe route: {}. Food reachable through empty cells: {reachable}.",
-                yes_no(has_safe)
-            ),
+            format!("Safe route: {}. Food reachable through empty cells: {reachable}.", yes_no(has_safe)),
             "Choose the best safe move toward food.",
             "Is a safe route available?",
             "Is food reachable through empty cells?",
@@ -129,11 +126,7 @@ pub fn build_prompt(features: &Features, style: PromptStyle) -> Prompt {
                 features.safe_count(),
                 features.open_cells,
                 features.length,
-                if has_safe {
-                    "There is a safe route forward."
-                } else {
-                    "The snake is trapped."
-                }
+                if has_safe { "There is a safe route forward." } else { "The snake is trapped." }
             ),
             "Select the safest move with best progress toward food. Avoid collisions.",
             "Is there a safe route forward for the snake?",
@@ -145,10 +138,7 @@ pub fn build_prompt(features: &Features, style: PromptStyle) -> Prompt {
         RISK_QUESTION: {"type": "noul", "instructions": risk_text},
         FOOD_QUESTION: {"type": "noul", "instructions": food_text},
     });
-    Prompt {
-        state: Value::String(state),
-        questions,
-    }
+    Prompt { state: Value::String(state), questions }
 }
 
 #[cfg(test)]
@@ -158,14 +148,8 @@ mod tests {
 
     #[test]
     fn compact_prompt_for_seed_101_tick_0_matches_spec_example() {
-        let prompt = build_prompt(
-            &Features::compute(&Game::with_seed(101)),
-            PromptStyle::Compact,
-        );
-        assert_eq!(
-            prompt.state,
-            "Safe route: yes. Food reachable through empty cells: yes."
-        );
+        let prompt = build_prompt(&Features::compute(&Game::with_seed(101)), PromptStyle::Compact);
+        assert_eq!(prompt.state, "Safe route: yes. Food reachable through empty cells: yes.");
         let criteria = &prompt.questions["move"]["criteria"];
         assert_eq!(criteria["UP"], "Unsafe. Traps the snake.");
         assert_eq!(criteria["DOWN"], "Safe. Best route to food.");

@@ -48,9 +48,7 @@ pub struct PyRandom {
 
 impl std::fmt::Debug for PyRandom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PyRandom")
-            .field("index", &self.index)
-            .finish_non_exhaustive()
+        f.debug_struct("PyRandom").field("index", &self.index).finish_non_exhaustive()
     }
 }
 
@@ -69,19 +67,9 @@ impl PyRandom {
     /// `random.Random(n)` for an arbitrary-size non-negative integer given as 32-bit words,
     /// least-significant first (high zero words are ignored; no words means 0).
     pub fn from_magnitude_words(words: &[u32]) -> Self {
-        let used = words
-            .iter()
-            .rposition(|&w| w != 0)
-            .map_or(1, |last| last + 1);
-        let key: Vec<u32> = if words.is_empty() {
-            vec![0]
-        } else {
-            words[..used].to_vec()
-        };
-        let mut rng = Self {
-            mt: [0; N],
-            index: N + 1,
-        };
+        let used = words.iter().rposition(|&w| w != 0).map_or(1, |last| last + 1);
+        let key: Vec<u32> = if words.is_empty() { vec![0] } else { words[..used].to_vec() };
+        let mut rng = Self { mt: [0; N], index: N + 1 };
         rng.init_by_array(&key);
         rng
     }
@@ -90,9 +78,7 @@ impl PyRandom {
         self.mt[0] = seed;
         for i in 1..N {
             let prev = self.mt[i - 1];
-            self.mt[i] = 1_812_433_253u32
-                .wrapping_mul(prev ^ (prev >> 30))
-                .wrapping_add(i as u32);
+            self.mt[i] = 1_812_433_253u32.wrapping_mul(prev ^ (prev >> 30)).wrapping_add(i as u32);
         }
         self.index = N;
     }
@@ -119,8 +105,8 @@ impl PyRandom {
         }
         for _ in 0..N - 1 {
             let prev = self.mt[i - 1];
-            self.mt[i] = (self.mt[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_566_083_941))
-                .wrapping_sub(i as u32);
+            self.mt[i] =
+                (self.mt[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_566_083_941)).wrapping_sub(i as u32);
             i += 1;
             if i >= N {
                 self.mt[0] = self.mt[N - 1];
@@ -220,13 +206,8 @@ impl PyRandom {
     pub fn randint(&mut self, a: i64, b: i64) -> Result<i64, PyRandomError> {
         if b == i64::MAX {
             // randrange(a, b + 1) would overflow i64; draw the offset directly.
-            let span = u64::try_from(i128::from(b) - i128::from(a) + 1).map_err(|_| {
-                PyRandomError::EmptyRange {
-                    start: a,
-                    stop: b,
-                    step: 1,
-                }
-            })?;
+            let span = u64::try_from(i128::from(b) - i128::from(a) + 1)
+                .map_err(|_| PyRandomError::EmptyRange { start: a, stop: b, step: 1 })?;
             let k = self.randbelow(span)?;
             return Ok((i128::from(a) + i128::from(k)) as i64);
         }
@@ -289,20 +270,13 @@ mod tests {
             ((1 << 64) + 5, [2192917427, 3085273184, 3778534651]),
         ];
         for (seed, expected) in cases {
-            assert_eq!(
-                first_three(&mut PyRandom::new(seed)),
-                expected,
-                "seed {seed}"
-            );
+            assert_eq!(first_three(&mut PyRandom::new(seed)), expected, "seed {seed}");
         }
     }
 
     #[test]
     fn negative_seed_uses_its_absolute_value() {
-        assert_eq!(
-            first_three(&mut PyRandom::new(-7)),
-            [1390851128, 4071050724, 647892279]
-        );
+        assert_eq!(first_three(&mut PyRandom::new(-7)), [1390851128, 4071050724, 647892279]);
     }
 
     #[test]
@@ -311,20 +285,14 @@ mod tests {
         let seed: u128 = 12345678901234567890123;
         let words = [seed as u32, (seed >> 32) as u32, (seed >> 64) as u32];
         let expected = [678764485, 4198308164, 4236283067];
-        assert_eq!(
-            first_three(&mut PyRandom::from_magnitude_words(&words)),
-            expected
-        );
+        assert_eq!(first_three(&mut PyRandom::from_magnitude_words(&words)), expected);
         assert_eq!(first_three(&mut PyRandom::new(seed as i128)), expected);
         // High zero words and the empty key are ignored like CPython does.
         assert_eq!(
             first_three(&mut PyRandom::from_magnitude_words(&[7, 0, 0])),
             first_three(&mut PyRandom::new(7))
         );
-        assert_eq!(
-            first_three(&mut PyRandom::from_magnitude_words(&[])),
-            first_three(&mut PyRandom::new(0))
-        );
+        assert_eq!(first_three(&mut PyRandom::from_magnitude_words(&[])), first_three(&mut PyRandom::new(0)));
     }
 
     #[test]
@@ -338,10 +306,8 @@ mod tests {
     #[test]
     fn getrandbits_matches_cpython_for_small_and_wide_counts() {
         let mut rng = PyRandom::new(42);
-        let got: Vec<u128> = [0, 1, 5, 31, 32, 33, 64, 65, 100]
-            .iter()
-            .map(|&k| rng.getrandbits(k).unwrap())
-            .collect();
+        let got: Vec<u128> =
+            [0, 1, 5, 31, 32, 33, 64, 65, 100].iter().map(|&k| rng.getrandbits(k).unwrap()).collect();
         assert_eq!(
             got,
             vec![
@@ -356,10 +322,7 @@ mod tests {
                 122436551213992682217031886515,
             ]
         );
-        assert_eq!(
-            rng.getrandbits(129),
-            Err(PyRandomError::TooManyBits { bits: 129 })
-        );
+        assert_eq!(rng.getrandbits(129), Err(PyRandomError::TooManyBits { bits: 129 }));
     }
 
     #[test]
@@ -388,14 +351,8 @@ mod tests {
     fn randrange_rejects_empty_ranges_and_zero_step() {
         let mut rng = PyRandom::new(3);
         assert_eq!(rng.randrange(0, 10, 0), Err(PyRandomError::ZeroStep));
-        assert!(matches!(
-            rng.randrange(5, 5, 1),
-            Err(PyRandomError::EmptyRange { .. })
-        ));
-        assert!(matches!(
-            rng.randrange(0, 10, -1),
-            Err(PyRandomError::EmptyRange { .. })
-        ));
+        assert!(matches!(rng.randrange(5, 5, 1), Err(PyRandomError::EmptyRange { .. })));
+        assert!(matches!(rng.randrange(0, 10, -1), Err(PyRandomError::EmptyRange { .. })));
         assert!(rng.randint(i64::MAX - 1, i64::MAX).is_ok());
     }
 

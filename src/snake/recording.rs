@@ -234,11 +234,8 @@ pub fn read_recording<R: BufRead>(input: R) -> Result<Recording, RecordingError>
     let mut records = Vec::new();
     for (number, line) in input.lines().enumerate() {
         let line = line?;
-        let record: Record =
-            serde_json::from_str(&line).map_err(|source| RecordingError::Json {
-                line: number + 1,
-                source,
-            })?;
+        let record: Record = serde_json::from_str(&line)
+            .map_err(|source| RecordingError::Json { line: number + 1, source })?;
         records.push(record);
     }
     let metadata = records
@@ -301,14 +298,12 @@ pub fn replay(recording: &Recording) -> Result<ReplaySummary, RecordingError> {
                 let live = match game.as_mut() {
                     Some(g) if same_round && !g.finished() => g,
                     _ => {
-                        let initial = snap.length.checked_sub(snap.score).ok_or_else(|| {
-                            diverged(index, "length is smaller than score".into())
-                        })?;
+                        let initial = snap
+                            .length
+                            .checked_sub(snap.score)
+                            .ok_or_else(|| diverged(index, "length is smaller than score".into()))?;
                         let fresh = Game::new(snap.width, snap.height, snap.seed, initial)
-                            .map_err(|source| RecordingError::Game {
-                                frame: index,
-                                source,
-                            })?;
+                            .map_err(|source| RecordingError::Game { frame: index, source })?;
                         rounds += 1;
                         round = Some(frame.stats.round);
                         game.insert(fresh)
@@ -331,15 +326,11 @@ pub fn replay(recording: &Recording) -> Result<ReplaySummary, RecordingError> {
                     ));
                 }
                 live.step(frame.decision.executed)
-                    .map_err(|source| RecordingError::Game {
-                        frame: index,
-                        source,
-                    })?;
+                    .map_err(|source| RecordingError::Game { frame: index, source })?;
             }
             Record::RoundEnd(end) => {
-                let live = game
-                    .as_ref()
-                    .ok_or_else(|| diverged(frames, "round_end before any frame".into()))?;
+                let live =
+                    game.as_ref().ok_or_else(|| diverged(frames, "round_end before any frame".into()))?;
                 if !live.finished() || live.snapshot() != end.game {
                     return Err(diverged(
                         frames,
@@ -359,10 +350,7 @@ pub fn replay(recording: &Recording) -> Result<ReplaySummary, RecordingError> {
                             end.game.seed,
                             end.game.length.saturating_sub(end.game.score),
                         )
-                        .map_err(|source| RecordingError::Game {
-                            frame: frames,
-                            source,
-                        })?;
+                        .map_err(|source| RecordingError::Game { frame: frames, source })?;
                         if next.snapshot() != end.game {
                             return Err(diverged(
                                 frames,
@@ -370,10 +358,7 @@ pub fn replay(recording: &Recording) -> Result<ReplaySummary, RecordingError> {
                             ));
                         }
                     } else if end.game != live.snapshot() {
-                        return Err(diverged(
-                            frames,
-                            "end board differs from the re-simulated board".into(),
-                        ));
+                        return Err(diverged(frames, "end board differs from the re-simulated board".into()));
                     }
                 }
                 if end.summary.interventions != interventions {
@@ -388,11 +373,7 @@ pub fn replay(recording: &Recording) -> Result<ReplaySummary, RecordingError> {
             }
         }
     }
-    Ok(ReplaySummary {
-        frames,
-        rounds,
-        interventions,
-    })
+    Ok(ReplaySummary { frames, rounds, interventions })
 }
 
 #[cfg(test)]

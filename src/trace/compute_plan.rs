@@ -42,14 +42,9 @@ impl PreferredDevice {
     /// Classifies a device name such as `ane`, `neural_engine`, `MLGPUComputeDevice`,
     /// `cpu`; anything unrecognised is [`PreferredDevice::UnknownOrConstant`].
     pub fn from_name(name: &str) -> Self {
-        let lower = name
-            .trim()
-            .to_ascii_lowercase()
-            .replace(['_', '-', ' '], "");
+        let lower = name.trim().to_ascii_lowercase().replace(['_', '-', ' '], "");
         match lower.as_str() {
-            "ane" | "ne" | "neuralengine" | "mlneuralenginecomputedevice" => {
-                PreferredDevice::NeuralEngine
-            }
+            "ane" | "ne" | "neuralengine" | "mlneuralenginecomputedevice" => PreferredDevice::NeuralEngine,
             "gpu" | "mlgpucomputedevice" => PreferredDevice::Gpu,
             "cpu" | "mlcpucomputedevice" => PreferredDevice::Cpu,
             _ => PreferredDevice::UnknownOrConstant,
@@ -121,9 +116,7 @@ pub struct ComputePlanReport {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ComputePlanError {
     /// A cost weight is not a finite number in [0, 1].
-    #[error(
-        "invalid cost: operation {index} (`{operator}`) has cost weight {weight}, outside [0, 1]"
-    )]
+    #[error("invalid cost: operation {index} (`{operator}`) has cost weight {weight}, outside [0, 1]")]
     InvalidCost {
         /// 0-based position of the operation.
         index: usize,
@@ -147,11 +140,7 @@ pub fn build_compute_plan_report(ops: &[PlannedOp]) -> Result<ComputePlanReport,
                 w
             }
             Some(w) => {
-                return Err(ComputePlanError::InvalidCost {
-                    index,
-                    operator: op.operator.clone(),
-                    weight: w,
-                })
+                return Err(ComputePlanError::InvalidCost { index, operator: op.operator.clone(), weight: w })
             }
             None => 0.0,
         };
@@ -159,9 +148,7 @@ pub fn build_compute_plan_report(ops: &[PlannedOp]) -> Result<ComputePlanReport,
         let entry = counts.entry(op.preferred).or_default();
         entry.0 += 1;
         entry.1 += weight;
-        *operators
-            .entry((op.operator.as_str(), op.preferred))
-            .or_default() += 1;
+        *operators.entry((op.operator.as_str(), op.preferred)).or_default() += 1;
     }
     let op_count = ops.len() as u64;
     let ratio = |part: f64, whole: f64| (whole > 0.0).then(|| part / whole);
@@ -182,13 +169,9 @@ pub fn build_compute_plan_report(ops: &[PlannedOp]) -> Result<ComputePlanReport,
             }
         })
         .collect();
-    let unknown = counts
-        .get(&PreferredDevice::UnknownOrConstant)
-        .map_or(0, |c| c.0);
+    let unknown = counts.get(&PreferredDevice::UnknownOrConstant).map_or(0, |c| c.0);
     let placed_op_count = op_count - unknown;
-    let neural = counts
-        .get(&PreferredDevice::NeuralEngine)
-        .map_or(0, |c| c.0);
+    let neural = counts.get(&PreferredDevice::NeuralEngine).map_or(0, |c| c.0);
     Ok(ComputePlanReport {
         schema_version: COMPUTE_PLAN_SCHEMA_VERSION,
         op_count,
@@ -199,11 +182,7 @@ pub fn build_compute_plan_report(ops: &[PlannedOp]) -> Result<ComputePlanReport,
         by_device,
         by_operator: operators
             .into_iter()
-            .map(|((operator, device), count)| OperatorCount {
-                operator: operator.to_owned(),
-                device,
-                count,
-            })
+            .map(|((operator, device), count)| OperatorCount { operator: operator.to_owned(), device, count })
             .collect(),
         caveat: CAVEAT_PLAN_IS_PREDICTION.to_owned(),
     })
@@ -214,11 +193,7 @@ mod tests {
     use super::*;
 
     fn op(operator: &str, preferred: PreferredDevice, cost: Option<f64>) -> PlannedOp {
-        PlannedOp {
-            operator: operator.to_owned(),
-            preferred,
-            cost_weight: cost,
-        }
+        PlannedOp { operator: operator.to_owned(), preferred, cost_weight: cost }
     }
 
     #[test]
@@ -244,11 +219,7 @@ mod tests {
         assert!((report.neural_engine_share_of_placed_fraction.unwrap() - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(
             report.by_operator[0],
-            OperatorCount {
-                operator: "const".into(),
-                device: UnknownOrConstant,
-                count: 2
-            }
+            OperatorCount { operator: "const".into(), device: UnknownOrConstant, count: 2 }
         );
     }
 
@@ -256,14 +227,8 @@ mod tests {
     fn empty_plan_gives_null_shares_not_zero() {
         let report = build_compute_plan_report(&[]).unwrap();
         assert_eq!(report.op_count, 0);
-        assert!(report
-            .by_device
-            .iter()
-            .all(|d| d.op_share_fraction.is_none()));
-        assert!(report
-            .by_device
-            .iter()
-            .all(|d| d.cost_weighted_share_fraction.is_none()));
+        assert!(report.by_device.iter().all(|d| d.op_share_fraction.is_none()));
+        assert!(report.by_device.iter().all(|d| d.cost_weighted_share_fraction.is_none()));
         assert_eq!(report.neural_engine_share_of_placed_fraction, None);
     }
 
@@ -271,20 +236,14 @@ mod tests {
     fn rejects_cost_weights_outside_unit_interval() {
         for bad in [f64::NAN, -0.1, 1.5, f64::INFINITY] {
             let err = build_compute_plan_report(&[op("x", PreferredDevice::Cpu, Some(bad))]);
-            assert!(matches!(
-                err,
-                Err(ComputePlanError::InvalidCost { index: 0, .. })
-            ));
+            assert!(matches!(err, Err(ComputePlanError::InvalidCost { index: 0, .. })));
         }
     }
 
     #[test]
     fn classifies_device_names_from_objc_classes_and_short_names() {
         use PreferredDevice::*;
-        assert_eq!(
-            PreferredDevice::from_name("MLNeuralEngineComputeDevice"),
-            NeuralEngine
-        );
+        assert_eq!(PreferredDevice::from_name("MLNeuralEngineComputeDevice"), NeuralEngine);
         assert_eq!(PreferredDevice::from_name("ane"), NeuralEngine);
         assert_eq!(PreferredDevice::from_name("neural_engine"), NeuralEngine);
         assert_eq!(PreferredDevice::from_name("MLGPUComputeDevice"), Gpu);

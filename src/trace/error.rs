@@ -91,9 +91,7 @@ pub enum TraceError {
         position: u64,
     },
     /// A `ref` element's tag differs from the tag of the element it names.
-    #[error(
-        "ref type mismatch: <{used_as} ref=\"{id}\"> at byte {position} names a <{defined_as}>"
-    )]
+    #[error("ref type mismatch: <{used_as} ref=\"{id}\"> at byte {position} names a <{defined_as}>")]
     RefTypeMismatch {
         /// The id referred to.
         id: u64,
@@ -163,9 +161,7 @@ pub enum TraceError {
     #[error("no run: the TOC lists no <run>; was the recording empty?")]
     NoRun,
     /// The TOC holds several runs and none was chosen; runs are never combined.
-    #[error(
-        "multiple runs: the TOC lists runs {numbers:?}; choose one run (runs are never combined)"
-    )]
+    #[error("multiple runs: the TOC lists runs {numbers:?}; choose one run (runs are never combined)")]
     MultipleRuns {
         /// The run numbers found.
         numbers: Vec<u32>,

@@ -175,10 +175,7 @@ fn mutated_exports_never_panic_the_parsers() {
     }
     assert!(cases >= 100, "only {cases} cases ran within {budget:?}");
     // Some mutants must still parse, or the fuzzer never reaches the row and summary code.
-    assert!(
-        accepted * 50 >= cases,
-        "only {accepted} of {cases} mutants parsed"
-    );
+    assert!(accepted * 50 >= cases, "only {accepted} of {cases} mutants parsed");
 }
 
 #[test]

@@ -56,9 +56,7 @@ pub fn summarize_files(inputs: SummarizeInputs<'_>) -> Result<TraceSummary, Trac
     let toc = TraceToc::read(inputs.toc_xml)?;
     let run = toc.select_run(inputs.run_number)?;
     let hardware = read_interval_table(inputs.hardware_xml, TableKind::NeuralEngineHardware)?;
-    let signposts = inputs
-        .signpost_xml
-        .map(|path| read_interval_table(path, TableKind::CoreMlSignpost))
-        .transpose()?;
+    let signposts =
+        inputs.signpost_xml.map(|path| read_interval_table(path, TableKind::CoreMlSignpost)).transpose()?;
     summarize(run, &hardware, signposts.as_ref())
 }

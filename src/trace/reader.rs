@@ -50,13 +50,7 @@ impl<R: BufRead> XmlEvents<R> {
         config.check_end_names = true;
         config.expand_empty_elements = false;
         config.trim_text(false);
-        Self {
-            reader,
-            buf: Vec::new(),
-            depth: 0,
-            pending_end: false,
-            root_seen: false,
-        }
+        Self { reader, buf: Vec::new(), depth: 0, pending_end: false, root_seen: false }
     }
 
     /// Byte offset just after the last event.
@@ -65,10 +59,7 @@ impl<R: BufRead> XmlEvents<R> {
     }
 
     fn malformed(&self, message: impl Into<String>) -> TraceError {
-        TraceError::Malformed {
-            position: self.reader.buffer_position(),
-            message: message.into(),
-        }
+        TraceError::Malformed { position: self.reader.buffer_position(), message: message.into() }
     }
 
     fn open(&mut self, start: &BytesStart<'_>) -> Result<XmlEvent, TraceError> {
@@ -106,10 +97,7 @@ impl<R: BufRead> XmlEvents<R> {
             if text.trim().is_empty() {
                 return Ok(None);
             }
-            return Err(self.malformed(format!(
-                "text outside the root element: {:?}",
-                shorten(text.trim())
-            )));
+            return Err(self.malformed(format!("text outside the root element: {:?}", shorten(text.trim()))));
         }
         Ok(Some(XmlEvent::Text(text.into_owned())))
     }
@@ -140,27 +128,22 @@ impl<R: BufRead> XmlEvents<R> {
                 }
                 Event::End(_) => return self.close(),
                 Event::Text(text) => {
-                    let decoded = text
-                        .xml10_content()
-                        .map_err(|e| self.malformed(format!("text: {e}")))?;
+                    let decoded = text.xml10_content().map_err(|e| self.malformed(format!("text: {e}")))?;
                     if let Some(event) = self.text(decoded)? {
                         return Ok(event);
                     }
                 }
                 Event::CData(data) => {
-                    let decoded = data
-                        .decode()
-                        .map_err(|e| self.malformed(format!("CDATA: {e}")))?;
+                    let decoded = data.decode().map_err(|e| self.malformed(format!("CDATA: {e}")))?;
                     if let Some(event) = self.text(decoded)? {
                         return Ok(event);
                     }
                 }
                 Event::GeneralRef(reference) => {
-                    let resolved =
-                        resolve_reference(&reference).map_err(|what| TraceError::Forbidden {
-                            position: self.reader.buffer_position(),
-                            what,
-                        })?;
+                    let resolved = resolve_reference(&reference).map_err(|what| TraceError::Forbidden {
+                        position: self.reader.buffer_position(),
+                        what,
+                    })?;
                     if let Some(event) = self.text(Cow::Owned(resolved.to_string()))? {
                         return Ok(event);
                     }
@@ -205,9 +188,7 @@ impl<R: BufRead> XmlEvents<R> {
 
 /// Resolves a character reference or one of the five predefined entities.
 fn resolve_reference(reference: &quick_xml::events::BytesRef<'_>) -> Result<char, String> {
-    let name = reference
-        .decode()
-        .map_err(|e| format!("entity reference: {e}"))?;
+    let name = reference.decode().map_err(|e| format!("entity reference: {e}"))?;
     if reference.is_char_ref() {
         return match reference.resolve_char_ref() {
             Ok(Some(c)) => Ok(c),
@@ -225,17 +206,12 @@ fn resolve_reference(reference: &quick_xml::events::BytesRef<'_>) -> Result<char
 }
 
 fn utf8(bytes: &[u8]) -> Result<String, String> {
-    std::str::from_utf8(bytes)
-        .map(str::to_owned)
-        .map_err(|_| "a name that is not UTF-8".to_owned())
+    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| "a name that is not UTF-8".to_owned())
 }
 
 /// Looks up an attribute by name.
 pub(crate) fn attr<'a>(attrs: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    attrs
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
+    attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
 #[cfg(test)]
@@ -266,27 +242,15 @@ mod tests {
         let dtd = events("<!DOCTYPE a [<!ENTITY e \"boom\">]><a>&e;</a>");
         assert!(matches!(dtd, Err(TraceError::Forbidden { .. })), "{dtd:?}");
         let custom = events("<a>&e;</a>");
-        assert!(
-            matches!(custom, Err(TraceError::Forbidden { .. })),
-            "{custom:?}"
-        );
+        assert!(matches!(custom, Err(TraceError::Forbidden { .. })), "{custom:?}");
     }
 
     #[test]
     fn rejects_truncated_documents_and_second_roots() {
-        assert!(matches!(
-            events("<a><b>"),
-            Err(TraceError::Malformed { .. })
-        ));
-        assert!(matches!(
-            events("<a/><b/>"),
-            Err(TraceError::Malformed { .. })
-        ));
+        assert!(matches!(events("<a><b>"), Err(TraceError::Malformed { .. })));
+        assert!(matches!(events("<a/><b/>"), Err(TraceError::Malformed { .. })));
         assert!(matches!(events(""), Err(TraceError::Malformed { .. })));
-        assert!(matches!(
-            events("<a></b>"),
-            Err(TraceError::Malformed { .. })
-        ));
+        assert!(matches!(events("<a></b>"), Err(TraceError::Malformed { .. })));
     }
 
     #[test]

@@ -259,18 +259,11 @@ fn check_table(
     which: &'static str,
 ) -> Result<(), TraceError> {
     if table.kind != kind || !kind.accepts(&table.schema) {
-        return Err(TraceError::WrongTable {
-            expected: kind.describe(),
-            found: table.schema.clone(),
-        });
+        return Err(TraceError::WrongTable { expected: kind.describe(), found: table.schema.clone() });
     }
     if let Some(table_run) = table.run_position() {
         if table_run != run.position {
-            return Err(TraceError::RunMismatch {
-                table: which,
-                table_run,
-                toc_run: run.position,
-            });
+            return Err(TraceError::RunMismatch { table: which, table_run, toc_run: run.position });
         }
     }
     Ok(())
@@ -284,10 +277,7 @@ fn kind_of(table: &IntervalTable, interval: &TraceInterval) -> IntervalKind {
 }
 
 fn is_idle(interval: &TraceInterval) -> bool {
-    interval
-        .state
-        .as_deref()
-        .is_some_and(|s| s.trim().eq_ignore_ascii_case("idle"))
+    interval.state.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("idle"))
 }
 
 /// The (start, end) of a timed, non-idle interval.
@@ -314,15 +304,13 @@ fn summarize_table(
         rows_idle += u64::from(is_idle(interval));
         *states.entry(interval.state.as_deref()).or_default() += 1;
         let kind = kind_of(table, interval);
-        let entry = labels
-            .entry((interval.label.as_deref(), kind))
-            .or_insert_with(|| LabelSummary {
-                label: interval.label.clone(),
-                kind,
-                count: 0,
-                timed_count: 0,
-                total_duration_ns: 0,
-            });
+        let entry = labels.entry((interval.label.as_deref(), kind)).or_insert_with(|| LabelSummary {
+            label: interval.label.clone(),
+            kind,
+            count: 0,
+            timed_count: 0,
+            total_duration_ns: 0,
+        });
         entry.count += 1;
         if let (Some(_), Some(duration)) = (span(interval), interval.duration_ns) {
             entry.timed_count += 1;
@@ -331,19 +319,14 @@ fn summarize_table(
     }
     let all = activity(table.intervals.iter(), recording_ns);
     let inference = activity(
-        table.intervals.iter().filter(|i| {
-            !matches!(
-                kind_of(table, i),
-                IntervalKind::Load | IntervalKind::Compile
-            )
-        }),
+        table
+            .intervals
+            .iter()
+            .filter(|i| !matches!(kind_of(table, i), IntervalKind::Load | IntervalKind::Compile)),
         recording_ns,
     );
     if table.intervals.is_empty() {
-        notes.push(format!(
-            "The `{}` table has zero rows. {}",
-            table.schema, CAVEAT_EMPTY_IS_NOT_ABSENCE
-        ));
+        notes.push(format!("The `{}` table has zero rows. {}", table.schema, CAVEAT_EMPTY_IS_NOT_ABSENCE));
     }
     if let (Some(end), Some(recording)) = (all.last_end_ns, recording_ns) {
         if end as f64 > recording {
@@ -364,10 +347,7 @@ fn summarize_table(
         by_label: labels.into_values().collect(),
         by_state: states
             .into_iter()
-            .map(|(state, count)| StateCount {
-                state: state.map(str::to_owned),
-                count,
-            })
+            .map(|(state, count)| StateCount { state: state.map(str::to_owned), count })
             .collect(),
         all,
         excluding_load_and_compile: inference,
@@ -393,20 +373,13 @@ fn activity<'a>(
 ) -> ActivityTotals {
     let spans: Vec<(u64, u64)> = intervals.filter_map(span).collect();
     let interval_count = spans.len() as u64;
-    let active_ns = spans
-        .iter()
-        .fold(0u64, |sum, (s, e)| sum.saturating_add(e - s));
+    let active_ns = spans.iter().fold(0u64, |sum, (s, e)| sum.saturating_add(e - s));
     let first_start_ns = spans.iter().map(|s| s.0).min();
     let last_end_ns = spans.iter().map(|s| s.1).max();
-    let busy_union_ns = merge_spans(spans)
-        .iter()
-        .fold(0u64, |sum, (s, e)| sum.saturating_add(e - s));
+    let busy_union_ns = merge_spans(spans).iter().fold(0u64, |sum, (s, e)| sum.saturating_add(e - s));
     let (duty_cycle_fraction, duty_cycle_missing_reason) = match recording_ns {
         Some(ns) if ns > 0.0 => (Some(busy_union_ns as f64 / ns), None),
-        Some(_) => (
-            None,
-            Some("the TOC gives a zero recording duration".to_owned()),
-        ),
+        Some(_) => (None, Some("the TOC gives a zero recording duration".to_owned())),
         None => (None, Some("the TOC gives no recording duration".to_owned())),
     };
     ActivityTotals {
@@ -432,10 +405,7 @@ fn containment(hardware: &IntervalTable, signposts: &IntervalTable) -> Containme
     let mut hardware_intervals = 0;
     let mut within = 0;
     for interval in &hardware.intervals {
-        if matches!(
-            kind_of(hardware, interval),
-            IntervalKind::Load | IntervalKind::Compile
-        ) {
+        if matches!(kind_of(hardware, interval), IntervalKind::Load | IntervalKind::Compile) {
             continue;
         }
         let Some((start, end)) = span(interval) else {
@@ -448,8 +418,5 @@ fn containment(hardware: &IntervalTable, signposts: &IntervalTable) -> Containme
             within += 1;
         }
     }
-    ContainmentSummary {
-        hardware_intervals,
-        within_signpost_predictions: within,
-    }
+    ContainmentSummary { hardware_intervals, within_signpost_predictions: within }
 }

@@ -5,17 +5,13 @@ use super::*;
 
 pub(super) const TOC: &str = include_str!("../../fixtures/trace/synthetic_toc.xml");
 pub(super) const ANE: &str = include_str!("../../fixtures/trace/synthetic_ane_hw_intervals.xml");
-pub(super) const ANE_EMPTY: &str =
-    include_str!("../../fixtures/trace/synthetic_ane_hw_intervals_empty.xml");
-pub(super) const SIGNPOST: &str =
-    include_str!("../../fixtures/trace/synthetic_coreml_os_signpost.xml");
+pub(super) const ANE_EMPTY: &str = include_str!("../../fixtures/trace/synthetic_ane_hw_intervals_empty.xml");
+pub(super) const SIGNPOST: &str = include_str!("../../fixtures/trace/synthetic_coreml_os_signpost.xml");
 pub(super) const RENAMED: &str = include_str!("../../fixtures/trace/synthetic_renamed_schema.xml");
 pub(super) const TRUNCATED: &str = include_str!("../../fixtures/trace/malformed_truncated.xml");
 
 fn fixture_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/trace")
-        .join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/trace").join(name)
 }
 
 fn ane() -> IntervalTable {
@@ -23,15 +19,10 @@ fn ane() -> IntervalTable {
 }
 
 fn toc_run() -> TocRun {
-    TraceToc::parse_str(TOC)
-        .unwrap()
-        .select_run(None)
-        .unwrap()
-        .clone()
+    TraceToc::parse_str(TOC).unwrap().select_run(None).unwrap().clone()
 }
 
-const COLS5: &str =
-    "<col><mnemonic>start</mnemonic><engineering-type>start-time</engineering-type></col>\
+const COLS5: &str = "<col><mnemonic>start</mnemonic><engineering-type>start-time</engineering-type></col>\
 <col><mnemonic>duration</mnemonic><engineering-type>duration</engineering-type></col>\
 <col><mnemonic>channel-name</mnemonic><engineering-type>ane-event-name</engineering-type></col>\
 <col><mnemonic>label</mnemonic><engineering-type>formatted-label</engineering-type></col>\
@@ -66,29 +57,14 @@ fn toc_reads_template_duration_target_and_tables() {
     assert_eq!(run.position, 1);
     assert_eq!(run.template_name.as_deref(), Some("Core ML"));
     assert_eq!(run.duration_s, Some(3.0));
-    assert_eq!(
-        run.start_date.as_deref(),
-        Some("2026-11-29T10:00:00.000+01:00")
-    );
+    assert_eq!(run.start_date.as_deref(), Some("2026-11-29T10:00:00.000+01:00"));
     assert_eq!(run.end_reason.as_deref(), Some("Time limit reached"));
     let target = run.target_process.as_ref().unwrap();
     assert_eq!(target.pid, Some(4242));
     assert_eq!(target.name.as_deref(), Some("laya-bench"));
     assert_eq!(target.attach_type.as_deref(), Some("attached"));
-    assert_eq!(
-        run.schema_names(),
-        [
-            "coreml-os-signpost",
-            "ane-hw-intervals",
-            "metal-gpu-intervals"
-        ]
-    );
-    assert_eq!(
-        run.table_of(TableKind::NeuralEngineHardware)
-            .unwrap()
-            .position,
-        2
-    );
+    assert_eq!(run.schema_names(), ["coreml-os-signpost", "ane-hw-intervals", "metal-gpu-intervals"]);
+    assert_eq!(run.table_of(TableKind::NeuralEngineHardware).unwrap().position, 2);
 }
 
 #[test]
@@ -107,9 +83,7 @@ fn toc_export_xpath_uses_only_toc_run_number_and_allow_listed_schema() {
         "/trace-toc/run[@number=\"1\"]/data/table[@schema=\"ane-hw-intervals\"]"
     );
     let mut no_signposts = run.clone();
-    no_signposts
-        .tables
-        .retain(|t| t.schema != "coreml-os-signpost");
+    no_signposts.tables.retain(|t| t.schema != "coreml-os-signpost");
     assert_eq!(no_signposts.export_xpath(TableKind::CoreMlSignpost), None);
 }
 
@@ -124,10 +98,7 @@ fn toc_with_two_runs_needs_a_chosen_run_and_never_combines() {
     ));
     let second = toc.select_run(Some(2)).unwrap();
     assert_eq!((second.position, second.duration_s), (2, Some(2.5)));
-    assert!(matches!(
-        toc.select_run(Some(3)),
-        Err(TraceError::RunNotFound { number: 3, .. })
-    ));
+    assert!(matches!(toc.select_run(Some(3)), Err(TraceError::RunNotFound { number: 3, .. })));
     let empty = TraceToc::parse_str("<trace-toc/>").unwrap();
     assert!(matches!(empty.select_run(None), Err(TraceError::NoRun)));
 }
@@ -159,13 +130,7 @@ fn toc_rejects_bad_run_numbers_pids_and_durations() {
 
 #[test]
 fn toc_rejects_a_table_export_given_as_toc() {
-    assert!(matches!(
-        TraceToc::parse_str(ANE),
-        Err(TraceError::WrongDocument {
-            expected: "trace-toc",
-            ..
-        })
-    ));
+    assert!(matches!(TraceToc::parse_str(ANE), Err(TraceError::WrongDocument { expected: "trace-toc", .. })));
 }
 
 // ---- table parser ----
@@ -186,10 +151,7 @@ fn refs_resolve_to_earlier_values() {
 fn refs_resolve_to_elements_nested_in_earlier_values() {
     let table = ane();
     // Row 6's label has no fmt; its text is a ref to the <string> inside row 1's label.
-    assert_eq!(
-        table.intervals[5].label.as_deref(),
-        Some("mobilenet_main Prediction")
-    );
+    assert_eq!(table.intervals[5].label.as_deref(), Some("mobilenet_main Prediction"));
     let signposts = parse_interval_table_str(SIGNPOST, TableKind::CoreMlSignpost).unwrap();
     assert_eq!(signposts.intervals.len(), 3);
 }
@@ -212,10 +174,7 @@ fn missing_trailing_fields_read_as_missing() {
     let fifth = &ane().intervals[4];
     assert_eq!(fifth.start_ns, Some(1_500_000_000));
     assert_eq!(fifth.duration_ns, Some(3_000_000));
-    assert_eq!(
-        (&fifth.device, &fifth.label, &fifth.state),
-        (&None, &None, &None)
-    );
+    assert_eq!((&fifth.device, &fifth.label, &fifth.state), (&None, &None, &None));
 }
 
 #[test]
@@ -260,19 +219,13 @@ fn only_allow_listed_fields_survive_parsing() {
         serde_json::Value::Object(map) => map.keys().cloned().collect(),
         other => panic!("{other}"),
     };
-    assert_eq!(
-        keys,
-        ["start_ns", "duration_ns", "device", "label", "state"]
-    );
+    assert_eq!(keys, ["start_ns", "duration_ns", "device", "label", "state"]);
 }
 
 #[test]
 fn unknown_ref_is_an_error() {
     let err = hw_table("<row><start-time>1</start-time><duration ref=\"99\"/></row>");
-    assert!(
-        matches!(err, Err(TraceError::UnknownRef { id: 99, .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, Err(TraceError::UnknownRef { id: 99, .. })), "{err:?}");
 }
 
 #[test]
@@ -281,29 +234,19 @@ fn ref_to_an_enclosing_element_is_a_cycle_error() {
         "<row><start-time>1</start-time><duration>2</duration><ane-event-name>x</ane-event-name>\
          <formatted-label id=\"5\"><formatted-label ref=\"5\"/></formatted-label></row>",
     );
-    assert!(
-        matches!(err, Err(TraceError::RefCycle { id: 5, .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, Err(TraceError::RefCycle { id: 5, .. })), "{err:?}");
 }
 
 #[test]
 fn duplicate_ids_are_an_error() {
-    let err =
-        hw_table("<row><start-time id=\"1\">1</start-time><duration id=\"1\">2</duration></row>");
-    assert!(
-        matches!(err, Err(TraceError::DuplicateId { id: 1, .. })),
-        "{err:?}"
-    );
+    let err = hw_table("<row><start-time id=\"1\">1</start-time><duration id=\"1\">2</duration></row>");
+    assert!(matches!(err, Err(TraceError::DuplicateId { id: 1, .. })), "{err:?}");
 }
 
 #[test]
 fn ref_to_a_value_of_another_type_is_an_error() {
     let err = hw_table("<row><start-time id=\"1\">1</start-time><duration ref=\"1\"/></row>");
-    assert!(
-        matches!(err, Err(TraceError::RefTypeMismatch { .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, Err(TraceError::RefTypeMismatch { .. })), "{err:?}");
 }
 
 #[test]
@@ -335,13 +278,8 @@ fn row_with_more_values_than_columns_is_an_error() {
 #[test]
 fn non_integer_times_are_an_error() {
     for bad in ["1.5", "-3", "", "abc", "99999999999999999999999"] {
-        let err = hw_table(&format!(
-            "<row><start-time>{bad}</start-time><duration>2</duration></row>"
-        ));
-        assert!(
-            matches!(err, Err(TraceError::InvalidValue { row: 1, .. })),
-            "{bad}: {err:?}"
-        );
+        let err = hw_table(&format!("<row><start-time>{bad}</start-time><duration>2</duration></row>"));
+        assert!(matches!(err, Err(TraceError::InvalidValue { row: 1, .. })), "{bad}: {err:?}");
     }
 }
 
@@ -399,9 +337,7 @@ fn renamed_time_column_is_a_missing_column_error() {
 
 #[test]
 fn two_tables_of_the_expected_kind_are_never_combined() {
-    let node = hw("")
-        .replace("<trace-query-result>", "")
-        .replace("</trace-query-result>", "");
+    let node = hw("").replace("<trace-query-result>", "").replace("</trace-query-result>", "");
     let xml = format!("<trace-query-result>{node}{node}</trace-query-result>");
     assert!(matches!(
         parse_interval_table_str(&xml, TableKind::NeuralEngineHardware),
@@ -426,10 +362,7 @@ fn toc_given_as_table_export_is_a_wrong_document_error() {
 #[test]
 fn entities_in_labels_are_decoded() {
     let table = hw_table(&row(1, 2, "a &amp; b &#x26; c Prediction", "Active")).unwrap();
-    assert_eq!(
-        table.intervals[0].label.as_deref(),
-        Some("a & b & c Prediction")
-    );
+    assert_eq!(table.intervals[0].label.as_deref(), Some("a & b & c Prediction"));
 }
 
 #[test]
@@ -453,27 +386,17 @@ fn summary_counts_labels_and_unions_overlapping_busy_time() {
     assert!((duty - 9_091_834.0 / 3e9).abs() < 1e-15, "{duty}");
     assert_eq!(hw.all.first_start_ns, Some(500_000_000));
     assert_eq!(hw.all.last_end_ns, Some(2_001_000_000));
-    let prediction = hw
-        .by_label
-        .iter()
-        .find(|l| l.label.as_deref() == Some("mobilenet_main Prediction"))
-        .unwrap();
+    let prediction =
+        hw.by_label.iter().find(|l| l.label.as_deref() == Some("mobilenet_main Prediction")).unwrap();
     assert_eq!(prediction.kind, IntervalKind::Prediction);
     assert_eq!((prediction.count, prediction.timed_count), (5, 4));
     assert_eq!(prediction.total_duration_ns, 7_091_834);
-    let load = hw
-        .by_label
-        .iter()
-        .find(|l| l.kind == IntervalKind::Load)
-        .unwrap();
+    let load = hw.by_label.iter().find(|l| l.kind == IntervalKind::Load).unwrap();
     assert_eq!((load.count, load.timed_count), (1, 0));
     let unlabelled = hw.by_label.iter().find(|l| l.label.is_none()).unwrap();
     assert_eq!(unlabelled.kind, IntervalKind::Unlabelled);
     assert_eq!(
-        hw.by_state
-            .iter()
-            .map(|s| (s.state.as_deref(), s.count))
-            .collect::<Vec<_>>(),
+        hw.by_state.iter().map(|s| (s.state.as_deref(), s.count)).collect::<Vec<_>>(),
         [(None, 2), (Some("Active"), 5)]
     );
 }
@@ -507,10 +430,7 @@ fn zero_interval_trace_gives_zero_activity_and_a_note() {
     let empty = parse_interval_table_str(ANE_EMPTY, TableKind::NeuralEngineHardware).unwrap();
     let summary = summarize(&toc_run(), &empty, None).unwrap();
     let all = &summary.hardware.all;
-    assert_eq!(
-        (all.interval_count, all.active_ns, all.busy_union_ns),
-        (0, 0, 0)
-    );
+    assert_eq!((all.interval_count, all.active_ns, all.busy_union_ns), (0, 0, 0));
     assert_eq!(all.duty_cycle_fraction, Some(0.0));
     assert_eq!((all.first_start_ns, all.last_end_ns), (None, None));
     assert!(summary.hardware.by_label.is_empty());
@@ -535,11 +455,7 @@ fn load_and_compile_intervals_are_kept_out_of_inference_time() {
 
 #[test]
 fn idle_state_rows_are_not_busy_time() {
-    let rows = [
-        row(0, 100, "p Prediction", "Active"),
-        row(0, 1000, "p Prediction", "Idle"),
-    ]
-    .concat();
+    let rows = [row(0, 100, "p Prediction", "Active"), row(0, 1000, "p Prediction", "Idle")].concat();
     let summary = summarize(&toc_run(), &hw_table(&rows).unwrap(), None).unwrap();
     assert_eq!(summary.hardware.rows_idle, 1);
     assert_eq!(summary.hardware.all.busy_union_ns, 100);
@@ -558,10 +474,7 @@ fn missing_recording_duration_gives_null_duty_cycle_with_reason() {
 fn intervals_past_the_recording_end_are_noted() {
     let rows = row(2_999_999_000, 5_000, "p Prediction", "Active");
     let summary = summarize(&toc_run(), &hw_table(&rows).unwrap(), None).unwrap();
-    assert!(summary
-        .notes
-        .iter()
-        .any(|n| n.contains("after the recording")));
+    assert!(summary.notes.iter().any(|n| n.contains("after the recording")));
 }
 
 #[test]
@@ -573,10 +486,7 @@ fn signposts_are_summarized_and_hardware_containment_counted() {
     assert_eq!(sp.all.busy_union_ns, 90_000_000 + 4_000_000 + 3_000_000);
     assert_eq!(sp.excluding_load_and_compile.busy_union_ns, 7_000_000);
     let kinds: Vec<_> = sp.by_label.iter().map(|l| (l.kind, l.count)).collect();
-    assert_eq!(
-        kinds,
-        [(IntervalKind::Prediction, 2), (IntervalKind::Load, 1)]
-    );
+    assert_eq!(kinds, [(IntervalKind::Prediction, 2), (IntervalKind::Load, 1)]);
     let containment = summary.containment.unwrap();
     assert_eq!(containment.hardware_intervals, 5);
     assert_eq!(containment.within_signpost_predictions, 2);
@@ -585,14 +495,8 @@ fn signposts_are_summarized_and_hardware_containment_counted() {
 #[test]
 fn tables_swapped_between_arguments_are_rejected() {
     let signposts = parse_interval_table_str(SIGNPOST, TableKind::CoreMlSignpost).unwrap();
-    assert!(matches!(
-        summarize(&toc_run(), &signposts, None),
-        Err(TraceError::WrongTable { .. })
-    ));
-    assert!(matches!(
-        summarize(&toc_run(), &ane(), Some(&ane())),
-        Err(TraceError::WrongTable { .. })
-    ));
+    assert!(matches!(summarize(&toc_run(), &signposts, None), Err(TraceError::WrongTable { .. })));
+    assert!(matches!(summarize(&toc_run(), &ane(), Some(&ane())), Err(TraceError::WrongTable { .. })));
 }
 
 #[test]
@@ -601,11 +505,7 @@ fn table_from_another_run_is_rejected() {
     let table = parse_interval_table_str(&other_run, TableKind::NeuralEngineHardware).unwrap();
     assert!(matches!(
         summarize(&toc_run(), &table, None),
-        Err(TraceError::RunMismatch {
-            table_run: 2,
-            toc_run: 1,
-            ..
-        })
+        Err(TraceError::RunMismatch { table_run: 2, toc_run: 1, .. })
     ));
 }
 
@@ -628,12 +528,7 @@ fn summary_round_trips_through_json_with_units_in_field_names() {
     let summary = summarize(&toc_run(), &ane(), None).unwrap();
     let value = serde_json::to_value(&summary).unwrap();
     let all = &value["hardware"]["all"];
-    for key in [
-        "active_ns",
-        "busy_union_ns",
-        "duty_cycle_fraction",
-        "first_start_ns",
-    ] {
+    for key in ["active_ns", "busy_union_ns", "duty_cycle_fraction", "first_start_ns"] {
         assert!(all.get(key).is_some(), "{key}");
     }
     assert!(value["recording"].get("duration_s").is_some());

@@ -101,10 +101,7 @@ impl TocRun {
     pub fn export_xpath(&self, kind: TableKind) -> Option<String> {
         let number = self.number?;
         let table = self.table_of(kind)?;
-        Some(format!(
-            "/trace-toc/run[@number=\"{number}\"]/data/table[@schema=\"{}\"]",
-            table.schema
-        ))
+        Some(format!("/trace-toc/run[@number=\"{number}\"]/data/table[@schema=\"{}\"]", table.schema))
     }
 }
 
@@ -126,51 +123,32 @@ impl TraceToc {
 
     /// Chooses one run: `number` if given, else the only run; runs are never combined.
     pub fn select_run(&self, number: Option<u32>) -> Result<&TocRun, TraceError> {
-        let numbers = || {
-            self.runs
-                .iter()
-                .filter_map(|r| r.number)
-                .collect::<Vec<_>>()
-        };
+        let numbers = || self.runs.iter().filter_map(|r| r.number).collect::<Vec<_>>();
         match (number, self.runs.as_slice()) {
             (_, []) => Err(TraceError::NoRun),
             (None, [only]) => Ok(only),
             (None, _) => Err(TraceError::MultipleRuns { numbers: numbers() }),
-            (Some(n), runs) => {
-                runs.iter()
-                    .find(|r| r.number == Some(n))
-                    .ok_or_else(|| TraceError::RunNotFound {
-                        number: n,
-                        numbers: numbers(),
-                    })
-            }
+            (Some(n), runs) => runs
+                .iter()
+                .find(|r| r.number == Some(n))
+                .ok_or_else(|| TraceError::RunNotFound { number: n, numbers: numbers() }),
         }
     }
 }
 
 fn invalid(field: &'static str, value: &str, reason: &'static str) -> TraceError {
-    TraceError::InvalidToc {
-        field,
-        value: shorten(value),
-        reason,
-    }
+    TraceError::InvalidToc { field, value: shorten(value), reason }
 }
 
 fn parse_u32(field: &'static str, value: &str) -> Result<u32, TraceError> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| invalid(field, value, "is not a non-negative integer"))
+    value.trim().parse().map_err(|_| invalid(field, value, "is not a non-negative integer"))
 }
 
 fn parse_toc<R: BufRead>(mut events: XmlEvents<R>) -> Result<TraceToc, TraceError> {
     match events.next_event()? {
         XmlEvent::Start { name, .. } if name == "trace-toc" => {}
         XmlEvent::Start { name, .. } => {
-            return Err(TraceError::WrongDocument {
-                expected: "trace-toc",
-                found: shorten(&name),
-            })
+            return Err(TraceError::WrongDocument { expected: "trace-toc", found: shorten(&name) })
         }
         _ => {
             return Err(TraceError::Malformed {
@@ -189,16 +167,14 @@ fn parse_toc<R: BufRead>(mut events: XmlEvents<R>) -> Result<TraceToc, TraceErro
                 let parent: Vec<&str> = path.iter().map(String::as_str).collect();
                 match (parent.as_slice(), name.as_str()) {
                     ([], "run") => {
-                        let number = attr(&attrs, "number")
-                            .map(|n| parse_u32("run/@number", n))
-                            .transpose()?;
+                        let number =
+                            attr(&attrs, "number").map(|n| parse_u32("run/@number", n)).transpose()?;
                         let position = u32::try_from(toc.runs.len() + 1).unwrap_or(u32::MAX);
                         toc.runs.push(TocRun::new(position, number));
                     }
                     (["run", "info", "target"], "process" | "all-processes") => {
-                        let pid = attr(&attrs, "pid")
-                            .map(|p| parse_u32("target/process/@pid", p))
-                            .transpose()?;
+                        let pid =
+                            attr(&attrs, "pid").map(|p| parse_u32("target/process/@pid", p)).transpose()?;
                         let attach_type = if name == "all-processes" {
                             Some("all-processes".to_owned())
                         } else {
@@ -213,14 +189,9 @@ fn parse_toc<R: BufRead>(mut events: XmlEvents<R>) -> Result<TraceToc, TraceErro
                         }
                     }
                     (["run", "data"], "table") => {
-                        if let (Some(run), Some(schema)) =
-                            (toc.runs.last_mut(), attr(&attrs, "schema"))
-                        {
+                        if let (Some(run), Some(schema)) = (toc.runs.last_mut(), attr(&attrs, "schema")) {
                             let position = u32::try_from(run.tables.len() + 1).unwrap_or(u32::MAX);
-                            run.tables.push(TocTable {
-                                position,
-                                schema: schema.to_owned(),
-                            });
+                            run.tables.push(TocTable { position, schema: schema.to_owned() });
                         }
                     }
                     ([], _)

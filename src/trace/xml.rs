@@ -50,12 +50,7 @@ struct FieldRule {
     required: bool,
 }
 
-const NO_RULE: FieldRule = FieldRule {
-    field: "",
-    engineering_types: &[],
-    mnemonics: &[],
-    required: false,
-};
+const NO_RULE: FieldRule = FieldRule { field: "", engineering_types: &[], mnemonics: &[], required: false };
 
 /// Rules for (timestamp, duration, device, label, state), in that order.
 type FieldRules = [FieldRule; 5];
@@ -85,12 +80,7 @@ const ANE_RULES: FieldRules = [
         mnemonics: &["label"],
         required: false,
     },
-    FieldRule {
-        field: "state",
-        engineering_types: &["gpu-state"],
-        mnemonics: &["state"],
-        required: false,
-    },
+    FieldRule { field: "state", engineering_types: &["gpu-state"], mnemonics: &["state"], required: false },
 ];
 
 const SIGNPOST_RULES: FieldRules = [
@@ -107,18 +97,8 @@ const SIGNPOST_RULES: FieldRules = [
         required: true,
     },
     NO_RULE,
-    FieldRule {
-        field: "label",
-        engineering_types: &["coreml-model-name"],
-        mnemonics: &[],
-        required: false,
-    },
-    FieldRule {
-        field: "state",
-        engineering_types: &["coreml-model-event"],
-        mnemonics: &[],
-        required: false,
-    },
+    FieldRule { field: "label", engineering_types: &["coreml-model-name"], mnemonics: &[], required: false },
+    FieldRule { field: "state", engineering_types: &["coreml-model-event"], mnemonics: &[], required: false },
 ];
 
 impl TableKind {
@@ -226,10 +206,7 @@ impl IntervalTable {
 ///
 /// Tables of other schemas in the same export are skipped; if none of `kind` is present
 /// the error is [`TraceError::UnknownSchema`] listing the schemas found.
-pub fn parse_interval_table<R: BufRead>(
-    reader: R,
-    kind: TableKind,
-) -> Result<IntervalTable, TraceError> {
+pub fn parse_interval_table<R: BufRead>(reader: R, kind: TableKind) -> Result<IntervalTable, TraceError> {
     let mut sink = IntervalSink::new(kind);
     parse_query_result(XmlEvents::new(reader), &mut sink)?;
     sink.finish()
@@ -247,18 +224,11 @@ pub fn read_interval_table(path: &Path, kind: TableKind) -> Result<IntervalTable
 
 /// Opens `path` for streaming, refusing files over [`MAX_EXPORT_BYTES`].
 pub(crate) fn open_capped(path: &Path) -> Result<impl BufRead, TraceError> {
-    let io = |source| TraceError::Io {
-        path: path.to_owned(),
-        source,
-    };
+    let io = |source| TraceError::Io { path: path.to_owned(), source };
     let file = File::open(path).map_err(io)?;
     let bytes = file.metadata().map_err(io)?.len();
     if bytes > MAX_EXPORT_BYTES {
-        return Err(TraceError::TooLarge {
-            path: path.to_owned(),
-            bytes,
-            limit: MAX_EXPORT_BYTES,
-        });
+        return Err(TraceError::TooLarge { path: path.to_owned(), bytes, limit: MAX_EXPORT_BYTES });
     }
     Ok(BufReader::new(file.take(MAX_EXPORT_BYTES)))
 }
@@ -313,12 +283,7 @@ struct Schema {
 
 /// Receives the structure of a `trace-query-result` as it is read.
 trait QuerySink {
-    fn schema(
-        &mut self,
-        xpath: Option<String>,
-        schema: Schema,
-        position: u64,
-    ) -> Result<(), TraceError>;
+    fn schema(&mut self, xpath: Option<String>, schema: Schema, position: u64) -> Result<(), TraceError>;
     fn row(&mut self, cells: Vec<Option<Rc<Value>>>, position: u64) -> Result<(), TraceError>;
 }
 
@@ -347,10 +312,7 @@ fn parse_query_result<R: BufRead>(
     match events.next_event()? {
         XmlEvent::Start { name, .. } if name == "trace-query-result" => {}
         XmlEvent::Start { name, .. } => {
-            return Err(TraceError::WrongDocument {
-                expected: "trace-query-result",
-                found: shorten(&name),
-            })
+            return Err(TraceError::WrongDocument { expected: "trace-query-result", found: shorten(&name) })
         }
         _ => {
             return Err(TraceError::Malformed {
@@ -494,21 +456,13 @@ fn parse_query_result<R: BufRead>(
     }
 }
 
-fn parse_id(
-    attrs: &[(String, String)],
-    key: &str,
-    position: u64,
-) -> Result<Option<u64>, TraceError> {
+fn parse_id(attrs: &[(String, String)], key: &str, position: u64) -> Result<Option<u64>, TraceError> {
     match attr(attrs, key) {
         None => Ok(None),
-        Some(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| TraceError::Structure {
-                position,
-                message: format!("{key}={:?} is not a non-negative integer", shorten(text)),
-            }),
+        Some(text) => text.trim().parse().map(Some).map_err(|_| TraceError::Structure {
+            position,
+            message: format!("{key}={:?} is not a non-negative integer", shorten(text)),
+        }),
     }
 }
 
@@ -607,15 +561,9 @@ impl ColumnMap {
                 continue;
             }
             let by_type = |c: &Column| {
-                c.engineering_type
-                    .as_deref()
-                    .is_some_and(|t| rule.engineering_types.contains(&t))
+                c.engineering_type.as_deref().is_some_and(|t| rule.engineering_types.contains(&t))
             };
-            let by_mnemonic = |c: &Column| {
-                c.mnemonic
-                    .as_deref()
-                    .is_some_and(|m| rule.mnemonics.contains(&m))
-            };
+            let by_mnemonic = |c: &Column| c.mnemonic.as_deref().is_some_and(|m| rule.mnemonics.contains(&m));
             // Several columns can share an engineering type (two durations): prefer the one
             // whose mnemonic also matches, then the first of the type, then a mnemonic match
             // on a column without an engineering type.
@@ -623,11 +571,7 @@ impl ColumnMap {
                 .iter()
                 .position(|c| by_type(c) && by_mnemonic(c))
                 .or_else(|| columns.iter().position(by_type))
-                .or_else(|| {
-                    columns
-                        .iter()
-                        .position(|c| c.engineering_type.is_none() && by_mnemonic(c))
-                });
+                .or_else(|| columns.iter().position(|c| c.engineering_type.is_none() && by_mnemonic(c)));
             if slot.is_none() && rule.required {
                 return Err(TraceError::MissingColumn {
                     schema: schema.to_owned(),
@@ -654,32 +598,16 @@ struct IntervalSink {
 
 impl IntervalSink {
     fn new(kind: TableKind) -> Self {
-        Self {
-            kind,
-            found: Vec::new(),
-            accepted: Vec::new(),
-            table: None,
-            map: None,
-            active: false,
-            rows: 0,
-        }
+        Self { kind, found: Vec::new(), accepted: Vec::new(), table: None, map: None, active: false, rows: 0 }
     }
 
     fn finish(self) -> Result<IntervalTable, TraceError> {
         if self.accepted.len() > 1 {
-            return Err(TraceError::MultipleTables {
-                count: self.accepted.len(),
-                schemas: self.accepted,
-            });
+            return Err(TraceError::MultipleTables { count: self.accepted.len(), schemas: self.accepted });
         }
         self.table.ok_or_else(|| TraceError::UnknownSchema {
             found: self.found,
-            expected: self
-                .kind
-                .schema_names()
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
+            expected: self.kind.schema_names().iter().map(|s| (*s).to_owned()).collect(),
         })
     }
 
@@ -697,31 +625,17 @@ impl IntervalSink {
             reason,
         };
         if !value.children.is_empty() {
-            return Err(invalid(
-                &value.tag,
-                "is a composite value where a time was expected",
-            ));
+            return Err(invalid(&value.tag, "is a composite value where a time was expected"));
         }
         let text = value.text.trim();
-        let ns: u64 = text
-            .parse()
-            .map_err(|_| invalid(text, "is not an integer number of nanoseconds"))?;
-        let not_available = if duration {
-            ns == 0 || ns == u64::MAX
-        } else {
-            ns >= START_TIME_NA_NS
-        };
+        let ns: u64 = text.parse().map_err(|_| invalid(text, "is not an integer number of nanoseconds"))?;
+        let not_available = if duration { ns == 0 || ns == u64::MAX } else { ns >= START_TIME_NA_NS };
         Ok((!not_available).then_some(ns))
     }
 }
 
 impl QuerySink for IntervalSink {
-    fn schema(
-        &mut self,
-        xpath: Option<String>,
-        schema: Schema,
-        _position: u64,
-    ) -> Result<(), TraceError> {
+    fn schema(&mut self, xpath: Option<String>, schema: Schema, _position: u64) -> Result<(), TraceError> {
         let name = schema.name.unwrap_or_else(|| "(unnamed)".to_owned());
         self.found.push(name.clone());
         self.active = false;

@@ -85,19 +85,10 @@ impl AttnShape {
 
 /// Apply RoPE to the q and k parts of `qkv` (`[B·L, 3D]`), token `(b, t)` at position
 /// `positions[b·L + t]` (or `t` when `positions` is `None`).
-pub(crate) fn apply_rope(
-    qkv: &mut [f32],
-    shape: AttnShape,
-    rope: &Rope,
-    positions: Option<&[i32]>,
-) {
+pub(crate) fn apply_rope(qkv: &mut [f32], shape: AttnShape, rope: &Rope, positions: Option<&[i32]>) {
     let d = shape.d();
     let dh = shape.head_dim;
-    for (r, row) in qkv
-        .chunks_exact_mut(3 * d)
-        .take(shape.batch * shape.len)
-        .enumerate()
-    {
+    for (r, row) in qkv.chunks_exact_mut(3 * d).take(shape.batch * shape.len).enumerate() {
         let p = match positions {
             Some(pos) => pos[r] as usize,
             None => r % shape.len,
@@ -170,8 +161,7 @@ impl Masks {
                             let key = v[k] != 0;
                             let other = opt[q] > 0 && opt[k] > 0 && opt[q] != opt[k];
                             let full = key && !other;
-                            let near = (pos[q] as i64 - pos[k] as i64).unsigned_abs()
-                                <= half_window as u64;
+                            let near = (pos[q] as i64 - pos[k] as i64).unsigned_abs() <= half_window as u64;
                             self.full[row + k] = full as u8;
                             self.local[row + k] = (full && (near || q_pad)) as u8;
                             self.head[row + k] = key as u8;
@@ -203,16 +193,7 @@ pub(crate) fn attention(
     let task_len = l * dh;
     let scale = (dh as f64).powf(-0.5) as f32;
     let one = |task: usize, sc: &mut [f32], out: &mut [f32]| {
-        attend_one(
-            qkv,
-            shape,
-            task / shape.heads,
-            task % shape.heads,
-            mask,
-            scale,
-            sc,
-            out,
-        )
+        attend_one(qkv, shape, task / shape.heads, task % shape.heads, mask, scale, sc, out)
     };
     let workers = workers.clamp(1, tasks.max(1));
     if workers == 1 {
@@ -252,23 +233,9 @@ fn attend_one(
     let row0 = b * l * rs;
     let q = View::rows(qkv, row0 + h * dh, l, dh, rs);
     // kᵀ: element (j, key) = k[key, j]
-    let kt = View {
-        data: qkv,
-        offset: row0 + d + h * dh,
-        rows: dh,
-        cols: l,
-        rs: 1,
-        cs: rs,
-    };
+    let kt = View { data: qkv, offset: row0 + d + h * dh, rows: dh, cols: l, rs: 1, cs: rs };
     let v = View::rows(qkv, row0 + 2 * d + h * dh, l, dh, rs);
-    matmul(
-        ViewMut::rows(scores, 0, l, l, l),
-        q,
-        kt,
-        scale,
-        false,
-        Parallelism::None,
-    );
+    matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Parallelism::None);
     let m = &mask[b * l * l..(b + 1) * l * l];
     for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
         ops::masked_softmax_in_place(srow, mrow);
@@ -375,16 +342,9 @@ mod tests {
 
     #[test]
     fn attention_matches_naive_and_is_thread_independent() {
-        let shape = AttnShape {
-            batch: 2,
-            len: 5,
-            heads: 2,
-            head_dim: 4,
-        };
+        let shape = AttnShape { batch: 2, len: 5, heads: 2, head_dim: 4 };
         let d = 8;
-        let qkv: Vec<f32> = (0..2 * 5 * 3 * d)
-            .map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1)
-            .collect();
+        let qkv: Vec<f32> = (0..2 * 5 * 3 * d).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1).collect();
         let valid = [1, 1, 1, 1, 0, 1, 1, 0, 0, 0];
         let band = window_template(5, 1);
         let mut m = Masks::default();
@@ -393,10 +353,7 @@ mod tests {
         for workers in [1, 2, 3] {
             let mut scores = vec![0.0f32; workers * 25];
             let mut heads = vec![0.0f32; 2 * 5 * d];
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(workers)
-                .build()
-                .unwrap();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
             pool.install(|| attention(&qkv, shape, &m.local, &mut scores, &mut heads, workers));
             let mut merged = vec![0.0f32; 2 * 5 * d];
             merge_heads(&heads, shape, &mut merged);
@@ -410,9 +367,7 @@ mod tests {
         let mut s: Vec<f64> = (0..5)
             .map(|k| {
                 let keep = m.local[b * 25 + q * 5 + k] != 0;
-                let dotp: f64 = (0..4)
-                    .map(|j| row(q)[h * 4 + j] as f64 * row(k)[d + h * 4 + j] as f64)
-                    .sum();
+                let dotp: f64 = (0..4).map(|j| row(q)[h * 4 + j] as f64 * row(k)[d + h * 4 + j] as f64).sum();
                 if keep {
                     dotp * 0.5
                 } else {
@@ -426,9 +381,7 @@ mod tests {
             *x = (*x - mx).exp() / z;
         }
         for j in 0..4 {
-            let want: f64 = (0..5)
-                .map(|k| s[k] * row(k)[2 * d + h * 4 + j] as f64)
-                .sum();
+            let want: f64 = (0..5).map(|k| s[k] * row(k)[2 * d + h * 4 + j] as f64).sum();
             let got = outs[0][(b * 5 + q) * d + h * 4 + j] as f64;
             assert!((got - want).abs() < 1e-6, "j={j} got {got} want {want}");
         }

@@ -29,38 +29,17 @@ pub(crate) struct ViewMut<'a> {
 impl<'a> View<'a> {
     /// A dense row-major `rows × cols` block starting at `offset`, row stride `rs`.
     pub fn rows(data: &'a [f32], offset: usize, rows: usize, cols: usize, rs: usize) -> Self {
-        Self {
-            data,
-            offset,
-            rows,
-            cols,
-            rs,
-            cs: 1,
-        }
+        Self { data, offset, rows, cols, rs, cs: 1 }
     }
     fn in_bounds(&self) -> bool {
-        in_bounds(
-            self.data.len(),
-            self.offset,
-            self.rows,
-            self.cols,
-            self.rs,
-            self.cs,
-        )
+        in_bounds(self.data.len(), self.offset, self.rows, self.cols, self.rs, self.cs)
     }
 }
 
 impl<'a> ViewMut<'a> {
     /// A dense row-major `rows × cols` block starting at `offset`, row stride `rs`.
     pub fn rows(data: &'a mut [f32], offset: usize, rows: usize, cols: usize, rs: usize) -> Self {
-        Self {
-            data,
-            offset,
-            rows,
-            cols,
-            rs,
-            cs: 1,
-        }
+        Self { data, offset, rows, cols, rs, cs: 1 }
     }
 }
 
@@ -97,19 +76,9 @@ pub(crate) fn matmul(
         dst.rows,
         dst.cols
     );
+    assert!(lhs.in_bounds() && rhs.in_bounds(), "matmul operand out of bounds");
     assert!(
-        lhs.in_bounds() && rhs.in_bounds(),
-        "matmul operand out of bounds"
-    );
-    assert!(
-        in_bounds(
-            dst.data.len(),
-            dst.offset,
-            dst.rows,
-            dst.cols,
-            dst.rs,
-            dst.cs
-        ),
+        in_bounds(dst.data.len(), dst.offset, dst.rows, dst.cols, dst.rs, dst.cs),
         "matmul destination out of bounds"
     );
     if dst.rows == 0 || dst.cols == 0 {
@@ -162,23 +131,9 @@ pub(crate) fn weight_view(w: &Matrix) -> View<'_> {
             let (out, inp) = (m.rows(), m.cols());
             match m.layout() {
                 // W[o, i] at o·in + i; rhs(i, o) → rs 1, cs in
-                Layout::RowMajor => View {
-                    data: m.data(),
-                    offset: 0,
-                    rows: inp,
-                    cols: out,
-                    rs: 1,
-                    cs: inp,
-                },
+                Layout::RowMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: 1, cs: inp },
                 // W[o, i] at i·out + o; rhs(i, o) → rs out, cs 1
-                Layout::ColMajor => View {
-                    data: m.data(),
-                    offset: 0,
-                    rows: inp,
-                    cols: out,
-                    rs: out,
-                    cs: 1,
-                },
+                Layout::ColMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: out, cs: 1 },
             }
         }
     }
@@ -234,9 +189,7 @@ mod tests {
         let want = naive(&x, m, &w, out, inp);
         for layout in [Layout::RowMajor, Layout::ColMajor] {
             let lin = Linear {
-                weight: Matrix::f32_row_major(out, inp, w.clone())
-                    .unwrap()
-                    .into_layout(layout),
+                weight: Matrix::f32_row_major(out, inp, w.clone()).unwrap().into_layout(layout),
                 bias: Some(vec![1.0, 2.0, 3.0]),
             };
             let mut y = vec![0.0f32; m * out];

@@ -15,14 +15,10 @@ use std::sync::Arc;
 
 use gemm::Parallelism;
 
-use self::attention::{
-    apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope,
-};
+use self::attention::{apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope};
 use self::linalg::linear;
 use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
-use crate::laya::config::{
-    decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout,
-};
+use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
 use crate::model::ops;
 use crate::model::tail::action_features;
 use crate::model::weights::{DecisionWeights, Layout, Linear};
@@ -52,11 +48,7 @@ pub struct Ablation {
 
 impl Default for Ablation {
     fn default() -> Self {
-        Self {
-            no_rope: false,
-            window_scale: 1,
-            tanh_gelu: false,
-        }
+        Self { no_rope: false, window_scale: 1, tanh_gelu: false }
     }
 }
 
@@ -130,11 +122,8 @@ impl PortableBackend {
         fingerprint: String,
         threads: usize,
     ) -> Self {
-        let threads = if threads == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            threads
-        };
+        let threads =
+            if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
         let d = enc.hidden_size;
         let head_heads = decision_head_heads(d);
         let dims = Dims {
@@ -170,11 +159,7 @@ impl PortableBackend {
             None
         };
         let threads = if pool.is_some() { threads } else { 1 };
-        let isa = if ops::has_avx2() {
-            "avx2+fma"
-        } else {
-            "generic"
-        };
+        let isa = if ops::has_avx2() { "avx2+fma" } else { "generic" };
         let info = BackendInfo {
             name: "portable".into(),
             precision: "f32".into(),
@@ -223,10 +208,7 @@ impl PortableBackend {
     /// Break the model on purpose (tests only).
     #[doc(hidden)]
     pub fn set_ablation(&mut self, ablation: Ablation) {
-        self.ablation = Ablation {
-            window_scale: ablation.window_scale.max(1),
-            ..ablation
-        };
+        self.ablation = Ablation { window_scale: ablation.window_scale.max(1), ..ablation };
     }
 
     fn validate(&self, b: &PreparedBatch) -> Result<(), BackendError> {
@@ -234,27 +216,16 @@ impl PortableBackend {
         let (bn, l, k) = (b.batch, b.length, b.max_options);
         let caps = &self.info.shapes;
         if l == 0 || k == 0 {
-            return err(format!(
-                "length {l} and max_options {k} must both be at least 1"
-            ));
+            return err(format!("length {l} and max_options {k} must both be at least 1"));
         }
         if l > caps.max_length {
-            return err(format!(
-                "length {l} exceeds the backend's max_length {}",
-                caps.max_length
-            ));
+            return err(format!("length {l} exceeds the backend's max_length {}", caps.max_length));
         }
         if bn > caps.batch_size {
-            return err(format!(
-                "batch of {bn} rows exceeds the backend's batch_size {}",
-                caps.batch_size
-            ));
+            return err(format!("batch of {bn} rows exceeds the backend's batch_size {}", caps.batch_size));
         }
         if k > caps.max_options {
-            return err(format!(
-                "max_options {k} exceeds the backend's max_options {}",
-                caps.max_options
-            ));
+            return err(format!("max_options {k} exceeds the backend's max_options {}", caps.max_options));
         }
         let lens = [
             ("input_ids", b.input_ids.len(), bn * l, "[B, L]"),
@@ -282,10 +253,8 @@ impl PortableBackend {
                         ));
                     }
                 }
-                if let Some((i, &x)) = p
-                    .iter()
-                    .enumerate()
-                    .find(|(_, &x)| x < 0 || x as usize >= self.rope_full.positions())
+                if let Some((i, &x)) =
+                    p.iter().enumerate().find(|(_, &x)| x < 0 || x as usize >= self.rope_full.positions())
                 {
                     return err(format!(
                         "position_ids[{}][{}] = {x} is outside [0, {})",
@@ -299,9 +268,7 @@ impl PortableBackend {
                 }
             }
             (None, None, false) => {}
-            (_, _, true) => {
-                return err("parallel checkpoints require position_ids and option_ids".into())
-            }
+            (_, _, true) => return err("parallel checkpoints require position_ids and option_ids".into()),
             (_, _, false) => {
                 return err(
                     "sequential checkpoints do not accept position_ids/option_ids (parallel layout inputs)"
@@ -309,11 +276,8 @@ impl PortableBackend {
                 )
             }
         }
-        if let Some((i, &x)) = b
-            .input_ids
-            .iter()
-            .enumerate()
-            .find(|(_, &x)| x < 0 || x as usize >= self.dims.vocab)
+        if let Some((i, &x)) =
+            b.input_ids.iter().enumerate().find(|(_, &x)| x < 0 || x as usize >= self.dims.vocab)
         {
             return err(format!(
                 "input_ids[{}][{}] = {x} is outside the checkpoint vocabulary [0, {})",
@@ -322,41 +286,20 @@ impl PortableBackend {
                 self.dims.vocab
             ));
         }
-        for (name, v) in [
-            ("attention_mask", &b.attention_mask),
-            ("marker_mask", &b.marker_mask),
-        ] {
+        for (name, v) in [("attention_mask", &b.attention_mask), ("marker_mask", &b.marker_mask)] {
             if let Some((i, &x)) = v.iter().enumerate().find(|(_, &x)| x != 0 && x != 1) {
-                return err(format!(
-                    "{name} must contain only zero or one (found {x} at {i})"
-                ));
+                return err(format!("{name} must contain only zero or one (found {x} at {i})"));
             }
         }
         for r in 0..bn {
             if b.attention_mask[r * l..(r + 1) * l].iter().all(|&x| x == 0) {
-                return err(format!(
-                    "row {r} has no valid attention key (attention_mask all zero)"
-                ));
+                return err(format!("row {r} has no valid attention key (attention_mask all zero)"));
             }
         }
-        if let Some((i, &x)) = b
-            .marker_pos
-            .iter()
-            .enumerate()
-            .find(|(_, &x)| x < 0 || x as usize >= l)
-        {
-            return err(format!(
-                "marker_pos[{}][{}] = {x} is outside the sequence [0, {l})",
-                i / k,
-                i % k
-            ));
+        if let Some((i, &x)) = b.marker_pos.iter().enumerate().find(|(_, &x)| x < 0 || x as usize >= l) {
+            return err(format!("marker_pos[{}][{}] = {x} is outside the sequence [0, {l})", i / k, i % k));
         }
-        if let Some((r, &x)) = b
-            .qtype
-            .iter()
-            .enumerate()
-            .find(|(_, &x)| !(0..=2).contains(&x))
-        {
+        if let Some((r, &x)) = b.qtype.iter().enumerate().find(|(_, &x)| !(0..=2).contains(&x)) {
             return err(format!("qtype[{r}] = {x}; question type must be 0, 1 or 2"));
         }
         Ok(())
@@ -367,17 +310,10 @@ impl PortableBackend {
         let dm = self.dims;
         let (d, inter) = (dm.d, dm.inter);
         let bl = bn * l;
-        let par = if self.threads > 1 {
-            Parallelism::Rayon(self.threads)
-        } else {
-            Parallelism::None
-        };
+        let par = if self.threads > 1 { Parallelism::Rayon(self.threads) } else { Parallelism::None };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
-        let band = self
-            .bands
-            .entry((l, half_window))
-            .or_insert_with(|| window_template(l, half_window));
+        let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
 
         let s = &mut self.scratch;
         size(&mut s.x, bl * d);
@@ -398,30 +334,18 @@ impl PortableBackend {
             (Some(p), Some(o)) => Some((p.as_slice(), o.as_slice())),
             _ => None,
         };
-        s.masks
-            .build(bn, l, &batch.attention_mask, band, half_window, parallel);
+        s.masks.build(bn, l, &batch.attention_mask, band, half_window, parallel);
 
         // Step 1: embeddings.
         for (r, &id) in batch.input_ids.iter().enumerate() {
             let tmp = &mut s.a[r * d..(r + 1) * d];
             self.w.tok_embeddings.row_into(id as usize, tmp);
             let n = &self.w.emb_norm;
-            ops::layer_norm(
-                tmp,
-                &n.weight,
-                n.bias.as_deref(),
-                dm.eps,
-                &mut s.x[r * d..(r + 1) * d],
-            );
+            ops::layer_norm(tmp, &n.weight, n.bias.as_deref(), dm.eps, &mut s.x[r * d..(r + 1) * d]);
         }
 
         // Step 3: encoder layers.
-        let enc_shape = AttnShape {
-            batch: bn,
-            len: l,
-            heads: dm.heads,
-            head_dim: dm.head_dim,
-        };
+        let enc_shape = AttnShape { batch: bn, len: l, heads: dm.heads, head_dim: dm.head_dim };
         for (layer, kind) in self.w.layers.iter().zip(&self.enc.layer_kinds) {
             let input: &[f32] = match &layer.attn_norm {
                 None => &s.x,
@@ -438,23 +362,13 @@ impl PortableBackend {
             if !self.ablation.no_rope {
                 apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref());
             }
-            run_attention(
-                &self.pool,
-                &s.qkv,
-                enc_shape,
-                mask,
-                &mut s.scores,
-                &mut s.heads,
-                workers,
-            );
+            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, workers);
             merge_heads(&s.heads, enc_shape, &mut s.attn);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
             let n = &layer.mlp_norm;
             norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
-            for (m, g) in s.mlp[..bl * 2 * inter]
-                .chunks_exact(2 * inter)
-                .zip(s.gated.chunks_exact_mut(inter))
+            for (m, g) in s.mlp[..bl * 2 * inter].chunks_exact(2 * inter).zip(s.gated.chunks_exact_mut(inter))
             {
                 let (value, gate) = m.split_at(inter);
                 if self.ablation.tanh_gelu {
@@ -480,46 +394,15 @@ impl PortableBackend {
         s.x.copy_from_slice(&s.a);
 
         // Step 6: decision head.
-        let head_shape = AttnShape {
-            batch: bn,
-            len: l,
-            heads: dm.head_heads,
-            head_dim: dm.head_head_dim,
-        };
-        let head_mask = if parallel.is_some() {
-            &s.masks.head
-        } else {
-            &s.masks.full
-        };
+        let head_shape = AttnShape { batch: bn, len: l, heads: dm.head_heads, head_dim: dm.head_head_dim };
+        let head_mask = if parallel.is_some() { &s.masks.head } else { &s.masks.full };
         for hl in &self.w.head {
-            norm_rows(
-                &s.x,
-                &mut s.a,
-                d,
-                &hl.norm1.weight,
-                hl.norm1.bias.as_deref(),
-                HEAD_EPS,
-            );
+            norm_rows(&s.x, &mut s.a, d, &hl.norm1.weight, hl.norm1.bias.as_deref(), HEAD_EPS);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
-            run_attention(
-                &self.pool,
-                &s.qkv,
-                head_shape,
-                head_mask,
-                &mut s.scores,
-                &mut s.heads,
-                workers,
-            );
+            run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, workers);
             merge_heads(&s.heads, head_shape, &mut s.attn);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
-            norm_rows(
-                &s.x,
-                &mut s.a,
-                d,
-                &hl.norm2.weight,
-                hl.norm2.bias.as_deref(),
-                HEAD_EPS,
-            );
+            norm_rows(&s.x, &mut s.a, d, &hl.norm2.weight, hl.norm2.bias.as_deref(), HEAD_EPS);
             let ff = &mut s.mlp[..bl * 4 * d];
             linear(&s.a, bl, &hl.linear1, ff, false, par);
             for v in ff.iter_mut() {
@@ -535,22 +418,8 @@ impl PortableBackend {
         }
         // Step 8: scorer.
         let sc = &self.w.scorer;
-        norm_rows(
-            &s.markers,
-            &mut s.markers_n,
-            d,
-            &sc.norm.weight,
-            sc.norm.bias.as_deref(),
-            HEAD_EPS,
-        );
-        linear(
-            &s.markers_n,
-            bn * k,
-            &sc.hidden,
-            &mut s.scorer_h,
-            false,
-            par,
-        );
+        norm_rows(&s.markers, &mut s.markers_n, d, &sc.norm.weight, sc.norm.bias.as_deref(), HEAD_EPS);
+        linear(&s.markers_n, bn * k, &sc.hidden, &mut s.scorer_h, false, par);
         if self.ablation.tanh_gelu {
             for v in s.scorer_h.iter_mut() {
                 *v = ops::gelu_tanh(*v);
@@ -573,10 +442,7 @@ impl PortableBackend {
         // Steps 10–11: action features and head.
         for r in 0..bn {
             let row = &out.logits[r * k..(r + 1) * k];
-            let count = batch.marker_mask[r * k..(r + 1) * k]
-                .iter()
-                .filter(|&&m| m != 0)
-                .count();
+            let count = batch.marker_mask[r * k..(r + 1) * k].iter().filter(|&&m| m != 0).count();
             let feat = action_features(row, count);
             let cls = &s.x[r * l * d..(r * l + 1) * d];
             let dst = &mut out.action_logits[r * dm.actions..(r + 1) * dm.actions];
@@ -643,11 +509,7 @@ impl Backend for PortableBackend {
         &self.info
     }
 
-    fn forward(
-        &mut self,
-        batch: &PreparedBatch,
-        out: &mut ForwardOutput,
-    ) -> Result<(), BackendError> {
+    fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError> {
         if let Some(e) = &self.broken {
             return Err(BackendError::Runtime(e.clone()));
         }

@@ -7,13 +7,7 @@ use crate::model::synthetic::{random_weights, tiny_shape};
 use crate::model::weights::Matrix;
 
 fn caps(batch: usize, len: usize, k: usize) -> ShapeCaps {
-    ShapeCaps {
-        batch_size: batch,
-        max_length: len,
-        min_length: 1,
-        max_options: k,
-        mode: ShapeMode::Range,
-    }
+    ShapeCaps { batch_size: batch, max_length: len, min_length: 1, max_options: k, mode: ShapeMode::Range }
 }
 
 /// A batch of `rows` rows, each with `valid[r]` real tokens and `markers` options.
@@ -23,11 +17,7 @@ fn batch(rows: usize, len: usize, k: usize, valid: &[usize], vocab: i32) -> Prep
     for r in 0..rows {
         for t in 0..len {
             let real = t < valid[r];
-            b.input_ids[r * len + t] = if real {
-                ((r * 131 + t * 17) as i32 * 7) % vocab
-            } else {
-                0
-            };
+            b.input_ids[r * len + t] = if real { ((r * 131 + t * 17) as i32 * 7) % vocab } else { 0 };
             b.attention_mask[r * len + t] = real as i32;
         }
         let markers = 3.min(k);
@@ -43,15 +33,7 @@ fn batch(rows: usize, len: usize, k: usize, valid: &[usize], vocab: i32) -> Prep
 fn engine(threads: usize, len: usize, rows: usize, k: usize) -> (PortableBackend, DecisionWeights) {
     let (enc, agent) = tiny_shape();
     let w = random_weights(&enc, &agent, 11);
-    let b = PortableBackend::try_new(
-        w.clone(),
-        enc,
-        agent,
-        caps(rows, len, k),
-        "x".into(),
-        threads,
-    )
-    .unwrap();
+    let b = PortableBackend::try_new(w.clone(), enc, agent, caps(rows, len, k), "x".into(), threads).unwrap();
     (b, w)
 }
 
@@ -62,9 +44,7 @@ fn ln(x: &[f64], w: &[f32], b: Option<&Vec<f32>>, eps: f64) -> Vec<f64> {
     let mean = x.iter().sum::<f64>() / n;
     let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
     let r = 1.0 / (var + eps).sqrt();
-    (0..x.len())
-        .map(|i| (x[i] - mean) * r * w[i] as f64 + b.map_or(0.0, |b| b[i] as f64))
-        .collect()
+    (0..x.len()).map(|i| (x[i] - mean) * r * w[i] as f64 + b.map_or(0.0, |b| b[i] as f64)).collect()
 }
 
 fn lin(x: &[Vec<f64>], l: &Linear) -> Vec<Vec<f64>> {
@@ -73,9 +53,7 @@ fn lin(x: &[Vec<f64>], l: &Linear) -> Vec<Vec<f64>> {
         .map(|row| {
             (0..m.rows())
                 .map(|o| {
-                    (0..m.cols())
-                        .map(|i| row[i] * m.get(o, i) as f64)
-                        .sum::<f64>()
+                    (0..m.cols()).map(|i| row[i] * m.get(o, i) as f64).sum::<f64>()
                         + l.bias.as_ref().map_or(0.0, |b| b[o] as f64)
                 })
                 .collect()
@@ -155,39 +133,25 @@ fn reference_row(
     let (l, k) = (b.length, b.max_options);
     let d = enc.hidden_size;
     let valid: Vec<bool> = (0..l).map(|t| b.attention_mask[r * l + t] != 0).collect();
-    let pos = |t: usize| -> f64 {
-        b.position_ids
-            .as_ref()
-            .map_or(t as f64, |p| p[r * l + t] as f64)
-    };
+    let pos = |t: usize| -> f64 { b.position_ids.as_ref().map_or(t as f64, |p| p[r * l + t] as f64) };
     let opt = |t: usize| -> i32 { b.option_ids.as_ref().map_or(0, |o| o[r * l + t]) };
     let other = |q: usize, kk: usize| opt(q) > 0 && opt(kk) > 0 && opt(q) != opt(kk);
     let hw = (enc.local_attention / 2) as f64;
     let mut x: Vec<Vec<f64>> = (0..l)
         .map(|t| {
             let mut e = vec![0.0f32; d];
-            w.tok_embeddings
-                .row_into(b.input_ids[r * l + t] as usize, &mut e);
+            w.tok_embeddings.row_into(b.input_ids[r * l + t] as usize, &mut e);
             let e: Vec<f64> = e.iter().map(|&v| v as f64).collect();
-            ln(
-                &e,
-                &w.emb_norm.weight,
-                w.emb_norm.bias.as_ref(),
-                enc.norm_eps,
-            )
+            ln(&e, &w.emb_norm.weight, w.emb_norm.bias.as_ref(), enc.norm_eps)
         })
         .collect();
     for (layer, kind) in w.layers.iter().zip(&enc.layer_kinds) {
         let a: Vec<Vec<f64>> = match &layer.attn_norm {
             None => x.clone(),
-            Some(n) => x
-                .iter()
-                .map(|v| ln(v, &n.weight, n.bias.as_ref(), enc.norm_eps))
-                .collect(),
+            Some(n) => x.iter().map(|v| ln(v, &n.weight, n.bias.as_ref(), enc.norm_eps)).collect(),
         };
         let full = |q: usize, kk: usize| valid[kk] && !other(q, kk);
-        let local =
-            |q: usize, kk: usize| full(q, kk) && ((pos(q) - pos(kk)).abs() <= hw || !valid[q]);
+        let local = |q: usize, kk: usize| full(q, kk) && ((pos(q) - pos(kk)).abs() <= hw || !valid[q]);
         let base = enc.rope_theta(*kind);
         let allowed: &dyn Fn(usize, usize) -> bool = match kind {
             LayerKind::Full => &full,
@@ -198,21 +162,12 @@ fn reference_row(
         add(&mut x, &o);
         let a: Vec<Vec<f64>> = x
             .iter()
-            .map(|v| {
-                ln(
-                    v,
-                    &layer.mlp_norm.weight,
-                    layer.mlp_norm.bias.as_ref(),
-                    enc.norm_eps,
-                )
-            })
+            .map(|v| ln(v, &layer.mlp_norm.weight, layer.mlp_norm.bias.as_ref(), enc.norm_eps))
             .collect();
         let m = lin(&a, &layer.wi);
         let i_ = enc.intermediate_size;
-        let g: Vec<Vec<f64>> = m
-            .iter()
-            .map(|row| (0..i_).map(|i| gelu(row[i]) * row[i_ + i]).collect())
-            .collect();
+        let g: Vec<Vec<f64>> =
+            m.iter().map(|row| (0..i_).map(|i| gelu(row[i]) * row[i_ + i]).collect()).collect();
         let o = lin(&g, &layer.mlp_wo);
         add(&mut x, &o);
     }
@@ -220,12 +175,7 @@ fn reference_row(
     let mut h: Vec<Vec<f64>> = x
         .iter()
         .map(|v| {
-            let mut n = ln(
-                v,
-                &w.final_norm.weight,
-                w.final_norm.bias.as_ref(),
-                enc.norm_eps,
-            );
+            let mut n = ln(v, &w.final_norm.weight, w.final_norm.bias.as_ref(), enc.norm_eps);
             for (i, t) in n.iter_mut().enumerate() {
                 *t += w.type_emb[q * d + i] as f64;
             }
@@ -233,17 +183,13 @@ fn reference_row(
         })
         .collect();
     for hl in &w.head {
-        let a: Vec<Vec<f64>> = h
-            .iter()
-            .map(|v| ln(v, &hl.norm1.weight, hl.norm1.bias.as_ref(), 1e-5))
-            .collect();
+        let a: Vec<Vec<f64>> =
+            h.iter().map(|v| ln(v, &hl.norm1.weight, hl.norm1.bias.as_ref(), 1e-5)).collect();
         let keys = |_q: usize, kk: usize| valid[kk];
         let att = mha(&a, &hl.in_proj, decision_head_heads(d), &keys, None);
         add(&mut h, &lin(&att, &hl.out_proj));
-        let a: Vec<Vec<f64>> = h
-            .iter()
-            .map(|v| ln(v, &hl.norm2.weight, hl.norm2.bias.as_ref(), 1e-5))
-            .collect();
+        let a: Vec<Vec<f64>> =
+            h.iter().map(|v| ln(v, &hl.norm2.weight, hl.norm2.bias.as_ref(), 1e-5)).collect();
         let f: Vec<Vec<f64>> = lin(&a, &hl.linear1)
             .into_iter()
             .map(|row| row.into_iter().map(|v| v.max(0.0)).collect())
@@ -257,14 +203,9 @@ fn reference_row(
             ln(&h[p], &s.norm.weight, s.norm.bias.as_ref(), 1e-5)
         })
         .collect();
-    let hid: Vec<Vec<f64>> = lin(&markers, &w.scorer.hidden)
-        .into_iter()
-        .map(|row| row.into_iter().map(gelu).collect())
-        .collect();
-    let mut logits: Vec<f64> = lin(&hid, &w.scorer.output)
-        .into_iter()
-        .map(|v| v[0])
-        .collect();
+    let hid: Vec<Vec<f64>> =
+        lin(&markers, &w.scorer.hidden).into_iter().map(|row| row.into_iter().map(gelu).collect()).collect();
+    let mut logits: Vec<f64> = lin(&hid, &w.scorer.output).into_iter().map(|v| v[0]).collect();
     for j in 0..k {
         if b.marker_mask[r * k + j] == 0 {
             logits[j] = -1e4;
@@ -273,10 +214,7 @@ fn reference_row(
     let mx = logits.iter().cloned().fold(f64::MIN, f64::max);
     let z: f64 = logits.iter().map(|v| (v - mx).exp()).sum();
     let p: Vec<f64> = logits.iter().map(|v| (v - mx).exp() / z).collect();
-    let count = (0..k)
-        .filter(|&j| b.marker_mask[r * k + j] != 0)
-        .count()
-        .max(2) as f64;
+    let count = (0..k).filter(|&j| b.marker_mask[r * k + j] != 0).count().max(2) as f64;
     let ent = -p.iter().map(|&v| v * v.max(1e-9).ln()).sum::<f64>() / count.ln();
     let mut sorted = p.clone();
     sorted.sort_by(|a, b| b.partial_cmp(a).unwrap());
@@ -290,10 +228,7 @@ fn reference_row(
 }
 
 fn max_diff(got: &[f32], want: &[f64]) -> f64 {
-    got.iter()
-        .zip(want)
-        .map(|(a, b)| (*a as f64 - b).abs())
-        .fold(0.0, f64::max)
+    got.iter().zip(want).map(|(a, b)| (*a as f64 - b).abs()).fold(0.0, f64::max)
 }
 
 #[test]
@@ -309,13 +244,8 @@ fn forward_matches_f64_reference_on_tiny_shape() {
             let (logits, act) = reference_row(&w, &enc, &b, r);
             let dl = max_diff(&out.logits[r * 5..(r + 1) * 5], &logits);
             let da = max_diff(&out.action_logits[r * 2..(r + 1) * 2], &act);
-            assert!(
-                dl < 2e-5 && da < 2e-5,
-                "row {r} threads {threads}: Δlogit {dl:e} Δaction {da:e}"
-            );
-            assert!(out.logits[r * 5 + 3..(r + 1) * 5]
-                .iter()
-                .all(|&v| v == -1e4));
+            assert!(dl < 2e-5 && da < 2e-5, "row {r} threads {threads}: Δlogit {dl:e} Δaction {da:e}");
+            assert!(out.logits[r * 5 + 3..(r + 1) * 5].iter().all(|&v| v == -1e4));
         }
     }
 }
@@ -326,19 +256,14 @@ fn parallel_layout_matches_f64_reference() {
     agent.option_layout = OptionLayout::Parallel;
     let w = random_weights(&enc, &agent, 5);
     let mut e =
-        PortableBackend::try_new(w.clone(), enc.clone(), agent, caps(1, 20, 4), "x".into(), 2)
-            .unwrap();
+        PortableBackend::try_new(w.clone(), enc.clone(), agent, caps(1, 20, 4), "x".into(), 2).unwrap();
     let mut b = PreparedBatch::default();
     b.reset(1, 20, 4, 0, true);
     // shared prefix of 8 tokens, then 3 options of 4 tokens restarting at position 8
     for t in 0..20 {
         b.input_ids[t] = (t as i32 * 37) % 512;
         b.attention_mask[t] = 1;
-        let (pos, opt) = if t < 8 {
-            (t, 0)
-        } else {
-            (8 + (t - 8) % 4, 1 + (t - 8) / 4)
-        };
+        let (pos, opt) = if t < 8 { (t, 0) } else { (8 + (t - 8) % 4, 1 + (t - 8) / 4) };
         b.position_ids.as_mut().unwrap()[t] = pos as i32;
         b.option_ids.as_mut().unwrap()[t] = opt as i32;
     }
@@ -360,8 +285,7 @@ fn padding_and_batch_neighbours_do_not_change_a_row() {
     let mut alone = ForwardOutput::default();
     e.forward(&batch(1, 16, 4, &[16], 512), &mut alone).unwrap();
     let mut padded = ForwardOutput::default();
-    e.forward(&batch(3, 32, 4, &[16, 32, 9], 512), &mut padded)
-        .unwrap();
+    e.forward(&batch(3, 32, 4, &[16, 32, 9], 512), &mut padded).unwrap();
     for j in 0..4 {
         assert!((alone.logits[j] - padded.logits[j]).abs() < 1e-5);
     }
@@ -376,22 +300,11 @@ fn forward_is_deterministic_and_reuses_scratch() {
     let b = batch(2, 32, 4, &[32, 20], 512);
     let mut o1 = ForwardOutput::default();
     e.forward(&b, &mut o1).unwrap();
-    let ptrs = (
-        e.scratch.x.as_ptr(),
-        e.scratch.qkv.as_ptr(),
-        e.scratch.mlp.as_ptr(),
-    );
+    let ptrs = (e.scratch.x.as_ptr(), e.scratch.qkv.as_ptr(), e.scratch.mlp.as_ptr());
     let mut o2 = ForwardOutput::default();
     e.forward(&b, &mut o2).unwrap();
     assert_eq!(o1, o2);
-    assert_eq!(
-        ptrs,
-        (
-            e.scratch.x.as_ptr(),
-            e.scratch.qkv.as_ptr(),
-            e.scratch.mlp.as_ptr()
-        )
-    );
+    assert_eq!(ptrs, (e.scratch.x.as_ptr(), e.scratch.qkv.as_ptr(), e.scratch.mlp.as_ptr()));
 }
 
 #[test]
@@ -401,28 +314,14 @@ fn ablations_change_the_logits() {
     let mut base = ForwardOutput::default();
     e.forward(&b, &mut base).unwrap();
     for ab in [
-        Ablation {
-            no_rope: true,
-            ..Ablation::default()
-        },
-        Ablation {
-            window_scale: 2,
-            ..Ablation::default()
-        },
-        Ablation {
-            tanh_gelu: true,
-            ..Ablation::default()
-        },
+        Ablation { no_rope: true, ..Ablation::default() },
+        Ablation { window_scale: 2, ..Ablation::default() },
+        Ablation { tanh_gelu: true, ..Ablation::default() },
     ] {
         e.set_ablation(ab);
         let mut o = ForwardOutput::default();
         e.forward(&b, &mut o).unwrap();
-        let d = o
-            .logits
-            .iter()
-            .zip(&base.logits)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let d = o.logits.iter().zip(&base.logits).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         assert!(d > 1e-4, "{ab:?} moved logits by only {d:e}");
     }
 }
@@ -476,19 +375,9 @@ fn mismatched_weights_are_reported_not_panicked() {
     let (enc, agent) = tiny_shape();
     let mut w = random_weights(&enc, &agent, 1);
     w.layers.pop();
-    assert!(PortableBackend::try_new(
-        w.clone(),
-        enc.clone(),
-        agent.clone(),
-        caps(1, 8, 2),
-        "x".into(),
-        1
-    )
-    .is_err());
+    assert!(PortableBackend::try_new(w.clone(), enc.clone(), agent.clone(), caps(1, 8, 2), "x".into(), 1)
+        .is_err());
     let mut e = PortableBackend::new(w, enc, agent, caps(1, 8, 2), "x".into(), 1);
     let mut out = ForwardOutput::default();
-    assert!(matches!(
-        e.forward(&batch(1, 8, 2, &[8], 512), &mut out),
-        Err(BackendError::Runtime(_))
-    ));
+    assert!(matches!(e.forward(&batch(1, 8, 2, &[8], 512), &mut out), Err(BackendError::Runtime(_))));
 }

@@ -24,11 +24,7 @@ fn cycle_visits_every_cell_once_and_closes_with_unit_steps() {
             assert!(seen.insert(cell), "{w}x{h}: {cell:?} twice");
             assert!(cell.x >= 0 && (cell.x as usize) < w && cell.y >= 0 && (cell.y as usize) < h);
             let next = cycle[(i + 1) % cycle.len()];
-            assert_eq!(
-                (cell.x - next.x).abs() + (cell.y - next.y).abs(),
-                1,
-                "{w}x{h} at {i}"
-            );
+            assert_eq!((cell.x - next.x).abs() + (cell.y - next.y).abs(), 1, "{w}x{h} at {i}");
         }
     }
 }
@@ -37,21 +33,12 @@ fn cycle_visits_every_cell_once_and_closes_with_unit_steps() {
 fn rejects_boards_smaller_than_four_or_with_both_sides_odd() {
     for (w, h) in [(3, 4), (4, 3), (5, 5), (0, 0), (2, 8)] {
         let error = Game::new(w, h, 7, 2).unwrap_err();
-        assert_eq!(
-            error,
-            GameError::BadDimensions {
-                width: w,
-                height: h
-            }
-        );
+        assert_eq!(error, GameError::BadDimensions { width: w, height: h });
         assert!(error
             .to_string()
             .starts_with("Board dimensions must be >= 4, with at least one even dimension"));
     }
-    assert!(matches!(
-        Game::new(1 << 20, 1 << 20, 7, 2),
-        Err(GameError::BoardTooLarge { .. })
-    ));
+    assert!(matches!(Game::new(1 << 20, 1 << 20, 7, 2), Err(GameError::BoardTooLarge { .. })));
 }
 
 #[test]
@@ -67,10 +54,7 @@ fn cycle_index_follows_the_closed_form_on_24x16() {
             } else {
                 1 + h * (w - 1) + (h - 1 - y)
             };
-            assert_eq!(
-                board.cycle_index(Cell::new(x as i32, y as i32)),
-                Some(expected)
-            );
+            assert_eq!(board.cycle_index(Cell::new(x as i32, y as i32)), Some(expected));
         }
     }
     assert_eq!(board.cycle_index(Cell::new(-1, 0)), None);
@@ -103,16 +87,8 @@ fn initial_snake_lies_behind_the_centre_along_the_cycle() {
 fn rejects_initial_length_outside_two_to_capacity() {
     for length in [0, 1, 16, 17] {
         let error = Game::new(4, 4, 7, length).unwrap_err();
-        assert_eq!(
-            error,
-            GameError::BadInitialLength {
-                length,
-                capacity: 16
-            }
-        );
-        assert!(error
-            .to_string()
-            .starts_with("Initial length must be >= 2 and smaller than the board"));
+        assert_eq!(error, GameError::BadInitialLength { length, capacity: 16 });
+        assert!(error.to_string().starts_with("Initial length must be >= 2 and smaller than the board"));
     }
     assert!(Game::new(4, 4, 7, 15).is_ok());
 }
@@ -129,22 +105,12 @@ fn first_food_matches_cpython_rng_for_known_seeds() {
         (10007, (8, 5)),
     ];
     for (seed, (x, y)) in expected {
-        assert_eq!(
-            Game::with_seed(seed).food(),
-            Some(Cell::new(x, y)),
-            "seed {seed}"
-        );
+        assert_eq!(Game::with_seed(seed).food(), Some(Cell::new(x, y)), "seed {seed}");
     }
     // The list index of the draw: seed 7 → 165, 101 → 297, 102 → 75 in cycle-ordered empties.
     for (seed, index) in [(7, 165), (101, 297), (102, 75)] {
         let game = Game::with_seed(seed);
-        let empty: Vec<Cell> = game
-            .board()
-            .cycle()
-            .iter()
-            .copied()
-            .filter(|&c| !game.occupies(c))
-            .collect();
+        let empty: Vec<Cell> = game.board().cycle().iter().copied().filter(|&c| !game.occupies(c)).collect();
         assert_eq!(empty.len(), 378);
         assert_eq!(empty[index], game.food().unwrap(), "seed {seed}");
     }
@@ -153,27 +119,16 @@ fn first_food_matches_cpython_rng_for_known_seeds() {
 #[test]
 fn legality_on_the_4x4_example_wall_after_two_lefts() {
     let mut game = Game::new(4, 4, 7, 4).unwrap();
-    game.set_position(
-        cells(&[(1, 1), (1, 2), (0, 2), (0, 1)]),
-        Some(Cell::new(3, 3)),
-    )
-    .unwrap();
+    game.set_position(cells(&[(1, 1), (1, 2), (0, 2), (0, 1)]), Some(Cell::new(3, 3))).unwrap();
     assert_eq!(game.legal_reason(Direction::Left), Legality::Legal);
-    assert_eq!(
-        game.legal_reason(Direction::Down),
-        Legality::Blocked(DeathReason::Reverse)
-    );
+    assert_eq!(game.legal_reason(Direction::Down), Legality::Blocked(DeathReason::Reverse));
     assert_eq!(game.step(Direction::Left), Ok(false));
     assert!(game.alive());
     assert_eq!(game.step(Direction::Left), Ok(false));
     assert!(!game.alive());
     assert_eq!(game.death_reason(), Some(DeathReason::Wall));
     assert_eq!(game.ticks(), 2, "the fatal step still counts a tick");
-    assert_eq!(
-        game.head(),
-        Cell::new(0, 1),
-        "a fatal move leaves the body unchanged"
-    );
+    assert_eq!(game.head(), Cell::new(0, 1), "a fatal move leaves the body unchanged");
     assert_eq!(game.step(Direction::Up), Err(GameError::Finished));
 }
 
@@ -181,38 +136,16 @@ fn legality_on_the_4x4_example_wall_after_two_lefts() {
 fn entering_the_tail_cell_is_legal_unless_eating() {
     // A 2x2 loop: head (1,1), tail (1,0) directly above the head.
     let mut game = Game::new(4, 4, 7, 4).unwrap();
-    game.set_position(
-        cells(&[(1, 1), (0, 1), (0, 0), (1, 0)]),
-        Some(Cell::new(3, 3)),
-    )
-    .unwrap();
+    game.set_position(cells(&[(1, 1), (0, 1), (0, 0), (1, 0)]), Some(Cell::new(3, 3))).unwrap();
     assert_eq!(game.legal_reason(Direction::Up), Legality::Legal);
     assert_eq!(game.step(Direction::Up), Ok(false));
     assert_eq!(game.head(), Cell::new(1, 0));
-    assert_eq!(
-        game.body().iter().copied().collect::<Vec<_>>(),
-        cells(&[(1, 0), (1, 1), (0, 1), (0, 0)])
-    );
-    assert!(
-        game.occupies(Cell::new(1, 0)),
-        "the head now holds the old tail cell"
-    );
-    assert_eq!(
-        (0..16)
-            .filter(|i| game.occupies(Cell::new(i % 4, i / 4)))
-            .count(),
-        4
-    );
+    assert_eq!(game.body().iter().copied().collect::<Vec<_>>(), cells(&[(1, 0), (1, 1), (0, 1), (0, 0)]));
+    assert!(game.occupies(Cell::new(1, 0)), "the head now holds the old tail cell");
+    assert_eq!((0..16).filter(|i| game.occupies(Cell::new(i % 4, i / 4))).count(), 4);
     // Another body cell (not the tail) is a `body` death.
-    game.set_position(
-        cells(&[(1, 1), (2, 1), (2, 2), (1, 2), (0, 2)]),
-        Some(Cell::new(3, 3)),
-    )
-    .unwrap();
-    assert_eq!(
-        game.legal_reason(Direction::Down),
-        Legality::Blocked(DeathReason::Body)
-    );
+    game.set_position(cells(&[(1, 1), (2, 1), (2, 2), (1, 2), (0, 2)]), Some(Cell::new(3, 3))).unwrap();
+    assert_eq!(game.legal_reason(Direction::Down), Legality::Blocked(DeathReason::Body));
 }
 
 #[test]
@@ -235,10 +168,7 @@ fn eating_the_last_cell_wins_with_no_food_and_no_moves() {
 #[test]
 fn unknown_direction_name_is_an_error() {
     let mut game = Game::with_seed(7);
-    assert_eq!(
-        game.step_named("NORTH"),
-        Err(GameError::UnknownDirection("NORTH".into()))
-    );
+    assert_eq!(game.step_named("NORTH"), Err(GameError::UnknownDirection("NORTH".into())));
     assert_eq!(game.ticks(), 0);
     assert_eq!(game.step_named("DOWN"), Ok(false));
 }
@@ -254,10 +184,7 @@ fn set_position_rejects_impossible_positions() {
         (cells(&[(1, 1), (1, 2)]), Some(Cell::new(-1, 2))),
     ];
     for (body, food) in bad {
-        assert!(matches!(
-            game.set_position(body, food),
-            Err(GameError::InvalidPosition(_))
-        ));
+        assert!(matches!(game.set_position(body, food), Err(GameError::InvalidPosition(_))));
     }
 }
 
@@ -290,21 +217,14 @@ fn planner_trajectory(seed: i64, steps: usize) -> Trajectory {
 }
 
 fn sha_prefix(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(text.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
 fn planner_only_seed_101_matches_reference_trajectory() {
     let t = planner_trajectory(101, 300);
     assert_eq!(t.eats, [13, 53, 61, 81, 92, 148, 167, 207, 255, 281]);
-    assert_eq!(
-        t.foods[..6],
-        cells(&[(20, 13), (7, 4), (7, 12), (3, 8), (12, 10), (23, 1)])
-    );
+    assert_eq!(t.foods[..6], cells(&[(20, 13), (7, 4), (7, 12), (3, 8), (12, 10), (23, 1)]));
     assert!(t.initials.starts_with("DDDDRRRRRRRRDDDL"));
     assert_eq!(sha_prefix(&t.initials), "75f6fed0fffec528");
     assert_eq!(t.game.head(), Cell::new(8, 4));

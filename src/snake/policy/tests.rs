@@ -45,10 +45,7 @@ fn shield_replaces_an_unsafe_proposal_with_the_first_most_probable_safe_move() {
     assert_eq!(decision.proposed, Direction::Up);
     assert_eq!(decision.executed, Direction::Down);
     assert!(decision.intervened);
-    assert_eq!(
-        decision.safe_directions,
-        [Direction::Down, Direction::Right]
-    );
+    assert_eq!(decision.safe_directions, [Direction::Down, Direction::Right]);
     assert!((decision.dead_end_risk - 0.03).abs() < 1e-12);
     assert_eq!(decision.food_reachable, 0.9);
     assert_eq!(decision.input_tokens, 150);
@@ -59,21 +56,14 @@ fn shield_replaces_an_unsafe_proposal_with_the_first_most_probable_safe_move() {
 #[test]
 fn unassisted_policy_executes_the_unsafe_proposal() {
     let mut game = Game::with_seed(7);
-    let mut model = |_: &Value, _: &Value| -> Result<Value, ModelError> {
-        Ok(result([0.0, 0.0, 1.0, 0.0], 0.5, 0.5))
-    };
-    let config = PolicyConfig {
-        guarded: false,
-        ..PolicyConfig::default()
-    };
+    let mut model =
+        |_: &Value, _: &Value| -> Result<Value, ModelError> { Ok(result([0.0, 0.0, 1.0, 0.0], 0.5, 0.5)) };
+    let config = PolicyConfig { guarded: false, ..PolicyConfig::default() };
     let decision = decide(&game, &mut model, config).unwrap();
     assert_eq!(decision.executed, Direction::Left);
     assert!(!decision.intervened);
     game.step(decision.executed).unwrap();
-    assert_eq!(
-        game.death_reason(),
-        Some(crate::snake::DeathReason::Reverse)
-    );
+    assert_eq!(game.death_reason(), Some(crate::snake::DeathReason::Reverse));
 }
 
 #[test]
@@ -100,9 +90,7 @@ fn invalid_probability_is_an_error_and_no_move() {
     ] {
         let error = ModelAnswers::from_result(&result(probs, risk, food)).unwrap_err();
         assert!(matches!(error, PolicyError::InvalidProbability { .. }));
-        assert!(error
-            .to_string()
-            .starts_with("Model returned an invalid probability; no move executed"));
+        assert!(error.to_string().starts_with("Model returned an invalid probability; no move executed"));
     }
 }
 
@@ -112,25 +100,16 @@ fn non_finite_probability_arriving_as_null_is_invalid() {
     let mut value = result([0.25; 4], 0.5, 0.5);
     value["answers"]["move"]["probabilities"]["LEFT"] = json!(f64::NAN);
     assert!(value["answers"]["move"]["probabilities"]["LEFT"].is_null());
-    assert!(matches!(
-        ModelAnswers::from_result(&value),
-        Err(PolicyError::InvalidProbability { .. })
-    ));
+    assert!(matches!(ModelAnswers::from_result(&value), Err(PolicyError::InvalidProbability { .. })));
     let mut value = result([0.25; 4], 0.5, 0.5);
     value["answers"]["food"]["noul"] = json!(f64::INFINITY);
-    assert!(matches!(
-        ModelAnswers::from_result(&value),
-        Err(PolicyError::InvalidProbability { .. })
-    ));
+    assert!(matches!(ModelAnswers::from_result(&value), Err(PolicyError::InvalidProbability { .. })));
 }
 
 #[test]
 fn malformed_result_names_the_missing_field() {
     let mut missing_right = result([0.25; 4], 0.5, 0.5);
-    missing_right["answers"]["move"]["probabilities"]
-        .as_object_mut()
-        .unwrap()
-        .shift_remove("RIGHT");
+    missing_right["answers"]["move"]["probabilities"].as_object_mut().unwrap().shift_remove("RIGHT");
     let mut text_value = result([0.25; 4], 0.5, 0.5);
     text_value["answers"]["risk"]["noul"] = json!("high");
     let mut extra_key = result([0.25; 4], 0.5, 0.5);
@@ -155,18 +134,14 @@ fn malformed_result_names_the_missing_field() {
 #[test]
 fn output_tokens_default_to_zero() {
     let mut value = result([0.25; 4], 0.5, 0.5);
-    value["usage"]
-        .as_object_mut()
-        .unwrap()
-        .shift_remove("output_tokens");
+    value["usage"].as_object_mut().unwrap().shift_remove("output_tokens");
     assert_eq!(ModelAnswers::from_result(&value).unwrap().output_tokens, 0);
 }
 
 #[test]
 fn model_failure_is_reported_and_no_move_made() {
     let game = Game::with_seed(7);
-    let mut model =
-        |_: &Value, _: &Value| -> Result<Value, ModelError> { Err("device lost".into()) };
+    let mut model = |_: &Value, _: &Value| -> Result<Value, ModelError> { Err("device lost".into()) };
     let error = decide(&game, &mut model, PolicyConfig::default()).unwrap_err();
     assert!(matches!(error, PolicyError::Model(_)));
     assert_eq!(error.to_string(), "Model call failed: device lost");
@@ -179,18 +154,9 @@ fn finished_game_cannot_be_decided() {
         game.step(Direction::Up).unwrap();
     }
     let mut model = random_model(1);
-    assert!(matches!(
-        decide(&game, &mut model, PolicyConfig::default()),
-        Err(PolicyError::NoSafeAction)
-    ));
-    let unguarded = PolicyConfig {
-        guarded: false,
-        ..PolicyConfig::default()
-    };
-    assert!(matches!(
-        decide(&game, &mut model, unguarded),
-        Err(PolicyError::GameFinished)
-    ));
+    assert!(matches!(decide(&game, &mut model, PolicyConfig::default()), Err(PolicyError::NoSafeAction)));
+    let unguarded = PolicyConfig { guarded: false, ..PolicyConfig::default() };
+    assert!(matches!(decide(&game, &mut model, unguarded), Err(PolicyError::GameFinished)));
 }
 
 #[test]
@@ -201,21 +167,11 @@ fn predictor_receives_the_prompt_of_the_configured_style() {
         seen.push((state.clone(), questions.clone()));
         Ok(result([0.1, 0.6, 0.1, 0.2], 0.9, 0.9))
     };
-    let config = PolicyConfig {
-        guarded: true,
-        prompt: PromptStyle::Detailed,
-    };
+    let config = PolicyConfig { guarded: true, prompt: PromptStyle::Detailed };
     let decision = decide(&game, &mut model, config).unwrap();
     assert_eq!(decision.executed, Direction::Down);
-    assert!(seen[0]
-        .0
-        .as_str()
-        .unwrap()
-        .starts_with("Snake game. 2 safe directions"));
-    assert_eq!(
-        seen[0].1["move"]["criteria"]["LEFT"],
-        "Collision: reverse. Unsafe."
-    );
+    assert!(seen[0].0.as_str().unwrap().starts_with("Snake game. 2 safe directions"));
+    assert_eq!(seen[0].1["move"]["criteria"]["LEFT"], "Collision: reverse. Unsafe.");
 }
 
 #[test]
@@ -255,18 +211,11 @@ fn play_guarded(width: usize, height: usize, seed: i64, max_steps: u64) -> (u64,
         if game.step(decision.executed).unwrap() {
             last_eat = game.ticks();
         }
-        assert!(
-            game.alive(),
-            "{width}x{height} seed {seed} died at tick {}",
-            game.ticks()
-        );
+        assert!(game.alive(), "{width}x{height} seed {seed} died at tick {}", game.ticks());
         if !game.won() {
             assert!(game.cycle_order_valid());
         }
-        assert!(
-            game.ticks() - last_eat <= cap,
-            "food gap exceeded the board size"
-        );
+        assert!(game.ticks() - last_eat <= cap, "food gap exceeded the board size");
     }
     (game.ticks(), interventions, game.won())
 }
@@ -289,10 +238,7 @@ fn shield_never_lets_the_snake_die_with_random_probabilities() {
         assert_eq!(ticks, 1500);
         total_interventions += interventions;
     }
-    assert!(
-        total_interventions > 0,
-        "random probabilities must trigger the shield"
-    );
+    assert!(total_interventions > 0, "random probabilities must trigger the shield");
 }
 
 #[test]

@@ -68,10 +68,7 @@ fn record_run(seed: i64, steps: usize) -> Vec<Record> {
         })));
         game.step(decision.executed).unwrap();
         if game.finished() {
-            records.push(Record::RoundEnd(RoundEnd {
-                at: at + 0.001,
-                game: game.snapshot(),
-            }));
+            records.push(Record::RoundEnd(RoundEnd { at: at + 0.001, game: game.snapshot() }));
             round += 1;
             game = Game::new(6, 6, seed + round as i64 - 1, 2).unwrap();
         }
@@ -128,10 +125,7 @@ fn replay_reproduces_every_frame_across_rounds() {
     let recording = read_recording(to_bytes(&records).as_slice()).unwrap();
     let summary = replay(&recording).unwrap();
     assert_eq!(summary.frames, 400);
-    assert!(
-        summary.rounds >= 2,
-        "400 steps on 6x6 clear the board at least once"
-    );
+    assert!(summary.rounds >= 2, "400 steps on 6x6 clear the board at least once");
     assert!(summary.interventions > 0);
 }
 
@@ -145,10 +139,7 @@ fn replay_detects_a_tampered_executed_move() {
         frame.decision.executed = other.unwrap_or(Direction::Up);
     }
     let recording = read_recording(to_bytes(&records).as_slice()).unwrap();
-    assert!(matches!(
-        replay(&recording),
-        Err(RecordingError::Diverged { .. } | RecordingError::Game { .. })
-    ));
+    assert!(matches!(replay(&recording), Err(RecordingError::Diverged { .. } | RecordingError::Game { .. })));
 }
 
 #[test]
@@ -171,16 +162,10 @@ fn replay_detects_a_wrong_intervention_count() {
 fn reader_requires_metadata_and_a_frame() {
     let records = record_run(3, 5);
     let without_metadata = to_bytes(&records[1..]);
-    assert!(matches!(
-        read_recording(without_metadata.as_slice()),
-        Err(RecordingError::Incomplete)
-    ));
+    assert!(matches!(read_recording(without_metadata.as_slice()), Err(RecordingError::Incomplete)));
     let metadata_only = to_bytes(&records[..1]);
     let error = read_recording(metadata_only.as_slice()).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "Recording must contain metadata and real decision frames"
-    );
+    assert_eq!(error.to_string(), "Recording must contain metadata and real decision frames");
 }
 
 #[test]
@@ -192,13 +177,8 @@ fn reader_rejects_timestamps_that_do_not_strictly_increase() {
             frame.at = bad_at;
         }
         let error = read_recording(to_bytes(&records).as_slice()).unwrap_err();
-        assert!(
-            matches!(error, RecordingError::Timestamps { frame: 2, .. }),
-            "{bad_at}: {error}"
-        );
-        assert!(error
-            .to_string()
-            .starts_with("Recording timestamps must strictly increase"));
+        assert!(matches!(error, RecordingError::Timestamps { frame: 2, .. }), "{bad_at}: {error}");
+        assert!(error.to_string().starts_with("Recording timestamps must strictly increase"));
     }
 }
 
