@@ -1,5 +1,6 @@
 //! The Laya host contract, pure and portable: bundles, tokenizer, prompt rows, packing, decoding.
 
+pub mod bpe;
 pub mod bundle;
 pub mod config;
 pub mod decode;

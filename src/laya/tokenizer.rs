@@ -34,6 +34,7 @@ pub struct Special {
 /// The checkpoint tokenizer with its four special tokens resolved.
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
+    fast: Option<super::bpe::ByteLevelBpe>,
     /// `[CLS]`.
     pub cls: Special,
     /// `[SEP]`.
@@ -91,11 +92,29 @@ impl Tokenizer {
         let pad = special("pad_token")?;
         let mask = special("mask_token")?;
         let vocab_size = inner.get_vocab_size(true);
-        Ok(Self { inner, cls, sep, pad, mask, vocab_size })
+        let fast = serde_json::from_slice::<Value>(tokenizer_json)
+            .ok()
+            .and_then(|json| super::bpe::ByteLevelBpe::from_json(&json));
+        Ok(Self { inner, fast, cls, sep, pad, mask, vocab_size })
     }
 
     /// Encode `text` without special tokens, appending the ids to `out`.
     pub fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
+        if let Some(fast) = &self.fast {
+            if fast.encode_into(text, out).is_some() {
+                return Ok(());
+            }
+        }
+        self.encode_reference_into(text, out)
+    }
+
+    /// Whether the fast byte-level BPE path is active for this tokenizer.
+    pub fn has_fast_path(&self) -> bool {
+        self.fast.is_some()
+    }
+
+    /// Encode through the `tokenizers` crate itself (the fast path's oracle).
+    pub fn encode_reference_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
         let enc = self.inner.encode_fast(text, false).map_err(|e| TokenizerError::Encode(e.to_string()))?;
         out.extend_from_slice(enc.get_ids());
         Ok(())
