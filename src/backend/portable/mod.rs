@@ -30,7 +30,7 @@ use crate::model::weights::{DecisionWeights, Layout, Linear};
 /// Storage order of every Linear weight inside the engine (`[in, out]` row-major, i.e. the
 /// transpose of PyTorch's `[out, in]`); chosen with the GEMM layout benchmark in
 /// `benches/forward.rs`.
-pub const WEIGHT_LAYOUT: Layout = Layout::ColMajor;
+pub const WEIGHT_LAYOUT: Layout = Layout::RowMajor;
 
 /// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
 const HEAD_EPS: f32 = 1e-5;
@@ -56,6 +56,25 @@ impl Default for Ablation {
             no_rope: false,
             window_scale: 1,
             tanh_gelu: false,
+        }
+    }
+}
+
+/// Engine choices that are measured rather than semantic (benchmarks only).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Storage order of the Linear weights.
+    pub weight_layout: Layout,
+    /// Let `gemm` split each Linear product over the workers (else one thread per product).
+    pub gemm_rayon: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            weight_layout: WEIGHT_LAYOUT,
+            gemm_rayon: true,
         }
     }
 }
@@ -113,6 +132,7 @@ pub struct PortableBackend {
     pool: Option<Arc<rayon::ThreadPool>>,
     threads: usize,
     ablation: Ablation,
+    tuning: Tuning,
     /// Set when the weights do not fit the configs; every forward reports it.
     broken: Option<String>,
 }
@@ -129,6 +149,28 @@ impl PortableBackend {
         shapes: ShapeCaps,
         fingerprint: String,
         threads: usize,
+    ) -> Self {
+        Self::new_tuned(
+            weights,
+            enc,
+            agent,
+            shapes,
+            fingerprint,
+            threads,
+            Tuning::default(),
+        )
+    }
+
+    /// [`Self::new`] with explicit engine choices (benchmarks only).
+    #[doc(hidden)]
+    pub fn new_tuned(
+        weights: DecisionWeights,
+        enc: EncoderConfig,
+        agent: AgentConfig,
+        shapes: ShapeCaps,
+        fingerprint: String,
+        threads: usize,
+        tuning: Tuning,
     ) -> Self {
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -155,7 +197,7 @@ impl PortableBackend {
                 enc.num_heads
             ));
         }
-        let w = to_engine_layout(weights);
+        let w = to_engine_layout(weights, tuning.weight_layout);
         let positions = shapes.max_length.max(1);
         let rope_full = Rope::new(enc.rope_theta(LayerKind::Full), dims.head_dim, positions);
         let rope_sliding = Rope::new(enc.rope_theta(LayerKind::Sliding), dims.head_dim, positions);
@@ -195,6 +237,7 @@ impl PortableBackend {
             pool,
             threads,
             ablation: Ablation::default(),
+            tuning,
             broken,
         }
     }
@@ -367,7 +410,7 @@ impl PortableBackend {
         let dm = self.dims;
         let (d, inter) = (dm.d, dm.inter);
         let bl = bn * l;
-        let par = if self.threads > 1 {
+        let par = if self.threads > 1 && self.tuning.gemm_rayon {
             Parallelism::Rayon(self.threads)
         } else {
             Parallelism::None
@@ -617,11 +660,9 @@ fn run_attention(
     }
 }
 
-/// Move every Linear weight to [`WEIGHT_LAYOUT`].
-fn to_engine_layout(mut w: DecisionWeights) -> DecisionWeights {
-    fn conv(l: &mut Linear) {
-        l.weight.set_layout(WEIGHT_LAYOUT);
-    }
+/// Move every Linear weight of the encoder, head and scorer to `layout`.
+fn to_engine_layout(mut w: DecisionWeights, layout: Layout) -> DecisionWeights {
+    let conv = |l: &mut Linear| l.weight.set_layout(layout);
     for layer in &mut w.layers {
         conv(&mut layer.wqkv);
         conv(&mut layer.wo);
