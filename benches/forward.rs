@@ -7,14 +7,15 @@
 
 use std::time::Instant;
 
-use laya_bench::backend::portable::{PortableBackend, Tuning};
+use laya_bench::backend::portable::{GemmThreading, PortableBackend, Tuning};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::synthetic::{published_shape, random_weights};
 use laya_bench::model::weights::Layout;
 
-/// Dense multiply-adds ×2 of one decision (encoder, attention, head, scorer, action head).
-fn flops(enc: &EncoderConfig, agent: &AgentConfig, l: usize, k: usize) -> f64 {
+/// Multiply-adds ×2 of one decision's encoder and decision head, attention included (the
+/// performance-anchors count: 24.57 GFLOP at L96; scorer and action head, ≈0.04, left out).
+fn flops(enc: &EncoderConfig, agent: &AgentConfig, l: usize) -> f64 {
     let (d, i_, n, h) = (
         enc.hidden_size as f64,
         enc.intermediate_size as f64,
@@ -24,9 +25,7 @@ fn flops(enc: &EncoderConfig, agent: &AgentConfig, l: usize, k: usize) -> f64 {
     let l = l as f64;
     let enc_layer = l * (3.0 * d * d + d * d + 2.0 * i_ * d + i_ * d) + 2.0 * l * l * d;
     let head_layer = l * (3.0 * d * d + d * d + 8.0 * d * d) + 2.0 * l * l * d;
-    let scorer = k as f64 * (d * d + d);
-    let act = 256.0 * (d + 4.0) + 256.0 * agent.num_actions as f64;
-    2.0 * (n * enc_layer + h * head_layer + scorer + act)
+    2.0 * (n * enc_layer + h * head_layer)
 }
 
 fn request(l: usize, k: usize, vocab: usize) -> PreparedBatch {
@@ -48,11 +47,25 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> (f64, f64, f64) {
+/// Process CPU time (user + system) in seconds, from /proc (Linux; `None` elsewhere).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
+fn time(
+    backend: &mut PortableBackend,
+    b: &PreparedBatch,
+    iters: usize,
+) -> (f64, f64, f64, Option<f64>) {
     let mut out = ForwardOutput::default();
     for _ in 0..3 {
         backend.forward(b, &mut out).expect("forward");
     }
+    let cpu0 = cpu_seconds();
     let mut ms: Vec<f64> = (0..iters)
         .map(|_| {
             let t = Instant::now();
@@ -60,9 +73,13 @@ fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> (f64,
             t.elapsed().as_secs_f64() * 1e3
         })
         .collect();
+    let cpu = match (cpu0, cpu_seconds()) {
+        (Some(a), Some(b)) => Some((b - a) * 1e3 / iters as f64),
+        _ => None,
+    };
     let min = ms.iter().cloned().fold(f64::MAX, f64::min);
     let max = ms.iter().cloned().fold(0.0, f64::max);
-    (median(&mut ms), min, max)
+    (median(&mut ms), min, max, cpu)
 }
 
 fn main() {
@@ -79,6 +96,7 @@ fn main() {
     let l = arg("--len", 96);
     let k = 32;
     let compare = args.iter().any(|a| a == "--compare");
+    let profile = args.iter().any(|a| a == "--profile");
 
     let (enc, agent) = published_shape("multilingual").expect("shape");
     let t = Instant::now();
@@ -87,7 +105,7 @@ fn main() {
         "synthetic:multilingual weights built in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    let gflop = flops(&enc, &agent, l, k) / 1e9;
+    let gflop = flops(&enc, &agent, l) / 1e9;
     let caps = ShapeCaps {
         batch_size: 1,
         max_length: agent.max_len,
@@ -109,13 +127,21 @@ fn main() {
                 ..Tuning::default()
             },
         ));
-        variants.push((
-            "1-thread gemm",
-            Tuning {
-                gemm_rayon: false,
-                ..Tuning::default()
-            },
-        ));
+        for (name, gemm) in [
+            ("gemm rayon", GemmThreading::Rayon),
+            ("column split", GemmThreading::Columns),
+            ("1-thread gemm", GemmThreading::Single),
+        ] {
+            if gemm != Tuning::default().gemm {
+                variants.push((
+                    name,
+                    Tuning {
+                        gemm,
+                        ..Tuning::default()
+                    },
+                ));
+            }
+        }
     }
     let mut w = Some(w);
     for (i, (name, tuning)) in variants.iter().enumerate() {
@@ -135,12 +161,27 @@ fn main() {
             *tuning,
         );
         let build = t.elapsed().as_secs_f64();
-        let (med, min, max) = time(&mut backend, &b, iters);
+        let (med, min, max, cpu) = time(&mut backend, &b, iters);
+        if profile {
+            backend.set_profiling(true);
+            let _ = time(&mut backend, &b, iters);
+            let stages = backend.profile();
+            let total: f64 = stages.iter().map(|(_, s)| s).sum();
+            let calls = (iters + 3) as f64;
+            for (stage, secs) in stages {
+                println!(
+                    "    {stage:<20} {:>7.2} ms/forward {:>5.1} %",
+                    secs * 1e3 / calls,
+                    100.0 * secs / total
+                );
+            }
+            backend.set_profiling(false);
+        }
         println!(
-            "{name:>14}: B1 L{l} K{k} threads {} ({}): median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP; engine built in {build:.2} s",
-            backend.threads(),
+            "{name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward; engine built in {build:.2} s",
             backend.info().device,
             gflop / (med / 1e3),
+            cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
         );
     }
 }

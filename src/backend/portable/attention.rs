@@ -1,10 +1,9 @@
 //! Attention pieces of the portable engine: RoPE tables, the per-request masks and the
 //! per-head masked attention (host-contract.md §2 steps 2, 3 and 6).
 
-use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::linalg::{matmul, View, ViewMut};
+use super::linalg::{matmul, Split, View, ViewMut};
 use crate::model::ops;
 
 /// RoPE cos/sin tables `[positions, dh/2]` for one base, computed with PyTorch's f32 choices:
@@ -267,7 +266,7 @@ fn attend_one(
         kt,
         scale,
         false,
-        Parallelism::None,
+        Split::Single,
     );
     let m = &mask[b * l * l..(b + 1) * l * l];
     for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
@@ -279,7 +278,7 @@ fn attend_one(
         v,
         1.0,
         false,
-        Parallelism::None,
+        Split::Single,
     );
 }
 

@@ -13,12 +13,10 @@ mod linalg;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use gemm::Parallelism;
-
 use self::attention::{
     apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope,
 };
-use self::linalg::linear;
+use self::linalg::{linear, Split};
 use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
 use crate::laya::config::{
     decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout,
@@ -66,15 +64,78 @@ impl Default for Ablation {
 pub struct Tuning {
     /// Storage order of the Linear weights.
     pub weight_layout: Layout,
-    /// Let `gemm` split each Linear product over the workers (else one thread per product).
-    pub gemm_rayon: bool,
+    /// How each Linear product uses the workers.
+    pub gemm: GemmThreading,
+}
+
+/// How a Linear product uses the worker threads (benchmarks only).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmThreading {
+    /// `gemm`'s own rayon parallelism.
+    Rayon,
+    /// Output columns split into one block per worker, one single-threaded `gemm` each.
+    Columns,
+    /// One thread per product.
+    Single,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
         Self {
             weight_layout: WEIGHT_LAYOUT,
-            gemm_rayon: true,
+            gemm: GemmThreading::Rayon,
+        }
+    }
+}
+
+/// Stages timed by the opt-in profile (benchmarks only).
+const STAGES: [&str; 15] = [
+    "embed+masks",
+    "norms",
+    "enc qkv gemm",
+    "rope",
+    "enc attention",
+    "enc attn-out gemm",
+    "enc mlp-in gemm",
+    "gelu*gate",
+    "enc mlp-out gemm",
+    "head qkv gemm",
+    "head attention",
+    "head out gemm",
+    "head ffn1 gemm+relu",
+    "head ffn2 gemm",
+    "scorer+tail",
+];
+
+/// Accumulated seconds per stage; laps are no-ops when disabled.
+#[derive(Debug)]
+struct Profile {
+    enabled: bool,
+    seconds: [f64; STAGES.len()],
+    last: std::time::Instant,
+}
+
+impl Profile {
+    fn new() -> Self {
+        Self {
+            enabled: false,
+            seconds: [0.0; STAGES.len()],
+            last: std::time::Instant::now(),
+        }
+    }
+    #[inline]
+    fn start(&mut self) {
+        if self.enabled {
+            self.last = std::time::Instant::now();
+        }
+    }
+    #[inline]
+    fn lap(&mut self, stage: usize) {
+        if self.enabled {
+            let now = std::time::Instant::now();
+            self.seconds[stage] += (now - self.last).as_secs_f64();
+            self.last = now;
         }
     }
 }
@@ -133,6 +194,7 @@ pub struct PortableBackend {
     threads: usize,
     ablation: Ablation,
     tuning: Tuning,
+    profile: Profile,
     /// Set when the weights do not fit the configs; every forward reports it.
     broken: Option<String>,
 }
@@ -238,6 +300,7 @@ impl PortableBackend {
             threads,
             ablation: Ablation::default(),
             tuning,
+            profile: Profile::new(),
             broken,
         }
     }
@@ -270,6 +333,19 @@ impl PortableBackend {
             window_scale: ablation.window_scale.max(1),
             ..ablation
         };
+    }
+
+    /// Turn the per-stage profile on or off and clear it (benchmarks only).
+    #[doc(hidden)]
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profile = Profile::new();
+        self.profile.enabled = on;
+    }
+
+    /// Seconds spent per stage since profiling was turned on (benchmarks only).
+    #[doc(hidden)]
+    pub fn profile(&self) -> Vec<(&'static str, f64)> {
+        STAGES.iter().copied().zip(self.profile.seconds).collect()
     }
 
     fn validate(&self, b: &PreparedBatch) -> Result<(), BackendError> {
@@ -410,10 +486,10 @@ impl PortableBackend {
         let dm = self.dims;
         let (d, inter) = (dm.d, dm.inter);
         let bl = bn * l;
-        let par = if self.threads > 1 && self.tuning.gemm_rayon {
-            Parallelism::Rayon(self.threads)
-        } else {
-            Parallelism::None
+        let par = match (self.threads, self.tuning.gemm) {
+            (1, _) | (_, GemmThreading::Single) => Split::Single,
+            (t, GemmThreading::Rayon) => Split::Gemm(t),
+            (t, GemmThreading::Columns) => Split::Columns(t),
         };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
@@ -422,6 +498,8 @@ impl PortableBackend {
             .entry((l, half_window))
             .or_insert_with(|| window_template(l, half_window));
 
+        let pf = &mut self.profile;
+        pf.start();
         let s = &mut self.scratch;
         size(&mut s.x, bl * d);
         size(&mut s.a, bl * d);
@@ -458,6 +536,8 @@ impl PortableBackend {
             );
         }
 
+        pf.lap(0);
+
         // Step 3: encoder layers.
         let enc_shape = AttnShape {
             batch: bn,
@@ -473,7 +553,9 @@ impl PortableBackend {
                     &s.a
                 }
             };
+            pf.lap(1);
             linear(input, bl, &layer.wqkv, &mut s.qkv, false, par);
+            pf.lap(2);
             let (rope, mask) = match kind {
                 LayerKind::Full => (&self.rope_full, &s.masks.full),
                 LayerKind::Sliding => (&self.rope_sliding, &s.masks.local),
@@ -481,6 +563,7 @@ impl PortableBackend {
             if !self.ablation.no_rope {
                 apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref());
             }
+            pf.lap(3);
             run_attention(
                 &self.pool,
                 &s.qkv,
@@ -491,10 +574,14 @@ impl PortableBackend {
                 workers,
             );
             merge_heads(&s.heads, enc_shape, &mut s.attn);
+            pf.lap(4);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
+            pf.lap(5);
             let n = &layer.mlp_norm;
             norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+            pf.lap(1);
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
+            pf.lap(6);
             for (m, g) in s.mlp[..bl * 2 * inter]
                 .chunks_exact(2 * inter)
                 .zip(s.gated.chunks_exact_mut(inter))
@@ -508,7 +595,9 @@ impl PortableBackend {
                     ops::gelu_mul(value, gate, g);
                 }
             }
+            pf.lap(7);
             linear(&s.gated, bl, &layer.mlp_wo, &mut s.x, true, par);
+            pf.lap(8);
         }
 
         // Steps 4–5: final norm, type embedding.
@@ -521,6 +610,7 @@ impl PortableBackend {
             }
         }
         s.x.copy_from_slice(&s.a);
+        pf.lap(1);
 
         // Step 6: decision head.
         let head_shape = AttnShape {
@@ -543,7 +633,9 @@ impl PortableBackend {
                 hl.norm1.bias.as_deref(),
                 HEAD_EPS,
             );
+            pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
+            pf.lap(9);
             run_attention(
                 &self.pool,
                 &s.qkv,
@@ -554,7 +646,9 @@ impl PortableBackend {
                 workers,
             );
             merge_heads(&s.heads, head_shape, &mut s.attn);
+            pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
+            pf.lap(11);
             norm_rows(
                 &s.x,
                 &mut s.a,
@@ -563,12 +657,15 @@ impl PortableBackend {
                 hl.norm2.bias.as_deref(),
                 HEAD_EPS,
             );
+            pf.lap(1);
             let ff = &mut s.mlp[..bl * 4 * d];
             linear(&s.a, bl, &hl.linear1, ff, false, par);
             for v in ff.iter_mut() {
                 *v = v.max(0.0);
             }
+            pf.lap(12);
             linear(ff, bl, &hl.linear2, &mut s.x, true, par);
+            pf.lap(13);
         }
 
         // Step 7: marker gather.
@@ -626,6 +723,7 @@ impl PortableBackend {
             // Lengths were checked at construction (`broken`), so this cannot fail here.
             let _ = self.w.act_head.forward(cls, &feat, &mut s.tail, dst);
         }
+        pf.lap(14);
     }
 }
 
