@@ -11,6 +11,8 @@ mod attention;
 mod linalg;
 
 use std::collections::HashMap;
+
+use rayon::prelude::*;
 use std::sync::Arc;
 
 use self::attention::{
@@ -582,18 +584,29 @@ impl PortableBackend {
             pf.lap(1);
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
             pf.lap(6);
-            for (m, g) in s.mlp[..bl * 2 * inter]
-                .chunks_exact(2 * inter)
-                .zip(s.gated.chunks_exact_mut(inter))
-            {
+            let tanh = self.ablation.tanh_gelu;
+            let gate_row = |(m, g): (&[f32], &mut [f32])| {
                 let (value, gate) = m.split_at(inter);
-                if self.ablation.tanh_gelu {
+                if tanh {
                     for ((o, &v), &gt) in g.iter_mut().zip(value).zip(gate) {
                         *o = ops::gelu_tanh(v) * gt;
                     }
                 } else {
                     ops::gelu_mul(value, gate, g);
                 }
+            };
+            if workers > 1 {
+                // inside the engine's pool (see `forward`)
+                s.mlp[..bl * 2 * inter]
+                    .par_chunks_exact(2 * inter)
+                    .zip(s.gated.par_chunks_exact_mut(inter))
+                    .with_min_len(8)
+                    .for_each(gate_row);
+            } else {
+                s.mlp[..bl * 2 * inter]
+                    .chunks_exact(2 * inter)
+                    .zip(s.gated.chunks_exact_mut(inter))
+                    .for_each(gate_row);
             }
             pf.lap(7);
             linear(&s.gated, bl, &layer.mlp_wo, &mut s.x, true, par);
