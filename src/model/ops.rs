@@ -36,13 +36,24 @@ const ERFCX_LARGE: [f32; 12] = [
     -3.566_418e-5,
 ];
 
+/// `a·b + c`, fused (one rounding) when `FMA` — only used inside the FMA-enabled builds, where
+/// it is one instruction; elsewhere a plain multiply and add.
 #[inline(always)]
-fn horner<const N: usize>(c: &[f32; N], t: f32) -> f32 {
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+#[inline(always)]
+fn horner<const FMA: bool, const N: usize>(c: &[f32; N], t: f32) -> f32 {
     let mut acc = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
         i -= 1;
-        acc = acc * t + c[i];
+        acc = madd::<FMA>(acc, t, c[i]);
     }
     acc
 }
@@ -53,20 +64,22 @@ fn horner<const N: usize>(c: &[f32; N], t: f32) -> f32 {
 /// the result never overflows.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
+    exp_impl::<false>(x)
+}
+
+#[inline(always)]
+fn exp_impl<const FMA: bool>(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4; // 355/512, exact in 9 bits so n·LN2_HI is exact
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0; // 1.5·2^23: adding it rounds to an integer
     let x = if x > 88.0 { 88.0 } else { x };
     let x = if x < -87.0 { -87.0 } else { x };
-    let k = x * LOG2E + MAGIC;
+    let k = madd::<FMA>(x, LOG2E, MAGIC);
     let n = k - MAGIC;
-    let r = x - n * LN2_HI - n * LN2_LO;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let r = madd::<FMA>(-n, LN2_LO, madd::<FMA>(-n, LN2_HI, x));
+    const C: [f32; 8] = [1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];
+    let p = horner::<FMA, 8>(&C, r);
     // The low mantissa bits of `k` hold n + 2^22; n ∈ [-126, 127] after the clamp.
     let n_int = (k.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let scale = f32::from_bits(((n_int + 127) as u32) << 23);
@@ -77,12 +90,17 @@ pub fn exp(x: f32) -> f32 {
 /// [`ERF_MAX_ABS_ERROR`]. NaN propagates.
 #[inline(always)]
 pub fn erf(x: f32) -> f32 {
+    erf_impl::<false>(x)
+}
+
+#[inline(always)]
+fn erf_impl<const FMA: bool>(x: f32) -> f32 {
     let ax = x.abs();
     let ax = if ax < 4.0 { ax } else { 4.0 };
     let u = ax * ax;
-    let small = ax * horner(&ERF_SMALL, u * 2.0 - 1.0);
-    let g = horner(&ERFCX_LARGE, ax * (2.0 / 3.0) - 5.0 / 3.0);
-    let large = 1.0 - exp(-u) * g;
+    let small = ax * horner::<FMA, 7>(&ERF_SMALL, madd::<FMA>(u, 2.0, -1.0));
+    let g = horner::<FMA, 12>(&ERFCX_LARGE, madd::<FMA>(ax, 2.0 / 3.0, -5.0 / 3.0));
+    let large = madd::<FMA>(-exp_impl::<FMA>(-u), g, 1.0);
     let r = if ax < 1.0 { small } else { large };
     let r = r.copysign(x);
     if x.is_nan() {
@@ -95,7 +113,12 @@ pub fn erf(x: f32) -> f32 {
 /// Exact GELU `x·(1 + erf(x/√2))/2`, evaluated in PyTorch's order `(x·0.5)·(1 + erf(x·√½))`.
 #[inline(always)]
 pub fn gelu(x: f32) -> f32 {
-    x * 0.5 * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+    gelu_impl::<false>(x)
+}
+
+#[inline(always)]
+fn gelu_impl<const FMA: bool>(x: f32) -> f32 {
+    x * 0.5 * (1.0 + erf_impl::<FMA>(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 /// Tanh-approximated GELU (`approximate="tanh"` in PyTorch); only for ablation tests.
@@ -112,20 +135,20 @@ pub fn gelu_in_place(xs: &mut [f32]) {
         unsafe { gelu_in_place_avx2(xs) };
         return;
     }
-    gelu_in_place_generic(xs);
+    gelu_in_place_generic::<false>(xs);
 }
 
 #[inline(always)]
-fn gelu_in_place_generic(xs: &mut [f32]) {
+fn gelu_in_place_generic<const FMA: bool>(xs: &mut [f32]) {
     for x in xs.iter_mut() {
-        *x = gelu(*x);
+        *x = gelu_impl::<FMA>(*x);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn gelu_in_place_avx2(xs: &mut [f32]) {
-    gelu_in_place_generic(xs);
+    gelu_in_place_generic::<true>(xs);
 }
 
 /// Gated GELU of the ModernBERT MLP: `out[i] = gelu(value[i]) · gate[i]`.
@@ -138,20 +161,20 @@ pub fn gelu_mul(value: &[f32], gate: &[f32], out: &mut [f32]) {
         unsafe { gelu_mul_avx2(value, gate, out) };
         return;
     }
-    gelu_mul_generic(value, gate, out);
+    gelu_mul_generic::<false>(value, gate, out);
 }
 
 #[inline(always)]
-fn gelu_mul_generic(value: &[f32], gate: &[f32], out: &mut [f32]) {
+fn gelu_mul_generic<const FMA: bool>(value: &[f32], gate: &[f32], out: &mut [f32]) {
     for ((o, &v), &g) in out.iter_mut().zip(value).zip(gate) {
-        *o = gelu(v) * g;
+        *o = gelu_impl::<FMA>(v) * g;
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn gelu_mul_avx2(value: &[f32], gate: &[f32], out: &mut [f32]) {
-    gelu_mul_generic(value, gate, out);
+    gelu_mul_generic::<true>(value, gate, out);
 }
 
 /// Softmax over a slice in place: `exp(x − max) · (1 / Σ)`, like PyTorch's CPU kernel.
@@ -162,23 +185,23 @@ pub fn softmax_in_place(xs: &mut [f32]) {
         unsafe { softmax_in_place_avx2(xs) };
         return;
     }
-    softmax_in_place_generic(xs);
+    softmax_in_place_generic::<false>(xs);
 }
 
 #[inline(always)]
-fn softmax_in_place_generic(xs: &mut [f32]) {
+fn softmax_in_place_generic<const FMA: bool>(xs: &mut [f32]) {
     let max = max_of(xs);
     let mut lanes = [0.0f32; 8];
     let mut chunks = xs.chunks_exact_mut(8);
     for c in &mut chunks {
         for (l, x) in lanes.iter_mut().zip(c.iter_mut()) {
-            *x = exp(*x - max);
+            *x = exp_impl::<FMA>(*x - max);
             *l += *x;
         }
     }
     let mut sum = 0.0f32;
     for x in chunks.into_remainder() {
-        *x = exp(*x - max);
+        *x = exp_impl::<FMA>(*x - max);
         sum += *x;
     }
     sum += lanes.iter().sum::<f32>();
@@ -191,7 +214,7 @@ fn softmax_in_place_generic(xs: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn softmax_in_place_avx2(xs: &mut [f32]) {
-    softmax_in_place_generic(xs);
+    softmax_in_place_generic::<true>(xs);
 }
 
 /// Masked softmax of one attention row: scores whose `keep` byte is 0 are replaced by `-1e4`
@@ -203,21 +226,21 @@ pub fn masked_softmax_in_place(xs: &mut [f32], keep: &[u8]) {
         unsafe { masked_softmax_avx2(xs, keep) };
         return;
     }
-    masked_softmax_generic(xs, keep);
+    masked_softmax_generic::<false>(xs, keep);
 }
 
 #[inline(always)]
-fn masked_softmax_generic(xs: &mut [f32], keep: &[u8]) {
+fn masked_softmax_generic<const FMA: bool>(xs: &mut [f32], keep: &[u8]) {
     for (x, &k) in xs.iter_mut().zip(keep) {
         *x = if k != 0 { *x } else { -1e4 };
     }
-    softmax_in_place_generic(xs);
+    softmax_in_place_generic::<FMA>(xs);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn masked_softmax_avx2(xs: &mut [f32], keep: &[u8]) {
-    masked_softmax_generic(xs, keep);
+    masked_softmax_generic::<true>(xs, keep);
 }
 
 #[inline(always)]
@@ -349,26 +372,36 @@ mod tests {
         ])
     }
 
-    #[test]
-    fn erf_error_is_below_documented_bound_on_dense_grid() {
+    fn worst_erf_error(f: impl Fn(f32) -> f32) -> (f64, f32) {
         let mut worst = 0.0f64;
         let mut at = 0.0f32;
         for x in grid() {
-            let e = (erf(x) as f64 - libm::erf(x as f64)).abs();
+            let e = (f(x) as f64 - libm::erf(x as f64)).abs();
             if e > worst {
                 worst = e;
                 at = x;
             }
         }
-        // Slice path (AVX2 when present) must agree with the scalar path.
+        (worst, at)
+    }
+
+    #[test]
+    fn erf_error_is_below_documented_bound_on_dense_grid() {
+        // Both builds: plain multiply-add (portable) and fused (AVX2+FMA slice kernels).
+        for (name, (worst, at)) in
+            [("plain", worst_erf_error(erf)), ("fused", worst_erf_error(erf_impl::<true>))]
+        {
+            eprintln!("erf ({name}) max abs error {worst:e} at {at}");
+            assert!(worst <= ERF_MAX_ABS_ERROR as f64, "erf ({name}) error {worst:e} at {at}");
+        }
+        // The slice path (AVX2+FMA when present) agrees with the scalar path to rounding.
         let xs: Vec<f32> = grid().collect();
         let mut ys = xs.clone();
         gelu_in_place(&mut ys);
         for (x, y) in xs.iter().zip(&ys) {
-            assert_eq!(gelu(*x).to_bits(), y.to_bits(), "gelu slice vs scalar at {x}");
+            let want = gelu(*x);
+            assert!((want - y).abs() <= 4e-7 * want.abs().max(1.0), "gelu slice vs scalar at {x}");
         }
-        eprintln!("erf max abs error {worst:e} at {at}");
-        assert!(worst <= ERF_MAX_ABS_ERROR as f64, "erf error {worst:e} at {at}");
         assert!(erf(f32::NAN).is_nan());
         assert_eq!(erf(f32::INFINITY), 1.0);
         assert_eq!(erf(f32::NEG_INFINITY), -1.0);

@@ -112,12 +112,15 @@ impl DenseF32 {
     pub fn data(&self) -> &[f32] {
         &self.data
     }
-    /// Element `(r, c)`.
-    pub fn get(&self, r: usize, c: usize) -> f32 {
-        match self.layout {
+    /// Element `(r, c)`; `None` outside the matrix.
+    pub fn get(&self, r: usize, c: usize) -> Option<f32> {
+        if r >= self.rows || c >= self.cols {
+            return None;
+        }
+        Some(match self.layout {
             Layout::RowMajor => self.data[r * self.cols + c],
             Layout::ColMajor => self.data[c * self.rows + r],
-        }
+        })
     }
     /// Same matrix stored in `layout` (transposes the storage when it differs).
     pub fn into_layout(mut self, layout: Layout) -> Self {
@@ -968,7 +971,8 @@ mod tests {
         let t = m.clone().into_layout(Layout::ColMajor);
         let Matrix::F32(d) = &t;
         assert_eq!(d.data(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-        assert_eq!(d.get(1, 2), 6.0);
+        assert_eq!(d.get(1, 2), Some(6.0));
+        assert_eq!(d.get(2, 0), None);
         let (mut y1, mut y2) = ([0.0f32; 2], [0.0f32; 2]);
         assert!(m.matvec(&[1.0, 0.5, -1.0], &mut y1) && t.matvec(&[1.0, 0.5, -1.0], &mut y2));
         assert_eq!(y1, [-1.0, 0.5]);

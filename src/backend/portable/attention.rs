@@ -1,10 +1,9 @@
 //! Attention pieces of the portable engine: RoPE tables, the per-request masks and the
 //! per-head masked attention (host-contract.md §2 steps 2, 3 and 6).
 
-use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::linalg::{matmul, View, ViewMut};
+use super::linalg::{matmul, Split, View, ViewMut};
 use crate::model::ops;
 
 /// RoPE cos/sin tables `[positions, dh/2]` for one base, computed with PyTorch's f32 choices:
@@ -235,19 +234,12 @@ fn attend_one(
     // kᵀ: element (j, key) = k[key, j]
     let kt = View { data: qkv, offset: row0 + d + h * dh, rows: dh, cols: l, rs: 1, cs: rs };
     let v = View::rows(qkv, row0 + 2 * d + h * dh, l, dh, rs);
-    matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Parallelism::None);
+    matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Split::Single);
     let m = &mask[b * l * l..(b + 1) * l * l];
     for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
         ops::masked_softmax_in_place(srow, mrow);
     }
-    matmul(
-        ViewMut::rows(out, 0, l, dh, dh),
-        View::rows(scores, 0, l, l, l),
-        v,
-        1.0,
-        false,
-        Parallelism::None,
-    );
+    matmul(ViewMut::rows(out, 0, l, dh, dh), View::rows(scores, 0, l, l, l), v, 1.0, false, Split::Single);
 }
 
 /// `[B, heads, L, dh]` → `[B·L, D]` (heads concatenated in head order).

@@ -54,6 +54,26 @@ fn in_bounds(len: usize, offset: usize, rows: usize, cols: usize, rs: usize, cs:
     matches!(last, Some(l) if l < len)
 }
 
+/// How a product uses the worker threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// One thread (the caller).
+    Single,
+    /// `gemm`'s own rayon parallelism over this many threads.
+    Gemm(usize),
+    /// Split the destination columns into this many contiguous blocks (multiples of 16), one
+    /// single-threaded `gemm` per block, run on the current rayon pool.
+    Columns(usize),
+}
+
+/// A raw destination pointer that may cross threads; only disjoint column blocks are written.
+#[derive(Clone, Copy)]
+struct DstPtr(*mut f32);
+// SAFETY: the pointer is only used by `matmul` for disjoint column blocks of one destination
+// that outlives the scope the blocks run in.
+unsafe impl Send for DstPtr {}
+unsafe impl Sync for DstPtr {}
+
 /// `dst = (accumulate ? dst : 0) + scale · lhs · rhs`.
 ///
 /// Panics if the shapes do not chain or a view reaches outside its slice: both are bugs in the
@@ -64,7 +84,7 @@ pub(crate) fn matmul(
     rhs: View<'_>,
     scale: f32,
     accumulate: bool,
-    parallelism: Parallelism,
+    split: Split,
 ) {
     assert!(
         lhs.rows == dst.rows && rhs.cols == dst.cols && lhs.cols == rhs.rows,
@@ -94,33 +114,64 @@ pub(crate) fn matmul(
         }
         return;
     }
-    let to_isize = |x: usize| x as isize; // strides are < slice length <= isize::MAX
-                                          // SAFETY: every element the product reads or writes lies inside its slice (checked above:
-                                          // the last index `offset + (rows-1)·rs + (cols-1)·cs` is in bounds and strides are
-                                          // non-negative, so every index is). `dst` is a unique borrow, so it cannot alias `lhs` or
-                                          // `rhs`. `gemm` only reads `dst` when `read_dst` is true, and the memory is initialised.
-    unsafe {
-        gemm::gemm(
-            dst.rows,
-            dst.cols,
-            lhs.cols,
-            dst.data.as_mut_ptr().add(dst.offset),
-            to_isize(dst.cs),
-            to_isize(dst.rs),
-            accumulate,
-            lhs.data.as_ptr().add(lhs.offset),
-            to_isize(lhs.cs),
-            to_isize(lhs.rs),
-            rhs.data.as_ptr().add(rhs.offset),
-            to_isize(rhs.cs),
-            to_isize(rhs.rs),
-            1.0,
-            scale,
-            false,
-            false,
-            false,
-            parallelism,
-        );
+    let (m, k) = (dst.rows, lhs.cols);
+    // SAFETY (for the pointer arithmetic): `offset` is in bounds (checked above).
+    let dptr = DstPtr(unsafe { dst.data.as_mut_ptr().add(dst.offset) });
+    let lptr = unsafe { lhs.data.as_ptr().add(lhs.offset) } as usize;
+    let rptr = unsafe { rhs.data.as_ptr().add(rhs.offset) } as usize;
+    let (drs, dcs, lrs, lcs, rrs, rcs) = (dst.rs, dst.cs, lhs.rs, lhs.cs, rhs.rs, rhs.cs);
+    // Columns [c0, c1) of the product, on the calling thread.
+    let block = move |c0: usize, c1: usize, par: Parallelism| {
+        let d = dptr;
+        // SAFETY: every element read or written lies inside its slice: the views were checked
+        // above (last index in bounds, non-negative strides) and [c0, c1) ⊆ [0, cols), so the
+        // offsets `c0·cs` stay inside them. `dst` is a unique borrow, so it cannot alias `lhs`
+        // or `rhs`; concurrent blocks write disjoint columns. `gemm` reads `dst` only when
+        // `accumulate` is set, and the memory is initialised.
+        unsafe {
+            gemm::gemm(
+                m,
+                c1 - c0,
+                k,
+                d.0.add(c0 * dcs),
+                dcs as isize,
+                drs as isize,
+                accumulate,
+                lptr as *const f32,
+                lcs as isize,
+                lrs as isize,
+                (rptr as *const f32).add(c0 * rcs),
+                rcs as isize,
+                rrs as isize,
+                1.0,
+                scale,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    };
+    let n = dst.cols;
+    match split {
+        Split::Single => block(0, n, Parallelism::None),
+        Split::Gemm(t) if t > 1 => block(0, n, Parallelism::Rayon(t)),
+        Split::Gemm(_) => block(0, n, Parallelism::None),
+        Split::Columns(parts) => {
+            let per = n.div_ceil(parts.max(1)).next_multiple_of(16);
+            if parts <= 1 || per >= n {
+                return block(0, n, Parallelism::None);
+            }
+            rayon::scope(|s| {
+                let mut c0 = per;
+                while c0 < n {
+                    let c1 = (c0 + per).min(n);
+                    s.spawn(move |_| block(c0, c1, Parallelism::None));
+                    c0 = c1;
+                }
+                block(0, per, Parallelism::None);
+            });
+        }
     }
 }
 
@@ -141,14 +192,7 @@ pub(crate) fn weight_view(w: &Matrix) -> View<'_> {
 
 /// `y[m, out] (=|+=) x[m, in] Wᵀ + b` for `m` rows of `x` (row stride `in`) into `y` (row
 /// stride `out`). With `accumulate` the product (and bias) is added to `y` (a residual).
-pub(crate) fn linear(
-    x: &[f32],
-    m: usize,
-    lin: &Linear,
-    y: &mut [f32],
-    accumulate: bool,
-    parallelism: Parallelism,
-) {
+pub(crate) fn linear(x: &[f32], m: usize, lin: &Linear, y: &mut [f32], accumulate: bool, split: Split) {
     let (inp, out) = (lin.in_features(), lin.out_features());
     matmul(
         ViewMut::rows(y, 0, m, out, out),
@@ -156,7 +200,7 @@ pub(crate) fn linear(
         weight_view(&lin.weight),
         1.0,
         accumulate,
-        parallelism,
+        split,
     );
     if let Some(b) = &lin.bias {
         for row in y[..m * out].chunks_exact_mut(out) {
@@ -193,11 +237,11 @@ mod tests {
                 bias: Some(vec![1.0, 2.0, 3.0]),
             };
             let mut y = vec![0.0f32; m * out];
-            linear(&x, m, &lin, &mut y, false, Parallelism::None);
+            linear(&x, m, &lin, &mut y, false, Split::Single);
             for (i, (a, b)) in y.iter().zip(&want).enumerate() {
                 assert!((a - (b + (i % out + 1) as f32)).abs() < 1e-5);
             }
-            linear(&x, m, &lin, &mut y, true, Parallelism::None);
+            linear(&x, m, &lin, &mut y, true, Split::Single);
             for (i, (a, b)) in y.iter().zip(&want).enumerate() {
                 assert!((a - 2.0 * (b + (i % out + 1) as f32)).abs() < 1e-5);
             }
@@ -215,7 +259,7 @@ mod tests {
             View::rows(&a, 0, 2, 2, 2),
             1.0,
             false,
-            Parallelism::None,
+            Split::Single,
         );
     }
 }

@@ -11,12 +11,12 @@ mod attention;
 mod linalg;
 
 use std::collections::HashMap;
+
+use rayon::prelude::*;
 use std::sync::Arc;
 
-use gemm::Parallelism;
-
 use self::attention::{apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope};
-use self::linalg::linear;
+use self::linalg::{linear, Split};
 use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
 use crate::model::ops;
@@ -26,7 +26,7 @@ use crate::model::weights::{DecisionWeights, Layout, Linear};
 /// Storage order of every Linear weight inside the engine (`[in, out]` row-major, i.e. the
 /// transpose of PyTorch's `[out, in]`); chosen with the GEMM layout benchmark in
 /// `benches/forward.rs`.
-pub const WEIGHT_LAYOUT: Layout = Layout::ColMajor;
+pub const WEIGHT_LAYOUT: Layout = Layout::RowMajor;
 
 /// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
 const HEAD_EPS: f32 = 1e-5;
@@ -49,6 +49,81 @@ pub struct Ablation {
 impl Default for Ablation {
     fn default() -> Self {
         Self { no_rope: false, window_scale: 1, tanh_gelu: false }
+    }
+}
+
+/// Engine choices that are measured rather than semantic (benchmarks only).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Storage order of the Linear weights.
+    pub weight_layout: Layout,
+    /// How each Linear product uses the workers.
+    pub gemm: GemmThreading,
+}
+
+/// How a Linear product uses the worker threads (benchmarks only).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmThreading {
+    /// `gemm`'s own rayon parallelism.
+    Rayon,
+    /// Output columns split into one block per worker, one single-threaded `gemm` each.
+    Columns,
+    /// One thread per product.
+    Single,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self { weight_layout: WEIGHT_LAYOUT, gemm: GemmThreading::Rayon }
+    }
+}
+
+/// Stages timed by the opt-in profile (benchmarks only).
+const STAGES: [&str; 15] = [
+    "embed+masks",
+    "norms",
+    "enc qkv gemm",
+    "rope",
+    "enc attention",
+    "enc attn-out gemm",
+    "enc mlp-in gemm",
+    "gelu*gate",
+    "enc mlp-out gemm",
+    "head qkv gemm",
+    "head attention",
+    "head out gemm",
+    "head ffn1 gemm+relu",
+    "head ffn2 gemm",
+    "scorer+tail",
+];
+
+/// Accumulated seconds per stage; laps are no-ops when disabled.
+#[derive(Debug)]
+struct Profile {
+    enabled: bool,
+    seconds: [f64; STAGES.len()],
+    last: std::time::Instant,
+}
+
+impl Profile {
+    fn new() -> Self {
+        Self { enabled: false, seconds: [0.0; STAGES.len()], last: std::time::Instant::now() }
+    }
+    #[inline]
+    fn start(&mut self) {
+        if self.enabled {
+            self.last = std::time::Instant::now();
+        }
+    }
+    #[inline]
+    fn lap(&mut self, stage: usize) {
+        if self.enabled {
+            let now = std::time::Instant::now();
+            self.seconds[stage] += (now - self.last).as_secs_f64();
+            self.last = now;
+        }
     }
 }
 
@@ -105,6 +180,8 @@ pub struct PortableBackend {
     pool: Option<Arc<rayon::ThreadPool>>,
     threads: usize,
     ablation: Ablation,
+    tuning: Tuning,
+    profile: Profile,
     /// Set when the weights do not fit the configs; every forward reports it.
     broken: Option<String>,
 }
@@ -121,6 +198,20 @@ impl PortableBackend {
         shapes: ShapeCaps,
         fingerprint: String,
         threads: usize,
+    ) -> Self {
+        Self::new_tuned(weights, enc, agent, shapes, fingerprint, threads, Tuning::default())
+    }
+
+    /// [`Self::new`] with explicit engine choices (benchmarks only).
+    #[doc(hidden)]
+    pub fn new_tuned(
+        weights: DecisionWeights,
+        enc: EncoderConfig,
+        agent: AgentConfig,
+        shapes: ShapeCaps,
+        fingerprint: String,
+        threads: usize,
+        tuning: Tuning,
     ) -> Self {
         let threads =
             if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
@@ -144,7 +235,7 @@ impl PortableBackend {
                 enc.num_heads
             ));
         }
-        let w = to_engine_layout(weights);
+        let w = to_engine_layout(weights, tuning.weight_layout);
         let positions = shapes.max_length.max(1);
         let rope_full = Rope::new(enc.rope_theta(LayerKind::Full), dims.head_dim, positions);
         let rope_sliding = Rope::new(enc.rope_theta(LayerKind::Sliding), dims.head_dim, positions);
@@ -180,6 +271,8 @@ impl PortableBackend {
             pool,
             threads,
             ablation: Ablation::default(),
+            tuning,
+            profile: Profile::new(),
             broken,
         }
     }
@@ -209,6 +302,19 @@ impl PortableBackend {
     #[doc(hidden)]
     pub fn set_ablation(&mut self, ablation: Ablation) {
         self.ablation = Ablation { window_scale: ablation.window_scale.max(1), ..ablation };
+    }
+
+    /// Turn the per-stage profile on or off and clear it (benchmarks only).
+    #[doc(hidden)]
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profile = Profile::new();
+        self.profile.enabled = on;
+    }
+
+    /// Seconds spent per stage since profiling was turned on (benchmarks only).
+    #[doc(hidden)]
+    pub fn profile(&self) -> Vec<(&'static str, f64)> {
+        STAGES.iter().copied().zip(self.profile.seconds).collect()
     }
 
     fn validate(&self, b: &PreparedBatch) -> Result<(), BackendError> {
@@ -310,11 +416,17 @@ impl PortableBackend {
         let dm = self.dims;
         let (d, inter) = (dm.d, dm.inter);
         let bl = bn * l;
-        let par = if self.threads > 1 { Parallelism::Rayon(self.threads) } else { Parallelism::None };
+        let par = match (self.threads, self.tuning.gemm) {
+            (1, _) | (_, GemmThreading::Single) => Split::Single,
+            (t, GemmThreading::Rayon) => Split::Gemm(t),
+            (t, GemmThreading::Columns) => Split::Columns(t),
+        };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
 
+        let pf = &mut self.profile;
+        pf.start();
         let s = &mut self.scratch;
         size(&mut s.x, bl * d);
         size(&mut s.a, bl * d);
@@ -344,6 +456,8 @@ impl PortableBackend {
             ops::layer_norm(tmp, &n.weight, n.bias.as_deref(), dm.eps, &mut s.x[r * d..(r + 1) * d]);
         }
 
+        pf.lap(0);
+
         // Step 3: encoder layers.
         let enc_shape = AttnShape { batch: bn, len: l, heads: dm.heads, head_dim: dm.head_dim };
         for (layer, kind) in self.w.layers.iter().zip(&self.enc.layer_kinds) {
@@ -354,7 +468,9 @@ impl PortableBackend {
                     &s.a
                 }
             };
+            pf.lap(1);
             linear(input, bl, &layer.wqkv, &mut s.qkv, false, par);
+            pf.lap(2);
             let (rope, mask) = match kind {
                 LayerKind::Full => (&self.rope_full, &s.masks.full),
                 LayerKind::Sliding => (&self.rope_sliding, &s.masks.local),
@@ -362,24 +478,44 @@ impl PortableBackend {
             if !self.ablation.no_rope {
                 apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref());
             }
+            pf.lap(3);
             run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, workers);
             merge_heads(&s.heads, enc_shape, &mut s.attn);
+            pf.lap(4);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
+            pf.lap(5);
             let n = &layer.mlp_norm;
             norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+            pf.lap(1);
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
-            for (m, g) in s.mlp[..bl * 2 * inter].chunks_exact(2 * inter).zip(s.gated.chunks_exact_mut(inter))
-            {
+            pf.lap(6);
+            let tanh = self.ablation.tanh_gelu;
+            let gate_row = |(m, g): (&[f32], &mut [f32])| {
                 let (value, gate) = m.split_at(inter);
-                if self.ablation.tanh_gelu {
+                if tanh {
                     for ((o, &v), &gt) in g.iter_mut().zip(value).zip(gate) {
                         *o = ops::gelu_tanh(v) * gt;
                     }
                 } else {
                     ops::gelu_mul(value, gate, g);
                 }
+            };
+            if workers > 1 {
+                // inside the engine's pool (see `forward`)
+                s.mlp[..bl * 2 * inter]
+                    .par_chunks_exact(2 * inter)
+                    .zip(s.gated.par_chunks_exact_mut(inter))
+                    .with_min_len(8)
+                    .for_each(gate_row);
+            } else {
+                s.mlp[..bl * 2 * inter]
+                    .chunks_exact(2 * inter)
+                    .zip(s.gated.chunks_exact_mut(inter))
+                    .for_each(gate_row);
             }
+            pf.lap(7);
             linear(&s.gated, bl, &layer.mlp_wo, &mut s.x, true, par);
+            pf.lap(8);
         }
 
         // Steps 4–5: final norm, type embedding.
@@ -392,23 +528,31 @@ impl PortableBackend {
             }
         }
         s.x.copy_from_slice(&s.a);
+        pf.lap(1);
 
         // Step 6: decision head.
         let head_shape = AttnShape { batch: bn, len: l, heads: dm.head_heads, head_dim: dm.head_head_dim };
         let head_mask = if parallel.is_some() { &s.masks.head } else { &s.masks.full };
         for hl in &self.w.head {
             norm_rows(&s.x, &mut s.a, d, &hl.norm1.weight, hl.norm1.bias.as_deref(), HEAD_EPS);
+            pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
+            pf.lap(9);
             run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, workers);
             merge_heads(&s.heads, head_shape, &mut s.attn);
+            pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
+            pf.lap(11);
             norm_rows(&s.x, &mut s.a, d, &hl.norm2.weight, hl.norm2.bias.as_deref(), HEAD_EPS);
+            pf.lap(1);
             let ff = &mut s.mlp[..bl * 4 * d];
             linear(&s.a, bl, &hl.linear1, ff, false, par);
             for v in ff.iter_mut() {
                 *v = v.max(0.0);
             }
+            pf.lap(12);
             linear(ff, bl, &hl.linear2, &mut s.x, true, par);
+            pf.lap(13);
         }
 
         // Step 7: marker gather.
@@ -449,6 +593,7 @@ impl PortableBackend {
             // Lengths were checked at construction (`broken`), so this cannot fail here.
             let _ = self.w.act_head.forward(cls, &feat, &mut s.tail, dst);
         }
+        pf.lap(14);
     }
 }
 
@@ -483,11 +628,9 @@ fn run_attention(
     }
 }
 
-/// Move every Linear weight to [`WEIGHT_LAYOUT`].
-fn to_engine_layout(mut w: DecisionWeights) -> DecisionWeights {
-    fn conv(l: &mut Linear) {
-        l.weight.set_layout(WEIGHT_LAYOUT);
-    }
+/// Move every Linear weight of the encoder, head and scorer to `layout`.
+fn to_engine_layout(mut w: DecisionWeights, layout: Layout) -> DecisionWeights {
+    let conv = |l: &mut Linear| l.weight.set_layout(layout);
     for layer in &mut w.layers {
         conv(&mut layer.wqkv);
         conv(&mut layer.wo);

@@ -53,7 +53,7 @@ fn lin(x: &[Vec<f64>], l: &Linear) -> Vec<Vec<f64>> {
         .map(|row| {
             (0..m.rows())
                 .map(|o| {
-                    (0..m.cols()).map(|i| row[i] * m.get(o, i) as f64).sum::<f64>()
+                    (0..m.cols()).map(|i| row[i] * m.get(o, i).unwrap_or(f32::NAN) as f64).sum::<f64>()
                         + l.bias.as_ref().map_or(0.0, |b| b[o] as f64)
                 })
                 .collect()

@@ -1,0 +1,165 @@
+//! FP32 forward of the portable engine on `synthetic:multilingual` at B1 L96 K32.
+//!
+//! `cargo bench --bench forward -- [--threads N] [--iters N] [--len L] [--compare]`
+//! prints the median forward time and the achieved GFLOP/s (24.57 GFLOP per decision at L96).
+//! `--compare` also times the engine with the other weight layout and with single-threaded
+//! Linear products, in one process so the variants are side by side.
+
+use std::time::Instant;
+
+use laya_bench::backend::portable::{GemmThreading, PortableBackend, Tuning};
+use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use laya_bench::laya::config::{AgentConfig, EncoderConfig};
+use laya_bench::model::synthetic::{published_shape, random_weights};
+use laya_bench::model::weights::Layout;
+
+/// Multiply-adds ×2 of one decision's encoder and decision head, attention included (the
+/// performance-anchors count: 24.57 GFLOP at L96; scorer and action head, ≈0.04, left out).
+fn flops(enc: &EncoderConfig, agent: &AgentConfig, l: usize) -> f64 {
+    let (d, i_, n, h) = (
+        enc.hidden_size as f64,
+        enc.intermediate_size as f64,
+        enc.num_layers as f64,
+        agent.head_layers as f64,
+    );
+    let l = l as f64;
+    let enc_layer = l * (3.0 * d * d + d * d + 2.0 * i_ * d + i_ * d) + 2.0 * l * l * d;
+    let head_layer = l * (3.0 * d * d + d * d + 8.0 * d * d) + 2.0 * l * l * d;
+    2.0 * (n * enc_layer + h * head_layer)
+}
+
+fn request(l: usize, k: usize, vocab: usize) -> PreparedBatch {
+    let mut b = PreparedBatch::default();
+    b.reset(1, l, k, 0, false);
+    for t in 0..l {
+        b.input_ids[t] = ((t * 7919 + 13) % vocab) as i32;
+        b.attention_mask[t] = 1;
+    }
+    for j in 0..4 {
+        b.marker_pos[j] = (l - 16 + 4 * j) as i32;
+        b.marker_mask[j] = 1;
+    }
+    b
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Process CPU time (user + system) in seconds, from /proc (Linux; `None` elsewhere).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
+fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> (f64, f64, f64, Option<f64>) {
+    let mut out = ForwardOutput::default();
+    for _ in 0..3 {
+        backend.forward(b, &mut out).expect("forward");
+    }
+    let cpu0 = cpu_seconds();
+    let mut ms: Vec<f64> = (0..iters)
+        .map(|_| {
+            let t = Instant::now();
+            backend.forward(b, &mut out).expect("forward");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    let cpu = match (cpu0, cpu_seconds()) {
+        (Some(a), Some(b)) => Some((b - a) * 1e3 / iters as f64),
+        _ => None,
+    };
+    let min = ms.iter().cloned().fold(f64::MAX, f64::min);
+    let max = ms.iter().cloned().fold(0.0, f64::max);
+    (median(&mut ms), min, max, cpu)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str, default: usize| -> usize {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let threads = arg("--threads", 2);
+    let iters = arg("--iters", 15);
+    let l = arg("--len", 96);
+    let k = 32;
+    let compare = args.iter().any(|a| a == "--compare");
+    let profile = args.iter().any(|a| a == "--profile");
+
+    let (enc, agent) = published_shape("multilingual").expect("shape");
+    let t = Instant::now();
+    let w = random_weights(&enc, &agent, 0);
+    println!("synthetic:multilingual weights built in {:.2} s", t.elapsed().as_secs_f64());
+    let gflop = flops(&enc, &agent, l) / 1e9;
+    let caps = ShapeCaps {
+        batch_size: 1,
+        max_length: agent.max_len,
+        min_length: 16,
+        max_options: k,
+        mode: ShapeMode::Range,
+    };
+    let b = request(l, k, enc.vocab_size);
+    let mut variants = vec![("default", Tuning::default())];
+    if compare {
+        let other = match Tuning::default().weight_layout {
+            Layout::RowMajor => Layout::ColMajor,
+            Layout::ColMajor => Layout::RowMajor,
+        };
+        variants.push(("other layout", Tuning { weight_layout: other, ..Tuning::default() }));
+        for (name, gemm) in [
+            ("gemm rayon", GemmThreading::Rayon),
+            ("column split", GemmThreading::Columns),
+            ("1-thread gemm", GemmThreading::Single),
+        ] {
+            if gemm != Tuning::default().gemm {
+                variants.push((name, Tuning { gemm, ..Tuning::default() }));
+            }
+        }
+    }
+    let mut w = Some(w);
+    for (i, (name, tuning)) in variants.iter().enumerate() {
+        let weights =
+            if i + 1 == variants.len() { w.take().expect("weights") } else { w.clone().expect("weights") };
+        let t = Instant::now();
+        let mut backend = PortableBackend::new_tuned(
+            weights,
+            enc.clone(),
+            agent.clone(),
+            caps.clone(),
+            "synthetic".into(),
+            threads,
+            *tuning,
+        );
+        let build = t.elapsed().as_secs_f64();
+        let (med, min, max, cpu) = time(&mut backend, &b, iters);
+        if profile {
+            backend.set_profiling(true);
+            let _ = time(&mut backend, &b, iters);
+            let stages = backend.profile();
+            let total: f64 = stages.iter().map(|(_, s)| s).sum();
+            let calls = (iters + 3) as f64;
+            for (stage, secs) in stages {
+                println!(
+                    "    {stage:<20} {:>7.2} ms/forward {:>5.1} %",
+                    secs * 1e3 / calls,
+                    100.0 * secs / total
+                );
+            }
+            backend.set_profiling(false);
+        }
+        println!(
+            "{name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward; engine built in {build:.2} s",
+            backend.info().device,
+            gflop / (med / 1e3),
+            cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
+        );
+    }
+}
