@@ -725,6 +725,11 @@ mod tests {
         while let Ok(s) = rx.recv_timeout(Duration::from_secs(5)) {
             got.push(s);
         }
+        // The sender is dropped just before the thread returns: give it a moment to finish.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !sampler.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(sampler.is_finished());
         let report = sampler.stop().unwrap();
         assert_eq!(got.len(), 3);
