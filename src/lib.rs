@@ -12,5 +12,7 @@ pub mod energy;
 pub mod laya;
 pub mod model;
 pub mod power;
+pub mod protocol;
 pub mod snake;
+pub mod stats;
 pub mod trace;

@@ -17,6 +17,14 @@ pub enum Script {
         /// Actions `A`.
         num_actions: usize,
     },
+    /// Like `Synthetic`, but from call number `after` on, slot 0 of every row gains +5
+    /// (an unstable backend, for stability tests).
+    Drift {
+        /// Actions `A`.
+        num_actions: usize,
+        /// Calls before the drift starts.
+        after: usize,
+    },
 }
 
 /// A backend that returns scripted outputs after an optional fixed delay.
@@ -29,6 +37,7 @@ pub struct ScriptedBackend {
     pub seen: Vec<PreparedBatch>,
     /// Keep a copy of each batch in `seen` (on by default).
     pub record: bool,
+    calls: usize,
 }
 
 impl ScriptedBackend {
@@ -46,6 +55,7 @@ impl ScriptedBackend {
             delay,
             seen: Vec::new(),
             record: true,
+            calls: 0,
         }
     }
 }
@@ -62,22 +72,28 @@ impl Backend for ScriptedBackend {
         if self.record {
             self.seen.push(batch.clone());
         }
+        self.calls += 1;
+        let (num_actions, drift) = match &self.script {
+            Script::Synthetic { num_actions } => (*num_actions, 0.0),
+            Script::Drift { num_actions, after } => (*num_actions, if self.calls > *after { 5.0 } else { 0.0 }),
+            Script::Replay(_) => (0, 0.0),
+        };
         match &mut self.script {
             Script::Replay(queue) => {
                 *out = queue
                     .pop_front()
                     .ok_or_else(|| BackendError::Runtime("scripted backend ran out of outputs".into()))?;
             }
-            Script::Synthetic { num_actions } => {
+            Script::Synthetic { .. } | Script::Drift { .. } => {
                 let (b, k) = (batch.batch, batch.max_options);
                 out.batch = b;
                 out.max_options = k;
-                out.num_actions = *num_actions;
+                out.num_actions = num_actions;
                 out.logits.clear();
                 for r in 0..b {
                     for j in 0..k {
                         let v = if batch.marker_mask[r * k + j] != 0 {
-                            batch.marker_pos[r * k + j] as f32 * 0.01 + j as f32 * 0.1
+                            batch.marker_pos[r * k + j] as f32 * 0.01 + j as f32 * 0.1 + if j == 0 { drift } else { 0.0 }
                         } else {
                             -1e4
                         };
