@@ -304,19 +304,18 @@ impl AgentConfig {
                 ))
             }
         };
-        let option_layout = match obj.get("option_layout") {
-            None | Some(Value::Null) => OptionLayout::Sequential,
-            Some(Value::String(s)) if s == "sequential" => OptionLayout::Sequential,
-            Some(Value::String(s)) if s == "parallel" => OptionLayout::Parallel,
-            Some(other) => {
-                return Err(f.invalid(
+        let option_layout =
+            match obj.get("option_layout") {
+                None | Some(Value::Null) => OptionLayout::Sequential,
+                Some(Value::String(s)) if s == "sequential" => OptionLayout::Sequential,
+                Some(Value::String(s)) if s == "parallel" => OptionLayout::Parallel,
+                Some(other) => return Err(f.invalid(
                     "option_layout",
                     &format!(
                         "is {other}; use \"sequential\" or \"parallel\" (Unknown option_layout)"
                     ),
-                ))
-            }
-        };
+                )),
+            };
         Ok(Self {
             head_layers,
             num_actions,
