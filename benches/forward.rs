@@ -1,7 +1,9 @@
 //! FP32 forward of the portable engine on `synthetic:multilingual` at B1 L96 K32.
 //!
-//! `cargo bench --bench forward -- [--threads N] [--iters N] [--len L] [--compare]`
-//! prints the median forward time and the achieved GFLOP/s (24.57 GFLOP per decision at L96).
+//! `cargo bench --bench forward -- [--shape multilingual|english] [--threads N] [--iters N]
+//! [--len L] [--compare] [--profile]` prints the median forward time and the achieved GFLOP/s
+//! (24.57 GFLOP per decision at L96 for the multilingual shape); `--profile` adds a per-stage
+//! breakdown.
 //! `--compare` also times the engine with the other weight layout and with single-threaded
 //! Linear products, in one process so the variants are side by side.
 
@@ -94,10 +96,18 @@ fn main() {
     let compare = args.iter().any(|a| a == "--compare");
     let profile = args.iter().any(|a| a == "--profile");
 
-    let (enc, agent) = published_shape("multilingual").expect("shape");
+    let shape = args
+        .iter()
+        .position(|a| a == "--shape")
+        .and_then(|i| args.get(i + 1))
+        .map_or("multilingual", String::as_str);
+    let Some((enc, agent)) = published_shape(shape) else {
+        eprintln!("unknown --shape {shape}; use multilingual or english");
+        std::process::exit(2);
+    };
     let t = Instant::now();
     let w = random_weights(&enc, &agent, 0);
-    println!("synthetic:multilingual weights built in {:.2} s", t.elapsed().as_secs_f64());
+    println!("synthetic:{shape} weights built in {:.2} s", t.elapsed().as_secs_f64());
     let gflop = flops(&enc, &agent, l) / 1e9;
     let caps = ShapeCaps {
         batch_size: 1,

@@ -75,7 +75,9 @@ impl Backend for ScriptedBackend {
         self.calls += 1;
         let (num_actions, drift) = match &self.script {
             Script::Synthetic { num_actions } => (*num_actions, 0.0),
-            Script::Drift { num_actions, after } => (*num_actions, if self.calls > *after { 5.0 } else { 0.0 }),
+            Script::Drift { num_actions, after } => {
+                (*num_actions, if self.calls > *after { 5.0 } else { 0.0 })
+            }
             Script::Replay(_) => (0, 0.0),
         };
         match &mut self.script {
@@ -93,7 +95,9 @@ impl Backend for ScriptedBackend {
                 for r in 0..b {
                     for j in 0..k {
                         let v = if batch.marker_mask[r * k + j] != 0 {
-                            batch.marker_pos[r * k + j] as f32 * 0.01 + j as f32 * 0.1 + if j == 0 { drift } else { 0.0 }
+                            batch.marker_pos[r * k + j] as f32 * 0.01
+                                + j as f32 * 0.1
+                                + if j == 0 { drift } else { 0.0 }
                         } else {
                             -1e4
                         };

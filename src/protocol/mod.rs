@@ -170,7 +170,13 @@ pub trait Observer {
         unstable: &[(usize, StateResult)],
     ) -> std::io::Result<()>;
     /// A call failed; the run stops after this.
-    fn failure(&mut self, arms: &[Arm<'_>], block: Option<u32>, arm: usize, error: &HostError) -> std::io::Result<()>;
+    fn failure(
+        &mut self,
+        arms: &[Arm<'_>],
+        block: Option<u32>,
+        arm: usize,
+        error: &HostError,
+    ) -> std::io::Result<()>;
     /// Live progress (cheap; called from the run loop between calls at most every 200 ms).
     fn progress(&mut self, _arms: &[Arm<'_>], _p: &Progress) {}
 }

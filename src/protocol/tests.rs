@@ -74,7 +74,8 @@ fn balanced_order_mirrors_each_cycle() {
 #[test]
 fn runs_blocks_in_balanced_order_with_warmup_outside() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
-    let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }, Script::Synthetic { num_actions: 2 }]);
+    let mut arms =
+        arms(&bundle, vec![Script::Synthetic { num_actions: 2 }, Script::Synthetic { num_actions: 2 }]);
     let plan = Plan { cycles: 2, block: BlockLimit::Calls(5), warmup_calls: 3 };
     let mut obs = Collect::default();
     let totals = run(&mut arms, &workload(), &plan, &Clock::start(), &mut obs).unwrap();
