@@ -19,6 +19,11 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench predict --state 'The customer wants a refund.' \\\n    --questions '{\"refund\": {\"type\": \"noul\", \"instructions\": \"Does the customer ask for a refund?\"}}'\n  laya-bench predict --request fixtures/requests/invoice.json --explain"
     )]
     Predict(PredictArgs),
+    /// Decisions per second and latency of one or more backend arms, in balanced cycles.
+    #[command(
+        after_help = "Examples:\n  laya-bench speed                                   # every portable precision on builtin:tiny\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 --arm w8=portable:w8 --cycles 3 --seconds 20\n  laya-bench speed --calls 200 --raw run.raw.jsonl --output run.json --export-markdown run.md"
+    )]
+    Speed(SpeedArgs),
 }
 
 /// Which model to load.
@@ -63,4 +68,54 @@ pub struct PredictArgs {
     /// Print one compact JSON document per request (with `explain` when asked).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `laya-bench speed`.
+#[derive(Debug, Clone, Args)]
+pub struct SpeedArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// An arm as NAME=SPEC (repeat; the first is the baseline). Default: every portable precision.
+    #[arg(long = "arm", value_name = "NAME=SPEC")]
+    pub arms: Vec<String>,
+    /// `invoice` (eight invoice states, one four-option choice question) or a request file.
+    #[arg(long, default_value = "invoice", value_name = "invoice|FILE")]
+    pub workload: String,
+    /// Real tokens per row for the invoice workload (exact).
+    #[arg(long, default_value_t = 91, value_name = "N")]
+    pub tokens: usize,
+    /// Padded length every arm runs at (the graph shape).
+    #[arg(long, default_value_t = 96, value_name = "L")]
+    pub length: usize,
+    /// Warm-up calls per arm, outside every measured interval.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub warmup: usize,
+    /// Balanced cycles (each visits the arms in order, then in reverse).
+    #[arg(long, default_value_t = 3, value_name = "C")]
+    pub cycles: usize,
+    /// Block length: saturated for this long (`500ms`, `2s`, `1m`; a plain number is seconds).
+    #[arg(long, default_value = "2s", value_name = "DURATION", conflicts_with = "calls")]
+    pub seconds: String,
+    /// Block length in calls instead of time.
+    #[arg(long, value_name = "K")]
+    pub calls: Option<u64>,
+    /// Raw JSONL record (default: speed-<UTC time>.raw.jsonl in the current folder).
+    #[arg(long, value_name = "PATH")]
+    pub raw: Option<std::path::PathBuf>,
+    /// Final report (default: the raw path with .json instead of .raw.jsonl).
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Also write a Markdown table.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<std::path::PathBuf>,
+    /// Also write one CSV row per arm.
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<std::path::PathBuf>,
+    /// Replace existing raw/output files instead of refusing.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// No live progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
 }

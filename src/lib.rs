@@ -13,6 +13,7 @@ pub mod laya;
 pub mod model;
 pub mod power;
 pub mod protocol;
+pub mod report;
 pub mod snake;
 pub mod stats;
 pub mod trace;

@@ -74,6 +74,11 @@ impl BackendSpec {
     }
 }
 
+/// The portable precisions a plain `speed` run compares, baseline first.
+pub fn portable_precisions() -> &'static [Precision] {
+    &[Precision::F32]
+}
+
 /// Threads the portable engine uses: all available cores.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)

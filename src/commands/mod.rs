@@ -1,6 +1,7 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
 
 pub mod predict;
+pub mod speed;
 
 use std::fmt;
 
@@ -38,5 +39,6 @@ pub type Outcome = Result<(), Failure>;
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args),
+        crate::cli::Command::Speed(args) => speed::run(&args),
     }
 }

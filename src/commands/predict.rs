@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{anyhow, Context};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{Failure, Outcome};
 use crate::backend::registry::{self, BackendSpec};
@@ -12,7 +12,7 @@ use crate::cli::PredictArgs;
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::decode::MinConfidence;
 use crate::laya::host::{CallOptions, Host, Trace};
-use crate::laya::pyjson::{dumps_indent, str_repr};
+use crate::laya::pyjson::dumps_indent;
 use crate::laya::tokenizer::Tokenizer;
 use crate::model::synthetic::published_shape;
 
@@ -214,39 +214,15 @@ fn cli_options(args: &PredictArgs) -> Result<CallOptions, Failure> {
 }
 
 fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> {
-    let Value::Object(mut m) = item else {
-        return Err("must be an object {\"state\": ..., \"questions\": {...}}".into());
-    };
-    let state =
-        m.remove("state").ok_or("`state` is missing; add the text, dict or list the questions are about")?;
-    let questions =
-        m.remove("questions").ok_or("`questions` is missing; add a dict of question id -> definition")?;
-    let mut opts = cli.clone();
-    let budget = |m: &Map<String, Value>, key: &str| -> Result<Option<usize>, String> {
-        match m.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(|n| Some(n as usize))
-                .ok_or_else(|| format!("`{key}` must be a non-negative integer, got {v}")),
-        }
-    };
-    if let Some(v) = budget(&m, "max_len")? {
-        opts.max_len = Some(v);
-    }
-    if let Some(v) = budget(&m, "head_max_len")? {
-        opts.head_max_len = Some(v);
-    }
-    if let Some(v) = m.get("min_confidence").filter(|v| !v.is_null()) {
-        opts.min_confidence = Some(MinConfidence::parse(v).map_err(|e| e.to_string())?);
-    }
-    for key in m.keys() {
-        if !matches!(key.as_str(), "max_len" | "head_max_len" | "min_confidence") {
-            return Err(format!(
-                "unknown field {}; a request holds state, questions, max_len, head_max_len, min_confidence",
-                str_repr(key)
-            ));
-        }
-    }
-    Ok(Request { state, questions, opts })
+    let (state, questions, opts) = crate::laya::request::parse_request(item)?;
+    Ok(Request {
+        state,
+        questions,
+        opts: CallOptions {
+            max_len: opts.max_len.or(cli.max_len),
+            head_max_len: opts.head_max_len.or(cli.head_max_len),
+            min_confidence: opts.min_confidence.or_else(|| cli.min_confidence.clone()),
+            states_per_batch: None,
+        },
+    })
 }

@@ -8,4 +8,6 @@ pub mod host;
 pub mod prompt;
 pub mod pyjson;
 pub mod question;
+pub mod request;
 pub mod tokenizer;
+pub mod workload;
