@@ -37,6 +37,8 @@ pub struct ScriptedBackend {
     pub seen: Vec<PreparedBatch>,
     /// Keep a copy of each batch in `seen` (on by default).
     pub record: bool,
+    /// Fail every call after this many.
+    pub fail_after: Option<usize>,
     calls: usize,
 }
 
@@ -55,6 +57,7 @@ impl ScriptedBackend {
             delay,
             seen: Vec::new(),
             record: true,
+            fail_after: None,
             calls: 0,
         }
     }
@@ -73,6 +76,9 @@ impl Backend for ScriptedBackend {
             self.seen.push(batch.clone());
         }
         self.calls += 1;
+        if self.fail_after.is_some_and(|n| self.calls > n) {
+            return Err(BackendError::Runtime(format!("scripted failure at call {}", self.calls)));
+        }
         let (num_actions, drift) = match &self.script {
             Script::Synthetic { num_actions } => (*num_actions, 0.0),
             Script::Drift { num_actions, after } => {

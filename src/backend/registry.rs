@@ -45,6 +45,17 @@ impl Precision {
 pub enum BackendSpec {
     /// The portable CPU engine.
     Portable(Precision),
+    /// Scripted outputs for tests and smoke runs, never a measurement of a model:
+    /// `mock:ok`, `mock:drift-after=N` (results change after N calls), `mock:fail-after=N`
+    /// (calls fail after N), optional `:delay-us=D` per call.
+    Mock {
+        /// Calls before results drift.
+        drift_after: Option<usize>,
+        /// Calls before calls fail.
+        fail_after: Option<usize>,
+        /// Sleep per call.
+        delay_us: u64,
+    },
 }
 
 /// The specs this build can run, for messages.
@@ -59,6 +70,31 @@ impl BackendSpec {
                 "" | "f32" => Ok(Self::Portable(Precision::F32)),
                 _ => Err(RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() }),
             },
+            "mock" => {
+                let (mut drift_after, mut fail_after, mut delay_us) = (None, None, 0);
+                for part in rest.split(':').filter(|p| !p.is_empty() && *p != "ok") {
+                    let (key, value) = part.split_once('=').unwrap_or((part, ""));
+                    let n: u64 = value.parse().map_err(|_| RegistryError::Unknown {
+                        spec: spec.into(),
+                        available: "mock:ok, mock:drift-after=N, mock:fail-after=N, mock:...:delay-us=D"
+                            .into(),
+                    })?;
+                    match key {
+                        "drift-after" => drift_after = Some(n as usize),
+                        "fail-after" => fail_after = Some(n as usize),
+                        "delay-us" => delay_us = n,
+                        _ => {
+                            return Err(RegistryError::Unknown {
+                                spec: spec.into(),
+                                available:
+                                    "mock:ok, mock:drift-after=N, mock:fail-after=N, mock:...:delay-us=D"
+                                        .into(),
+                            })
+                        }
+                    }
+                }
+                Ok(Self::Mock { drift_after, fail_after, delay_us })
+            }
             "coreml" if !cfg!(target_os = "macos") => Err(RegistryError::Unavailable {
                 spec: spec.into(),
                 needs: "macOS with Core ML (Apple silicon for the Neural Engine)",
@@ -104,6 +140,18 @@ pub fn build(
     shapes: Option<ShapeCaps>,
 ) -> Result<Box<dyn Backend>, RegistryError> {
     match spec {
+        BackendSpec::Mock { drift_after, fail_after, delay_us } => {
+            use super::mock::{Script, ScriptedBackend};
+            let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
+            let script = match drift_after {
+                Some(after) => Script::Drift { num_actions: bundle.agent.num_actions, after: *after },
+                None => Script::Synthetic { num_actions: bundle.agent.num_actions },
+            };
+            let mut b = ScriptedBackend::new(shapes, script, std::time::Duration::from_micros(*delay_us));
+            b.record = false;
+            b.fail_after = *fail_after;
+            Ok(Box::new(b))
+        }
         BackendSpec::Portable(Precision::F32) => {
             let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
             let (weights, fingerprint) = match &bundle.weights {

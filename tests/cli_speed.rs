@@ -1,0 +1,191 @@
+//! `laya-bench speed` as a user runs it: the raw record, the report, exports, and every bad
+//! input refused before measuring.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use laya_bench::report::raw::{self, Record};
+use serde_json::Value;
+
+fn laya_bench(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run laya-bench")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_exit(o: &Output, code: i32, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert!(err.contains(needle), "stderr lacks {needle:?}:\n{err}");
+}
+
+#[test]
+fn two_arms_write_raw_report_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &[
+            "speed",
+            "--arm",
+            "base=portable:f32",
+            "--arm",
+            "mock=mock:ok",
+            "--calls",
+            "6",
+            "--cycles",
+            "2",
+            "--warmup",
+            "3",
+            "--raw",
+            "r.raw.jsonl",
+            "--output",
+            "r.json",
+            "--export-markdown",
+            "r.md",
+            "--export-csv",
+            "r.csv",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    assert!(run.complete);
+    assert_eq!(run.header.arms.len(), 2);
+    assert_eq!(run.header.workload.tokens_per_row, vec![vec![91]; 8]);
+    assert_eq!(run.header.plan.order, ["base", "mock", "mock", "base", "base", "mock", "mock", "base"]);
+    let blocks: Vec<&Record> = run.records.iter().filter(|r| matches!(r, Record::Block { .. })).collect();
+    let calls = run.records.iter().filter(|r| matches!(r, Record::Call { .. })).count();
+    assert_eq!(blocks.len(), 8);
+    assert_eq!(calls, 48);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["arms"][0]["calls"], 24);
+    assert_eq!(report["arms"][0]["speed_ratio_vs_baseline"], 1.0);
+    assert_eq!(report["stable"], true);
+    assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().contains("| `base` |"));
+    assert_eq!(std::fs::read_to_string(dir.path().join("r.csv")).unwrap().lines().count(), 3);
+}
+
+#[test]
+fn unstable_results_exit_1_with_everything_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &[
+            "speed",
+            "--arm",
+            "m=mock:drift-after=12",
+            "--calls",
+            "5",
+            "--cycles",
+            "1",
+            "--warmup",
+            "8",
+            "--raw",
+            "r.raw.jsonl",
+            "--no-progress",
+        ],
+    );
+    assert_exit(&o, 1, "unstable");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["stable"], false);
+    assert_eq!(report["arms"][0]["unstable_calls"], 6);
+}
+
+#[test]
+fn a_failing_call_exits_1_and_the_raw_file_keeps_the_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &[
+            "speed",
+            "--arm",
+            "m=mock:fail-after=15",
+            "--calls",
+            "5",
+            "--cycles",
+            "1",
+            "--warmup",
+            "8",
+            "--raw",
+            "r.raw.jsonl",
+            "--no-progress",
+        ],
+    );
+    assert_exit(&o, 1, "scripted failure");
+    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let calls = run.records.iter().filter(|r| matches!(r, Record::Call { .. })).count();
+    assert_eq!(calls, 7, "8 warm-up calls, 5 in block 0 and 2 in block 1 succeed before call 16 fails");
+    assert!(run
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Error { message, .. } if message.contains("scripted failure"))));
+    assert!(matches!(run.records.last(), Some(Record::Footer { status, .. }) if status == "failed"));
+}
+
+#[test]
+fn bad_inputs_exit_2_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_exit(&laya_bench(d, &["speed", "--arm", "a=gpu:x", "--calls", "1"]), 2, "unknown backend `gpu:x`");
+    assert_exit(
+        &laya_bench(d, &["speed", "--arm", "a=portable:f32", "--arm", "a=mock:ok", "--calls", "1"]),
+        2,
+        "the name `a` is used twice",
+    );
+    assert_exit(&laya_bench(d, &["speed", "--arm", "nospec", "--calls", "1"]), 2, "NAME=SPEC");
+    assert_exit(
+        &laya_bench(d, &["speed", "--tokens", "100", "--length", "96", "--calls", "1"]),
+        2,
+        "--tokens 100 does not fit --length 96",
+    );
+    assert_exit(&laya_bench(d, &["speed", "--tokens", "20", "--calls", "1"]), 2, "even with an empty `note`");
+    assert_exit(
+        &laya_bench(d, &["speed", "--calls", "1", "--raw", "/nonexistent-dir/r.raw.jsonl"]),
+        2,
+        "cannot create the raw file",
+    );
+    assert_exit(&laya_bench(d, &["speed", "--seconds", "fast"]), 2, "--seconds `fast`");
+    std::fs::write(d.join("taken.raw.jsonl"), "x").unwrap();
+    assert_exit(&laya_bench(d, &["speed", "--calls", "1", "--raw", "taken.raw.jsonl"]), 2, "--overwrite");
+    // Nothing was measured: no raw file appeared for the refused runs.
+    let raws: Vec<_> = std::fs::read_dir(d).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert_eq!(raws.len(), 1, "{raws:?}");
+}
+
+#[test]
+fn a_request_file_workload_runs_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let req = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/requests/support.json");
+    let o = laya_bench(
+        dir.path(),
+        &[
+            "speed",
+            "--workload",
+            req,
+            "--length",
+            "128",
+            "--arm",
+            "m=mock:ok",
+            "--calls",
+            "4",
+            "--cycles",
+            "1",
+            "--raw",
+            "r.raw.jsonl",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    assert_eq!(run.header.workload.requests, 2);
+    assert_eq!(run.header.workload.target_tokens, None);
+}
