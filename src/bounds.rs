@@ -570,8 +570,18 @@ pub const ZEN4_2CORE: Profile = Profile {
     peak_bf16_tflops: known(0.4572, "avx512_bf16 dot products measured at ~2x the FP32 rate (performance-anchors.md)"),
 };
 
+/// No named hardware: both figures come from `--peak-tflops` and `--bandwidth-gbs`.
+pub const CUSTOM: Profile = Profile {
+    name: "custom",
+    device: "user-supplied figures",
+    bandwidth_gbs: unknown("the custom profile has no bandwidth of its own"),
+    peak_f32_tflops: unknown("the custom profile has no peak of its own; pass --peak-tflops"),
+    peak_f16_tflops: unknown("the custom profile has no peak of its own; pass --peak-tflops"),
+    peak_bf16_tflops: unknown("the custom profile has no peak of its own; pass --peak-tflops"),
+};
+
 /// Every named profile.
-pub const PROFILES: [Profile; 5] = [M3_MAX, M3_MAX_GPU, M4_MAX, H200, ZEN4_2CORE];
+pub const PROFILES: [Profile; 6] = [M3_MAX, M3_MAX_GPU, M4_MAX, H200, ZEN4_2CORE, CUSTOM];
 
 /// The named profile, or an error that lists the known names.
 pub fn profile(name: &str) -> Result<Profile, BoundsError> {
