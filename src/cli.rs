@@ -24,6 +24,12 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench speed                                   # every portable precision on builtin:tiny\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 --arm w8=portable:w8 --cycles 3 --seconds 20\n  laya-bench speed --calls 200 --raw run.raw.jsonl --output run.json --export-markdown run.md"
     )]
     Speed(SpeedArgs),
+    /// Compute the math bounds of one decision: FLOP, weight bytes, compute and bandwidth
+    /// floors, what a target speed-up needs, and Amdahl's law.
+    #[command(
+        after_help = "Examples:\n  laya-bench bounds --baseline-ms 7.87 --target 10\n  laya-bench bounds --model synthetic:english --baseline-ms 13.33 --json\n  laya-bench bounds --precision w8 --profile h200 --fraction 0.95\n  laya-bench bounds --profile zen4-2core --precision f32 --bandwidth-gbs 40"
+    )]
+    Bounds(BoundsArgs),
 }
 
 /// Which model to load.
@@ -118,4 +124,44 @@ pub struct SpeedArgs {
     /// No live progress bar.
     #[arg(long)]
     pub no_progress: bool,
+}
+
+/// `laya-bench bounds`.
+#[derive(Debug, Clone, Args)]
+pub struct BoundsArgs {
+    /// `synthetic:multilingual`, `synthetic:english`, `builtin:tiny`, or a checkpoint folder (only
+    /// its two config files are read).
+    #[arg(long, default_value = "synthetic:multilingual", value_name = "SPEC")]
+    pub model: String,
+    /// Sequence length L in tokens (one question row at batch 1).
+    #[arg(long, default_value_t = 96, value_name = "L")]
+    pub length: usize,
+    /// Marker slots K the scorer runs over (the ANE bundles use 32).
+    #[arg(long, default_value_t = 32, value_name = "K")]
+    pub marker_slots: usize,
+    /// Weight storage: f32, f16, bf16, or palettized w8, w6, w4 (one FP16 lookup table per matrix).
+    #[arg(long, default_value = "f16", value_name = "P")]
+    pub precision: String,
+    /// Hardware: m3-max (ANE), m3-max-gpu, m4-max, h200, zen4-2core, custom. Default m3-max, or
+    /// custom when both --peak-tflops and --bandwidth-gbs are given.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Peak compute in TFLOP/s for the precision's arithmetic (overrides the profile).
+    #[arg(long, value_name = "TFLOPS", allow_negative_numbers = true)]
+    pub peak_tflops: Option<f64>,
+    /// Memory bandwidth in GB/s (overrides the profile).
+    #[arg(long, value_name = "GBS", allow_negative_numbers = true)]
+    pub bandwidth_gbs: Option<f64>,
+    /// Measured baseline latency in ms (e.g. the P50 of the arm to beat).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub baseline_ms: Option<f64>,
+    /// Target overall speed-up over the baseline.
+    #[arg(long, default_value_t = 10.0, value_name = "S", allow_negative_numbers = true)]
+    pub target: f64,
+    /// Measured fraction f in [0, 1] of the latency that the speed-up would apply to.
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    pub fraction: Option<f64>,
+    /// Print one JSON document (schema_version 1; units in field names).
+    #[arg(long)]
+    pub json: bool,
 }

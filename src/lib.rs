@@ -2,10 +2,11 @@
 //!
 //! Layers (see docs/ARCHITECTURE.md): `laya` is the host contract (request → tensors →
 //! result), `model` holds checkpoint weights, `backend` the engines behind one trait.
-//! Nothing below `commands` prints or exits.
+//! `bounds` is the FLOP / bandwidth / Amdahl contract. Nothing below `commands` prints or exits.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod backend;
+pub mod bounds;
 pub mod cli;
 pub mod commands;
 pub mod energy;

@@ -1,5 +1,6 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
 
+pub mod bounds;
 pub mod predict;
 pub mod speed;
 
@@ -40,5 +41,6 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),
+        crate::cli::Command::Bounds(args) => bounds::run(&args),
     }
 }
