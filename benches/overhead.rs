@@ -17,9 +17,12 @@ use serde_json::Value;
 
 fn main() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).expect("builtin model");
-    let w: Value = serde_json::from_str(include_str!("../fixtures/workloads/invoice.json")).expect("workload");
-    let shapes = ShapeCaps { batch_size: 1, max_length: 96, min_length: 96, max_options: 32, mode: ShapeMode::Fixed };
-    let mut backend = ScriptedBackend::new(shapes.clone(), Script::Synthetic { num_actions: 2 }, Duration::ZERO);
+    let w: Value =
+        serde_json::from_str(include_str!("../fixtures/workloads/invoice.json")).expect("workload");
+    let shapes =
+        ShapeCaps { batch_size: 1, max_length: 96, min_length: 96, max_options: 32, mode: ShapeMode::Fixed };
+    let mut backend =
+        ScriptedBackend::new(shapes.clone(), Script::Synthetic { num_actions: 2 }, Duration::ZERO);
     backend.record = false;
     let host = Host::new(&bundle.tokenizer, &bundle.agent, shapes);
     let opts = CallOptions::default();

@@ -404,10 +404,12 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     Ok(())
 }
 
-/// FLOP of one decision at the padded length, in GFLOP (dense MACs × 2), when the bounds model
-/// knows the shape.
-fn gflop_per_decision(_bundle: &Bundle, _length: usize) -> Option<f64> {
-    None
+/// FLOP of one decision at the padded length, in GFLOP (dense MACs × 2 with the scorer over
+/// the 32 marker slots and the action head; see `laya-bench bounds`).
+fn gflop_per_decision(bundle: &Bundle, length: usize) -> Option<f64> {
+    crate::bounds::flops_per_decision(&bundle.encoder, &bundle.agent, length, 32)
+        .ok()
+        .map(|f| f.with_tail_flop() as f64 / 1e9)
 }
 
 fn build_report(

@@ -402,7 +402,9 @@ mod tests {
 
     #[test]
     fn rope_theta_prefers_per_kind_then_flat_then_fallback() {
-        let e = enc(r#", "rope_parameters": {"full_attention": {"rope_theta": 5.0}}, "local_rope_theta": 7.0"#).unwrap();
+        let e =
+            enc(r#", "rope_parameters": {"full_attention": {"rope_theta": 5.0}}, "local_rope_theta": 7.0"#)
+                .unwrap();
         assert_eq!((e.rope_theta_full, e.rope_theta_sliding), (5.0, 7.0));
         let e = enc(r#", "rope_parameters": {"rope_theta": 9.0}"#).unwrap();
         assert_eq!((e.rope_theta_full, e.rope_theta_sliding), (9.0, 9.0));
@@ -412,13 +414,22 @@ mod tests {
 
     #[test]
     fn rejects_invalid_encoder_configs_naming_the_field() {
-        assert!(enc(r#", "layer_types": ["full_attention"]"#).unwrap_err().to_string().contains("layer_types"));
-        assert!(enc(r#", "layer_types": ["full_attention", "x", "x", "x"]"#).unwrap_err().to_string().contains("Invalid layer_types"));
+        assert!(enc(r#", "layer_types": ["full_attention"]"#)
+            .unwrap_err()
+            .to_string()
+            .contains("layer_types"));
+        assert!(enc(r#", "layer_types": ["full_attention", "x", "x", "x"]"#)
+            .unwrap_err()
+            .to_string()
+            .contains("Invalid layer_types"));
         let e = EncoderConfig::from_json(r#"{"model_type": "bert"}"#, "encoder/config.json").unwrap_err();
         assert!(e.to_string().contains("model_type"), "{e}");
-        let e = EncoderConfig::from_json(r#"{"model_type": "modernbert"}"#, "encoder/config.json").unwrap_err();
+        let e =
+            EncoderConfig::from_json(r#"{"model_type": "modernbert"}"#, "encoder/config.json").unwrap_err();
         assert!(e.to_string().contains("vocab_size"), "{e}");
-        let e = enc(r#", "hidden_size": 6, "num_attention_heads": 2"#.replace(", \"hidden_size\": 6", "").as_str());
+        let e = enc(
+            r#", "hidden_size": 6, "num_attention_heads": 2"#.replace(", \"hidden_size\": 6", "").as_str(),
+        );
         assert!(e.is_ok());
         let text = r#"{"model_type": "modernbert", "vocab_size": 10, "hidden_size": 6, "num_attention_heads": 2,
             "num_hidden_layers": 1, "intermediate_size": 4}"#;
@@ -427,13 +438,16 @@ mod tests {
 
     #[test]
     fn agent_config_defaults_and_actions() {
-        let a = AgentConfig::from_json(r#"{"head_layers": 2, "act_costs": {"ask": 1, "wait": 2}}"#, "rl.json").unwrap();
+        let a =
+            AgentConfig::from_json(r#"{"head_layers": 2, "act_costs": {"ask": 1, "wait": 2}}"#, "rl.json")
+                .unwrap();
         assert_eq!((a.num_actions, a.max_len, a.head_max_len), (3, 512, 192));
         assert_eq!(a.option_layout, OptionLayout::Sequential);
         assert_eq!(a.temperature, [Value::from(1.0), Value::from(1.0), Value::from(1.0)]);
         let e = AgentConfig::from_json(r#"{"max_len": 96}"#, "rl.json").unwrap_err();
         assert!(e.to_string().contains("head_layers"), "{e}");
-        let e = AgentConfig::from_json(r#"{"head_layers": 2, "option_layout": "diagonal"}"#, "rl.json").unwrap_err();
+        let e = AgentConfig::from_json(r#"{"head_layers": 2, "option_layout": "diagonal"}"#, "rl.json")
+            .unwrap_err();
         assert!(e.to_string().contains("Unknown option_layout: 'diagonal'"), "{e}");
         assert_eq!(decision_head_heads(32), 1);
         assert_eq!(decision_head_heads(768), 12);
