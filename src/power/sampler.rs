@@ -430,7 +430,7 @@ pub fn thread_cpu_time_ns() -> Result<u64, String> {
 /// CPU time consumed so far by the calling thread, ns (unsupported on this OS).
 #[cfg(not(unix))]
 pub fn thread_cpu_time_ns() -> Result<u64, String> {
-    Err("thread CPU time is not implemented on this OS".to_string())
+    Err("thread CPU time is unavailable on this OS (no per-thread CPU clock)".to_string())
 }
 
 #[cfg(test)]
