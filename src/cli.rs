@@ -186,13 +186,13 @@ pub enum TraceCommand {
     /// Run one arm's workload loop after warm-up for a profiler to attach to; write a ready file
     /// (PID and start time) once warm, and record every call.
     #[command(
-        after_help = "Example:\n  laya-bench trace run --arm f32=portable:f32 --seconds 30s --ready ready.json --raw trace.raw.jsonl &\n  perf record -p $(jq .pid ready.json) -- sleep 20"
+        after_help = "Example (Linux; wait for ready.json before attaching):\n  laya-bench trace run --seconds 30s --ready ready.json --raw trace.raw.jsonl &\n  perf record -p $(jq .pid ready.json) -- sleep 20"
     )]
     Run(TraceRunArgs),
     /// Summarize xctrace XML exports: interval counts by label, active time, busy union and duty
     /// cycle, with the caveats (any OS).
     #[command(
-        after_help = "Example:\n  laya-bench trace summarize --hardware-xml fixtures/trace/synthetic_ane_hw_intervals.xml \\\n    --toc-xml fixtures/trace/synthetic_toc.xml --signpost-xml fixtures/trace/synthetic_coreml_os_signpost.xml"
+        after_help = "Example (the synthetic fixtures):\n  cd fixtures/trace && laya-bench trace summarize --hardware-xml synthetic_ane_hw_intervals.xml \\\n    --toc-xml synthetic_toc.xml --signpost-xml synthetic_coreml_os_signpost.xml"
     )]
     Summarize(TraceSummarizeArgs),
     /// macOS: start `trace run`, attach `xcrun xctrace record --template 'Core ML'`, export the
