@@ -30,6 +30,12 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench bounds --baseline-ms 7.87 --target 10\n  laya-bench bounds --model synthetic:english --baseline-ms 13.33 --json\n  laya-bench bounds --precision w8 --profile h200 --fraction 0.95\n  laya-bench bounds --profile zen4-2core --precision f32 --bandwidth-gbs 40"
     )]
     Bounds(BoundsArgs),
+    /// Trace where a model's work runs: run one arm for a profiler to attach to, record it with
+    /// Instruments (macOS), or summarize xctrace exports (any OS).
+    #[command(
+        after_help = "Examples:\n  laya-bench trace record --arm f32=portable:f32 --seconds 15s        # macOS: one command\n  laya-bench trace run --seconds 30s --ready ready.json &              # Linux: then attach perf\n  laya-bench trace summarize --hardware-xml ane.xml --toc-xml toc.xml"
+    )]
+    Trace(TraceArgs),
 }
 
 /// Which model to load.
@@ -162,6 +168,130 @@ pub struct BoundsArgs {
     #[arg(long, value_name = "F", allow_negative_numbers = true)]
     pub fraction: Option<f64>,
     /// Print one JSON document (schema_version 1; units in field names).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `laya-bench trace`.
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    /// The trace subcommand.
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+/// The `trace` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TraceCommand {
+    /// Run one arm's workload loop after warm-up for a profiler to attach to; write a ready file
+    /// (PID and start time) once warm, and record every call.
+    #[command(
+        after_help = "Example (Linux; wait for ready.json before attaching):\n  laya-bench trace run --seconds 30s --ready ready.json --raw trace.raw.jsonl &\n  perf record -p $(jq .pid ready.json) -- sleep 20"
+    )]
+    Run(TraceRunArgs),
+    /// Summarize xctrace XML exports: interval counts by label, active time, busy union and duty
+    /// cycle, with the caveats (any OS).
+    #[command(
+        after_help = "Example (the synthetic fixtures):\n  cd fixtures/trace && laya-bench trace summarize --hardware-xml synthetic_ane_hw_intervals.xml \\\n    --toc-xml synthetic_toc.xml --signpost-xml synthetic_coreml_os_signpost.xml"
+    )]
+    Summarize(TraceSummarizeArgs),
+    /// macOS: start `trace run`, attach `xcrun xctrace record --template 'Core ML'`, export the
+    /// tables and summarize them; everything stays in an artifacts folder.
+    #[command(
+        after_help = "Example:\n  laya-bench trace record --model synthetic:multilingual --arm f32=portable:f32 --seconds 15s"
+    )]
+    Record(TraceRecordArgs),
+}
+
+/// The workload a traced arm runs (shared by `trace run` and `trace record`).
+#[derive(Debug, Clone, Args)]
+pub struct TraceWorkloadArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The one arm to run, as NAME=SPEC.
+    #[arg(long, default_value = "f32=portable:f32", value_name = "NAME=SPEC")]
+    pub arm: String,
+    /// `invoice` (eight invoice states, one four-option choice question) or a request file.
+    #[arg(long, default_value = "invoice", value_name = "invoice|FILE")]
+    pub workload: String,
+    /// Real tokens per row for the invoice workload (exact).
+    #[arg(long, default_value_t = 91, value_name = "N")]
+    pub tokens: usize,
+    /// Padded length the arm runs at (the graph shape).
+    #[arg(long, default_value_t = 96, value_name = "L")]
+    pub length: usize,
+    /// Warm-up calls before the ready file is written, outside the measured block.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub warmup: usize,
+}
+
+/// `laya-bench trace run`.
+#[derive(Debug, Clone, Args)]
+pub struct TraceRunArgs {
+    /// The arm and its workload.
+    #[command(flatten)]
+    pub workload: TraceWorkloadArgs,
+    /// How long the measured block runs after warm-up (`500ms`, `30s`, `1m`; a plain number is
+    /// seconds).
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub seconds: String,
+    /// Write this JSON file (pid, start time, arm) once warm, for a profiler to attach.
+    #[arg(long, value_name = "FILE")]
+    pub ready: Option<std::path::PathBuf>,
+    /// Raw JSONL record (default: trace-run-<UTC time>.raw.jsonl in the current folder).
+    #[arg(long, value_name = "PATH")]
+    pub raw: Option<std::path::PathBuf>,
+    /// Replace an existing raw file instead of refusing.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+/// `laya-bench trace summarize`.
+#[derive(Debug, Clone, Args)]
+pub struct TraceSummarizeArgs {
+    /// The Neural Engine hardware-intervals table export (`xctrace export --xpath ...`).
+    #[arg(long, value_name = "FILE")]
+    pub hardware_xml: std::path::PathBuf,
+    /// The table-of-contents export (`xctrace export --toc`).
+    #[arg(long, value_name = "FILE")]
+    pub toc_xml: std::path::PathBuf,
+    /// The Core ML signpost table export, to count hardware intervals inside predictions.
+    #[arg(long, value_name = "FILE")]
+    pub signpost_xml: Option<std::path::PathBuf>,
+    /// The TOC run number, when the trace holds several runs (runs are never combined).
+    #[arg(long, value_name = "N")]
+    pub run: Option<u32>,
+    /// Print the summary as one JSON document (schema_version 1; units in field names).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the summary JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+/// `laya-bench trace record`.
+#[derive(Debug, Clone, Args)]
+pub struct TraceRecordArgs {
+    /// The arm and its workload.
+    #[command(flatten)]
+    pub workload: TraceWorkloadArgs,
+    /// Recording length (xctrace `--time-limit`); the traced run lasts this plus --margin.
+    #[arg(long, default_value = "15s", value_name = "DURATION")]
+    pub seconds: String,
+    /// Extra run time so the workload outlasts the recording while xctrace attaches.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub margin: String,
+    /// How long to wait for the traced run to load the model and warm up.
+    #[arg(long, default_value = "5m", value_name = "DURATION")]
+    pub ready_timeout: String,
+    /// Folder that receives `trace-<UTC time>/` with the archive, the exports and the summary.
+    #[arg(long, default_value = "artifacts", value_name = "DIR")]
+    pub artifacts: std::path::PathBuf,
+    /// Instruments template.
+    #[arg(long, default_value = "Core ML", value_name = "NAME")]
+    pub template: String,
+    /// Print the summary as one JSON document instead of text.
     #[arg(long)]
     pub json: bool,
 }

@@ -3,6 +3,7 @@
 pub mod bounds;
 pub mod predict;
 pub mod speed;
+pub mod trace;
 
 use std::fmt;
 
@@ -42,5 +43,6 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),
         crate::cli::Command::Bounds(args) => bounds::run(&args),
+        crate::cli::Command::Trace(args) => trace::run(&args),
     }
 }

@@ -69,7 +69,7 @@ fn plan(args: &SpeedArgs) -> Result<Plan, Failure> {
 }
 
 /// `speed-20261129T151500Z` style stem from the current UTC time.
-fn timestamp_stem(prefix: &str) -> String {
+pub(super) fn timestamp_stem(prefix: &str) -> String {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -98,7 +98,8 @@ fn output_paths(args: &SpeedArgs) -> (PathBuf, PathBuf) {
     (raw, output)
 }
 
-fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), Failure> {
+/// Refuse to replace an existing measurement file unless `overwrite` (exit 2).
+pub(super) fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), Failure> {
     if path.exists() && !overwrite {
         return Err(Failure::input(anyhow!(
             "{} exists; laya-bench never replaces a measurement silently: choose another path or pass --overwrite",
@@ -198,11 +199,13 @@ impl Observer for RawObserver<'_> {
     }
 }
 
-fn unix_now() -> f64 {
+/// Wall-clock now, Unix seconds.
+pub(super) fn unix_now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-fn model_json(bundle: &Bundle) -> serde_json::Value {
+/// The model as a raw header records it.
+pub(super) fn model_json(bundle: &Bundle) -> serde_json::Value {
     let e = &bundle.encoder;
     json!({
         "spec": bundle.source,

@@ -227,6 +227,29 @@ pub fn run(
     if arms.is_empty() || workload.requests.is_empty() || plan.cycles == 0 {
         return Err(RunError::Plan("a run needs at least one arm, one request and one cycle".into()));
     }
+    run_order(arms, workload, plan, &balanced_order(arms.len(), plan.cycles), clock, observer)
+}
+
+/// Like [`run`], but with an explicit block order of `(cycle, arm index)` pairs instead of the
+/// balanced one; `plan.cycles` is not read. `&[(0, 0)]` is one measured block on the first arm
+/// after its warm-up (what `trace run` measures).
+pub fn run_order(
+    arms: &mut [Arm<'_>],
+    workload: &Workload,
+    plan: &Plan,
+    order: &[(usize, usize)],
+    clock: &Clock,
+    observer: &mut dyn Observer,
+) -> Result<RunTotals, RunError> {
+    if arms.is_empty() || workload.requests.is_empty() || order.is_empty() {
+        return Err(RunError::Plan("a run needs at least one arm, one request and one block".into()));
+    }
+    if let Some(&(_, a)) = order.iter().find(|&&(_, a)| a >= arms.len()) {
+        return Err(RunError::Plan(format!(
+            "the block order names arm {a}, but the run has {} arms",
+            arms.len()
+        )));
+    }
     let n = workload.requests.len();
     let mut totals = RunTotals {
         durations_ns: vec![Vec::new(); arms.len()],
@@ -257,7 +280,6 @@ pub fn run(
         observer.warmup(arms, &rec)?;
         totals.warmup.push(rec.results);
     }
-    let order = balanced_order(arms.len(), plan.cycles);
     let capacity = match plan.block {
         BlockLimit::Calls(k) => k as usize,
         BlockLimit::Duration(_) => 4096,

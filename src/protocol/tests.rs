@@ -137,3 +137,34 @@ fn duration_blocks_are_saturated_until_the_limit() {
         assert!(calls.len() > 10);
     }
 }
+
+#[test]
+fn an_explicit_order_of_one_block_runs_one_block_after_warmup() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
+    // `cycles` is not read by `run_order`; the order decides the blocks.
+    let plan = Plan { cycles: 7, block: BlockLimit::Duration(Duration::from_millis(20)), warmup_calls: 3 };
+    let mut obs = Collect::default();
+    let totals = run_order(&mut arms, &workload(), &plan, &[(0, 0)], &Clock::start(), &mut obs).unwrap();
+    assert_eq!(obs.warmups, vec![(0, 3)]);
+    assert_eq!(obs.blocks.len(), 1);
+    let (block, calls, unstable) = &obs.blocks[0];
+    assert_eq!((block.index, block.cycle, block.arm, *unstable), (0, 0, 0, 0));
+    assert!(block.end_ns - block.start_ns >= 20_000_000);
+    assert_eq!(block.calls as usize, calls.len());
+    assert_eq!(totals.durations_ns[0].len(), calls.len());
+    assert_eq!(totals.blocks.len(), 1);
+}
+
+#[test]
+fn an_empty_order_or_an_unknown_arm_is_refused_before_any_call() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
+    let plan = Plan { cycles: 1, block: BlockLimit::Calls(2), warmup_calls: 1 };
+    for order in [&[][..], &[(0, 1)][..]] {
+        let mut obs = Collect::default();
+        let err = run_order(&mut arms, &workload(), &plan, order, &Clock::start(), &mut obs).unwrap_err();
+        assert!(matches!(err, RunError::Plan(_)), "{err}");
+        assert!(obs.warmups.is_empty() && obs.blocks.is_empty());
+    }
+}

@@ -9,13 +9,17 @@
 //! that instrumented intervals are never latency results.
 //!
 //! [`compute_plan`] holds the `MLComputePlan` placement report shared with convert-check.
+//! [`recorder`] holds the plumbing of `trace run` and `trace record` as plain data: the ready
+//! file, the artifact folder layout and the exact `xcrun xctrace` command lines.
 //!
-//! Nothing here prints, records or calls macOS; the recorder driver lives elsewhere.
+//! Nothing here prints, records, starts a process or calls macOS; `commands::trace` drives
+//! the recorder.
 #![warn(missing_docs)]
 
 pub mod compute_plan;
 mod error;
 mod reader;
+pub mod recorder;
 pub mod summary;
 pub mod toc;
 pub mod xml;
