@@ -177,6 +177,28 @@ impl DenseHalf {
         }
         true
     }
+    /// Decode columns `[c0, c1)` of row `r` into `out` (`c1 − c0` values); false if out of range.
+    pub fn decode_row_segment(
+        &self,
+        kind: HalfKind,
+        r: usize,
+        c0: usize,
+        c1: usize,
+        out: &mut [f32],
+    ) -> bool {
+        if r >= self.rows || c0 > c1 || c1 > self.cols || out.len() != c1 - c0 {
+            return false;
+        }
+        match self.order {
+            HalfOrder::RowMajor => kind.decode_slice(&self.data[r * self.cols + c0..r * self.cols + c1], out),
+            HalfOrder::Pairs16 => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = kind.decode(self.data[self.index(r, c0 + j)]);
+                }
+            }
+        }
+        true
+    }
 }
 
 /// A palettized (LUT-compressed) matrix: every group of `group_size` consecutive rows (output
@@ -323,6 +345,28 @@ impl Palettized {
             let lut = &self.lut[g * k..(g + 1) * k];
             let src = &self.indices[r * rb..(r + 1) * rb];
             decode_row(src, self.bits, lut, dst);
+        }
+        true
+    }
+    /// Decode columns `[c0, c1)` of row `r` into `out` (`c1 − c0` values); false if out of range.
+    pub fn decode_row_segment(&self, r: usize, c0: usize, c1: usize, out: &mut [f32]) -> bool {
+        if r >= self.rows || c0 > c1 || c1 > self.cols || out.len() != c1 - c0 {
+            return false;
+        }
+        let k = 1usize << self.bits;
+        let g = r / self.group_size;
+        let lut = &self.lut[g * k..(g + 1) * k];
+        let row = &self.indices[r * self.row_bytes()..(r + 1) * self.row_bytes()];
+        let b = self.bits as usize;
+        let aligned = (c0 * b).is_multiple_of(8) && (self.bits != 6 || c0.is_multiple_of(4));
+        if aligned {
+            let start = c0 * b / 8;
+            let end = (c1 * b).div_ceil(8);
+            decode_row(&row[start..end], self.bits, lut, out);
+        } else {
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = lut[read_index(row, c0 + j, self.bits) as usize];
+            }
         }
         true
     }

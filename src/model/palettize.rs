@@ -15,9 +15,12 @@
 //!   every assignment step a set of binary searches for the midpoints between neighbouring
 //!   centroids, and prefix sums give every cluster mean in O(1), so an iteration costs
 //!   O(2^bits · log n) rather than O(n · 2^bits): every weight is used, no sampling.
-//! * Init (seeded): stratified quantiles — centroid `j` starts at the sorted value at rank
-//!   `⌊(j + u_j) · n / 2^bits⌋` with `u_j ∈ [0, 1)` drawn from splitmix64 seeded by
-//!   (seed, tensor ordinal, group). Same seed → same bytes, on any thread count.
+//! * Init (seeded): stratified quantiles of the cube root of the value density (a 1024-bin
+//!   histogram of the group) — the centroid density that minimises squared error for many
+//!   centroids; equal-count (plain quantile) starts leave Lloyd stuck with coarse tails.
+//!   Centroid `j` starts at quantile `(j + u_j) / 2^bits` with `u_j ∈ [0, 1)` drawn from
+//!   splitmix64 seeded by (seed, tensor ordinal, group). Same seed → same bytes, on any thread
+//!   count.
 //! * Stop: at [`DEFAULT_MAX_ITERS`] iterations or when no centroid moves more than
 //!   [`DEFAULT_TOLERANCE`] × the group's value range.
 //! * Assign: every weight to its nearest f32 centroid (ties to the lower one).
@@ -58,7 +61,7 @@ pub const PALETTE_FORMAT: &str = "laya-bench-palette";
 /// `format_version` this build writes and reads.
 pub const PALETTE_VERSION: u32 = 1;
 /// `method` of this palettizer (recorded in the file).
-pub const METHOD: &str = "grouped-kmeans-1d-lloyd/stratified-quantile-init";
+pub const METHOD: &str = "grouped-kmeans-1d-lloyd/cbrt-density-init";
 
 /// Palettization that cannot be done, or a palette file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -267,12 +270,51 @@ fn from_ordered(k: u32) -> f32 {
     f32::from_bits(if k & 0x8000_0000 != 0 { k & 0x7FFF_FFFF } else { !k })
 }
 
+/// Histogram bins of the initialisation.
+const INIT_BINS: usize = 1024;
+
+/// Seeded initial centroids (sorted) for sorted finite `sorted` (non-empty): stratified
+/// quantiles of the cube root of the value density — the asymptotically optimal centroid
+/// density for squared error — estimated from a [`INIT_BINS`]-bin histogram; centroid `j` sits
+/// at quantile `(j + u_j) / k`, `u_j ∈ [0, 1)` from splitmix64(seed).
+fn init_centroids(sorted: &[f32], k: usize, seed: u64) -> Vec<f64> {
+    let n = sorted.len();
+    let (lo, hi) = (sorted[0] as f64, sorted[n - 1] as f64);
+    let mut rng = SplitMix64(seed);
+    if hi <= lo {
+        return vec![lo; k];
+    }
+    let width = (hi - lo) / INIT_BINS as f64;
+    let mut counts = [0u32; INIT_BINS];
+    for &v in sorted {
+        let b = (((v as f64 - lo) / width) as usize).min(INIT_BINS - 1);
+        counts[b] += 1;
+    }
+    let mass: Vec<f64> = counts.iter().map(|&c| (c as f64).cbrt()).collect();
+    let total: f64 = mass.iter().sum();
+    let mut out = Vec::with_capacity(k);
+    let (mut b, mut below) = (0usize, 0.0f64);
+    for j in 0..k {
+        // the ends at the extreme values, the rest jittered around evenly spaced quantiles
+        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let q = if j == 0 || j + 1 == k { j as f64 } else { j as f64 + u - 0.5 };
+        let target = q / (k - 1).max(1) as f64 * total;
+        while b + 1 < INIT_BINS && below + mass[b] < target {
+            below += mass[b];
+            b += 1;
+        }
+        let frac = if mass[b] > 0.0 { ((target - below) / mass[b]).clamp(0.0, 1.0) } else { 0.5 };
+        out.push((lo + (b as f64 + frac) * width).clamp(lo, hi));
+    }
+    out
+}
+
 /// Fit one group (`values` row-major, `cols` wide) and pack its indices.
 fn fit_group(values: &[f32], cols: usize, bits: u8, seed: u64, cfg: &PaletteConfig) -> GroupFit {
     let k = 1usize << bits;
     let n = values.len();
     let rb = Palettized::row_bytes_for(cols, bits);
-    let rows = if cols == 0 { 0 } else { n / cols };
+    let rows = n.checked_div(cols).unwrap_or(0);
     if n == 0 {
         return GroupFit {
             lut: vec![0.0; k],
@@ -296,15 +338,8 @@ fn fit_group(values: &[f32], cols: usize, bits: u8, seed: u64, cfg: &PaletteConf
         acc += v as f64;
         prefix.push(acc);
     }
-    // Stratified-quantile init; ranks are nondecreasing in j, so the centroids are sorted.
-    let mut rng = SplitMix64(seed);
-    let mut c: Vec<f64> = (0..k)
-        .map(|j| {
-            let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-            let rank = ((j as f64 + u) * n as f64 / k as f64) as usize;
-            sorted[rank.min(n - 1)] as f64
-        })
-        .collect();
+    let c = init_centroids(&sorted, k, seed);
+    let mut c = c;
     let range = (sorted[n - 1] - sorted[0]) as f64;
     // Cluster j holds the sorted values v with m_{j−1} < v ≤ m_j, m_j the midpoint of c_j, c_{j+1}.
     let upper = |lo: usize, m: f64, sorted: &[f32]| lo + sorted[lo..].partition_point(|&v| (v as f64) <= m);
@@ -546,7 +581,7 @@ pub fn write_palette(w: &DecisionWeights, meta: &PaletteMeta) -> Result<Vec<u8>,
         .map(|(n, d, s, b)| safetensors::tensor::TensorView::new(*d, s.clone(), b).map(|v| (n.clone(), v)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| PaletteError::Config(e.to_string()))?;
-    let metadata: HashMap<String, String> = [
+    let metadata: Vec<(&str, String)> = vec![
         ("format", PALETTE_FORMAT.to_string()),
         ("format_version", PALETTE_VERSION.to_string()),
         ("bits", meta.bits.to_string()),
@@ -557,11 +592,37 @@ pub fn write_palette(w: &DecisionWeights, meta: &PaletteMeta) -> Result<Vec<u8>,
         ("method", meta.method.clone()),
         ("lut_dtype", "F32".to_string()),
         ("source_sha256", meta.source_sha256.clone()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    safetensors::serialize(views, Some(metadata)).map_err(|e| PaletteError::Config(e.to_string()))
+    ];
+    let bytes = safetensors::serialize(views, None).map_err(|e| PaletteError::Config(e.to_string()))?;
+    with_metadata(bytes, &metadata)
+}
+
+/// Put `__metadata__` (in the given key order) at the front of a serialized safetensors
+/// header. `safetensors::serialize` takes the metadata as a `HashMap`, whose random iteration
+/// order would make the bytes differ from run to run; this keeps the file deterministic.
+fn with_metadata(bytes: Vec<u8>, metadata: &[(&str, String)]) -> Result<Vec<u8>, PaletteError> {
+    let bad = |what: &str| PaletteError::Config(format!("serialized safetensors header: {what}"));
+    let n = bytes.get(..8).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+    let n = n
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| 8 + n <= bytes.len())
+        .ok_or_else(|| bad("length"))?;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&bytes[8..8 + n]).map_err(|e| bad(&e.to_string()))?;
+    let md: serde_json::Map<String, serde_json::Value> =
+        metadata.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone()))).collect();
+    let mut out_header = serde_json::Map::new();
+    out_header.insert("__metadata__".into(), serde_json::Value::Object(md));
+    out_header.extend(header.into_iter().filter(|(k, _)| k != "__metadata__"));
+    let mut text =
+        serde_json::to_vec(&serde_json::Value::Object(out_header)).map_err(|e| bad(&e.to_string()))?;
+    // keep the data 8-byte aligned, as safetensors does, by padding the header with spaces
+    text.resize(text.len().next_multiple_of(8), b' ');
+    let mut out = Vec::with_capacity(8 + text.len() + bytes.len() - 8 - n);
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(&text);
+    out.extend_from_slice(&bytes[8 + n..]);
+    Ok(out)
 }
 
 /// Parse a palette file's metadata only (cheap: reads the header).

@@ -282,6 +282,24 @@ impl Matrix {
         }
         true
     }
+    /// Decode columns `[c0, c1)` of row `r` as f32 into `out` (`c1 − c0` values); false if out
+    /// of range.
+    pub fn decode_row_segment(&self, r: usize, c0: usize, c1: usize, out: &mut [f32]) -> bool {
+        if r >= self.rows() || c0 > c1 || c1 > self.cols() || out.len() != c1 - c0 {
+            return false;
+        }
+        match self {
+            Matrix::F32(m) => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = m.get(r, c0 + j).unwrap_or(0.0);
+                }
+                true
+            }
+            Matrix::F16(m) => m.decode_row_segment(HalfKind::F16, r, c0, c1, out),
+            Matrix::BF16(m) => m.decode_row_segment(HalfKind::BF16, r, c0, c1, out),
+            Matrix::Palettized(m) => m.decode_row_segment(r, c0, c1, out),
+        }
+    }
     /// Copy row `r` as f32 into `out` (`out.len() == cols`); false if out of range.
     pub fn row_into(&self, r: usize, out: &mut [f32]) -> bool {
         r < self.rows() && self.decode_rows(r, r + 1, out)

@@ -306,6 +306,7 @@ pub(crate) fn linear(x: &[f32], m: usize, lin: &Linear, y: &mut [f32], accumulat
         ),
         Matrix::BF16(h)
             if h.order() == HalfOrder::Pairs16 && super::bf16dot::linear(x, m, h, y, accumulate, split) => {}
+        w if super::f32panel::linear(x, m, w, y, accumulate, split) => {}
         w => tiled(x, m, w, y, accumulate, split),
     }
     if let Some(b) = &lin.bias {
@@ -370,7 +371,8 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let round_bf16 =
             |v: &[f32]| v.iter().map(|&x| half::bf16::from_f32(x).to_f32()).collect::<Vec<f32>>();
-        for &(m, inp, out) in &[(1, 8, 16), (7, 37, 50), (13, 64, 120), (96, 33, 20), (6, 2, 1)] {
+        for &(m, inp, out) in &[(1, 8, 16), (7, 37, 50), (13, 64, 120), (96, 33, 20), (6, 2, 1), (5, 801, 40)]
+        {
             let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.31).sin()).collect();
             let w: Vec<f32> = (0..out * inp).map(|i| (i as f32 * 0.17).cos() * 0.3).collect();
             let bias: Vec<f32> = (0..out).map(|i| i as f32 * 0.01).collect();
@@ -385,6 +387,9 @@ mod tests {
             if let Matrix::BF16(h) = f32m.to_half(HalfKind::BF16) {
                 let dot = super::super::bf16dot::available();
                 variants.push(("bf16 pairs", Matrix::BF16(h.into_order(HalfOrder::Pairs16)), dot));
+            }
+            if let Matrix::F16(h) = f32m.to_half(HalfKind::F16) {
+                variants.push(("f16 pairs", Matrix::F16(h.into_order(HalfOrder::Pairs16)), false));
             }
             for (name, weight, rounds_x) in variants {
                 let wd = weight.to_row_major_f32().unwrap();
@@ -414,6 +419,14 @@ mod tests {
                         let tol = 2e-5 * (scale[i] + 1.0);
                         assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
                     }
+                    // the portable fallback (decode tiles + gemm), whatever the CPU
+                    if !rounds_x {
+                        let mut y = vec![f32::NAN; m * out];
+                        pool.install(|| tiled(&x, m, &lin.weight, &mut y, false, split));
+                        for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                            assert!((a - b).abs() <= 1e-5 * (scale[i] + 1.0), "{name} tiled {split:?} [{i}]");
+                        }
+                    }
                 }
             }
         }
@@ -432,5 +445,68 @@ mod tests {
             false,
             Split::Single,
         );
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::model::lowp::HalfKind;
+
+    /// `cargo test --release --lib linalg::timing -- --ignored --nocapture`: one Wqkv-sized
+    /// product (96 × 768 → 2304) per precision and path, 2 workers.
+    #[test]
+    #[ignore]
+    fn time_products() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let (m, inp, out) = (96, 768, 2304);
+        let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.31).sin()).collect();
+        let w: Vec<f32> = (0..out * inp).map(|i| (i as f32 * 0.17).cos() * 0.03).collect();
+        let f32m = Matrix::f32_row_major(out, inp, w.clone()).unwrap();
+        let mut variants = vec![
+            ("f32", f32m.clone()),
+            ("f16", f32m.to_half(HalfKind::F16)),
+            ("bf16 rows", f32m.to_half(HalfKind::BF16)),
+        ];
+        if let Matrix::BF16(h) = f32m.to_half(HalfKind::BF16) {
+            variants.push(("bf16 pairs", Matrix::BF16(h.into_order(HalfOrder::Pairs16))));
+        }
+        if let Matrix::F16(h) = f32m.to_half(HalfKind::F16) {
+            variants.push(("f16 pairs", Matrix::F16(h.into_order(HalfOrder::Pairs16))));
+        }
+        {
+            use crate::model::palettize::{palettize_matrix, PaletteConfig};
+            let p = palettize_matrix(&f32m, "w", 0, &PaletteConfig::new(8)).unwrap().0;
+            variants.push(("w8", Matrix::Palettized(p)));
+        }
+        let flop = 2.0 * (m * inp * out) as f64;
+        for (name, weight) in variants {
+            let lin = Linear { weight, bias: None };
+            let mut y = vec![0.0f32; m * out];
+            for split in [Split::Single, Split::Gemm(2)] {
+                let mut yt = vec![0.0f32; m * out];
+                let t = std::time::Instant::now();
+                for _ in 0..10 {
+                    pool.install(|| tiled(&x, m, &lin.weight, &mut yt, false, split));
+                }
+                println!("{name:>11} {split:?} tiled gemm: {:.3} ms", t.elapsed().as_secs_f64() * 100.0);
+                let mut times: Vec<f64> = (0..25)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        pool.install(|| linear(&x, m, &lin, &mut y, false, split));
+                        t.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                let med = times[times.len() / 2];
+                println!("{name:>11} {split:?}: {:.3} ms, {:.1} GFLOP/s", med * 1e3, flop / med / 1e9);
+            }
+            let mut buf = vec![0.0f32; out * inp];
+            let t = std::time::Instant::now();
+            for _ in 0..10 {
+                lin.weight.decode_rows(0, out, &mut buf);
+            }
+            println!("{name:>11} decode whole matrix: {:.3} ms", t.elapsed().as_secs_f64() * 100.0);
+        }
     }
 }

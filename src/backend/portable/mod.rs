@@ -13,6 +13,7 @@
 
 mod attention;
 mod bf16dot;
+mod f32panel;
 mod linalg;
 
 use std::collections::HashMap;
@@ -256,7 +257,7 @@ impl PortableBackend {
             eps: enc.norm_eps as f32,
         };
         let mut broken = weights.check(&enc, &agent).err().map(|e| e.to_string());
-        if broken.is_none() && (d % head_heads != 0 || enc.num_heads * enc.head_dim() != d) {
+        if broken.is_none() && (!d.is_multiple_of(head_heads) || enc.num_heads * enc.head_dim() != d) {
             broken = Some(format!(
                 "hidden size {d} does not split into {} encoder heads and {head_heads} decision-head heads",
                 enc.num_heads
@@ -286,7 +287,8 @@ impl PortableBackend {
         let kernel = match precision.as_str() {
             "f32" => String::new(),
             "bf16" if bf16_dot => ", bf16 weights: avx512_bf16 pair-dot, bf16 activations".into(),
-            p => format!(", {p} weights decoded to f32 tiles"),
+            p if f32panel::available() => format!(", {p} weights decoded to f32 panels, avx512f fma"),
+            p => format!(", {p} weights decoded to f32 tiles, gemm"),
         };
         let info = BackendInfo {
             name: "portable".into(),
@@ -681,9 +683,13 @@ fn run_attention(
 /// chosen and this CPU runs it, else row-major; FP16 and palettized weights stay as they are.
 fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
     let dot = tuning.bf16 == Bf16Kernel::Dot && bf16dot::available();
+    let panel = f32panel::available();
     for (_, l) in w.projections_mut() {
         match &mut l.weight {
+            // Pairs16 BF16 selects the pair-dot kernel in `linalg::linear`
             Matrix::BF16(h) => h.set_order(if dot { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
+            // the FP32 panel kernel decodes Pairs16 FP16 with vector shuffles
+            Matrix::F16(h) => h.set_order(if panel { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
             m => m.set_layout(tuning.weight_layout),
         }
     }
