@@ -1,15 +1,20 @@
-//! FP32 forward of the portable engine on `synthetic:multilingual` at B1 L96 K32.
+//! Forward of the portable engine on `synthetic:multilingual` at B1 L96 K32, per weight
+//! precision.
 //!
-//! `cargo bench --bench forward -- [--shape multilingual|english] [--threads N] [--iters N]
-//! [--len L] [--compare] [--profile]` prints the median forward time and the achieved GFLOP/s
-//! (24.57 GFLOP per decision at L96 for the multilingual shape); `--profile` adds a per-stage
-//! breakdown.
-//! `--compare` also times the engine with the other weight layout and with single-threaded
-//! Linear products, in one process so the variants are side by side.
+//! `cargo bench --bench forward -- [--precision f32|f16|bf16|w8|w6|w4|all|LIST] [--shape
+//! multilingual|english] [--threads N] [--iters N] [--len L] [--compare] [--profile]` prints,
+//! per precision, the median forward time, the achieved GFLOP/s (24.57 GFLOP per decision at
+//! L96 for the multilingual shape) and the weight bytes (projections, and the whole model);
+//! `--precision` takes one name, a comma list, or `all` (f32, f16, bf16, w8); default f32.
+//! `--profile` adds a per-stage breakdown.
+//! `--compare` also times, for f32, the engine with the other weight layout and with
+//! single-threaded Linear products, and for bf16 the decode-to-f32 product next to the
+//! AVX-512 BF16 pair-dot kernel, in one process so the variants are side by side.
 
 use std::time::Instant;
 
-use laya_bench::backend::portable::{GemmThreading, PortableBackend, Tuning};
+use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, PortableBackend, Tuning};
+use laya_bench::backend::registry::{convert_weights, portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::synthetic::{published_shape, random_weights};
@@ -117,59 +122,108 @@ fn main() {
         mode: ShapeMode::Range,
     };
     let b = request(l, k, enc.vocab_size);
-    let mut variants = vec![("default", Tuning::default())];
-    if compare {
-        let other = match Tuning::default().weight_layout {
-            Layout::RowMajor => Layout::ColMajor,
-            Layout::ColMajor => Layout::RowMajor,
-        };
-        variants.push(("other layout", Tuning { weight_layout: other, ..Tuning::default() }));
-        for (name, gemm) in [
-            ("gemm rayon", GemmThreading::Rayon),
-            ("column split", GemmThreading::Columns),
-            ("1-thread gemm", GemmThreading::Single),
-        ] {
-            if gemm != Tuning::default().gemm {
-                variants.push((name, Tuning { gemm, ..Tuning::default() }));
+    let precisions: Vec<Precision> =
+        match args.iter().position(|a| a == "--precision").and_then(|i| args.get(i + 1)) {
+            None => vec![Precision::F32],
+            Some(v) if v == "all" => portable_precisions().to_vec(),
+            Some(v) => {
+                let parsed: Option<Vec<Precision>> = v.split(',').map(Precision::from_name).collect();
+                parsed.unwrap_or_else(|| {
+                    eprintln!("unknown --precision {v}; use f32, f16, bf16, w8, w6, w4, all or a comma list");
+                    std::process::exit(2);
+                })
             }
+        };
+    let mut rows = Vec::new();
+    for precision in precisions {
+        let mut variants = vec![("default", Tuning::default())];
+        if compare && precision == Precision::F32 {
+            let other = match Tuning::default().weight_layout {
+                Layout::RowMajor => Layout::ColMajor,
+                Layout::ColMajor => Layout::RowMajor,
+            };
+            variants.push(("other layout", Tuning { weight_layout: other, ..Tuning::default() }));
+            for (name, gemm) in [
+                ("gemm rayon", GemmThreading::Rayon),
+                ("column split", GemmThreading::Columns),
+                ("1-thread gemm", GemmThreading::Single),
+            ] {
+                if gemm != Tuning::default().gemm {
+                    variants.push((name, Tuning { gemm, ..Tuning::default() }));
+                }
+            }
+        }
+        if compare && precision == Precision::BF16 {
+            for (name, bf16) in [("bf16 pair-dot", Bf16Kernel::Dot), ("bf16 decode", Bf16Kernel::Decode)] {
+                if bf16 != Tuning::default().bf16 {
+                    variants.push((name, Tuning { bf16, ..Tuning::default() }));
+                }
+            }
+        }
+        let t = Instant::now();
+        let (converted, report) = convert_weights(w.clone(), precision).expect("conversion");
+        let convert_s = t.elapsed().as_secs_f64();
+        if let Some(r) = &report {
+            println!(
+                "{}: palettized {} tensors ({} elements) in {:.1} s, max relative RMS error {:.2e}",
+                precision.name(),
+                r.tensors.len(),
+                r.elements,
+                r.seconds,
+                r.max_rel_rms_error
+            );
+        }
+        let mut converted = Some(converted);
+        for (i, (name, tuning)) in variants.iter().enumerate() {
+            let weights = if i + 1 == variants.len() {
+                converted.take().expect("weights")
+            } else {
+                converted.clone().expect("weights")
+            };
+            let t = Instant::now();
+            let mut backend = PortableBackend::new_tuned(
+                weights,
+                enc.clone(),
+                agent.clone(),
+                caps.clone(),
+                "synthetic".into(),
+                threads,
+                *tuning,
+            );
+            let build = t.elapsed().as_secs_f64();
+            let (med, min, max, cpu) = time(&mut backend, &b, iters);
+            if profile {
+                backend.set_profiling(true);
+                let _ = time(&mut backend, &b, iters);
+                let stages = backend.profile();
+                let total: f64 = stages.iter().map(|(_, s)| s).sum();
+                let calls = (iters + 3) as f64;
+                for (stage, secs) in stages {
+                    println!(
+                        "    {stage:<20} {:>7.2} ms/forward {:>5.1} %",
+                        secs * 1e3 / calls,
+                        100.0 * secs / total
+                    );
+                }
+                backend.set_profiling(false);
+            }
+            let bytes = backend.weight_bytes();
+            println!(
+                "{:>5} {name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward; projection weights {:.2} MB, model {:.2} MB; converted in {convert_s:.1} s, engine built in {build:.2} s",
+                precision.name(),
+                backend.info().device,
+                gflop / (med / 1e3),
+                cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
+                bytes.projections as f64 / 1e6,
+                bytes.total as f64 / 1e6,
+            );
+            rows.push((precision.name(), *name, med, gflop / (med / 1e3), bytes.projections, bytes.total));
         }
     }
-    let mut w = Some(w);
-    for (i, (name, tuning)) in variants.iter().enumerate() {
-        let weights =
-            if i + 1 == variants.len() { w.take().expect("weights") } else { w.clone().expect("weights") };
-        let t = Instant::now();
-        let mut backend = PortableBackend::new_tuned(
-            weights,
-            enc.clone(),
-            agent.clone(),
-            caps.clone(),
-            "synthetic".into(),
-            threads,
-            *tuning,
-        );
-        let build = t.elapsed().as_secs_f64();
-        let (med, min, max, cpu) = time(&mut backend, &b, iters);
-        if profile {
-            backend.set_profiling(true);
-            let _ = time(&mut backend, &b, iters);
-            let stages = backend.profile();
-            let total: f64 = stages.iter().map(|(_, s)| s).sum();
-            let calls = (iters + 3) as f64;
-            for (stage, secs) in stages {
-                println!(
-                    "    {stage:<20} {:>7.2} ms/forward {:>5.1} %",
-                    secs * 1e3 / calls,
-                    100.0 * secs / total
-                );
-            }
-            backend.set_profiling(false);
-        }
-        println!(
-            "{name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward; engine built in {build:.2} s",
-            backend.info().device,
-            gflop / (med / 1e3),
-            cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
-        );
+    println!();
+    println!("| precision | variant | median ms | GFLOP/s | projection weight MB | model MB |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for (p, v, med, gf, proj, total) in rows {
+        println!("| {p} | {v} | {med:.1} | {gf:.1} | {:.2} | {:.2} |", proj as f64 / 1e6, total as f64 / 1e6);
     }
 }

@@ -97,7 +97,7 @@ fn request_files_and_explain_show_rows_and_shapes() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["tokens"][0], "[CLS]");
     assert_eq!(rows[0]["qtype"], "noul");
-    assert!(rows[0]["shape"]["length"].as_u64().unwrap() % 16 == 0);
+    assert!(rows[0]["shape"]["length"].as_u64().unwrap().is_multiple_of(16));
     assert_eq!(lines[1]["result"]["answers"]["topic"]["abstention_threshold"], 0.6);
 }
 

@@ -1,9 +1,17 @@
-//! Backend specs (`portable:f32`, later `coreml:…`, `mlx:…`) and their constructors. The only
-//! place besides the leaf files that knows which backends exist on this platform.
+//! Backend specs (`portable:f32|f16|bf16|w8|w6|w4`, `portable:w8:PATH`,
+//! `portable:palette:PATH`; later `coreml:…`, `mlx:…`) and their constructors. The only place
+//! besides the leaf files that knows which backends exist on this platform.
+
+use std::path::PathBuf;
 
 use super::portable::PortableBackend;
 use super::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::{sha256_hex, Bundle, Weights};
+use crate::model::lowp::HalfKind;
+use crate::model::palettize::{
+    palettize, read_palette, read_palette_meta, PaletteConfig, PaletteError, PaletteReport,
+    METHOD as PALETTE_METHOD,
+};
 use crate::model::synthetic::random_weights;
 use crate::model::weights::DecisionWeights;
 
@@ -24,26 +32,66 @@ pub enum RegistryError {
     Weights(String),
 }
 
-/// Portable weight precisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Portable weight precisions. Activations are FP32 in every arm (the BF16 arm's pair-dot
+/// kernel rounds each product's input to BF16, see [`crate::backend::portable::Bf16Kernel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Precision {
     /// FP32 weights, FP32 compute.
     F32,
+    /// FP16 projection weights, decoded to FP32 for the products.
+    F16,
+    /// BF16 projection weights.
+    BF16,
+    /// Grouped k-means palettization, 8-bit indices (weight-only; NOT W8A8).
+    W8,
+    /// Grouped k-means palettization, 6-bit indices (convert-check candidate).
+    W6,
+    /// Grouped k-means palettization, 4-bit indices (convert-check candidate).
+    W4,
 }
 
 impl Precision {
+    /// Every portable precision, in spec order.
+    pub const ALL: [Precision; 6] =
+        [Precision::F32, Precision::F16, Precision::BF16, Precision::W8, Precision::W6, Precision::W4];
+
     /// Spec name.
     pub fn name(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
+            Precision::F16 => "f16",
+            Precision::BF16 => "bf16",
+            Precision::W8 => "w8",
+            Precision::W6 => "w6",
+            Precision::W4 => "w4",
         }
     }
+
+    /// The precision with spec name `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Index width of a palettized precision; `None` for the dense ones.
+    pub fn palette_bits(self) -> Option<u8> {
+        match self {
+            Precision::W8 => Some(8),
+            Precision::W6 => Some(6),
+            Precision::W4 => Some(4),
+            _ => None,
+        }
+    }
+}
+
+/// The portable arms the `speed` command runs by default: f32, f16, bf16, w8.
+pub fn portable_precisions() -> &'static [Precision] {
+    &[Precision::F32, Precision::F16, Precision::BF16, Precision::W8]
 }
 
 /// A parsed backend spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BackendSpec {
-    /// The portable CPU engine.
+    /// The portable CPU engine; non-FP32 precisions convert the loaded FP32 weights on the fly.
     Portable(Precision),
     /// Scripted outputs for tests and smoke runs, never a measurement of a model:
     /// `mock:ok`, `mock:drift-after=N` (results change after N calls), `mock:fail-after=N`
@@ -56,20 +104,47 @@ pub enum BackendSpec {
         /// Sleep per call.
         delay_us: u64,
     },
+    /// The portable CPU engine on palettized weights loaded from a palette file
+    /// (`portable:w8:PATH`, `portable:palette:PATH`).
+    PortablePalette {
+        /// The palette `.safetensors` file.
+        path: PathBuf,
+        /// Index width the spec asked for (`w8` → 8); `None` (`palette:`) accepts any.
+        bits: Option<u8>,
+    },
 }
 
 /// The specs this build can run, for messages.
-pub const AVAILABLE: &str = "portable:f32";
+pub const AVAILABLE: &str = "portable:f32, portable:f16, portable:bf16, portable:w8, portable:w6, portable:w4, portable:w8:PATH (or w6/w4), portable:palette:PATH";
 
 impl BackendSpec {
     /// Parse a spec string.
     pub fn parse(spec: &str) -> Result<Self, RegistryError> {
         let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let unknown = || RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() };
         match kind {
-            "portable" => match rest {
-                "" | "f32" => Ok(Self::Portable(Precision::F32)),
-                _ => Err(RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() }),
-            },
+            "portable" => {
+                let (prec, path) = match rest.split_once(':') {
+                    Some((p, path)) => (p, Some(path)),
+                    None => (rest, None),
+                };
+                match (prec, path) {
+                    ("", None) => Ok(Self::Portable(Precision::F32)),
+                    ("palette", Some(path)) if !path.is_empty() => {
+                        Ok(Self::PortablePalette { path: PathBuf::from(path), bits: None })
+                    }
+                    (p, None) => Precision::from_name(p).map(Self::Portable).ok_or_else(unknown),
+                    (p, Some(path)) if !path.is_empty() => {
+                        match Precision::from_name(p).and_then(Precision::palette_bits) {
+                            Some(bits) => {
+                                Ok(Self::PortablePalette { path: PathBuf::from(path), bits: Some(bits) })
+                            }
+                            None => Err(unknown()),
+                        }
+                    }
+                    _ => Err(unknown()),
+                }
+            }
             "mock" => {
                 let (mut drift_after, mut fail_after, mut delay_us) = (None, None, 0);
                 for part in rest.split(':').filter(|p| !p.is_empty() && *p != "ok") {
@@ -105,14 +180,9 @@ impl BackendSpec {
                 needs: "macOS on Apple silicon with MLX",
                 os: std::env::consts::OS,
             }),
-            _ => Err(RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() }),
+            _ => Err(unknown()),
         }
     }
-}
-
-/// The portable precisions a plain `speed` run compares, baseline first.
-pub fn portable_precisions() -> &'static [Precision] {
-    &[Precision::F32]
 }
 
 /// Threads the portable engine uses: all available cores.
@@ -139,48 +209,159 @@ pub fn build(
     bundle: &Bundle,
     shapes: Option<ShapeCaps>,
 ) -> Result<Box<dyn Backend>, RegistryError> {
-    match spec {
-        BackendSpec::Mock { drift_after, fail_after, delay_us } => {
-            use super::mock::{Script, ScriptedBackend};
-            let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
-            let script = match drift_after {
-                Some(after) => Script::Drift { num_actions: bundle.agent.num_actions, after: *after },
-                None => Script::Synthetic { num_actions: bundle.agent.num_actions },
-            };
-            let mut b = ScriptedBackend::new(shapes, script, std::time::Duration::from_micros(*delay_us));
-            b.record = false;
-            b.fail_after = *fail_after;
-            Ok(Box::new(b))
+    if let BackendSpec::Mock { drift_after, fail_after, delay_us } = spec {
+        use super::mock::{Script, ScriptedBackend};
+        let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
+        let script = match drift_after {
+            Some(after) => Script::Drift { num_actions: bundle.agent.num_actions, after: *after },
+            None => Script::Synthetic { num_actions: bundle.agent.num_actions },
+        };
+        let mut b = ScriptedBackend::new(shapes, script, std::time::Duration::from_micros(*delay_us));
+        b.record = false;
+        b.fail_after = *fail_after;
+        return Ok(Box::new(b));
+    }
+    let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
+    Ok(Box::new(backend))
+}
+
+/// Build the portable engine for a bundle with `threads` workers, with the palettizer's report
+/// when the spec palettized on the fly.
+///
+/// `BackendInfo::fingerprint`: for `portable:f32`, the sha256 of `model.safetensors` (or
+/// `synthetic:NAME:seed=S`); for an on-the-fly conversion, [`converted_fingerprint`] (the
+/// sha256 of the source fingerprint plus the conversion parameters — the conversion is
+/// deterministic); for a palette file, the sha256 of the palette file's bytes.
+pub fn build_portable(
+    spec: &BackendSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+    shapes: Option<ShapeCaps>,
+    threads: usize,
+) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
+    let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
+    let (weights, fingerprint, name, report) = match spec {
+        BackendSpec::Mock { .. } => {
+            return Err(RegistryError::Incompatible {
+                spec: spec_text.into(),
+                model: bundle.source.clone(),
+                reason: "a mock spec has no portable engine".into(),
+            })
         }
-        BackendSpec::Portable(Precision::F32) => {
-            let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
-            let (weights, fingerprint) = match &bundle.weights {
-                Weights::Safetensors(bytes) => (load(bytes, bundle)?, sha256_hex(bytes)),
-                Weights::Static(bytes) => (load(bytes, bundle)?, sha256_hex(bytes)),
-                Weights::Synthetic { seed } => (
-                    random_weights(&bundle.encoder, &bundle.agent, *seed),
-                    format!("synthetic:{}:seed={seed}", bundle.source.trim_start_matches("synthetic:")),
-                ),
-                Weights::CoreMl(c) => {
-                    return Err(RegistryError::Incompatible {
-                        spec: spec_text.into(),
-                        model: bundle.source.clone(),
-                        reason: format!(
-                            "it is a Core ML bundle ({}) whose body runs only through Core ML on macOS (coreml:{}); point --model at the original checkpoint folder to run it portably",
-                            c.format, bundle.source
-                        ),
-                    })
+        BackendSpec::Portable(precision) => {
+            let (weights, source) = load_source(spec_text, bundle)?;
+            let (weights, report) = convert_weights(weights, *precision)?;
+            (weights, converted_fingerprint(&source, *precision), precision.name().to_string(), report)
+        }
+        BackendSpec::PortablePalette { path, bits } => {
+            let file = path.display().to_string();
+            let bytes = std::fs::read(path)
+                .map_err(|e| RegistryError::Weights(format!("{file}: cannot read the palette file ({e})")))?;
+            let meta = read_palette_meta(&bytes, &file).map_err(weights_err)?;
+            if let Some(b) = bits {
+                if *b != meta.bits {
+                    return Err(weights_err(PaletteError::Bits { file, expected: *b, found: meta.bits }));
                 }
-            };
-            Ok(Box::new(PortableBackend::new(
-                weights,
-                bundle.encoder.clone(),
-                bundle.agent.clone(),
-                shapes,
-                fingerprint,
-                default_threads(),
-            )))
+            }
+            let source = source_fingerprint(spec_text, bundle)?;
+            meta.check_source(&file, &source).map_err(weights_err)?;
+            let (weights, meta) =
+                read_palette(&bytes, &bundle.encoder, &bundle.agent, &file).map_err(weights_err)?;
+            (weights, sha256_hex(&bytes), format!("w{}", meta.bits), None)
         }
+    };
+    let mut backend = PortableBackend::new(
+        weights,
+        bundle.encoder.clone(),
+        bundle.agent.clone(),
+        shapes,
+        fingerprint,
+        threads,
+    );
+    backend.set_precision_name(&name);
+    Ok((backend, report))
+}
+
+/// Convert FP32 weights to `precision`: FP16/BF16 round the projection weights; W8/W6/W4
+/// palettize the projection weights above 65,536 elements with the default
+/// [`PaletteConfig`] (and return its report); FP32 returns the weights unchanged.
+pub fn convert_weights(
+    weights: DecisionWeights,
+    precision: Precision,
+) -> Result<(DecisionWeights, Option<PaletteReport>), RegistryError> {
+    match precision {
+        Precision::F32 => Ok((weights, None)),
+        Precision::F16 => Ok((weights.into_half(HalfKind::F16), None)),
+        Precision::BF16 => Ok((weights.into_half(HalfKind::BF16), None)),
+        p => {
+            let cfg = PaletteConfig::new(p.palette_bits().unwrap_or(8));
+            let (w, report) = palettize(weights, &cfg).map_err(weights_err)?;
+            Ok((w, Some(report)))
+        }
+    }
+}
+
+/// Fingerprint of weights converted on the fly from the checkpoint `source` (its
+/// fingerprint): `source` itself for FP32, else the lowercase sha256 of the text
+/// `laya-bench-convert/1` + source + precision (+ for palettes the [`PaletteConfig`] and
+/// method), one `key=value` per line.
+pub fn converted_fingerprint(source: &str, precision: Precision) -> String {
+    let mut text = format!("laya-bench-convert/1\nsource={source}\nprecision={}\n", precision.name());
+    match precision {
+        Precision::F32 => return source.to_string(),
+        Precision::F16 | Precision::BF16 => text.push_str("scope=projections\nrounding=nearest-even\n"),
+        p => {
+            let c = PaletteConfig::new(p.palette_bits().unwrap_or(8));
+            text.push_str(&format!(
+                "bits={}\ngroup_size={}\nseed={}\nabove_elements={}\nmax_iters={}\ntolerance={:e}\nmethod={}\n",
+                c.bits, c.group_size, c.seed, c.above_elements, c.max_iters, c.tolerance, PALETTE_METHOD
+            ));
+        }
+    }
+    sha256_hex(text.as_bytes())
+}
+
+fn weights_err(e: impl std::fmt::Display) -> RegistryError {
+    RegistryError::Weights(e.to_string())
+}
+
+/// The FP32 weights of a bundle and their fingerprint.
+fn load_source(spec_text: &str, bundle: &Bundle) -> Result<(DecisionWeights, String), RegistryError> {
+    let fingerprint = source_fingerprint(spec_text, bundle)?;
+    let weights = match &bundle.weights {
+        Weights::Safetensors(bytes) => load(bytes, bundle)?,
+        Weights::Static(bytes) => load(bytes, bundle)?,
+        Weights::Synthetic { seed } => random_weights(&bundle.encoder, &bundle.agent, *seed),
+        Weights::CoreMl(_) => return Err(core_ml(spec_text, bundle)),
+    };
+    Ok((weights, fingerprint))
+}
+
+/// Fingerprint of a bundle's FP32 checkpoint without loading it: the sha256 of
+/// `model.safetensors`, or `synthetic:NAME:seed=S`.
+fn source_fingerprint(spec_text: &str, bundle: &Bundle) -> Result<String, RegistryError> {
+    Ok(match &bundle.weights {
+        Weights::Safetensors(bytes) => sha256_hex(bytes),
+        Weights::Static(bytes) => sha256_hex(bytes),
+        Weights::Synthetic { seed } => {
+            format!("synthetic:{}:seed={seed}", bundle.source.trim_start_matches("synthetic:"))
+        }
+        Weights::CoreMl(_) => return Err(core_ml(spec_text, bundle)),
+    })
+}
+
+fn core_ml(spec_text: &str, bundle: &Bundle) -> RegistryError {
+    let format = match &bundle.weights {
+        Weights::CoreMl(c) => c.format.as_str(),
+        _ => "?",
+    };
+    RegistryError::Incompatible {
+        spec: spec_text.into(),
+        model: bundle.source.clone(),
+        reason: format!(
+            "it is a Core ML bundle ({format}) whose body runs only through Core ML on macOS (coreml:{}); point --model at the original checkpoint folder to run it portably",
+            bundle.source
+        ),
     }
 }
 
@@ -201,5 +382,56 @@ mod tests {
         assert!(matches!(BackendSpec::parse("gpu:fast"), Err(RegistryError::Unknown { .. })));
         #[cfg(not(target_os = "macos"))]
         assert!(matches!(BackendSpec::parse("coreml:bundle"), Err(RegistryError::Unavailable { .. })));
+    }
+
+    #[test]
+    fn parses_every_precision_and_palette_paths() {
+        for p in Precision::ALL {
+            assert_eq!(
+                BackendSpec::parse(&format!("portable:{}", p.name())).unwrap(),
+                BackendSpec::Portable(p)
+            );
+            assert!(AVAILABLE.contains(&format!("portable:{}", p.name())));
+        }
+        assert_eq!(
+            BackendSpec::parse("portable:w8:/tmp/a:b.safetensors").unwrap(),
+            BackendSpec::PortablePalette { path: "/tmp/a:b.safetensors".into(), bits: Some(8) }
+        );
+        assert_eq!(
+            BackendSpec::parse("portable:w4:p.st").unwrap(),
+            BackendSpec::PortablePalette { path: "p.st".into(), bits: Some(4) }
+        );
+        assert_eq!(
+            BackendSpec::parse("portable:palette:p.st").unwrap(),
+            BackendSpec::PortablePalette { path: "p.st".into(), bits: None }
+        );
+        for bad in [
+            "portable:f16:p.st",
+            "portable:palette",
+            "portable:palette:",
+            "portable:w8:",
+            "portable:w3",
+            "portable:fp16",
+        ] {
+            assert!(matches!(BackendSpec::parse(bad), Err(RegistryError::Unknown { .. })), "{bad}");
+        }
+        let names: Vec<&str> = portable_precisions().iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["f32", "f16", "bf16", "w8"]);
+        assert_eq!(Precision::W6.palette_bits(), Some(6));
+        assert_eq!(Precision::BF16.palette_bits(), None);
+    }
+
+    #[test]
+    fn converted_fingerprints_name_source_and_conversion() {
+        let src = "ab".repeat(32);
+        assert_eq!(converted_fingerprint(&src, Precision::F32), src);
+        let all: Vec<String> = Precision::ALL.iter().map(|&p| converted_fingerprint(&src, p)).collect();
+        for (i, a) in all.iter().enumerate() {
+            assert_eq!(a.len(), 64);
+            for b in &all[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_ne!(converted_fingerprint(&"cd".repeat(32), Precision::W8), all[3]);
     }
 }

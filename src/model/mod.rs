@@ -1,6 +1,8 @@
 //! Checkpoint weights, synthetic shape-faithful checkpoints and the host tail.
 
+pub mod lowp;
 pub mod ops;
+pub mod palettize;
 pub mod synthetic;
 pub mod tail;
 pub mod weights;

@@ -77,10 +77,10 @@ fn agent_config(head_layers: usize, actions: usize, max_len: usize, head_max_len
 
 /// splitmix64: a tiny, fast, well-mixed PRNG (also used to derive per-tensor seeds).
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

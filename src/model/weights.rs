@@ -1,14 +1,15 @@
 //! Decision-model weights (host-contract.md §1.4): every tensor as owned data, organised per
 //! layer, loaded from `model.safetensors` with an exact key set.
 //!
-//! Matrices are a [`Matrix`] enum so another storage precision (FP16/BF16, 8-bit palettized LUT)
-//! is one more variant; engines pick the layout they want once, at construction
-//! ([`Matrix::into_layout`]).
+//! Matrices are a [`Matrix`] enum: FP32, FP16, BF16 or palettized (grouped LUT, see
+//! [`crate::model::palettize`]); engines pick the layout they want once, at construction
+//! ([`Matrix::into_layout`], [`DenseHalf::set_order`]).
 
 use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 
+pub use super::lowp::{DenseHalf, HalfKind, HalfOrder, Palettized};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig};
 
 /// A checkpoint that cannot be used, naming the file, the tensor and what to do.
@@ -153,13 +154,25 @@ impl DenseF32 {
     }
 }
 
-/// A weight matrix in one storage precision. Only FP32 exists today; FP16/BF16 and 8-bit
-/// palettized (LUT) weights slot in as further variants.
+/// A weight matrix in one storage precision.
+///
+/// Every variant decodes to f32 ([`Matrix::decode_rows`]); products stay f32 unless an engine
+/// documents otherwise.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Matrix {
     /// Dense FP32 values.
     F32(DenseF32),
+    /// Dense FP16 values (IEEE binary16 bits).
+    F16(DenseHalf),
+    /// Dense BF16 values (bfloat16 bits).
+    BF16(DenseHalf),
+    /// Grouped LUT palettization: per group of output rows a table of `2^bits` f32 centroids,
+    /// and a packed `bits`-wide index per element.
+    Palettized(Palettized),
 }
+
+/// Spec names of the palettized widths, indexed by `bits − 1`.
+const PALETTE_NAMES: [&str; 8] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"];
 
 impl Matrix {
     /// Row-major f32 matrix; `None` if `data.len() != rows * cols`.
@@ -170,53 +183,126 @@ impl Matrix {
     pub fn rows(&self) -> usize {
         match self {
             Matrix::F32(m) => m.rows,
+            Matrix::F16(m) | Matrix::BF16(m) => m.rows(),
+            Matrix::Palettized(m) => m.rows(),
         }
     }
     /// Columns (a Linear's input features).
     pub fn cols(&self) -> usize {
         match self {
             Matrix::F32(m) => m.cols,
+            Matrix::F16(m) | Matrix::BF16(m) => m.cols(),
+            Matrix::Palettized(m) => m.cols(),
         }
     }
-    /// Storage precision name, e.g. `f32`.
+    /// Storage precision name: `f32`, `f16`, `bf16`, or `w<bits>` for a palettized matrix.
     pub fn precision(&self) -> &'static str {
         match self {
             Matrix::F32(_) => "f32",
+            Matrix::F16(_) => "f16",
+            Matrix::BF16(_) => "bf16",
+            Matrix::Palettized(p) => PALETTE_NAMES[(p.bits().clamp(1, 8) - 1) as usize],
         }
     }
-    /// Bytes of weight storage.
+    /// Bytes of weight storage actually held: 4 per FP32 value, 2 per FP16/BF16 value
+    /// (including any panel padding), packed indices plus f32 tables for a palettized matrix.
     pub fn storage_bytes(&self) -> usize {
         match self {
             Matrix::F32(m) => m.data.len() * 4,
+            Matrix::F16(m) | Matrix::BF16(m) => m.data().len() * 2,
+            Matrix::Palettized(m) => m.storage_bytes(),
         }
     }
-    /// Same matrix in another storage order (a no-op when already there).
+    /// Same matrix in another storage order (a no-op when already there, and for the
+    /// 16-bit and palettized variants, which keep their own order).
     pub fn into_layout(mut self, layout: Layout) -> Self {
         self.set_layout(layout);
         self
     }
-    /// Change the storage order in place (a no-op when already there).
+    /// Change the storage order of an FP32 matrix in place (a no-op when already there, and
+    /// for the 16-bit and palettized variants, which keep their own order; see
+    /// [`DenseHalf::set_order`]).
     pub fn set_layout(&mut self, layout: Layout) {
         match self {
             Matrix::F32(m) => m.set_layout(layout),
+            Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_) => {}
         }
     }
-    /// Copy row `r` as f32 into `out` (`out.len() == cols`); false if out of range.
-    pub fn row_into(&self, r: usize, out: &mut [f32]) -> bool {
-        if r >= self.rows() || out.len() != self.cols() {
+    /// Round to FP16 or BF16 (a 16-bit or palettized matrix is decoded first).
+    pub fn to_half(&self, kind: HalfKind) -> Matrix {
+        let h = match self.to_row_major_f32() {
+            Some(v) => DenseHalf::from_f32(self.rows(), self.cols(), &v, kind),
+            None => None,
+        };
+        // `to_row_major_f32` returns exactly rows × cols values, so `h` is always `Some`.
+        let h = h.unwrap_or_else(|| unreachable!("decoded matrix has rows × cols values"));
+        match kind {
+            HalfKind::F16 => Matrix::F16(h),
+            HalfKind::BF16 => Matrix::BF16(h),
+        }
+    }
+    /// All values as row-major f32 (`rows × cols`); `None` only for an impossible size.
+    pub fn to_row_major_f32(&self) -> Option<Vec<f32>> {
+        let mut v = vec![0.0f32; self.rows().checked_mul(self.cols())?];
+        self.decode_rows(0, self.rows(), &mut v).then_some(v)
+    }
+    /// The same values as an FP32 matrix (row-major): the dequantized reference.
+    pub fn dequantized(&self) -> Matrix {
+        match self {
+            Matrix::F32(m) => Matrix::F32(m.clone().into_layout(Layout::RowMajor)),
+            _ => {
+                let v = self.to_row_major_f32().unwrap_or_default();
+                DenseF32::from_row_major(self.rows(), self.cols(), v)
+                    .map(Matrix::F32)
+                    .unwrap_or_else(|| unreachable!("decoded matrix has rows × cols values"))
+            }
+        }
+    }
+    /// Decode rows `[r0, r1)` as row-major f32 into `out` (`(r1 − r0)·cols` values); false if
+    /// the range or the length does not fit.
+    pub fn decode_rows(&self, r0: usize, r1: usize, out: &mut [f32]) -> bool {
+        let c = self.cols();
+        if r0 > r1 || r1 > self.rows() || out.len() != (r1 - r0) * c {
             return false;
         }
         match self {
             Matrix::F32(m) => match m.layout {
-                Layout::RowMajor => out.copy_from_slice(&m.data[r * m.cols..(r + 1) * m.cols]),
+                Layout::RowMajor => out.copy_from_slice(&m.data[r0 * c..r1 * c]),
                 Layout::ColMajor => {
-                    for (c, o) in out.iter_mut().enumerate() {
-                        *o = m.data[c * m.rows + r];
+                    for (i, row) in out.chunks_exact_mut(c.max(1)).enumerate() {
+                        for (j, o) in row.iter_mut().enumerate() {
+                            *o = m.data[j * m.rows + r0 + i];
+                        }
                     }
                 }
             },
+            Matrix::F16(m) => return m.decode_rows(HalfKind::F16, r0, r1, out),
+            Matrix::BF16(m) => return m.decode_rows(HalfKind::BF16, r0, r1, out),
+            Matrix::Palettized(m) => return m.decode_rows(r0, r1, out),
         }
         true
+    }
+    /// Decode columns `[c0, c1)` of row `r` as f32 into `out` (`c1 − c0` values); false if out
+    /// of range.
+    pub fn decode_row_segment(&self, r: usize, c0: usize, c1: usize, out: &mut [f32]) -> bool {
+        if r >= self.rows() || c0 > c1 || c1 > self.cols() || out.len() != c1 - c0 {
+            return false;
+        }
+        match self {
+            Matrix::F32(m) => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = m.get(r, c0 + j).unwrap_or(0.0);
+                }
+                true
+            }
+            Matrix::F16(m) => m.decode_row_segment(HalfKind::F16, r, c0, c1, out),
+            Matrix::BF16(m) => m.decode_row_segment(HalfKind::BF16, r, c0, c1, out),
+            Matrix::Palettized(m) => m.decode_row_segment(r, c0, c1, out),
+        }
+    }
+    /// Copy row `r` as f32 into `out` (`out.len() == cols`); false if out of range.
+    pub fn row_into(&self, r: usize, out: &mut [f32]) -> bool {
+        r < self.rows() && self.decode_rows(r, r + 1, out)
     }
     /// `y = W x` in f32 (`x.len() == cols`, `y.len() == rows`); false on a length mismatch.
     pub fn matvec(&self, x: &[f32], y: &mut [f32]) -> bool {
@@ -240,6 +326,13 @@ impl Matrix {
                     }
                 }
             },
+            _ => {
+                let mut row = vec![0.0f32; x.len()];
+                for (r, o) in y.iter_mut().enumerate() {
+                    self.row_into(r, &mut row);
+                    *o = super::ops::dot(&row, x);
+                }
+            }
         }
         true
     }
@@ -350,6 +443,44 @@ pub struct DecisionWeights {
     pub scorer: Scorer,
     /// Action head (`act_head.0`, `act_head.2`).
     pub act_head: super::tail::ActionHead,
+}
+
+/// Weight storage of a model, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct WeightBytes {
+    /// The projection weights ([`DecisionWeights::projections`], biases excluded).
+    pub projections: usize,
+    /// Every tensor of the model, token embedding included.
+    pub total: usize,
+}
+
+/// One tensor of [`DecisionWeights::visit_tensors`], borrowed.
+#[derive(Debug, Clone, Copy)]
+pub enum TensorRef<'a> {
+    /// A matrix in its stored precision.
+    Matrix(&'a Matrix),
+    /// A 1-D f32 tensor (norm weight, bias).
+    Vector(&'a [f32]),
+    /// A row-major 2-D f32 tensor that is not a [`Matrix`] (the type embedding).
+    Rows {
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+        /// `rows × cols` values.
+        data: &'a [f32],
+    },
+}
+
+impl TensorRef<'_> {
+    /// Shape and row-major f32 values (a matrix decoded).
+    pub fn to_f32(&self) -> (Vec<usize>, Vec<f32>) {
+        match *self {
+            TensorRef::Matrix(m) => (vec![m.rows(), m.cols()], m.to_row_major_f32().unwrap_or_default()),
+            TensorRef::Vector(v) => (vec![v.len()], v.to_vec()),
+            TensorRef::Rows { rows, cols, data } => (vec![rows, cols], data.to_vec()),
+        }
+    }
 }
 
 /// Name and shape of one tensor of the checkpoint.
@@ -479,6 +610,8 @@ fn to_f32(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
 struct Taker {
     values: HashMap<String, Vec<f32>>,
     shapes: HashMap<String, Vec<usize>>,
+    /// Matrices given ready-made (e.g. palettized), taken before `values`.
+    matrices: HashMap<String, Matrix>,
 }
 
 impl Taker {
@@ -491,6 +624,9 @@ impl Taker {
         self.values.remove(name)
     }
     fn matrix(&mut self, name: &str) -> Result<Matrix, WeightsError> {
+        if let Some(m) = self.matrices.remove(name) {
+            return Ok(m);
+        }
         let shape = self.shapes.get(name).cloned().unwrap_or_default();
         let data = self.vec(name)?;
         match shape.as_slice() {
@@ -579,7 +715,7 @@ impl DecisionWeights {
             values.insert(spec.name.clone(), data);
             shapes.insert(spec.name.clone(), spec.shape.clone());
         }
-        Self::from_parts(Taker { values, shapes }, enc, agent)
+        Self::from_parts(Taker { values, shapes, matrices: HashMap::new() }, enc, agent)
     }
 
     /// Build from f32 values keyed by tensor name (row-major, shapes as in [`tensor_specs`]).
@@ -588,10 +724,40 @@ impl DecisionWeights {
         enc: &EncoderConfig,
         agent: &AgentConfig,
     ) -> Result<Self, WeightsError> {
+        Self::from_named_with_matrices(named, HashMap::new(), enc, agent)
+    }
+
+    /// [`Self::from_named`], with some matrices given ready-made in any precision (for example
+    /// palettized); those names must not also appear in `named`, and their shapes must match.
+    pub fn from_named_with_matrices(
+        named: HashMap<String, Vec<f32>>,
+        matrices: HashMap<String, Matrix>,
+        enc: &EncoderConfig,
+        agent: &AgentConfig,
+    ) -> Result<Self, WeightsError> {
         let specs = tensor_specs(enc, agent);
         let mut shapes = HashMap::with_capacity(specs.len());
         for spec in &specs {
             let n: usize = spec.shape.iter().product();
+            if let Some(m) = matrices.get(&spec.name) {
+                if named.contains_key(&spec.name) {
+                    return Err(WeightsError::Inconsistent(format!(
+                        "tensor `{}` is given twice (values and a matrix)",
+                        spec.name
+                    )));
+                }
+                if [m.rows(), m.cols()] != spec.shape.as_slice() {
+                    return Err(WeightsError::Inconsistent(format!(
+                        "matrix `{}` is [{}, {}], expected {:?}",
+                        spec.name,
+                        m.rows(),
+                        m.cols(),
+                        spec.shape
+                    )));
+                }
+                shapes.insert(spec.name.clone(), spec.shape.clone());
+                continue;
+            }
             match named.get(&spec.name) {
                 Some(v) if v.len() == n => {}
                 Some(v) => {
@@ -606,7 +772,12 @@ impl DecisionWeights {
             }
             shapes.insert(spec.name.clone(), spec.shape.clone());
         }
-        Self::from_parts(Taker { values: named, shapes }, enc, agent)
+        if let Some(extra) = matrices.keys().find(|k| !shapes.contains_key(k.as_str())) {
+            return Err(WeightsError::Inconsistent(format!(
+                "matrix `{extra}` is not a tensor of this model"
+            )));
+        }
+        Self::from_parts(Taker { values: named, shapes, matrices }, enc, agent)
     }
 
     fn from_parts(mut t: Taker, enc: &EncoderConfig, agent: &AgentConfig) -> Result<Self, WeightsError> {
@@ -657,6 +828,93 @@ impl DecisionWeights {
         let w = Self { tok_embeddings, emb_norm, layers, final_norm, head, type_emb, scorer, act_head };
         w.check(enc, agent)?;
         Ok(w)
+    }
+
+    /// The projection Linears an engine multiplies with — encoder `Wqkv`, `Wo`, `Wi`, `Wo`,
+    /// head `in_proj`, `out_proj`, `linear1`, `linear2`, and the scorer's hidden `scorer.1` —
+    /// with their weight tensor names, in [`tensor_specs`] order. The token and type
+    /// embeddings, norms, the scorer output and the action head are not projections.
+    pub fn projections(&self) -> Vec<(String, &Linear)> {
+        let mut out = Vec::with_capacity(4 * (self.layers.len() + self.head.len()) + 1);
+        for (l, layer) in self.layers.iter().enumerate() {
+            let p = format!("encoder.layers.{l}");
+            out.push((format!("{p}.attn.Wqkv.weight"), &layer.wqkv));
+            out.push((format!("{p}.attn.Wo.weight"), &layer.wo));
+            out.push((format!("{p}.mlp.Wi.weight"), &layer.wi));
+            out.push((format!("{p}.mlp.Wo.weight"), &layer.mlp_wo));
+        }
+        for (j, h) in self.head.iter().enumerate() {
+            let p = format!("head.layers.{j}");
+            out.push((format!("{p}.self_attn.in_proj_weight"), &h.in_proj));
+            out.push((format!("{p}.self_attn.out_proj.weight"), &h.out_proj));
+            out.push((format!("{p}.linear1.weight"), &h.linear1));
+            out.push((format!("{p}.linear2.weight"), &h.linear2));
+        }
+        out.push(("scorer.1.weight".into(), &self.scorer.hidden));
+        out
+    }
+
+    /// [`Self::projections`], mutable.
+    pub fn projections_mut(&mut self) -> Vec<(String, &mut Linear)> {
+        let mut out = Vec::with_capacity(4 * (self.layers.len() + self.head.len()) + 1);
+        for (l, layer) in self.layers.iter_mut().enumerate() {
+            let p = format!("encoder.layers.{l}");
+            out.push((format!("{p}.attn.Wqkv.weight"), &mut layer.wqkv));
+            out.push((format!("{p}.attn.Wo.weight"), &mut layer.wo));
+            out.push((format!("{p}.mlp.Wi.weight"), &mut layer.wi));
+            out.push((format!("{p}.mlp.Wo.weight"), &mut layer.mlp_wo));
+        }
+        for (j, h) in self.head.iter_mut().enumerate() {
+            let p = format!("head.layers.{j}");
+            out.push((format!("{p}.self_attn.in_proj_weight"), &mut h.in_proj));
+            out.push((format!("{p}.self_attn.out_proj.weight"), &mut h.out_proj));
+            out.push((format!("{p}.linear1.weight"), &mut h.linear1));
+            out.push((format!("{p}.linear2.weight"), &mut h.linear2));
+        }
+        out.push(("scorer.1.weight".into(), &mut self.scorer.hidden));
+        out
+    }
+
+    /// Round every projection weight ([`Self::projections`]) to FP16 or BF16; everything else
+    /// (embeddings, norms, biases, scorer output, action head) stays FP32.
+    pub fn into_half(mut self, kind: HalfKind) -> Self {
+        for (_, lin) in self.projections_mut() {
+            lin.weight = lin.weight.to_half(kind);
+        }
+        self
+    }
+
+    /// Bytes of weight storage: the projection weights (what a forward streams through the
+    /// matrix products) and the whole model (token embedding included).
+    pub fn weight_bytes(&self) -> WeightBytes {
+        let projections = self.projections().iter().map(|(_, l)| l.weight.storage_bytes()).sum();
+        let vec_bytes = |v: &Option<Vec<f32>>| v.as_ref().map_or(0, |b| b.len() * 4);
+        let lin = |l: &Linear| l.weight.storage_bytes() + vec_bytes(&l.bias);
+        let norm = |n: &Norm| n.weight.len() * 4 + vec_bytes(&n.bias);
+        let mut total = self.tok_embeddings.storage_bytes() + norm(&self.emb_norm) + norm(&self.final_norm);
+        for layer in &self.layers {
+            total += layer.attn_norm.as_ref().map_or(0, norm)
+                + lin(&layer.wqkv)
+                + lin(&layer.wo)
+                + norm(&layer.mlp_norm)
+                + lin(&layer.wi)
+                + lin(&layer.mlp_wo);
+        }
+        for h in &self.head {
+            total += lin(&h.in_proj)
+                + lin(&h.out_proj)
+                + lin(&h.linear1)
+                + lin(&h.linear2)
+                + norm(&h.norm1)
+                + norm(&h.norm2);
+        }
+        total += self.type_emb.len() * 4
+            + norm(&self.scorer.norm)
+            + lin(&self.scorer.hidden)
+            + lin(&self.scorer.output)
+            + lin(self.act_head.hidden())
+            + lin(self.act_head.output());
+        WeightBytes { projections, total }
     }
 
     /// Check that every tensor fits the configs (shapes, bias presence); engines call this
@@ -735,71 +993,71 @@ impl DecisionWeights {
         Ok(())
     }
 
-    /// Every tensor as (name, shape, row-major f32 values), in [`tensor_specs`] order.
-    pub fn named_tensors(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
-        fn mat(m: &Matrix) -> (Vec<usize>, Vec<f32>) {
-            let (r, c) = (m.rows(), m.cols());
-            let mut v = vec![0.0f32; r * c];
-            for (i, row) in v.chunks_exact_mut(c.max(1)).enumerate().take(r) {
-                m.row_into(i, row);
-            }
-            (vec![r, c], v)
-        }
-        let mut out = Vec::new();
-        let mut put = |name: String, (shape, v): (Vec<usize>, Vec<f32>)| out.push((name, shape, v));
-        let vecv = |v: &Vec<f32>| (vec![v.len()], v.clone());
-        put("encoder.embeddings.tok_embeddings.weight".into(), mat(&self.tok_embeddings));
-        let norm = |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), p: &str, n: &Norm| {
-            put(format!("{p}.weight"), vecv(&n.weight));
+    /// Visit every tensor by name, in [`tensor_specs`] order, without copying: matrices as
+    /// [`TensorRef::Matrix`] (any precision), everything else as f32 values with its shape.
+    pub fn visit_tensors(&self, f: &mut dyn FnMut(&str, TensorRef<'_>)) {
+        let norm = |f: &mut dyn FnMut(&str, TensorRef<'_>), p: &str, n: &Norm| {
+            f(&format!("{p}.weight"), TensorRef::Vector(&n.weight));
             if let Some(b) = &n.bias {
-                put(format!("{p}.bias"), vecv(b));
+                f(&format!("{p}.bias"), TensorRef::Vector(b));
             }
         };
-        let lin = |put: &mut dyn FnMut(String, (Vec<usize>, Vec<f32>)), w: &str, b: &str, l: &Linear| {
-            put(w.into(), mat(&l.weight));
+        let lin = |f: &mut dyn FnMut(&str, TensorRef<'_>), w: &str, b: &str, l: &Linear| {
+            f(w, TensorRef::Matrix(&l.weight));
             if let Some(bias) = &l.bias {
-                put(b.into(), vecv(bias));
+                f(b, TensorRef::Vector(bias));
             }
         };
-        norm(&mut put, "encoder.embeddings.norm", &self.emb_norm);
+        f("encoder.embeddings.tok_embeddings.weight", TensorRef::Matrix(&self.tok_embeddings));
+        norm(f, "encoder.embeddings.norm", &self.emb_norm);
         for (l, layer) in self.layers.iter().enumerate() {
             let p = format!("encoder.layers.{l}");
             if let Some(n) = &layer.attn_norm {
-                norm(&mut put, &format!("{p}.attn_norm"), n);
+                norm(f, &format!("{p}.attn_norm"), n);
             }
-            lin(&mut put, &format!("{p}.attn.Wqkv.weight"), &format!("{p}.attn.Wqkv.bias"), &layer.wqkv);
-            lin(&mut put, &format!("{p}.attn.Wo.weight"), &format!("{p}.attn.Wo.bias"), &layer.wo);
-            norm(&mut put, &format!("{p}.mlp_norm"), &layer.mlp_norm);
-            lin(&mut put, &format!("{p}.mlp.Wi.weight"), &format!("{p}.mlp.Wi.bias"), &layer.wi);
-            lin(&mut put, &format!("{p}.mlp.Wo.weight"), &format!("{p}.mlp.Wo.bias"), &layer.mlp_wo);
+            lin(f, &format!("{p}.attn.Wqkv.weight"), &format!("{p}.attn.Wqkv.bias"), &layer.wqkv);
+            lin(f, &format!("{p}.attn.Wo.weight"), &format!("{p}.attn.Wo.bias"), &layer.wo);
+            norm(f, &format!("{p}.mlp_norm"), &layer.mlp_norm);
+            lin(f, &format!("{p}.mlp.Wi.weight"), &format!("{p}.mlp.Wi.bias"), &layer.wi);
+            lin(f, &format!("{p}.mlp.Wo.weight"), &format!("{p}.mlp.Wo.bias"), &layer.mlp_wo);
         }
-        norm(&mut put, "encoder.final_norm", &self.final_norm);
+        norm(f, "encoder.final_norm", &self.final_norm);
         for (j, h) in self.head.iter().enumerate() {
             let p = format!("head.layers.{j}");
             lin(
-                &mut put,
+                f,
                 &format!("{p}.self_attn.in_proj_weight"),
                 &format!("{p}.self_attn.in_proj_bias"),
                 &h.in_proj,
             );
             lin(
-                &mut put,
+                f,
                 &format!("{p}.self_attn.out_proj.weight"),
                 &format!("{p}.self_attn.out_proj.bias"),
                 &h.out_proj,
             );
-            lin(&mut put, &format!("{p}.linear1.weight"), &format!("{p}.linear1.bias"), &h.linear1);
-            lin(&mut put, &format!("{p}.linear2.weight"), &format!("{p}.linear2.bias"), &h.linear2);
-            norm(&mut put, &format!("{p}.norm1"), &h.norm1);
-            norm(&mut put, &format!("{p}.norm2"), &h.norm2);
+            lin(f, &format!("{p}.linear1.weight"), &format!("{p}.linear1.bias"), &h.linear1);
+            lin(f, &format!("{p}.linear2.weight"), &format!("{p}.linear2.bias"), &h.linear2);
+            norm(f, &format!("{p}.norm1"), &h.norm1);
+            norm(f, &format!("{p}.norm2"), &h.norm2);
         }
         let d = self.type_emb.len() / 3;
-        put("type_emb.weight".into(), (vec![3, d], self.type_emb.clone()));
-        norm(&mut put, "scorer.0", &self.scorer.norm);
-        lin(&mut put, "scorer.1.weight", "scorer.1.bias", &self.scorer.hidden);
-        lin(&mut put, "scorer.3.weight", "scorer.3.bias", &self.scorer.output);
-        lin(&mut put, "act_head.0.weight", "act_head.0.bias", self.act_head.hidden());
-        lin(&mut put, "act_head.2.weight", "act_head.2.bias", self.act_head.output());
+        f("type_emb.weight", TensorRef::Rows { rows: 3, cols: d, data: &self.type_emb });
+        norm(f, "scorer.0", &self.scorer.norm);
+        lin(f, "scorer.1.weight", "scorer.1.bias", &self.scorer.hidden);
+        lin(f, "scorer.3.weight", "scorer.3.bias", &self.scorer.output);
+        lin(f, "act_head.0.weight", "act_head.0.bias", self.act_head.hidden());
+        lin(f, "act_head.2.weight", "act_head.2.bias", self.act_head.output());
+    }
+
+    /// Every tensor as (name, shape, row-major f32 values), in [`tensor_specs`] order (16-bit and
+    /// palettized matrices decoded).
+    pub fn named_tensors(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let mut out = Vec::new();
+        self.visit_tensors(&mut |name, t| {
+            let (shape, values) = t.to_f32();
+            out.push((name.to_string(), shape, values));
+        });
         out
     }
 
@@ -969,7 +1227,7 @@ mod tests {
     fn layouts_round_trip_and_matvec_agree() {
         let m = Matrix::f32_row_major(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
         let t = m.clone().into_layout(Layout::ColMajor);
-        let Matrix::F32(d) = &t;
+        let Matrix::F32(d) = &t else { panic!("layout change kept the precision") };
         assert_eq!(d.data(), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
         assert_eq!(d.get(1, 2), Some(6.0));
         assert_eq!(d.get(2, 0), None);

@@ -1,9 +1,21 @@
 //! A bounds-checked, safe front for the `gemm` crate's strided f32 matrix product, and the
-//! Linear layer product on top of it.
+//! Linear layer product on top of it for every weight precision:
+//!
+//! * FP32: one `gemm` call on the stored matrix.
+//! * BF16 in [`HalfOrder::Pairs16`] on a CPU with AVX-512 BF16: the pair-dot kernel
+//!   ([`super::bf16dot`]).
+//! * Anything else (FP16, BF16, palettized): the weight is decoded tile by tile — a panel of
+//!   output rows into an f32 scratch tile that stays in L2 — and each tile is one
+//!   single-threaded `gemm` call into its output columns; tiles are spread over the workers.
+//!   Compute stays f32.
+
+use std::cell::RefCell;
 
 use gemm::Parallelism;
+use rayon::prelude::*;
 
-use crate::model::weights::{Layout, Linear, Matrix};
+use crate::model::lowp::HalfOrder;
+use crate::model::weights::{DenseF32, Layout, Linear, Matrix};
 
 /// A read-only strided matrix view: element `(r, c)` is `data[offset + r·rs + c·cs]`.
 #[derive(Clone, Copy)]
@@ -68,7 +80,7 @@ pub(crate) enum Split {
 
 /// A raw destination pointer that may cross threads; only disjoint column blocks are written.
 #[derive(Clone, Copy)]
-struct DstPtr(*mut f32);
+pub(crate) struct DstPtr(pub(crate) *mut f32);
 // SAFETY: the pointer is only used by `matmul` for disjoint column blocks of one destination
 // that outlives the scope the blocks run in.
 unsafe impl Send for DstPtr {}
@@ -175,18 +187,107 @@ pub(crate) fn matmul(
     }
 }
 
-/// The product `x Wᵀ` as a `[in, out]` right-hand view of a Linear weight.
-pub(crate) fn weight_view(w: &Matrix) -> View<'_> {
-    match w {
-        Matrix::F32(m) => {
-            let (out, inp) = (m.rows(), m.cols());
-            match m.layout() {
-                // W[o, i] at o·in + i; rhs(i, o) → rs 1, cs in
-                Layout::RowMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: 1, cs: inp },
-                // W[o, i] at i·out + o; rhs(i, o) → rs out, cs 1
-                Layout::ColMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: out, cs: 1 },
+/// The product `x Wᵀ` as a `[in, out]` right-hand view of an FP32 Linear weight.
+pub(crate) fn weight_view(m: &DenseF32) -> View<'_> {
+    let (out, inp) = (m.rows(), m.cols());
+    match m.layout() {
+        // W[o, i] at o·in + i; rhs(i, o) → rs 1, cs in
+        Layout::RowMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: 1, cs: inp },
+        // W[o, i] at i·out + o; rhs(i, o) → rs out, cs 1
+        Layout::ColMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: out, cs: 1 },
+    }
+}
+
+/// Target size of one decoded f32 weight tile (it stays in L2 next to the activations).
+const TILE_BYTES: usize = 192 * 1024;
+
+thread_local! {
+    /// Decoded weight tile of the tiled product, reused across calls on each worker.
+    static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Output rows per decoded tile for `inp` inputs and `out` outputs: about [`TILE_BYTES`], a
+/// multiple of 16, at least 16, and small enough to give each of `workers` two tiles.
+fn tile_rows(inp: usize, out: usize, workers: usize) -> usize {
+    let by_size = (TILE_BYTES / (4 * inp.max(1))) / 16 * 16;
+    let by_balance = out.div_ceil(2 * workers.max(1)).next_multiple_of(16);
+    by_size.min(by_balance).max(16)
+}
+
+/// `y[m, out] (=|+=) x[m, in] Wᵀ` for any weight precision, decoding `W` tile by tile.
+///
+/// Panics if a slice is too short (an engine bug; inputs are validated before any product).
+fn tiled(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split: Split) {
+    let (inp, out) = (w.cols(), w.rows());
+    assert!(x.len() >= m * inp && y.len() >= m * out, "linear operand out of bounds");
+    if m == 0 || out == 0 {
+        return;
+    }
+    let workers = match split {
+        Split::Single => 1,
+        Split::Gemm(t) | Split::Columns(t) => t.max(1),
+    };
+    let rows = tile_rows(inp, out, workers);
+    let tiles = out.div_ceil(rows);
+    let dst = DstPtr(y.as_mut_ptr());
+    let xp = x.as_ptr() as usize;
+    let tile = |t: usize| {
+        let (o0, o1) = (t * rows, ((t + 1) * rows).min(out));
+        let nb = o1 - o0;
+        TILE.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            if buf.len() < nb * inp {
+                buf.resize(nb * inp, 0.0);
             }
-        }
+            let tile = &mut buf[..nb * inp];
+            // Rows [o0, o1) exist and `tile` has nb·inp values, so this cannot fail.
+            let _ = w.decode_rows(o0, o1, tile);
+            if inp == 0 {
+                tile.fill(0.0);
+            }
+            let d = dst;
+            // SAFETY: `y` has ≥ m·out values (checked above) and this tile writes only its own
+            // columns [o0, o1) of the m rows (row stride `out`); `x` has ≥ m·inp values (row
+            // stride `inp`); the tile holds nb rows of `inp` values, read as the [inp, nb]
+            // right-hand side with row stride 1 and column stride `inp`. `gemm` reads `y` only
+            // when `accumulate` is set, and that memory is initialised.
+            unsafe {
+                if inp == 0 {
+                    if !accumulate {
+                        for r in 0..m {
+                            std::ptr::write_bytes(d.0.add(r * out + o0), 0, nb);
+                        }
+                    }
+                    return;
+                }
+                gemm::gemm(
+                    m,
+                    nb,
+                    inp,
+                    d.0.add(o0),
+                    1,
+                    out as isize,
+                    accumulate,
+                    xp as *const f32,
+                    1,
+                    inp as isize,
+                    tile.as_ptr(),
+                    inp as isize,
+                    1,
+                    1.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
+        });
+    };
+    if workers > 1 && tiles > 1 {
+        (0..tiles).into_par_iter().for_each(tile);
+    } else {
+        (0..tiles).for_each(tile);
     }
 }
 
@@ -194,14 +295,20 @@ pub(crate) fn weight_view(w: &Matrix) -> View<'_> {
 /// stride `out`). With `accumulate` the product (and bias) is added to `y` (a residual).
 pub(crate) fn linear(x: &[f32], m: usize, lin: &Linear, y: &mut [f32], accumulate: bool, split: Split) {
     let (inp, out) = (lin.in_features(), lin.out_features());
-    matmul(
-        ViewMut::rows(y, 0, m, out, out),
-        View::rows(x, 0, m, inp, inp),
-        weight_view(&lin.weight),
-        1.0,
-        accumulate,
-        split,
-    );
+    match &lin.weight {
+        Matrix::F32(w) => matmul(
+            ViewMut::rows(y, 0, m, out, out),
+            View::rows(x, 0, m, inp, inp),
+            weight_view(w),
+            1.0,
+            accumulate,
+            split,
+        ),
+        Matrix::BF16(h)
+            if h.order() == HalfOrder::Pairs16 && super::bf16dot::linear(x, m, h, y, accumulate, split) => {}
+        w if super::f32panel::linear(x, m, w, y, accumulate, split) => {}
+        w => tiled(x, m, w, y, accumulate, split),
+    }
     if let Some(b) = &lin.bias {
         for row in y[..m * out].chunks_exact_mut(out) {
             for (o, &bb) in row.iter_mut().zip(b) {
@@ -248,6 +355,83 @@ mod tests {
         }
     }
 
+    fn palettized(rows: usize, cols: usize, w: &[f32], bits: u8) -> Matrix {
+        use crate::model::palettize::{palettize_matrix, PaletteConfig};
+        let m = Matrix::f32_row_major(rows, cols, w.to_vec()).unwrap();
+        let cfg = PaletteConfig { group_size: 16, ..PaletteConfig::new(bits) };
+        Matrix::Palettized(palettize_matrix(&m, "w", 0, &cfg).unwrap().0)
+    }
+
+    /// Every precision against the f32 product of its own dequantized weights (and, for the
+    /// BF16 pair-dot kernel, of BF16-rounded activations), over shapes that exercise every
+    /// tile remainder; single-threaded and split over two workers; overwrite and accumulate.
+    #[test]
+    fn every_precision_matches_its_dequantized_reference() {
+        use crate::model::lowp::HalfKind;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let round_bf16 =
+            |v: &[f32]| v.iter().map(|&x| half::bf16::from_f32(x).to_f32()).collect::<Vec<f32>>();
+        for &(m, inp, out) in &[(1, 8, 16), (7, 37, 50), (13, 64, 120), (96, 33, 20), (6, 2, 1), (5, 801, 40)]
+        {
+            let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.31).sin()).collect();
+            let w: Vec<f32> = (0..out * inp).map(|i| (i as f32 * 0.17).cos() * 0.3).collect();
+            let bias: Vec<f32> = (0..out).map(|i| i as f32 * 0.01).collect();
+            let f32m = Matrix::f32_row_major(out, inp, w.clone()).unwrap();
+            let mut variants = vec![
+                ("f16", f32m.to_half(HalfKind::F16), false),
+                ("bf16 rows", f32m.to_half(HalfKind::BF16), false),
+                ("w8", palettized(out, inp, &w, 8), false),
+                ("w6", palettized(out, inp, &w, 6), false),
+                ("w4", palettized(out, inp, &w, 4), false),
+            ];
+            if let Matrix::BF16(h) = f32m.to_half(HalfKind::BF16) {
+                let dot = super::super::bf16dot::available();
+                variants.push(("bf16 pairs", Matrix::BF16(h.into_order(HalfOrder::Pairs16)), dot));
+            }
+            if let Matrix::F16(h) = f32m.to_half(HalfKind::F16) {
+                variants.push(("f16 pairs", Matrix::F16(h.into_order(HalfOrder::Pairs16)), false));
+            }
+            for (name, weight, rounds_x) in variants {
+                let wd = weight.to_row_major_f32().unwrap();
+                let xr = if rounds_x { round_bf16(&x) } else { x.clone() };
+                let want = naive(&xr, m, &wd, out, inp);
+                let scale: Vec<f32> = (0..m * out)
+                    .map(|i| {
+                        (0..inp)
+                            .map(|j| (xr[(i / out) * inp + j] * wd[(i % out) * inp + j]).abs())
+                            .sum::<f32>()
+                    })
+                    .collect();
+                let lin = Linear { weight, bias: Some(bias.clone()) };
+                for split in [Split::Single, Split::Gemm(2)] {
+                    let mut y = vec![f32::NAN; m * out];
+                    pool.install(|| linear(&x, m, &lin, &mut y, false, split));
+                    for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                        let tol = 1e-5 * (scale[i] + 1.0);
+                        assert!(
+                            (a - (b + bias[i % out])).abs() <= tol,
+                            "{name} {m}x{inp}x{out} {split:?} [{i}]: {a} vs {}",
+                            b + bias[i % out]
+                        );
+                    }
+                    pool.install(|| linear(&x, m, &lin, &mut y, true, split));
+                    for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                        let tol = 2e-5 * (scale[i] + 1.0);
+                        assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
+                    }
+                    // the portable fallback (decode tiles + gemm), whatever the CPU
+                    if !rounds_x {
+                        let mut y = vec![f32::NAN; m * out];
+                        pool.install(|| tiled(&x, m, &lin.weight, &mut y, false, split));
+                        for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                            assert!((a - b).abs() <= 1e-5 * (scale[i] + 1.0), "{name} tiled {split:?} [{i}]");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     #[should_panic(expected = "out of bounds")]
     fn matmul_rejects_out_of_bounds_views() {
@@ -261,5 +445,68 @@ mod tests {
             false,
             Split::Single,
         );
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::model::lowp::HalfKind;
+
+    /// `cargo test --release --lib linalg::timing -- --ignored --nocapture`: one Wqkv-sized
+    /// product (96 × 768 → 2304) per precision and path, 2 workers.
+    #[test]
+    #[ignore]
+    fn time_products() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let (m, inp, out) = (96, 768, 2304);
+        let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.31).sin()).collect();
+        let w: Vec<f32> = (0..out * inp).map(|i| (i as f32 * 0.17).cos() * 0.03).collect();
+        let f32m = Matrix::f32_row_major(out, inp, w.clone()).unwrap();
+        let mut variants = vec![
+            ("f32", f32m.clone()),
+            ("f16", f32m.to_half(HalfKind::F16)),
+            ("bf16 rows", f32m.to_half(HalfKind::BF16)),
+        ];
+        if let Matrix::BF16(h) = f32m.to_half(HalfKind::BF16) {
+            variants.push(("bf16 pairs", Matrix::BF16(h.into_order(HalfOrder::Pairs16))));
+        }
+        if let Matrix::F16(h) = f32m.to_half(HalfKind::F16) {
+            variants.push(("f16 pairs", Matrix::F16(h.into_order(HalfOrder::Pairs16))));
+        }
+        {
+            use crate::model::palettize::{palettize_matrix, PaletteConfig};
+            let p = palettize_matrix(&f32m, "w", 0, &PaletteConfig::new(8)).unwrap().0;
+            variants.push(("w8", Matrix::Palettized(p)));
+        }
+        let flop = 2.0 * (m * inp * out) as f64;
+        for (name, weight) in variants {
+            let lin = Linear { weight, bias: None };
+            let mut y = vec![0.0f32; m * out];
+            for split in [Split::Single, Split::Gemm(2)] {
+                let mut yt = vec![0.0f32; m * out];
+                let t = std::time::Instant::now();
+                for _ in 0..10 {
+                    pool.install(|| tiled(&x, m, &lin.weight, &mut yt, false, split));
+                }
+                println!("{name:>11} {split:?} tiled gemm: {:.3} ms", t.elapsed().as_secs_f64() * 100.0);
+                let mut times: Vec<f64> = (0..25)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        pool.install(|| linear(&x, m, &lin, &mut y, false, split));
+                        t.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                let med = times[times.len() / 2];
+                println!("{name:>11} {split:?}: {:.3} ms, {:.1} GFLOP/s", med * 1e3, flop / med / 1e9);
+            }
+            let mut buf = vec![0.0f32; out * inp];
+            let t = std::time::Instant::now();
+            for _ in 0..10 {
+                lin.weight.decode_rows(0, out, &mut buf);
+            }
+            println!("{name:>11} decode whole matrix: {:.3} ms", t.elapsed().as_secs_f64() * 100.0);
+        }
     }
 }

@@ -1,5 +1,9 @@
-//! The portable CPU backend: the whole decision model (host-contract.md §2 steps 1–11) in FP32
-//! on the `gemm` crate, for any CPU.
+//! The portable CPU backend: the whole decision model (host-contract.md §2 steps 1–11) on the
+//! `gemm` crate, for any CPU. Activations are FP32; the projection weights may be FP32, FP16,
+//! BF16 or palettized ([`crate::model::weights::Matrix`]): FP16 and palettized weights (and BF16
+//! where the CPU lacks AVX-512 BF16) are decoded tile by tile into f32 and multiplied in f32;
+//! BF16 weights on a CPU with AVX-512 BF16 go through a pair-dot kernel that also rounds the
+//! product's input activations to BF16 (see [`Bf16Kernel`]).
 //!
 //! Construction converts every Linear weight once to the layout `gemm` streams fastest
 //! ([`WEIGHT_LAYOUT`]), builds the shape-only tables (RoPE cos/sin per layer kind) and a rayon
@@ -8,6 +12,8 @@
 //! shape it allocates nothing of its own.
 
 mod attention;
+mod bf16dot;
+mod f32panel;
 mod linalg;
 
 use std::collections::HashMap;
@@ -19,9 +25,10 @@ use self::attention::{apply_rope, attention, merge_heads, window_template, AttnS
 use self::linalg::{linear, Split};
 use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
+use crate::model::lowp::HalfOrder;
 use crate::model::ops;
 use crate::model::tail::action_features;
-use crate::model::weights::{DecisionWeights, Layout, Linear};
+use crate::model::weights::{DecisionWeights, Layout, Linear, Matrix, WeightBytes};
 
 /// Storage order of every Linear weight inside the engine: PyTorch's `[out, in]` row-major.
 ///
@@ -59,10 +66,25 @@ impl Default for Ablation {
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
-    /// Storage order of the Linear weights.
+    /// Storage order of the FP32 Linear weights.
     pub weight_layout: Layout,
     /// How each Linear product uses the workers.
     pub gemm: GemmThreading,
+    /// How BF16 weights are multiplied.
+    pub bf16: Bf16Kernel,
+}
+
+/// How the engine multiplies with BF16 weights.
+///
+/// Measured with `cargo bench --bench forward -- --precision bf16 --compare` (synthetic
+/// multilingual, B1 L96, 2 threads, Zen 4): see [`DEFAULT_BF16_KERNEL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bf16Kernel {
+    /// `vdpbf16ps` (AVX-512 BF16) where the CPU has it: BF16 weights × activations rounded to
+    /// BF16, f32 sums. Elsewhere the same as [`Bf16Kernel::Decode`].
+    Dot,
+    /// Decode the BF16 weights tile by tile to f32 and multiply in f32 (activations stay f32).
+    Decode,
 }
 
 /// How a Linear product uses the worker threads (benchmarks only).
@@ -77,9 +99,12 @@ pub enum GemmThreading {
     Single,
 }
 
+/// The BF16 product the engine uses by default.
+pub const DEFAULT_BF16_KERNEL: Bf16Kernel = Bf16Kernel::Dot;
+
 impl Default for Tuning {
     fn default() -> Self {
-        Self { weight_layout: WEIGHT_LAYOUT, gemm: GemmThreading::Rayon }
+        Self { weight_layout: WEIGHT_LAYOUT, gemm: GemmThreading::Rayon, bf16: DEFAULT_BF16_KERNEL }
     }
 }
 
@@ -232,13 +257,13 @@ impl PortableBackend {
             eps: enc.norm_eps as f32,
         };
         let mut broken = weights.check(&enc, &agent).err().map(|e| e.to_string());
-        if broken.is_none() && (d % head_heads != 0 || enc.num_heads * enc.head_dim() != d) {
+        if broken.is_none() && (!d.is_multiple_of(head_heads) || enc.num_heads * enc.head_dim() != d) {
             broken = Some(format!(
                 "hidden size {d} does not split into {} encoder heads and {head_heads} decision-head heads",
                 enc.num_heads
             ));
         }
-        let w = to_engine_layout(weights, tuning.weight_layout);
+        let w = to_engine_layout(weights, tuning);
         let positions = shapes.max_length.max(1);
         let rope_full = Rope::new(enc.rope_theta(LayerKind::Full), dims.head_dim, positions);
         let rope_sliding = Rope::new(enc.rope_theta(LayerKind::Sliding), dims.head_dim, positions);
@@ -254,10 +279,21 @@ impl PortableBackend {
         };
         let threads = if pool.is_some() { threads } else { 1 };
         let isa = if ops::has_avx2() { "avx2+fma" } else { "generic" };
+        let precision = weights_precision(&w);
+        let bf16_dot = w
+            .projections()
+            .iter()
+            .any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if h.order() == HalfOrder::Pairs16));
+        let kernel = match precision.as_str() {
+            "f32" => String::new(),
+            "bf16" if bf16_dot => ", bf16 weights: avx512_bf16 pair-dot, bf16 activations".into(),
+            p if f32panel::available() => format!(", {p} weights decoded to f32 panels, avx512f fma"),
+            p => format!(", {p} weights decoded to f32 tiles, gemm"),
+        };
         let info = BackendInfo {
             name: "portable".into(),
-            precision: "f32".into(),
-            device: format!("cpu ({threads} threads, {isa})"),
+            precision,
+            device: format!("cpu ({threads} threads, {isa}{kernel})"),
             shapes,
             fingerprint,
         };
@@ -294,6 +330,17 @@ impl PortableBackend {
             Some(e) => Err(BackendError::Runtime(e.clone())),
             None => Ok(b),
         }
+    }
+
+    /// Bytes of weight storage the engine holds (projections, and the whole model).
+    pub fn weight_bytes(&self) -> WeightBytes {
+        self.w.weight_bytes()
+    }
+
+    /// Override the precision name in [`BackendInfo`] (the registry names the arm it built,
+    /// e.g. `w8` even when a small model had no matrix above the palettization threshold).
+    pub fn set_precision_name(&mut self, name: &str) {
+        self.info.precision = name.into();
     }
 
     /// Worker threads in use (1 = the calling thread only).
@@ -631,23 +678,36 @@ fn run_attention(
     }
 }
 
-/// Move every Linear weight of the encoder, head and scorer to `layout`.
-fn to_engine_layout(mut w: DecisionWeights, layout: Layout) -> DecisionWeights {
-    let conv = |l: &mut Linear| l.weight.set_layout(layout);
-    for layer in &mut w.layers {
-        conv(&mut layer.wqkv);
-        conv(&mut layer.wo);
-        conv(&mut layer.wi);
-        conv(&mut layer.mlp_wo);
+/// Move every projection weight (encoder, head, scorer hidden) to the engine's storage order:
+/// FP32 to `tuning.weight_layout`; BF16 to the pair-dot kernel's panels when that kernel is
+/// chosen and this CPU runs it, else row-major; FP16 and palettized weights stay as they are.
+fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
+    let dot = tuning.bf16 == Bf16Kernel::Dot && bf16dot::available();
+    let panel = f32panel::available();
+    for (_, l) in w.projections_mut() {
+        match &mut l.weight {
+            // Pairs16 BF16 selects the pair-dot kernel in `linalg::linear`
+            Matrix::BF16(h) => h.set_order(if dot { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
+            // the FP32 panel kernel decodes Pairs16 FP16 with vector shuffles
+            Matrix::F16(h) => h.set_order(if panel { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
+            m => m.set_layout(tuning.weight_layout),
+        }
     }
-    for h in &mut w.head {
-        conv(&mut h.in_proj);
-        conv(&mut h.out_proj);
-        conv(&mut h.linear1);
-        conv(&mut h.linear2);
-    }
-    conv(&mut w.scorer.hidden);
     w
+}
+
+/// The precision of the projection weights: `f32` when all are FP32, else the name of the
+/// other precision (`f16`, `bf16`, `w8`, …; names joined with `+` if they are mixed).
+fn weights_precision(w: &DecisionWeights) -> String {
+    let mut names: Vec<&str> =
+        w.projections().iter().map(|(_, l)| l.weight.precision()).filter(|p| *p != "f32").collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        "f32".into()
+    } else {
+        names.join("+")
+    }
 }
 
 impl Backend for PortableBackend {

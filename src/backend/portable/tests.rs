@@ -48,7 +48,7 @@ fn ln(x: &[f64], w: &[f32], b: Option<&Vec<f32>>, eps: f64) -> Vec<f64> {
 }
 
 fn lin(x: &[Vec<f64>], l: &Linear) -> Vec<Vec<f64>> {
-    let Matrix::F32(m) = &l.weight;
+    let Matrix::F32(m) = l.weight.dequantized() else { panic!("dequantized weights are f32") };
     x.iter()
         .map(|row| {
             (0..m.rows())

@@ -1,0 +1,315 @@
+//! The FP32 Linear product for weights stored in another precision (FP16, BF16, palettized):
+//! `y = x Wᵀ` with FP32 activations and FP32 arithmetic, on AVX-512F.
+//!
+//! The weight is decoded once per forward, block by block, into an f32 tile in the kernel's
+//! operand order (16 output channels per panel, `k`-major: `tile[k·16 + r]`), and every tile is
+//! then used by all rows of `x`; the decoded tile (`64 × KC` values, 96 KiB) and the matching
+//! slice of `x` (`m × KC`) stay in L2. The register tile is 6 rows × 64 columns (24 zmm
+//! accumulators, one broadcast of `x` per row and `k`).
+//!
+//! Loop order: workers own contiguous ranges of 64-column blocks; within a range, `KC`-wide
+//! slices of the reduction go outermost, so a slice of `x` is reused across the blocks.
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use super::linalg::{DstPtr, Split};
+use crate::model::lowp::{DenseHalf, HalfKind, HalfOrder, PANEL_ROWS};
+use crate::model::weights::Matrix;
+
+/// Rows of `x` per register tile.
+const MR: usize = 6;
+/// Panels of 16 output columns per block.
+const NP: usize = 4;
+/// Reduction slice (a multiple of 4, so palettized rows decode from byte boundaries at 4 and
+/// 6 bits, and of 2, so BF16/FP16 pairs do not straddle slices).
+const KC: usize = 384;
+
+thread_local! {
+    /// Decoded weight tile: `NP` panels of `KC × 16` f32.
+    static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    /// One decoded weight row segment (palettized and row-major 16-bit weights).
+    static ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this CPU runs the kernel (AVX-512F; cached by std).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// Whether this CPU runs the kernel (never off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn available() -> bool {
+    false
+}
+
+/// Decode rows `[r0, r0 + 16)` (rows past the end as zeros), columns `[k0, k0 + kc)` of `w`
+/// into `panel` (`kc × 16`, `panel[k·16 + r]`). `row` is scratch.
+fn decode_panel(w: &Matrix, r0: usize, k0: usize, kc: usize, panel: &mut [f32], row: &mut Vec<f32>) {
+    let rows = w.rows().saturating_sub(r0).min(PANEL_ROWS);
+    if rows < PANEL_ROWS {
+        panel.fill(0.0);
+    }
+    match w {
+        Matrix::F16(h) if h.order() == HalfOrder::Pairs16 => pairs_panel(h, HalfKind::F16, r0, k0, kc, panel),
+        Matrix::BF16(h) if h.order() == HalfOrder::Pairs16 => {
+            pairs_panel(h, HalfKind::BF16, r0, k0, kc, panel)
+        }
+        _ => {
+            row.resize(kc, 0.0);
+            for r in 0..rows {
+                decode_segment(w, r0 + r, k0, row);
+                for (k, &v) in row.iter().enumerate() {
+                    panel[k * PANEL_ROWS + r] = v;
+                }
+            }
+        }
+    }
+}
+
+/// Columns `[k0, k0 + out.len())` of row `r` as f32.
+fn decode_segment(w: &Matrix, r: usize, k0: usize, out: &mut [f32]) {
+    // In range by construction (r < rows, k0 + kc ≤ cols); a miss would leave zeros.
+    let _ = w.decode_row_segment(r, k0, k0 + out.len(), out);
+}
+
+/// [`decode_panel`] for a 16-bit matrix in [`HalfOrder::Pairs16`] (`r0` a multiple of 16,
+/// `k0` even).
+fn pairs_panel(h: &DenseHalf, kind: HalfKind, r0: usize, k0: usize, kc: usize, panel: &mut [f32]) {
+    let ke = h.cols_even();
+    let base = (r0 / PANEL_ROWS) * PANEL_ROWS * ke;
+    let src = &h.data()[base + k0 * PANEL_ROWS..base + (k0 + kc).next_multiple_of(2).min(ke) * PANEL_ROWS];
+    #[cfg(target_arch = "x86_64")]
+    if available() {
+        // SAFETY: AVX-512F checked at run time.
+        unsafe { avx512::deinterleave(src, kind, kc, panel) };
+        return;
+    }
+    for (k, out) in panel.chunks_exact_mut(PANEL_ROWS).take(kc).enumerate() {
+        for (r, o) in out.iter_mut().enumerate() {
+            *o = kind.decode(src[(k / 2) * 32 + r * 2 + k % 2]);
+        }
+    }
+}
+
+/// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias) for a non-FP32 weight. Returns false, doing
+/// nothing, when the kernel cannot run here, the weight is FP32, or a slice is too short.
+pub(crate) fn linear(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split: Split) -> bool {
+    let (k, out) = (w.cols(), w.rows());
+    if !available() || matches!(w, Matrix::F32(_)) || x.len() < m * k || y.len() < m * out {
+        return false;
+    }
+    if m == 0 || out == 0 {
+        return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let panels = out.div_ceil(PANEL_ROWS);
+        let blocks = panels.div_ceil(NP);
+        let workers = match split {
+            Split::Single => 1,
+            Split::Gemm(t) | Split::Columns(t) => t.max(1),
+        };
+        let parts = workers.min(blocks);
+        let dst = DstPtr(y.as_mut_ptr());
+        let part = |pi: usize| {
+            let (b0, b1) = (blocks * pi / parts, blocks * (pi + 1) / parts);
+            TILE.with(|tile| {
+                ROW.with(|row| {
+                    let mut tile = tile.borrow_mut();
+                    let mut row = row.borrow_mut();
+                    tile.resize(NP * KC * PANEL_ROWS, 0.0);
+                    let mut k0 = 0;
+                    while k0 < k.max(1) {
+                        let kc = KC.min(k - k0);
+                        for bi in b0..b1 {
+                            let p0 = bi * NP;
+                            let np = NP.min(panels - p0);
+                            for j in 0..np {
+                                let t = &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
+                                decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row);
+                            }
+                            let c0 = p0 * PANEL_ROWS;
+                            let ncols = (out - c0).min(np * PANEL_ROWS);
+                            let acc = accumulate || k0 > 0;
+                            // SAFETY: AVX-512F checked above; `x` has m rows of k values and
+                            // columns [k0, k0 + kc) exist; the tile holds np panels of kc × 16
+                            // (panel stride KC × 16); the destination columns [c0, c0 + ncols)
+                            // of the m rows of `y` (stride `out`, ≥ m·out values) belong to this
+                            // worker's blocks only.
+                            unsafe { avx512::block(x, m, k, k0, kc, &tile, np, dst, c0, out, ncols, acc) };
+                        }
+                        if k == 0 {
+                            break;
+                        }
+                        k0 += kc;
+                    }
+                })
+            });
+        };
+        if parts > 1 {
+            (0..parts).into_par_iter().for_each(part);
+        } else {
+            part(0);
+        }
+    }
+    true
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{DstPtr, HalfKind, KC, MR, NP};
+    use crate::model::lowp::PANEL_ROWS;
+
+    /// Decode `kc` columns of a Pairs16 panel (`src`: pairs of 16 rows, 32 values per pair)
+    /// into `panel[k·16 + r]`.
+    ///
+    /// # Safety
+    /// AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn deinterleave(src: &[u16], kind: HalfKind, kc: usize, panel: &mut [f32]) {
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let pairs = kc / 2;
+        for p in 0..pairs.min(src.len() / 32).min(panel.len() / 32) {
+            // SAFETY: p < src.len()/32 and p < panel.len()/32: the 32-value read and the two
+            // 16-value writes stay inside the slices.
+            unsafe {
+                let s = src.as_ptr().add(p * 32) as *const __m256i;
+                let (lo, hi) = match kind {
+                    HalfKind::F16 => (
+                        _mm512_cvtph_ps(_mm256_loadu_si256(s)),
+                        _mm512_cvtph_ps(_mm256_loadu_si256(s.add(1))),
+                    ),
+                    HalfKind::BF16 => {
+                        let widen =
+                            |v: __m256i| _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+                        (widen(_mm256_loadu_si256(s)), widen(_mm256_loadu_si256(s.add(1))))
+                    }
+                };
+                let o = panel.as_mut_ptr().add(p * 32);
+                _mm512_storeu_ps(o, _mm512_permutex2var_ps(lo, even, hi));
+                _mm512_storeu_ps(o.add(16), _mm512_permutex2var_ps(lo, odd, hi));
+            }
+        }
+        if kc % 2 == 1 {
+            let p = kc / 2;
+            for r in 0..PANEL_ROWS {
+                if let (Some(&v), Some(o)) = (src.get(p * 32 + r * 2), panel.get_mut(p * 32 + r)) {
+                    *o = kind.decode(v);
+                }
+            }
+        }
+    }
+
+    /// All `m` rows of `x` (columns `[k0, k0 + kc)`) against one decoded block of `np` panels.
+    ///
+    /// # Safety
+    /// AVX-512F; `x.len() ≥ m·ldx`, `k0 + kc ≤ ldx`; `tile` holds `np` panels of `kc × 16` at
+    /// stride `KC × 16`; `dst` points at a live f32 array of at least `m·ld` values of which
+    /// this call alone writes columns `[c0, c0 + ncols)`, `ncols ≤ 16·np`, `c0 + ncols ≤ ld`.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn block(
+        x: &[f32],
+        m: usize,
+        ldx: usize,
+        k0: usize,
+        kc: usize,
+        tile: &[f32],
+        np: usize,
+        dst: DstPtr,
+        c0: usize,
+        ld: usize,
+        ncols: usize,
+        acc: bool,
+    ) {
+        let mut r = 0;
+        while r < m {
+            let mr = MR.min(m - r);
+            // SAFETY: rows [r, r + mr) ⊆ [0, m); the caller's contract covers the rest.
+            unsafe {
+                let a = x.as_ptr().add(r * ldx + k0);
+                let c = dst.0.add(r * ld + c0);
+                let b = tile.as_ptr();
+                macro_rules! go {
+                    ($np:literal) => {
+                        match mr {
+                            6 => tile_kernel::<6, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                            5 => tile_kernel::<5, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                            4 => tile_kernel::<4, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                            3 => tile_kernel::<3, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                            2 => tile_kernel::<2, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                            _ => tile_kernel::<1, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                        }
+                    };
+                }
+                match np {
+                    4 => go!(4),
+                    3 => go!(3),
+                    2 => go!(2),
+                    _ => go!(1),
+                }
+            }
+            r += mr;
+        }
+        const _: () = assert!(NP == 4 && MR == 6);
+    }
+
+    /// The register tile: `R` rows × `P` panels over `kc` reduction steps.
+    ///
+    /// # Safety
+    /// AVX-512F; `a` points at `R` rows (stride `lda`) of `kc` values; `b` at `P` panels of
+    /// `kc × 16` values (stride `KC × 16`); `c` at `R` rows (stride `ld`) of which columns
+    /// `[0, ncols)`, `ncols ≤ 16·P`, are written.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_kernel<const R: usize, const P: usize>(
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        kc: usize,
+        ncols: usize,
+        c: *mut f32,
+        ld: usize,
+        accumulate: bool,
+    ) {
+        let mut sum = [[_mm512_setzero_ps(); P]; R];
+        let stride = KC * PANEL_ROWS;
+        for k in 0..kc {
+            let mut bv = [_mm512_setzero_ps(); P];
+            for (j, v) in bv.iter_mut().enumerate() {
+                // SAFETY: panel j, step k: 16 values at j·KC·16 + 16k < P·KC·16.
+                *v = unsafe { _mm512_loadu_ps(b.add(j * stride + k * PANEL_ROWS)) };
+            }
+            for (i, row) in sum.iter_mut().enumerate() {
+                // SAFETY: row i < R, step k < kc.
+                let av = _mm512_set1_ps(unsafe { *a.add(i * lda + k) });
+                for (s, v) in row.iter_mut().zip(&bv) {
+                    *s = _mm512_fmadd_ps(av, *v, *s);
+                }
+            }
+        }
+        for (i, row) in sum.iter().enumerate() {
+            for (j, s) in row.iter().enumerate() {
+                let valid = ncols.saturating_sub(j * 16).min(16);
+                if valid == 0 {
+                    continue;
+                }
+                let mask: __mmask16 = if valid == 16 { 0xFFFF } else { (1u16 << valid) - 1 };
+                // SAFETY: row i < R and columns [16j, 16j + valid) ⊆ [0, ncols): inside the
+                // caller's block; masked lanes are neither read nor written.
+                unsafe {
+                    let p = c.add(i * ld + j * 16);
+                    let v = if accumulate { _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), *s) } else { *s };
+                    _mm512_mask_storeu_ps(p, mask, v);
+                }
+            }
+        }
+    }
+}
