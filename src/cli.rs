@@ -24,6 +24,12 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench speed                                   # every portable precision on builtin:tiny\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 --arm w8=portable:w8 --cycles 3 --seconds 20\n  laya-bench speed --calls 200 --raw run.raw.jsonl --output run.json --export-markdown run.md"
     )]
     Speed(SpeedArgs),
+    /// Palettize a checkpoint's projection weights (grouped k-means, weight-only) into a
+    /// palette file that `portable:w8:FILE` loads, and report the error per tensor.
+    #[command(
+        after_help = "Examples:\n  laya-bench palettize --model synthetic:multilingual --bits 8 --output ml-w8.safetensors\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 --arm w8=portable:w8:ml-w8.safetensors"
+    )]
+    Palettize(PalettizeArgs),
     /// Compute the math bounds of one decision: FLOP, weight bytes, compute and bandwidth
     /// floors, what a target speed-up needs, and Amdahl's law.
     #[command(
@@ -292,6 +298,26 @@ pub struct TraceRecordArgs {
     #[arg(long, default_value = "Core ML", value_name = "NAME")]
     pub template: String,
     /// Print the summary as one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `laya-bench palettize`.
+#[derive(Debug, Clone, Args)]
+pub struct PalettizeArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Index width: 8, 6 or 4 bits.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub bits: u8,
+    /// The palette file to write (`.safetensors`).
+    #[arg(long, value_name = "FILE")]
+    pub output: std::path::PathBuf,
+    /// Replace an existing file.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }

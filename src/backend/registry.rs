@@ -326,7 +326,7 @@ fn weights_err(e: impl std::fmt::Display) -> RegistryError {
 }
 
 /// The FP32 weights of a bundle and their fingerprint.
-fn load_source(spec_text: &str, bundle: &Bundle) -> Result<(DecisionWeights, String), RegistryError> {
+pub fn load_source(spec_text: &str, bundle: &Bundle) -> Result<(DecisionWeights, String), RegistryError> {
     let fingerprint = source_fingerprint(spec_text, bundle)?;
     let weights = match &bundle.weights {
         Weights::Safetensors(bytes) => load(bytes, bundle)?,
@@ -339,7 +339,7 @@ fn load_source(spec_text: &str, bundle: &Bundle) -> Result<(DecisionWeights, Str
 
 /// Fingerprint of a bundle's FP32 checkpoint without loading it: the sha256 of
 /// `model.safetensors`, or `synthetic:NAME:seed=S`.
-fn source_fingerprint(spec_text: &str, bundle: &Bundle) -> Result<String, RegistryError> {
+pub fn source_fingerprint(spec_text: &str, bundle: &Bundle) -> Result<String, RegistryError> {
     Ok(match &bundle.weights {
         Weights::Safetensors(bytes) => sha256_hex(bytes),
         Weights::Static(bytes) => sha256_hex(bytes),

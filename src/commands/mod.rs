@@ -1,6 +1,7 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
 
 pub mod bounds;
+pub mod palettize;
 pub mod predict;
 pub mod speed;
 pub mod trace;
@@ -42,6 +43,7 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),
+        crate::cli::Command::Palettize(args) => palettize::run(&args),
         crate::cli::Command::Bounds(args) => bounds::run(&args),
         crate::cli::Command::Trace(args) => trace::run(&args),
     }

@@ -1,0 +1,61 @@
+//! `laya-bench palettize`: write a palette file and report the quantization error per tensor.
+
+use anyhow::{anyhow, Context};
+
+use super::predict::load_bundle;
+use super::{Failure, Outcome};
+use crate::backend::registry::load_source;
+use crate::cli::PalettizeArgs;
+use crate::model::palettize::{palettize, write_palette, PaletteConfig, PaletteMeta};
+use crate::report::write_atomic;
+
+pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
+    if args.output.exists() && !args.overwrite {
+        return Err(Failure::input(anyhow!(
+            "{} exists; choose another path or pass --overwrite",
+            args.output.display()
+        )));
+    }
+    let bundle = load_bundle(&args.model.model)?;
+    let spec = format!("portable:w{}", args.bits);
+    let (weights, source) = load_source(&spec, &bundle).map_err(Failure::input)?;
+    let cfg = PaletteConfig::new(args.bits);
+    let (weights, report) = palettize(weights, &cfg).map_err(|e| Failure::run(anyhow!(e)))?;
+    let bytes =
+        write_palette(&weights, &PaletteMeta::new(&cfg, &source)).map_err(|e| Failure::run(anyhow!(e)))?;
+    write_atomic(&args.output, &bytes)
+        .with_context(|| format!("cannot write {}", args.output.display()))
+        .map_err(Failure::input)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?);
+        return Ok(());
+    }
+    println!(
+        "palettized {} tensors ({} elements) at {} bits, groups of {} rows, seed {}, in {:.1} s",
+        report.tensors.len(),
+        report.elements,
+        cfg.bits,
+        cfg.group_size,
+        cfg.seed,
+        report.seconds
+    );
+    println!(
+        "payload {} → {} bytes; max relative RMS error {:.5}",
+        report.bytes_before, report.bytes_after, report.max_rel_rms_error
+    );
+    println!(
+        "{:<48} {:>10} {:>12} {:>12} {:>10}",
+        "tensor", "elements", "max |err|", "mean |err|", "rel RMS"
+    );
+    for t in &report.tensors {
+        println!(
+            "{:<48} {:>10} {:>12.3e} {:>12.3e} {:>10.5}",
+            t.name, t.elements, t.max_abs_error, t.mean_abs_error, t.rel_rms_error
+        );
+    }
+    if !report.skipped.is_empty() {
+        println!("left unpalettized (≤ {} elements): {}", cfg.above_elements, report.skipped.len());
+    }
+    println!("wrote {} (source {source})", args.output.display());
+    Ok(())
+}
