@@ -65,7 +65,7 @@ fn plan(args: &SpeedArgs) -> Result<Plan, Failure> {
             BlockLimit::Duration(d)
         }
     };
-    Ok(Plan { cycles: args.cycles, block, warmup_calls: args.warmup })
+    Ok(Plan::saturated(args.cycles, block, args.warmup))
 }
 
 /// `speed-20261129T151500Z` style stem from the current UTC time.
