@@ -1,6 +1,10 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
 
+mod bench;
 pub mod bounds;
+pub mod doctor;
+pub mod energy;
+mod interrupt;
 pub mod predict;
 pub mod speed;
 
@@ -42,5 +46,7 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),
         crate::cli::Command::Bounds(args) => bounds::run(&args),
+        crate::cli::Command::Energy(args) => energy::run(&args),
+        crate::cli::Command::Doctor(args) => doctor::run(&args),
     }
 }

@@ -1,0 +1,4 @@
+//! stub
+pub(crate) fn run(_args: &crate::cli::DoctorArgs) -> super::Outcome {
+    Ok(())
+}
