@@ -426,6 +426,115 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
     }
 }
 
+/// The sensors tried, in order, when none is given: `pstr` on macOS; `rapl`, then `nvml:0`
+/// elsewhere.
+pub fn default_specs() -> Vec<SensorSpec> {
+    if cfg!(target_os = "macos") {
+        vec![SensorSpec::Pstr]
+    } else {
+        vec![SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0 }]
+    }
+}
+
+/// Every default sensor that could not be opened, with its error.
+#[derive(Debug)]
+pub struct NoDefaultSensor {
+    /// Each sensor tried and why it failed, in the order tried.
+    pub tried: Vec<(SensorSpec, SensorError)>,
+}
+
+impl std::fmt::Display for NoDefaultSensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "no usable power sensor on this machine:")?;
+        for (spec, e) in &self.tried {
+            writeln!(f, "  - {spec}: {e}")?;
+        }
+        write!(
+            f,
+            "use an external meter with --sensor exec:CMD (CMD prints one `WATTS` or `T_S,WATTS` line per reading, \
+             e.g. exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500); \
+             `laya-bench doctor` lists every sensor"
+        )
+    }
+}
+
+impl std::error::Error for NoDefaultSensor {}
+
+/// Open the first default sensor that opens, or say why each failed.
+pub fn open_default(stream_timeout: Duration) -> Result<Box<dyn Sensor>, NoDefaultSensor> {
+    let mut tried = Vec::new();
+    for spec in default_specs() {
+        match open(&spec, stream_timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => tried.push((spec, e)),
+        }
+    }
+    Err(NoDefaultSensor { tried })
+}
+
+/// Whether one sensor kind is usable on this machine, for `laya-bench doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SensorStatus {
+    /// The spec to pass to `--sensor` (`rapl`, `nvml:0`, `exec:CMD`).
+    pub spec: String,
+    /// Sensor family.
+    pub kind: SensorKind,
+    /// Whether it opened (or, for `exec` and `replay`, can be used as described).
+    pub usable: bool,
+    /// What it reads, or why it cannot be used and what to do instead.
+    pub detail: String,
+}
+
+/// Probe every sensor kind: `pstr`, `rapl`, `nvml:0` are opened (and closed again); `exec`
+/// needs `sh` and a meter; `replay` is for re-analysis only.
+pub fn survey(stream_timeout: Duration) -> Vec<SensorStatus> {
+    let mut out = Vec::new();
+    for spec in [SensorSpec::Pstr, SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0 }] {
+        let kind = match spec {
+            SensorSpec::Pstr => SensorKind::Pstr,
+            SensorSpec::Rapl { .. } => SensorKind::Rapl,
+            _ => SensorKind::Nvml,
+        };
+        let (usable, detail) = match open(&spec, stream_timeout) {
+            Ok(mut s) => {
+                let i = s.info();
+                let mut d = format!("{} ({})", i.device, i.source);
+                if !i.notes.is_empty() {
+                    d.push_str(&format!("; {}", i.notes.join("; ")));
+                }
+                let _ = s.close();
+                (true, d)
+            }
+            Err(e) => (false, e.to_string()),
+        };
+        out.push(SensorStatus { spec: spec.to_string(), kind, usable, detail });
+    }
+    let exec = match exec::resolve_executable("sh") {
+        Some(sh) => {
+            let hint = match exec::resolve_executable("nvidia-smi") {
+                Some(_) => "nvidia-smi is on PATH: exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".to_string(),
+                None => "e.g. a USB meter script, a macmon pipe or nvidia-smi".to_string(),
+            };
+            (true, format!("external meter run under {} -c; it must print one `WATTS` or `T_S,WATTS` line per reading ({hint})", sh.display()))
+        }
+        None => (false, "no `sh` on PATH to run the meter command".to_string()),
+    };
+    out.push(SensorStatus {
+        spec: "exec:CMD".into(),
+        kind: SensorKind::Exec,
+        usable: exec.0,
+        detail: exec.1,
+    });
+    out.push(SensorStatus {
+        spec: "replay:RAW".into(),
+        kind: SensorKind::Replay,
+        usable: true,
+        detail: "plays back the samples of a raw file for re-analysis and tests; NOT a live measurement"
+            .into(),
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -495,6 +604,28 @@ mod tests {
         s.close().unwrap();
         let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2)).err().unwrap();
         assert!(e.to_string().contains("ReplaySensor::new"), "{e}");
+    }
+
+    #[test]
+    fn the_survey_names_every_sensor_and_says_why() {
+        let s = survey(Duration::from_secs(2));
+        let specs: Vec<&str> = s.iter().map(|x| x.spec.as_str()).collect();
+        assert_eq!(specs, ["pstr", "rapl", "nvml:0", "exec:CMD", "replay:RAW"]);
+        assert!(s.iter().all(|x| !x.detail.is_empty()));
+        #[cfg(not(target_os = "macos"))]
+        assert!(!s[0].usable && s[0].detail.contains("macOS"), "{:?}", s[0]);
+        assert!(s[4].detail.contains("NOT a live measurement"));
+    }
+
+    #[test]
+    fn without_a_usable_default_every_reason_and_exec_are_named() {
+        if let Err(e) = open_default(Duration::from_secs(2)) {
+            let msg = e.to_string();
+            for spec in default_specs() {
+                assert!(msg.contains(&format!("  - {spec}: ")), "{msg}");
+            }
+            assert!(msg.contains("--sensor exec:CMD"), "{msg}");
+        }
     }
 
     #[test]
