@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod exec;
+mod float;
 pub mod nvml;
 pub mod rapl;
 pub mod replay;
@@ -39,15 +40,19 @@ use std::time::Duration;
 pub enum Measurement {
     /// Power in watts at (or averaged just before) the read.
     PowerW {
-        /// Watts, exactly as the source gave them (not checked or clamped here).
+        /// Watts, exactly as the source gave them (not checked or clamped here; NaN and
+        /// infinities are written as the strings `"NaN"`, `"inf"`, `"-inf"`).
+        #[serde(with = "float")]
         watts: f64,
     },
     /// A cumulative energy counter in joules.
     EnergyCounterJ {
         /// Counter value in joules.
+        #[serde(with = "float")]
         joules: f64,
         /// The counter wraps to 0 after reaching this many joules; `None` when it does not wrap
         /// within any realistic run (e.g. NVML's 64-bit millijoule counter).
+        #[serde(default, with = "float::option")]
         wrap_j: Option<f64>,
     },
 }
@@ -72,6 +77,7 @@ pub struct Reading {
     /// A timestamp the source itself attached, in its own clock and seconds (an exec meter's
     /// `t_s` column, a replayed sample's recorded receive time); `None` when it gave none.
     /// Recorded for audit only: integration always uses the sampler's receive time.
+    #[serde(default, with = "float::option")]
     pub source_t_s: Option<f64>,
     /// The raw text or bytes behind the value (an exec line, PSTR bytes in hex, RAPL
     /// `energy_uj` strings), kept so a rejected sample's raw record stays auditable.
@@ -581,6 +587,21 @@ mod tests {
         assert!(s.contains("\"kind\":\"energy_counter_j\""), "{s}");
         let back: Reading = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn non_finite_readings_survive_json_as_they_were() {
+        for w in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -3.0, 40089.0] {
+            let mut r = Reading::power_w("system", w);
+            r.source_t_s = Some(f64::NAN);
+            let s = serde_json::to_string(&r).unwrap();
+            assert!(!s.contains("null"), "{s}");
+            let back: Reading = serde_json::from_str(&s).unwrap();
+            let Measurement::PowerW { watts } = back.channels[0].measurement else { panic!("{s}") };
+            assert!(watts == w || (w.is_nan() && watts.is_nan()), "{s}");
+            assert!(back.source_t_s.unwrap().is_nan());
+        }
+        assert!(serde_json::from_str::<Measurement>(r#"{"kind":"power_w","watts":"lots"}"#).is_err());
     }
 
     #[test]

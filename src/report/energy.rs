@@ -177,18 +177,15 @@ impl EnergyReport {
         if !self.rejections.is_empty() {
             out.push_str(&format!("Rejections ({}):\n\n", self.rejections.len()));
             for r in &self.rejections {
-                out.push_str(&format!("- `{}`: {}", r.rejection.rule(), r.message));
+                // The message starts with the rule's name; faults are quoted in it already.
+                out.push_str(&format!("- {}", r.message));
                 let raws: Vec<String> = r
                     .evidence
                     .iter()
-                    .map(|e| match (&e.raw, &e.fault) {
-                        (Some(raw), _) => format!("#{} raw `{}`", e.seq, raw),
-                        (None, Some(f)) => format!("#{} fault `{}`", e.seq, f),
-                        (None, None) => format!("#{} (no raw text)", e.seq),
-                    })
+                    .filter_map(|e| e.raw.as_ref().map(|raw| format!("#{} `{raw}`", e.seq)))
                     .collect();
                 if !raws.is_empty() {
-                    out.push_str(&format!(" [{}]", raws.join("; ")));
+                    out.push_str(&format!(" (raw: {})", raws.join(", ")));
                 }
                 out.push('\n');
             }
