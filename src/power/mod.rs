@@ -521,7 +521,7 @@ pub fn survey(stream_timeout: Duration) -> Vec<SensorStatus> {
                 Some(_) => "nvidia-smi is on PATH: exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".to_string(),
                 None => "e.g. a USB meter script, a macmon pipe or nvidia-smi".to_string(),
             };
-            (true, format!("external meter run under {} -c; it must print one `WATTS` or `T_S,WATTS` line per reading ({hint})", sh.display()))
+            (true, format!("external meter run with `sh -c` ({}); it must print one `WATTS` or `T_S,WATTS` line per reading ({hint})", sh.display()))
         }
         None => (false, "no `sh` on PATH to run the meter command".to_string()),
     };
