@@ -215,7 +215,10 @@ fn a_complete_run_is_re_derivable_from_its_raw_samples() {
     let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
     assert!(md.contains("double-counts time"), "{md}");
     assert!(md.contains("| `slow` |"));
-    assert_eq!(std::fs::read_to_string(dir.path().join("r.csv")).unwrap().lines().count(), 1 + 2 + 4);
+    let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 + 4, "{csv}");
+    let columns = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == columns), "{csv}");
     assert!(rep.sampler.unwrap().cpu_time_ns.is_some(), "the sampler's own CPU time is recorded");
     assert!(rep.blocks.iter().all(|b| b.rss_bytes.is_some()));
 }
@@ -468,6 +471,12 @@ fn bad_energy_flags_exit_2() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
+    // An existing measurement is never replaced silently.
+    std::fs::write(dir.path().join("taken.raw.jsonl"), "x").unwrap();
+    let o = run(&["--raw", "taken.raw.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("taken.raw.jsonl")).unwrap(), "x");
 }
 
 #[test]
