@@ -9,6 +9,22 @@ fn main() {
     if let Some(rev) = rev {
         println!("cargo:rustc-env=LAYA_BENCH_GIT_REVISION={rev}");
     }
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs/heads");
+    // Rerun when HEAD moves: HEAD itself, and the branch file it points to (in a worktree the
+    // git dir is elsewhere; ask git where).
+    let git_dir = std::process::Command::new("git")
+        .args(["rev-parse", "--git-dir"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if let Some(dir) = git_dir {
+        let head = dir.join("HEAD");
+        println!("cargo:rerun-if-changed={}", head.display());
+        if let Ok(text) = std::fs::read_to_string(&head) {
+            if let Some(r) = text.trim().strip_prefix("ref: ") {
+                println!("cargo:rerun-if-changed={}", dir.join(r).display());
+            }
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
 }

@@ -46,6 +46,8 @@ fn main() {
                 start_ns: clock.ns(t0),
                 duration_ns: t1.duration_since(t0).as_nanos() as u64,
                 stable,
+                scheduled_ns: None,
+                missed_deadline: false,
             });
         }
         best = best.min(t.elapsed().as_secs_f64() / n as f64);
@@ -67,6 +69,8 @@ fn main() {
                 duration_ns: r.duration_ns + i as u64,
                 answer: "next_step=pay".into(),
                 stable: r.stable,
+                scheduled_ns: r.scheduled_ns,
+                missed_deadline: r.missed_deadline,
             })
             .expect("write");
     }

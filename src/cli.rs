@@ -42,6 +42,15 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench trace record --arm f32=portable:f32 --seconds 15s        # macOS: one command\n  laya-bench trace run --seconds 30s --ready ready.json &              # Linux: then attach perf\n  laya-bench trace summarize --hardware-xml ane.xml --toc-xml toc.xml"
     )]
     Trace(TraceArgs),
+    /// Energy per decision of one or more arms with a power sensor: warm-up, then balanced
+    /// cycles of timed blocks between idle windows, integrated over the sensor's samples.
+    #[command(
+        after_help = "Examples:\n  laya-bench energy --sensor rapl --arm f32=portable:f32\n  laya-bench energy --sensor 'exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500' --cycles 3 --seconds 20\n  laya-bench energy --sensor 'exec:./my-meter.sh' --rate 50 --export-markdown run.md\n\nThe run is rejected (exit 1, raw record kept) on any missing, non-positive, non-finite or\nabove-cap reading, a gap longer than max(2 s, 3 × interval), or a sensor that stops."
+    )]
+    Energy(EnergyArgs),
+    /// List every power sensor and backend and say why each is or is not usable here.
+    #[command(after_help = "Examples:\n  laya-bench doctor\n  laya-bench doctor --json")]
+    Doctor(DoctorArgs),
 }
 
 /// Which model to load.
@@ -88,9 +97,9 @@ pub struct PredictArgs {
     pub json: bool,
 }
 
-/// `laya-bench speed`.
+/// Options `speed` and `energy` share: the model, the arms, the workload and the outputs.
 #[derive(Debug, Clone, Args)]
-pub struct SpeedArgs {
+pub struct RunArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
@@ -109,6 +118,32 @@ pub struct SpeedArgs {
     /// Warm-up calls per arm, outside every measured interval.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub warmup: usize,
+    /// Raw JSONL record (default: COMMAND-<UTC time>.raw.jsonl in the current folder).
+    #[arg(long, value_name = "PATH")]
+    pub raw: Option<std::path::PathBuf>,
+    /// Final report (default: the raw path with .json instead of .raw.jsonl).
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Also write a Markdown table.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<std::path::PathBuf>,
+    /// Also write the table as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<std::path::PathBuf>,
+    /// Replace existing raw/output files instead of refusing.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// No live progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `laya-bench speed`.
+#[derive(Debug, Clone, Args)]
+pub struct SpeedArgs {
+    /// Model, arms, workload and outputs.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Balanced cycles (each visits the arms in order, then in reverse).
     #[arg(long, default_value_t = 3, value_name = "C")]
     pub cycles: usize,
@@ -118,24 +153,51 @@ pub struct SpeedArgs {
     /// Block length in calls instead of time.
     #[arg(long, value_name = "K")]
     pub calls: Option<u64>,
-    /// Raw JSONL record (default: speed-<UTC time>.raw.jsonl in the current folder).
-    #[arg(long, value_name = "PATH")]
-    pub raw: Option<std::path::PathBuf>,
-    /// Final report (default: the raw path with .json instead of .raw.jsonl).
-    #[arg(long, value_name = "PATH")]
-    pub output: Option<std::path::PathBuf>,
-    /// Also write a Markdown table.
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<std::path::PathBuf>,
-    /// Also write one CSV row per arm.
-    #[arg(long, value_name = "PATH")]
-    pub export_csv: Option<std::path::PathBuf>,
-    /// Replace existing raw/output files instead of refusing.
+}
+
+/// `laya-bench energy`.
+#[derive(Debug, Clone, Args)]
+pub struct EnergyArgs {
+    /// Model, arms, workload and outputs.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Power sensor: `pstr` (Apple SMC), `rapl[:ROOT]` (Linux powercap), `nvml[:INDEX]`,
+    /// `exec:CMD` (an external meter printing `WATTS` or `T_S,WATTS` lines), or `replay:RAW`
+    /// (re-analysis only, never a live measurement). Default: pstr on macOS; rapl, then nvml,
+    /// where readable.
+    #[arg(long, value_name = "SPEC")]
+    pub sensor: Option<String>,
+    /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds).
+    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    pub sample_interval: String,
+    /// Balanced cycles (each visits the arms in order, then in reverse).
+    #[arg(long, default_value_t = 3, value_name = "C")]
+    pub cycles: usize,
+    /// Block length (saturated, or the paced schedule's length with --rate).
+    #[arg(long, default_value = "20s", value_name = "DURATION")]
+    pub seconds: String,
+    /// Idle window before the first block, between blocks and after the last.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub idle_seconds: String,
+    /// Discarded start of every idle window (settling); the rest is the stable idle window.
+    #[arg(long, default_value = "3s", value_name = "DURATION")]
+    pub idle_discard: String,
+    /// Reject the run if any reading is above this many watts (a loose sanity cap, not an
+    /// accuracy bound).
+    #[arg(long, default_value_t = 500.0, value_name = "W", allow_negative_numbers = true)]
+    pub max_watts: f64,
+    /// Equal-load mode: pace every arm at R requests per second on absolute deadlines (a late
+    /// call is counted, never dropped or skipped). Default: saturated serial blocks.
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+}
+
+/// `laya-bench doctor`.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON document (schema_version 1).
     #[arg(long)]
-    pub overwrite: bool,
-    /// No live progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+    pub json: bool,
 }
 
 /// `laya-bench bounds`.

@@ -185,6 +185,64 @@ impl BackendSpec {
     }
 }
 
+/// Whether one backend spec kind is usable in this build on this machine (`laya-bench doctor`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BackendStatus {
+    /// The spec (or its pattern) to pass to `--arm NAME=SPEC` / `--backend`.
+    pub spec: String,
+    /// Whether it can run here.
+    pub usable: bool,
+    /// What it is, or why it cannot run and what to use instead.
+    pub detail: String,
+}
+
+/// Every backend spec kind: each portable precision, `coreml:`, `mlx:` and `mock:`.
+pub fn survey() -> Vec<BackendStatus> {
+    let mut out: Vec<BackendStatus> = portable_precisions()
+        .iter()
+        .map(|p| BackendStatus {
+            spec: format!("portable:{}", p.name()),
+            usable: true,
+            detail: format!(
+                "portable CPU engine, {} weights and compute, {} thread(s)",
+                p.name().to_uppercase(),
+                default_threads()
+            ),
+        })
+        .collect();
+    for (spec, detail) in [
+        ("portable:w6", "portable CPU engine, 6-bit grouped k-means palettized projection weights (a convert-check candidate)"),
+        ("portable:w4", "portable CPU engine, 4-bit grouped k-means palettized projection weights (a convert-check candidate)"),
+        ("portable:w8:FILE", "portable CPU engine on a palette file written by `laya-bench palettize` (also w6/w4, palette:FILE)"),
+    ] {
+        out.push(BackendStatus { spec: spec.into(), usable: true, detail: detail.into() });
+    }
+    for (spec, what) in
+        [("coreml:BUNDLE", "Core ML (Neural Engine) bundle"), ("mlx:CHECKPOINT", "MLX on Apple silicon")]
+    {
+        let detail = match BackendSpec::parse(spec) {
+            Err(RegistryError::Unavailable { needs, os, .. }) => {
+                format!("{what}: needs {needs}; this build runs on {os}")
+            }
+            Err(RegistryError::Unknown { .. }) => {
+                format!(
+                    "{what}: not built into this binary yet (the macOS adapter is a separate piece of work)"
+                )
+            }
+            Err(e) => e.to_string(),
+            Ok(_) => format!("{what}: available"),
+        };
+        let usable = BackendSpec::parse(spec).is_ok();
+        out.push(BackendStatus { spec: spec.into(), usable, detail });
+    }
+    out.push(BackendStatus {
+        spec: "mock:ok".into(),
+        usable: true,
+        detail: "scripted outputs for tests and smoke runs (also mock:drift-after=N, mock:fail-after=N, :delay-us=D); never a measurement of a model".into(),
+    });
+    out
+}
+
 /// Threads the portable engine uses: all available cores.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
@@ -374,6 +432,30 @@ fn load(bytes: &[u8], bundle: &Bundle) -> Result<DecisionWeights, RegistryError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_survey_lists_every_spec_kind_with_a_reason() {
+        let s = survey();
+        let specs: Vec<&str> = s.iter().map(|b| b.spec.as_str()).collect();
+        assert_eq!(
+            specs,
+            [
+                "portable:f32",
+                "portable:f16",
+                "portable:bf16",
+                "portable:w8",
+                "portable:w6",
+                "portable:w4",
+                "portable:w8:FILE",
+                "coreml:BUNDLE",
+                "mlx:CHECKPOINT",
+                "mock:ok"
+            ]
+        );
+        assert!(s[0].usable && s[9].usable);
+        #[cfg(not(target_os = "macos"))]
+        assert!(!s[7].usable && s[7].detail.contains("macOS"), "{:?}", s[7]);
+    }
 
     #[test]
     fn parses_portable_and_rejects_unknown_specs() {

@@ -1,6 +1,10 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
 
+mod bench;
 pub mod bounds;
+pub mod doctor;
+pub mod energy;
+mod interrupt;
 pub mod palettize;
 pub mod predict;
 pub mod speed;
@@ -46,5 +50,7 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Palettize(args) => palettize::run(&args),
         crate::cli::Command::Bounds(args) => bounds::run(&args),
         crate::cli::Command::Trace(args) => trace::run(&args),
+        crate::cli::Command::Energy(args) => energy::run(&args),
+        crate::cli::Command::Doctor(args) => doctor::run(&args),
     }
 }

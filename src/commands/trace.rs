@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
+use super::bench::{model_json, refuse_existing, timestamp_stem, unix_now};
 use super::predict::load_bundle;
-use super::speed::{model_json, refuse_existing, timestamp_stem, unix_now};
 use super::{Failure, Outcome};
 use crate::backend::registry::{self, BackendSpec};
 use crate::backend::{ShapeCaps, ShapeMode};
@@ -147,6 +147,9 @@ impl Observer for TraceObserver {
             calls: rec.calls,
             unstable_calls: rec.unstable_calls,
             rss_bytes: raw::current_rss_bytes(),
+            scheduled_calls: None,
+            missed_deadlines: None,
+            ended_early: false,
         })?;
         let mut unstable_iter = unstable.iter().peekable();
         for (i, c) in calls.iter().enumerate() {
@@ -165,6 +168,8 @@ impl Observer for TraceObserver {
                 duration_ns: c.duration_ns,
                 answer,
                 stable: c.stable,
+                scheduled_ns: None,
+                missed_deadline: false,
             })?;
         }
         self.total_calls += calls.len() as u64;
@@ -272,7 +277,7 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
         eprintln!("warning: {warning}");
     }
     let work = protocol::Workload { name: built.name.clone(), requests: built.requests.clone() };
-    let plan = Plan { cycles: 1, block: BlockLimit::Duration(seconds), warmup_calls: w.warmup };
+    let plan = Plan::saturated(1, BlockLimit::Duration(seconds), w.warmup);
     let mut header = Header {
         schema_version: raw::SCHEMA_VERSION,
         kind: "trace-run".into(),
@@ -297,6 +302,8 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
             warmup_calls: w.warmup,
             order: vec![choice.name.clone()],
         },
+        sensor: None,
+        energy: None,
     };
     let writer = RawWriter::create(&raw_path)
         .with_context(|| format!("cannot create the raw file {}", raw_path.display()))
@@ -328,6 +335,8 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
                 status: "failed".into(),
                 ended_unix_s: unix_now(),
                 total_calls: obs.total_calls,
+                reason: None,
+                rejections: vec![],
             });
             let _ = obs.raw.sync();
             let code = match &e {
@@ -352,6 +361,8 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
             status: "complete".into(),
             ended_unix_s: unix_now(),
             total_calls: obs.total_calls,
+            reason: None,
+            rejections: vec![],
         })
         .and_then(|_| obs.raw.sync())
         .map_err(|e| Failure::run(anyhow!(e).context("cannot finish the raw file")))?;

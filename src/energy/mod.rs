@@ -10,14 +10,19 @@
 //! - [`idle`]: idle windows with their first seconds discarded, a block's idle power as the
 //!   mean of its two adjacent stable idle windows, and idle-subtracted energy with its sign
 //!   kept (never clamped).
+//! - [`run`]: a whole run: its samples judged by every rule (any violation rejects the run
+//!   and no energy is computed), then per-block energies, per-arm aggregates (t, P, E = P × t,
+//!   idle-subtracted energy) and the ratios S, R and S × R against the baseline.
 //!
 //! Times are seconds on the run's monotonic clock (the sampler's receive times); nothing here
-//! reads a clock, a file or a sensor.
+//! reads a clock, a file or a sensor. [`run`] takes the sampler's plain `Sample` records as
+//! input data (the only use of `power` here).
 #![warn(missing_docs)]
 
 pub mod idle;
 pub mod integrate;
 pub mod reject;
+pub mod run;
 
 pub use idle::{
     block_energy, block_idle_power_w, idle_power, idle_subtracted_energy_j, stable_idle_window, BlockEnergy,

@@ -256,6 +256,29 @@ impl Rejection {
     }
 }
 
+impl Rejection {
+    /// The samples this rejection names, in the order it names them.
+    pub fn samples(&self) -> Vec<SampleRef> {
+        match self {
+            Rejection::NoSamples => vec![],
+            Rejection::MissingReading { sample, .. }
+            | Rejection::NonFinite { sample, .. }
+            | Rejection::NonPositive { sample, .. }
+            | Rejection::AboveCap { sample, .. }
+            | Rejection::SensorStopped { sample, .. }
+            | Rejection::CounterOutOfRange { sample, .. } => vec![*sample],
+            Rejection::LostSamples { before, after, .. }
+            | Rejection::Gap { before, after, .. }
+            | Rejection::NonMonotonicTime { before, after }
+            | Rejection::CounterDecreased { before, after, .. }
+            | Rejection::CounterNotAdvancing { before, after, .. }
+            | Rejection::CounterPowerAboveCap { before, after, .. } => vec![*before, *after],
+            Rejection::StartsAfterWindow { first, .. } => vec![*first],
+            Rejection::EndsBeforeWindow { last, .. } => vec![*last],
+        }
+    }
+}
+
 impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.rule())?;

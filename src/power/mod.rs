@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod exec;
+mod float;
 pub mod nvml;
 pub mod rapl;
 pub mod replay;
@@ -39,15 +40,19 @@ use std::time::Duration;
 pub enum Measurement {
     /// Power in watts at (or averaged just before) the read.
     PowerW {
-        /// Watts, exactly as the source gave them (not checked or clamped here).
+        /// Watts, exactly as the source gave them (not checked or clamped here; NaN and
+        /// infinities are written as the strings `"NaN"`, `"inf"`, `"-inf"`).
+        #[serde(with = "float")]
         watts: f64,
     },
     /// A cumulative energy counter in joules.
     EnergyCounterJ {
         /// Counter value in joules.
+        #[serde(with = "float")]
         joules: f64,
         /// The counter wraps to 0 after reaching this many joules; `None` when it does not wrap
         /// within any realistic run (e.g. NVML's 64-bit millijoule counter).
+        #[serde(default, with = "float::option")]
         wrap_j: Option<f64>,
     },
 }
@@ -72,6 +77,7 @@ pub struct Reading {
     /// A timestamp the source itself attached, in its own clock and seconds (an exec meter's
     /// `t_s` column, a replayed sample's recorded receive time); `None` when it gave none.
     /// Recorded for audit only: integration always uses the sampler's receive time.
+    #[serde(default, with = "float::option")]
     pub source_t_s: Option<f64>,
     /// The raw text or bytes behind the value (an exec line, PSTR bytes in hex, RAPL
     /// `energy_uj` strings), kept so a rejected sample's raw record stays auditable.
@@ -426,6 +432,115 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
     }
 }
 
+/// The sensors tried, in order, when none is given: `pstr` on macOS; `rapl`, then `nvml:0`
+/// elsewhere.
+pub fn default_specs() -> Vec<SensorSpec> {
+    if cfg!(target_os = "macos") {
+        vec![SensorSpec::Pstr]
+    } else {
+        vec![SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0 }]
+    }
+}
+
+/// Every default sensor that could not be opened, with its error.
+#[derive(Debug)]
+pub struct NoDefaultSensor {
+    /// Each sensor tried and why it failed, in the order tried.
+    pub tried: Vec<(SensorSpec, SensorError)>,
+}
+
+impl std::fmt::Display for NoDefaultSensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "no usable power sensor on this machine:")?;
+        for (spec, e) in &self.tried {
+            writeln!(f, "  - {spec}: {e}")?;
+        }
+        write!(
+            f,
+            "use an external meter with --sensor exec:CMD (CMD prints one `WATTS` or `T_S,WATTS` line per reading, \
+             e.g. exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500); \
+             `laya-bench doctor` lists every sensor"
+        )
+    }
+}
+
+impl std::error::Error for NoDefaultSensor {}
+
+/// Open the first default sensor that opens, or say why each failed.
+pub fn open_default(stream_timeout: Duration) -> Result<Box<dyn Sensor>, NoDefaultSensor> {
+    let mut tried = Vec::new();
+    for spec in default_specs() {
+        match open(&spec, stream_timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => tried.push((spec, e)),
+        }
+    }
+    Err(NoDefaultSensor { tried })
+}
+
+/// Whether one sensor kind is usable on this machine, for `laya-bench doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SensorStatus {
+    /// The spec to pass to `--sensor` (`rapl`, `nvml:0`, `exec:CMD`).
+    pub spec: String,
+    /// Sensor family.
+    pub kind: SensorKind,
+    /// Whether it opened (or, for `exec` and `replay`, can be used as described).
+    pub usable: bool,
+    /// What it reads, or why it cannot be used and what to do instead.
+    pub detail: String,
+}
+
+/// Probe every sensor kind: `pstr`, `rapl`, `nvml:0` are opened (and closed again); `exec`
+/// needs `sh` and a meter; `replay` is for re-analysis only.
+pub fn survey(stream_timeout: Duration) -> Vec<SensorStatus> {
+    let mut out = Vec::new();
+    for spec in [SensorSpec::Pstr, SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0 }] {
+        let kind = match spec {
+            SensorSpec::Pstr => SensorKind::Pstr,
+            SensorSpec::Rapl { .. } => SensorKind::Rapl,
+            _ => SensorKind::Nvml,
+        };
+        let (usable, detail) = match open(&spec, stream_timeout) {
+            Ok(mut s) => {
+                let i = s.info();
+                let mut d = format!("{} ({})", i.device, i.source);
+                if !i.notes.is_empty() {
+                    d.push_str(&format!("; {}", i.notes.join("; ")));
+                }
+                let _ = s.close();
+                (true, d)
+            }
+            Err(e) => (false, e.to_string()),
+        };
+        out.push(SensorStatus { spec: spec.to_string(), kind, usable, detail });
+    }
+    let exec = match exec::resolve_executable("sh") {
+        Some(sh) => {
+            let hint = match exec::resolve_executable("nvidia-smi") {
+                Some(_) => "nvidia-smi is on PATH: exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".to_string(),
+                None => "e.g. a USB meter script, a macmon pipe or nvidia-smi".to_string(),
+            };
+            (true, format!("external meter run with `sh -c` ({}); it must print one `WATTS` or `T_S,WATTS` line per reading ({hint})", sh.display()))
+        }
+        None => (false, "no `sh` on PATH to run the meter command".to_string()),
+    };
+    out.push(SensorStatus {
+        spec: "exec:CMD".into(),
+        kind: SensorKind::Exec,
+        usable: exec.0,
+        detail: exec.1,
+    });
+    out.push(SensorStatus {
+        spec: "replay:RAW".into(),
+        kind: SensorKind::Replay,
+        usable: true,
+        detail: "plays back the samples of a raw file for re-analysis and tests; NOT a live measurement"
+            .into(),
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,6 +590,21 @@ mod tests {
     }
 
     #[test]
+    fn non_finite_readings_survive_json_as_they_were() {
+        for w in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -3.0, 40089.0] {
+            let mut r = Reading::power_w("system", w);
+            r.source_t_s = Some(f64::NAN);
+            let s = serde_json::to_string(&r).unwrap();
+            assert!(!s.contains("\"watts\":null") && !s.contains("\"source_t_s\":null"), "{s}");
+            let back: Reading = serde_json::from_str(&s).unwrap();
+            let Measurement::PowerW { watts } = back.channels[0].measurement else { panic!("{s}") };
+            assert!(watts == w || (w.is_nan() && watts.is_nan()), "{s}");
+            assert!(back.source_t_s.unwrap().is_nan());
+        }
+        assert!(serde_json::from_str::<Measurement>(r#"{"kind":"power_w","watts":"lots"}"#).is_err());
+    }
+
+    #[test]
     fn open_rapl_on_this_host_opens_or_says_why() {
         match open(&SensorSpec::Rapl { root: None }, Duration::from_secs(2)) {
             Ok(s) => assert_eq!(s.info().kind, SensorKind::Rapl),
@@ -495,6 +625,28 @@ mod tests {
         s.close().unwrap();
         let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2)).err().unwrap();
         assert!(e.to_string().contains("ReplaySensor::new"), "{e}");
+    }
+
+    #[test]
+    fn the_survey_names_every_sensor_and_says_why() {
+        let s = survey(Duration::from_secs(2));
+        let specs: Vec<&str> = s.iter().map(|x| x.spec.as_str()).collect();
+        assert_eq!(specs, ["pstr", "rapl", "nvml:0", "exec:CMD", "replay:RAW"]);
+        assert!(s.iter().all(|x| !x.detail.is_empty()));
+        #[cfg(not(target_os = "macos"))]
+        assert!(!s[0].usable && s[0].detail.contains("macOS"), "{:?}", s[0]);
+        assert!(s[4].detail.contains("NOT a live measurement"));
+    }
+
+    #[test]
+    fn without_a_usable_default_every_reason_and_exec_are_named() {
+        if let Err(e) = open_default(Duration::from_secs(2)) {
+            let msg = e.to_string();
+            for spec in default_specs() {
+                assert!(msg.contains(&format!("  - {spec}: ")), "{msg}");
+            }
+            assert!(msg.contains("--sensor exec:CMD"), "{msg}");
+        }
     }
 
     #[test]

@@ -1,7 +1,13 @@
-//! Measurement: balanced schedules, warm-up, timed blocks over the full call boundary and
-//! per-call stability. Owns every timer; depends on the `Backend` trait, never on a concrete
-//! backend. Nothing here prints: observers receive records between blocks.
+//! Measurement: balanced schedules, warm-up, timed blocks over the full call boundary,
+//! per-call stability, idle windows, paced (equal-load) blocks and the sampler thread's
+//! lifetime. Owns every timer; depends on the `Backend` and `Sensor` traits, never on a
+//! concrete backend or sensor. Nothing here prints: observers receive records between blocks.
 
+mod sampling;
+
+pub use sampling::Sampling;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -40,6 +46,30 @@ pub enum BlockLimit {
     Calls(u64),
 }
 
+/// Equal-load pacing: every arm runs the same calls on the same absolute schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// Requests per second; call `k` of a block is due to start at `block start + k / rate`
+    /// and to finish before the next one is due.
+    pub rate_hz: f64,
+}
+
+impl Pace {
+    /// Calls in one paced block: `round(duration × rate)` (at least 1) for a time limit, `k`
+    /// for a call limit. Every arm gets the same number, so they do equal work.
+    pub fn calls_per_block(&self, block: BlockLimit) -> u64 {
+        match block {
+            BlockLimit::Calls(k) => k,
+            BlockLimit::Duration(d) => ((d.as_secs_f64() * self.rate_hz).round() as u64).max(1),
+        }
+    }
+
+    /// When call `k` is due, after the block start.
+    pub fn offset(&self, k: u64) -> Duration {
+        Duration::from_secs_f64(k as f64 / self.rate_hz)
+    }
+}
+
 /// The run's schedule parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -49,6 +79,19 @@ pub struct Plan {
     pub block: BlockLimit,
     /// Warm-up calls per arm, outside every measured interval.
     pub warmup_calls: usize,
+    /// Idle window before the first block, between blocks and after the last (the benchmark
+    /// thread sleeps; no calls); `None`: blocks follow each other directly.
+    pub idle: Option<Duration>,
+    /// Equal-load pacing; `None`: saturated serial blocks (the next call starts when the
+    /// previous returns).
+    pub pace: Option<Pace>,
+}
+
+impl Plan {
+    /// Saturated blocks without idle windows (the `speed` schedule).
+    pub fn saturated(cycles: usize, block: BlockLimit, warmup_calls: usize) -> Self {
+        Plan { cycles, block, warmup_calls, idle: None, pace: None }
+    }
 }
 
 /// Block order: per cycle the arms in order, then reversed (A B C C B A). Returns
@@ -104,6 +147,10 @@ pub struct CallRecord {
     pub duration_ns: u64,
     /// Result equal to the arm's warm-up result for this request.
     pub stable: bool,
+    /// Paced mode: when the call was due to start, ns since the origin.
+    pub scheduled_ns: Option<u64>,
+    /// Paced mode: the call ended after the next call was due (it was still made and counted).
+    pub missed_deadline: bool,
 }
 
 /// One block of calls on one arm.
@@ -123,6 +170,25 @@ pub struct BlockRecord {
     pub calls: u64,
     /// Calls whose result differed from warm-up.
     pub unstable_calls: u64,
+    /// Paced mode: calls that missed their deadline.
+    pub missed_deadlines: u64,
+    /// Paced mode: calls the block was scheduled to make.
+    pub scheduled_calls: Option<u64>,
+    /// The block was cut short (interrupt, sensor stopped or a failed call).
+    pub ended_early: bool,
+}
+
+/// One idle window: the benchmark thread slept, no calls were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleRecord {
+    /// 0 before the first block, `i + 1` after block `i`.
+    pub index: u32,
+    /// Start, ns since the origin.
+    pub start_ns: u64,
+    /// End, ns since the origin.
+    pub end_ns: u64,
+    /// The window was cut short (interrupt or sensor stopped).
+    pub ended_early: bool,
 }
 
 /// What warm-up produced for one arm.
@@ -179,6 +245,10 @@ pub trait Observer {
     ) -> std::io::Result<()>;
     /// Live progress (cheap; called from the run loop between calls at most every 200 ms).
     fn progress(&mut self, _arms: &[Arm<'_>], _p: &Progress) {}
+    /// An idle window finished.
+    fn idle(&mut self, _arms: &[Arm<'_>], _rec: &IdleRecord) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Why a run stopped early.
@@ -186,13 +256,77 @@ pub trait Observer {
 pub enum RunError {
     /// A call failed (during warm-up or a block); what was measured before is kept.
     #[error("arm `{arm}` failed during {phase}: {error}")]
-    Call { arm: String, phase: String, error: HostError },
+    Call {
+        /// Arm name.
+        arm: String,
+        /// `warm-up` or `block N (cycle C)`.
+        phase: String,
+        /// The failure.
+        error: HostError,
+    },
     /// The raw record could not be written.
     #[error("cannot write the raw record: {0}")]
     Io(#[from] std::io::Error),
     /// The plan cannot run.
     #[error("{0}")]
     Plan(String),
+    /// The sampler could not start or did not stop cleanly.
+    #[error("power sampler: {0}")]
+    Sampler(#[from] crate::power::sampler::SamplerError),
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub enum RunEnd {
+    /// Every block (and idle window) ran.
+    Completed,
+    /// The stop flag was raised (Ctrl-C); the run stopped between calls.
+    Interrupted {
+        /// Where it stopped (`block 3 (cycle 1)`, `idle window 2`, ...).
+        during: String,
+    },
+    /// The sensor stopped for good (or never produced a reading), so the rest was not run.
+    SensorStopped {
+        /// Where it stopped.
+        during: String,
+    },
+    /// A call failed.
+    CallFailed {
+        /// Arm name.
+        arm: String,
+        /// `warm-up` or `block N (cycle C)`.
+        phase: String,
+        /// The failure.
+        error: HostError,
+    },
+}
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// What was measured.
+    pub totals: RunTotals,
+    /// How it ended.
+    pub end: RunEnd,
+    /// The sampler's report (when a sensor was sampled and stopped cleanly).
+    pub sampler: Option<crate::power::sampler::SamplerReport>,
+    /// Why `sampler` is `None` although a sensor was sampled.
+    pub sampler_error: Option<String>,
+    /// The span the samples must cover, ns since the origin: from the start of the first idle
+    /// window (or block) to the end of the last one that ran; `None` when nothing ran.
+    pub span_ns: Option<(u64, u64)>,
+}
+
+/// Run-time controls that are not part of the plan.
+#[derive(Default)]
+pub struct Controls<'c> {
+    /// Raised (e.g. by a SIGINT handler) to stop cleanly between calls.
+    pub stop: Option<&'c AtomicBool>,
+    /// A sensor to sample from before the first idle window to after the last.
+    pub sampling: Option<Sampling>,
+    /// An explicit block order of `(cycle, arm index)` pairs instead of the balanced one
+    /// (`plan.cycles` is then not read); `&[(0, 0)]` is one block on the first arm.
+    pub order: Option<&'c [(usize, usize)]>,
 }
 
 /// What a completed run measured, per arm.
@@ -208,6 +342,10 @@ pub struct RunTotals {
     pub warmup: Vec<Vec<StateResult>>,
     /// Block records in order.
     pub blocks: Vec<BlockRecord>,
+    /// Per arm: paced calls that missed their deadline.
+    pub missed_deadlines: Vec<u64>,
+    /// Idle windows in order.
+    pub idles: Vec<IdleRecord>,
 }
 
 fn call(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions)) -> Result<StateResult, HostError> {
@@ -224,13 +362,10 @@ pub fn run(
     clock: &Clock,
     observer: &mut dyn Observer,
 ) -> Result<RunTotals, RunError> {
-    if arms.is_empty() || workload.requests.is_empty() || plan.cycles == 0 {
-        return Err(RunError::Plan("a run needs at least one arm, one request and one cycle".into()));
-    }
-    run_order(arms, workload, plan, &balanced_order(arms.len(), plan.cycles), clock, observer)
+    run_controlled(arms, workload, plan, clock, observer, Controls::default())
 }
 
-/// Like [`run`], but with an explicit block order of `(cycle, arm index)` pairs instead of the
+/// Like [`run`], with an explicit block order of `(cycle, arm index)` pairs instead of the
 /// balanced one; `plan.cycles` is not read. `&[(0, 0)]` is one measured block on the first arm
 /// after its warm-up (what `trace run` measures).
 pub fn run_order(
@@ -241,6 +376,298 @@ pub fn run_order(
     clock: &Clock,
     observer: &mut dyn Observer,
 ) -> Result<RunTotals, RunError> {
+    run_controlled(
+        arms,
+        workload,
+        plan,
+        clock,
+        observer,
+        Controls { order: Some(order), ..Controls::default() },
+    )
+}
+
+fn run_controlled(
+    arms: &mut [Arm<'_>],
+    workload: &Workload,
+    plan: &Plan,
+    clock: &Clock,
+    observer: &mut dyn Observer,
+    controls: Controls<'_>,
+) -> Result<RunTotals, RunError> {
+    let out = run_with(arms, workload, plan, clock, observer, controls)?;
+    match out.end {
+        RunEnd::Completed => Ok(out.totals),
+        RunEnd::CallFailed { arm, phase, error } => Err(RunError::Call { arm, phase, error }),
+        RunEnd::Interrupted { during } | RunEnd::SensorStopped { during } => {
+            Err(RunError::Plan(format!("the run stopped during {during}")))
+        }
+    }
+}
+
+/// Why the benchmark thread stopped before the plan was done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halt {
+    Interrupt,
+    Sensor,
+}
+
+impl Halt {
+    fn end(self, during: String) -> RunEnd {
+        match self {
+            Halt::Interrupt => RunEnd::Interrupted { during },
+            Halt::Sensor => RunEnd::SensorStopped { during },
+        }
+    }
+}
+
+enum BlockEnd {
+    Done,
+    Halted(Halt),
+    Failed(HostError),
+}
+
+struct Runner<'r, 'a, 't> {
+    arms: &'r mut [Arm<'t>],
+    workload: &'r Workload,
+    plan: &'r Plan,
+    clock: &'r Clock,
+    observer: &'r mut dyn Observer,
+    stop: Option<&'r AtomicBool>,
+    tap: Option<&'a sampling::Tap>,
+    totals: RunTotals,
+    calls: Vec<CallRecord>,
+    unstable: Vec<(usize, StateResult)>,
+    next_state: Vec<usize>,
+    blocks: usize,
+}
+
+impl Runner<'_, '_, '_> {
+    /// Whether to stop now: two relaxed atomic loads, cheap enough to run between calls.
+    #[inline]
+    fn halt(&self) -> Option<Halt> {
+        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return Some(Halt::Interrupt);
+        }
+        if self.tap.is_some_and(|t| t.stopped()) {
+            return Some(Halt::Sensor);
+        }
+        None
+    }
+
+    /// Sleep until `deadline`, waking every 20 ms to check whether to stop.
+    fn sleep_until(&self, deadline: Instant) -> Option<Halt> {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            if let Some(h) = self.halt() {
+                return Some(h);
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    fn warmup(&mut self) -> Result<Option<RunEnd>, RunError> {
+        let n = self.workload.requests.len();
+        for a in 0..self.arms.len() {
+            let start = Instant::now();
+            let calls = self.plan.warmup_calls.max(n);
+            let mut results: Vec<Option<StateResult>> = vec![None; n];
+            for i in 0..calls {
+                if let Some(h) = self.halt() {
+                    return Ok(Some(h.end(format!("warm-up of arm `{}`", self.arms[a].name))));
+                }
+                match call(&mut self.arms[a], &self.workload.requests[i % n]) {
+                    Ok(r) => results[i % n] = Some(r),
+                    Err(error) => {
+                        self.observer.failure(self.arms, None, a, &error)?;
+                        let arm = self.arms[a].name.clone();
+                        return Ok(Some(RunEnd::CallFailed { arm, phase: "warm-up".into(), error }));
+                    }
+                }
+            }
+            let rec = WarmupRecord {
+                arm: a,
+                calls: calls as u64,
+                start_ns: self.clock.ns(start),
+                end_ns: self.clock.ns(Instant::now()),
+                results: results.into_iter().flatten().collect(),
+            };
+            self.observer.warmup(self.arms, &rec)?;
+            self.totals.warmup.push(rec.results);
+        }
+        Ok(None)
+    }
+
+    fn idle(&mut self, index: usize, length: Duration) -> Result<(IdleRecord, Option<Halt>), RunError> {
+        let start = Instant::now();
+        let halted = self.sleep_until(start + length);
+        let rec = IdleRecord {
+            index: index as u32,
+            start_ns: self.clock.ns(start),
+            end_ns: self.clock.ns(Instant::now()),
+            ended_early: halted.is_some(),
+        };
+        self.observer.idle(self.arms, &rec)?;
+        self.totals.idles.push(rec);
+        Ok((rec, halted))
+    }
+
+    fn block(&mut self, index: usize, cycle: usize, a: usize) -> Result<(BlockRecord, BlockEnd), RunError> {
+        let n = self.workload.requests.len();
+        self.calls.clear();
+        self.unstable.clear();
+        let paced = self.plan.pace.map(|p| (p, p.calls_per_block(self.plan.block)));
+        let mut progress_at = Instant::now() + Duration::from_millis(200);
+        let block_start = Instant::now();
+        let mut now = block_start;
+        let mut k = 0u64;
+        let mut missed = 0u64;
+        let mut halted = None;
+        loop {
+            match (paced, self.plan.block) {
+                (Some((_, calls)), _) if k >= calls => break,
+                (None, BlockLimit::Calls(limit)) if k >= limit => break,
+                (None, BlockLimit::Duration(d)) if now.duration_since(block_start) >= d => break,
+                _ => {}
+            }
+            if let Some(h) = self.halt() {
+                halted = Some(h);
+                break;
+            }
+            let due = match paced {
+                Some((p, _)) => {
+                    let due = block_start + p.offset(k);
+                    if let Some(h) = self.sleep_until(due) {
+                        halted = Some(h);
+                        break;
+                    }
+                    Some(due)
+                }
+                None => None,
+            };
+            let s = self.next_state[a];
+            self.next_state[a] = (s + 1) % n;
+            let t0 = Instant::now();
+            let out = call(&mut self.arms[a], &self.workload.requests[s]);
+            let t1 = Instant::now();
+            now = t1;
+            let result = match out {
+                Ok(r) => r,
+                Err(error) => {
+                    let rec = self.block_record(index, cycle, a, block_start, now, missed, paced, true);
+                    self.observer.block(self.arms, &rec, &self.calls, &self.unstable)?;
+                    self.observer.failure(self.arms, Some(index as u32), a, &error)?;
+                    return Ok((rec, BlockEnd::Failed(error)));
+                }
+            };
+            let stable = result == self.totals.warmup[a][s];
+            if !stable {
+                self.unstable.push((self.calls.len(), result));
+            }
+            // A paced call misses its deadline when it ends after the next call was due.
+            let missed_deadline = match paced {
+                Some((p, _)) => t1 > block_start + p.offset(k + 1),
+                None => false,
+            };
+            missed += u64::from(missed_deadline);
+            self.calls.push(CallRecord {
+                block: index as u32,
+                state: s as u32,
+                start_ns: self.clock.ns(t0),
+                duration_ns: t1.duration_since(t0).as_nanos() as u64,
+                stable,
+                scheduled_ns: due.map(|d| self.clock.ns(d)),
+                missed_deadline,
+            });
+            k += 1;
+            if now >= progress_at {
+                progress_at = now + Duration::from_millis(200);
+                self.observer.progress(
+                    self.arms,
+                    &Progress {
+                        block: index,
+                        blocks: self.blocks,
+                        cycle,
+                        arm: a,
+                        calls: self.calls.len() as u64,
+                        elapsed_s: now.duration_since(block_start).as_secs_f64(),
+                    },
+                );
+            }
+        }
+        if let (Some((p, calls)), None) = (paced, halted) {
+            // A paced block lasts until its schedule ends, so every arm's block spans the same
+            // work over (at least) the same time.
+            halted = self.sleep_until(block_start + p.offset(calls));
+            now = Instant::now();
+        }
+        let rec = self.block_record(index, cycle, a, block_start, now, missed, paced, halted.is_some());
+        self.observer.block(self.arms, &rec, &self.calls, &self.unstable)?;
+        self.totals.block_ns[a] += rec.end_ns - rec.start_ns;
+        self.totals.unstable[a] += rec.unstable_calls;
+        self.totals.missed_deadlines[a] += rec.missed_deadlines;
+        self.totals.durations_ns[a].extend(self.calls.iter().map(|c| c.duration_ns));
+        self.totals.blocks.push(rec.clone());
+        Ok((rec, halted.map_or(BlockEnd::Done, BlockEnd::Halted)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn block_record(
+        &self,
+        index: usize,
+        cycle: usize,
+        arm: usize,
+        start: Instant,
+        end: Instant,
+        missed_deadlines: u64,
+        paced: Option<(Pace, u64)>,
+        ended_early: bool,
+    ) -> BlockRecord {
+        BlockRecord {
+            index: index as u32,
+            cycle: cycle as u32,
+            arm,
+            start_ns: self.clock.ns(start),
+            end_ns: self.clock.ns(end),
+            calls: self.calls.len() as u64,
+            unstable_calls: self.unstable.len() as u64,
+            missed_deadlines,
+            scheduled_calls: paced.map(|(_, n)| n),
+            ended_early,
+        }
+    }
+}
+
+fn extend(span: &mut Option<(u64, u64)>, start_ns: u64, end_ns: u64) {
+    *span = Some(match *span {
+        Some((s, _)) => (s, end_ns),
+        None => (start_ns, end_ns),
+    });
+}
+
+/// Run the plan with run-time controls: warm-up every arm (outside every measured interval);
+/// then, with a sensor, start the sampler on the run's clock and wait for its first reading;
+/// then an idle window (when the plan has one) before the first block, between blocks and
+/// after the last; then wait for a reading after the end and stop the sampler.
+///
+/// The stop flag and the sensor's state are checked between calls and during idle sleeps; a
+/// raised flag or a stopped sensor ends the run early with what was measured so far (the
+/// block in progress is recorded as ended early). Call records reach the observer between
+/// blocks; samples reach the sampling sink on the tap thread.
+pub fn run_with(
+    arms: &mut [Arm<'_>],
+    workload: &Workload,
+    plan: &Plan,
+    clock: &Clock,
+    observer: &mut dyn Observer,
+    controls: Controls<'_>,
+) -> Result<RunOutcome, RunError> {
+    let order = match controls.order {
+        Some(order) => order.to_vec(),
+        None => balanced_order(arms.len(), plan.cycles),
+    };
     if arms.is_empty() || workload.requests.is_empty() || order.is_empty() {
         return Err(RunError::Plan("a run needs at least one arm, one request and one block".into()));
     }
@@ -250,130 +677,118 @@ pub fn run_order(
             arms.len()
         )));
     }
-    let n = workload.requests.len();
-    let mut totals = RunTotals {
-        durations_ns: vec![Vec::new(); arms.len()],
-        block_ns: vec![0; arms.len()],
-        unstable: vec![0; arms.len()],
-        ..RunTotals::default()
+    if let Some(p) = plan.pace {
+        if !(p.rate_hz.is_finite() && p.rate_hz > 0.0) {
+            return Err(RunError::Plan(format!(
+                "the pacing rate must be positive and finite, got {}",
+                p.rate_hz
+            )));
+        }
+    }
+    let capacity = match (plan.pace, plan.block) {
+        (Some(p), b) => p.calls_per_block(b).min(1 << 20) as usize,
+        (None, BlockLimit::Calls(k)) => k.min(1 << 20) as usize,
+        (None, BlockLimit::Duration(_)) => 4096,
     };
-    for a in 0..arms.len() {
-        let start = Instant::now();
-        let calls = plan.warmup_calls.max(n);
-        let mut results: Vec<Option<StateResult>> = vec![None; n];
-        for i in 0..calls {
-            match call(&mut arms[a], &workload.requests[i % n]) {
-                Ok(r) => results[i % n] = Some(r),
-                Err(error) => {
-                    observer.failure(arms, None, a, &error)?;
-                    return Err(RunError::Call { arm: arms[a].name.clone(), phase: "warm-up".into(), error });
+    let n_arms = arms.len();
+    let mut r = Runner {
+        arms,
+        workload,
+        plan,
+        clock,
+        observer,
+        stop: controls.stop,
+        tap: None,
+        totals: RunTotals {
+            durations_ns: vec![Vec::new(); n_arms],
+            block_ns: vec![0; n_arms],
+            unstable: vec![0; n_arms],
+            missed_deadlines: vec![0; n_arms],
+            ..RunTotals::default()
+        },
+        calls: Vec::with_capacity(capacity),
+        unstable: Vec::new(),
+        next_state: vec![0; n_arms],
+        blocks: order.len(),
+    };
+    let outcome = |totals, end, sampler: Option<Result<_, crate::power::sampler::SamplerError>>, span_ns| {
+        let (sampler, sampler_error) = match sampler {
+            Some(Ok(rep)) => (Some(rep), None),
+            Some(Err(e)) => (None, Some(format!("{e}"))),
+            None => (None, None),
+        };
+        Ok(RunOutcome { totals, end, sampler, sampler_error, span_ns })
+    };
+    if let Some(end) = r.warmup()? {
+        return outcome(r.totals, end, None, None);
+    }
+    let (tap, lead_timeout) = match controls.sampling {
+        Some(s) => {
+            let timeout = s.stream_timeout + Duration::from_secs(1);
+            (Some(sampling::Tap::start(s, clock.origin())?), timeout)
+        }
+        None => (None, Duration::ZERO),
+    };
+    r.tap = tap.as_ref();
+    let mut end = RunEnd::Completed;
+    let mut span: Option<(u64, u64)> = None;
+    if let Some(t) = r.tap {
+        if !t.wait_for_reading(None, lead_timeout, r.stop) {
+            let during = format!(
+                "the wait for the sensor's first reading ({:.1} s at most)",
+                lead_timeout.as_secs_f64()
+            );
+            end = r.halt().unwrap_or(Halt::Sensor).end(during);
+        }
+    }
+    if matches!(end, RunEnd::Completed) {
+        for (index, &(cycle, a)) in order.iter().enumerate() {
+            if let Some(length) = plan.idle {
+                let (rec, halted) = r.idle(index, length)?;
+                extend(&mut span, rec.start_ns, rec.end_ns);
+                if let Some(h) = halted {
+                    end = h.end(format!("idle window {index}"));
+                    break;
                 }
             }
-        }
-        let rec = WarmupRecord {
-            arm: a,
-            calls: calls as u64,
-            start_ns: clock.ns(start),
-            end_ns: clock.ns(Instant::now()),
-            results: results.into_iter().flatten().collect(),
-        };
-        observer.warmup(arms, &rec)?;
-        totals.warmup.push(rec.results);
-    }
-    let capacity = match plan.block {
-        BlockLimit::Calls(k) => k as usize,
-        BlockLimit::Duration(_) => 4096,
-    };
-    let mut calls: Vec<CallRecord> = Vec::with_capacity(capacity);
-    let mut unstable: Vec<(usize, StateResult)> = Vec::new();
-    let mut next_state = vec![0usize; arms.len()];
-    for (index, &(cycle, a)) in order.iter().enumerate() {
-        calls.clear();
-        unstable.clear();
-        let mut progress_at = Instant::now() + Duration::from_millis(200);
-        let block_start = Instant::now();
-        let mut now = block_start;
-        loop {
-            match plan.block {
-                BlockLimit::Calls(k) if calls.len() as u64 >= k => break,
-                BlockLimit::Duration(d) if now.duration_since(block_start) >= d => break,
-                _ => {}
-            }
-            let s = next_state[a];
-            next_state[a] = (s + 1) % n;
-            let t0 = Instant::now();
-            let out = call(&mut arms[a], &workload.requests[s]);
-            let t1 = Instant::now();
-            now = t1;
-            let result = match out {
-                Ok(r) => r,
-                Err(error) => {
-                    let rec = block_record(index, cycle, a, clock, block_start, now, &calls, &unstable);
-                    observer.block(arms, &rec, &calls, &unstable)?;
-                    observer.failure(arms, Some(index as u32), a, &error)?;
-                    return Err(RunError::Call {
-                        arm: arms[a].name.clone(),
+            let (rec, block_end) = r.block(index, cycle, a)?;
+            extend(&mut span, rec.start_ns, rec.end_ns);
+            match block_end {
+                BlockEnd::Done => {}
+                BlockEnd::Halted(h) => {
+                    end = h.end(format!("block {index} (cycle {cycle}, arm `{}`)", r.arms[a].name));
+                    break;
+                }
+                BlockEnd::Failed(error) => {
+                    end = RunEnd::CallFailed {
+                        arm: r.arms[a].name.clone(),
                         phase: format!("block {index} (cycle {cycle})"),
                         error,
-                    });
+                    };
+                    break;
                 }
-            };
-            let stable = result == totals.warmup[a][s];
-            if !stable {
-                unstable.push((calls.len(), result));
-            }
-            calls.push(CallRecord {
-                block: index as u32,
-                state: s as u32,
-                start_ns: clock.ns(t0),
-                duration_ns: t1.duration_since(t0).as_nanos() as u64,
-                stable,
-            });
-            if now >= progress_at {
-                progress_at = now + Duration::from_millis(200);
-                observer.progress(
-                    arms,
-                    &Progress {
-                        block: index,
-                        blocks: order.len(),
-                        cycle,
-                        arm: a,
-                        calls: calls.len() as u64,
-                        elapsed_s: now.duration_since(block_start).as_secs_f64(),
-                    },
-                );
             }
         }
-        let rec = block_record(index, cycle, a, clock, block_start, now, &calls, &unstable);
-        observer.block(arms, &rec, &calls, &unstable)?;
-        totals.block_ns[a] += rec.end_ns - rec.start_ns;
-        totals.unstable[a] += rec.unstable_calls;
-        totals.durations_ns[a].extend(calls.iter().map(|c| c.duration_ns));
-        totals.blocks.push(rec);
     }
-    Ok(totals)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn block_record(
-    index: usize,
-    cycle: usize,
-    arm: usize,
-    clock: &Clock,
-    start: Instant,
-    end: Instant,
-    calls: &[CallRecord],
-    unstable: &[(usize, StateResult)],
-) -> BlockRecord {
-    BlockRecord {
-        index: index as u32,
-        cycle: cycle as u32,
-        arm,
-        start_ns: clock.ns(start),
-        end_ns: clock.ns(end),
-        calls: calls.len() as u64,
-        unstable_calls: unstable.len() as u64,
+    if matches!(end, RunEnd::Completed) {
+        if let Some(length) = plan.idle {
+            let index = order.len();
+            let (rec, halted) = r.idle(index, length)?;
+            extend(&mut span, rec.start_ns, rec.end_ns);
+            if let Some(h) = halted {
+                end = h.end(format!("idle window {index}"));
+            }
+        }
     }
+    if let (Some(t), RunEnd::Completed, Some((_, end_ns))) = (r.tap, &end, span) {
+        // A reading after the end, so the last window's end can be interpolated. If none
+        // comes, the coverage rule rejects the run; nothing is made up here.
+        t.wait_for_reading(Some(end_ns), lead_timeout, r.stop);
+    }
+    let totals = std::mem::take(&mut r.totals);
+    drop(r);
+    let sampler = tap.map(sampling::Tap::finish);
+    outcome(totals, end, sampler, span)
 }
 
 /// The selected answer of every question, `qid=label` joined by `;` (for reports).

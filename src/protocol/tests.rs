@@ -6,6 +6,7 @@ use super::*;
 use crate::backend::mock::{Script, ScriptedBackend};
 use crate::backend::{ShapeCaps, ShapeMode};
 use crate::laya::bundle::{Bundle, ModelSpec};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn shapes() -> ShapeCaps {
     ShapeCaps { batch_size: 1, max_length: 96, min_length: 96, max_options: 32, mode: ShapeMode::Fixed }
@@ -76,7 +77,7 @@ fn runs_blocks_in_balanced_order_with_warmup_outside() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let mut arms =
         arms(&bundle, vec![Script::Synthetic { num_actions: 2 }, Script::Synthetic { num_actions: 2 }]);
-    let plan = Plan { cycles: 2, block: BlockLimit::Calls(5), warmup_calls: 3 };
+    let plan = Plan::saturated(2, BlockLimit::Calls(5), 3);
     let mut obs = Collect::default();
     let totals = run(&mut arms, &workload(), &plan, &Clock::start(), &mut obs).unwrap();
     // Warm-up covers every request at least once and is not in any block.
@@ -103,7 +104,7 @@ fn runs_blocks_in_balanced_order_with_warmup_outside() {
 fn detects_results_that_drift_from_warmup() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let mut arms = arms(&bundle, vec![Script::Drift { num_actions: 2, after: 6 }]);
-    let plan = Plan { cycles: 1, block: BlockLimit::Calls(4), warmup_calls: 2 };
+    let plan = Plan::saturated(1, BlockLimit::Calls(4), 2);
     let mut obs = Collect::default();
     let totals = run(&mut arms, &workload(), &plan, &Clock::start(), &mut obs).unwrap();
     // 2 warm-up calls, then block 0 calls 3..6 are stable, block 1 calls 7..10 drift.
@@ -118,7 +119,7 @@ fn a_failing_call_ends_the_run_and_keeps_the_block_so_far() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let outputs = std::collections::VecDeque::new();
     let mut arms = arms(&bundle, vec![Script::Replay(outputs)]);
-    let plan = Plan { cycles: 1, block: BlockLimit::Calls(4), warmup_calls: 2 };
+    let plan = Plan::saturated(1, BlockLimit::Calls(4), 2);
     let mut obs = Collect::default();
     let err = run(&mut arms, &workload(), &plan, &Clock::start(), &mut obs).unwrap_err();
     assert!(err.to_string().contains("warm-up"), "{err}");
@@ -129,7 +130,7 @@ fn a_failing_call_ends_the_run_and_keeps_the_block_so_far() {
 fn duration_blocks_are_saturated_until_the_limit() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
-    let plan = Plan { cycles: 1, block: BlockLimit::Duration(Duration::from_millis(30)), warmup_calls: 2 };
+    let plan = Plan::saturated(1, BlockLimit::Duration(Duration::from_millis(30)), 2);
     let mut obs = Collect::default();
     run(&mut arms, &workload(), &plan, &Clock::start(), &mut obs).unwrap();
     for (b, calls, _) in &obs.blocks {
@@ -143,7 +144,7 @@ fn an_explicit_order_of_one_block_runs_one_block_after_warmup() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
     // `cycles` is not read by `run_order`; the order decides the blocks.
-    let plan = Plan { cycles: 7, block: BlockLimit::Duration(Duration::from_millis(20)), warmup_calls: 3 };
+    let plan = Plan::saturated(7, BlockLimit::Duration(Duration::from_millis(20)), 3);
     let mut obs = Collect::default();
     let totals = run_order(&mut arms, &workload(), &plan, &[(0, 0)], &Clock::start(), &mut obs).unwrap();
     assert_eq!(obs.warmups, vec![(0, 3)]);
@@ -160,11 +161,279 @@ fn an_explicit_order_of_one_block_runs_one_block_after_warmup() {
 fn an_empty_order_or_an_unknown_arm_is_refused_before_any_call() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
-    let plan = Plan { cycles: 1, block: BlockLimit::Calls(2), warmup_calls: 1 };
+    let plan = Plan::saturated(1, BlockLimit::Calls(2), 1);
     for order in [&[][..], &[(0, 1)][..]] {
         let mut obs = Collect::default();
         let err = run_order(&mut arms, &workload(), &plan, order, &Clock::start(), &mut obs).unwrap_err();
         assert!(matches!(err, RunError::Plan(_)), "{err}");
         assert!(obs.warmups.is_empty() && obs.blocks.is_empty());
     }
+}
+/// A polled sensor: `watts` every read; after `stop_after` reads it reports that it stopped.
+struct ConstSensor {
+    info: crate::power::SensorInfo,
+    watts: f64,
+    reads: u64,
+    stop_after: Option<u64>,
+}
+
+impl ConstSensor {
+    fn boxed(watts: f64, stop_after: Option<u64>) -> Box<dyn crate::power::Sensor> {
+        Box::new(ConstSensor {
+            info: crate::power::SensorInfo {
+                kind: crate::power::SensorKind::Mock,
+                spec: "mock".into(),
+                source: "mock".into(),
+                device: "scripted".into(),
+                live: false,
+                program: None,
+                notes: vec![],
+            },
+            watts,
+            reads: 0,
+            stop_after,
+        })
+    }
+}
+
+impl crate::power::Sensor for ConstSensor {
+    fn info(&self) -> &crate::power::SensorInfo {
+        &self.info
+    }
+    fn read(&mut self) -> Result<crate::power::Reading, crate::power::SensorError> {
+        self.reads += 1;
+        if self.stop_after.is_some_and(|n| self.reads > n) {
+            return Err(crate::power::SensorError::Stopped {
+                sensor: "mock".into(),
+                reason: "scripted stop".into(),
+            });
+        }
+        Ok(crate::power::Reading::power_w("system", self.watts))
+    }
+}
+
+type Samples = std::sync::Arc<std::sync::Mutex<Vec<crate::power::sampler::Sample>>>;
+
+fn sampling(sensor: Box<dyn crate::power::Sensor>) -> (Sampling, Samples) {
+    let samples: Samples = Default::default();
+    let sink = samples.clone();
+    (
+        Sampling {
+            sensor,
+            interval: Duration::from_millis(5),
+            stream_timeout: Duration::from_secs(2),
+            sink: Box::new(move |s| sink.lock().unwrap().push(s)),
+        },
+        samples,
+    )
+}
+
+#[derive(Default)]
+struct Timeline {
+    events: Vec<(char, u64, u64)>,
+    calls: Vec<CallRecord>,
+    blocks: Vec<BlockRecord>,
+    raise_after_block: Option<std::sync::Arc<AtomicBool>>,
+}
+
+impl Observer for Timeline {
+    fn warmup(&mut self, _: &[Arm<'_>], rec: &WarmupRecord) -> std::io::Result<()> {
+        self.events.push(('w', rec.start_ns, rec.end_ns));
+        Ok(())
+    }
+    fn block(
+        &mut self,
+        _: &[Arm<'_>],
+        rec: &BlockRecord,
+        calls: &[CallRecord],
+        _: &[(usize, StateResult)],
+    ) -> std::io::Result<()> {
+        self.events.push(('b', rec.start_ns, rec.end_ns));
+        self.calls.extend_from_slice(calls);
+        self.blocks.push(rec.clone());
+        if let Some(flag) = &self.raise_after_block {
+            flag.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+    fn failure(&mut self, _: &[Arm<'_>], _: Option<u32>, _: usize, _: &HostError) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn idle(&mut self, _: &[Arm<'_>], rec: &IdleRecord) -> std::io::Result<()> {
+        self.events.push(('i', rec.start_ns, rec.end_ns));
+        Ok(())
+    }
+}
+
+#[test]
+fn idle_windows_surround_every_block_and_the_samples_cover_the_run() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
+    let plan = Plan {
+        idle: Some(Duration::from_millis(30)),
+        ..Plan::saturated(1, BlockLimit::Duration(Duration::from_millis(20)), 2)
+    };
+    let (s, samples) = sampling(ConstSensor::boxed(42.0, None));
+    let mut obs = Timeline::default();
+    let clock = Clock::start();
+    let controls = Controls { stop: None, sampling: Some(s), order: None };
+    let out = run_with(&mut arms, &workload(), &plan, &clock, &mut obs, controls).unwrap();
+    assert!(matches!(out.end, RunEnd::Completed), "{:?}", out.end);
+    // warm-up, then idle, block, idle, block, idle; each starting after the previous ended.
+    let kinds: String = obs.events.iter().map(|e| e.0).collect();
+    assert_eq!(kinds, "wibibi");
+    assert!(obs.events.windows(2).all(|w| w[0].2 <= w[1].1), "{:?}", obs.events);
+    for &(k, start, end) in &obs.events {
+        if k == 'i' {
+            assert!(end - start >= 30_000_000, "idle window shorter than planned");
+        }
+    }
+    // No call falls inside an idle window.
+    for c in &obs.calls {
+        let inside_a_block =
+            obs.blocks.iter().any(|b| c.start_ns >= b.start_ns && c.start_ns + c.duration_ns <= b.end_ns);
+        assert!(inside_a_block, "{c:?}");
+    }
+    assert_eq!(out.totals.idles.len(), 3);
+    let (span_start, span_end) = out.span_ns.unwrap();
+    assert_eq!(span_start, obs.events[1].1);
+    assert_eq!(span_end, obs.events[5].2);
+    // The sampler ran on the same clock, from before the first idle window to after the last.
+    let report = out.sampler.expect("sampler report");
+    let samples = samples.lock().unwrap();
+    assert_eq!(report.samples_sent as usize, samples.len());
+    assert!(samples.first().unwrap().t_receive_ns <= span_start);
+    assert!(samples.last().unwrap().t_receive_ns >= span_end);
+    assert!(samples.windows(2).all(|w| w[0].seq + 1 == w[1].seq && w[0].t_receive_ns <= w[1].t_receive_ns));
+    // Warm-up happened before sampling began.
+    assert!(obs.events[0].2 <= samples[0].t_receive_ns);
+}
+
+#[test]
+fn paced_blocks_make_every_scheduled_call_and_count_missed_deadlines() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms: Vec<Arm<'_>> = [Duration::ZERO, Duration::from_millis(4)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, delay)| Arm {
+            name: format!("arm{i}"),
+            spec: "mock".into(),
+            backend: Box::new(ScriptedBackend::new(shapes(), Script::Synthetic { num_actions: 2 }, delay)),
+            host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+        })
+        .collect();
+    // 200 calls/s for 50 ms: 10 calls per block, one due every 5 ms.
+    let plan = Plan {
+        pace: Some(Pace { rate_hz: 200.0 }),
+        ..Plan::saturated(1, BlockLimit::Duration(Duration::from_millis(50)), 2)
+    };
+    let mut obs = Timeline::default();
+    let out =
+        run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, Controls::default()).unwrap();
+    assert!(matches!(out.end, RunEnd::Completed));
+    for b in &obs.blocks {
+        assert_eq!(b.calls, 10, "every scheduled call is made, none dropped or skipped");
+        assert_eq!(b.scheduled_calls, Some(10));
+        assert!(b.end_ns - b.start_ns >= 50_000_000, "a paced block lasts until its schedule ends");
+        let calls: Vec<&CallRecord> = obs.calls.iter().filter(|c| c.block == b.index).collect();
+        for (k, c) in calls.iter().enumerate() {
+            let due = c.scheduled_ns.unwrap();
+            assert_eq!(due - b.start_ns, k as u64 * 5_000_000);
+            assert!(c.start_ns >= due, "no call starts before it is due");
+        }
+        assert_eq!(b.missed_deadlines, calls.iter().filter(|c| c.missed_deadline).count() as u64);
+    }
+    // Whether a 4 ms call meets a 5 ms slot depends on the machine's load, so only check that
+    // the per-arm totals equal the per-call flags (the always-late case is the next test).
+    let flagged: Vec<u64> = (0..2)
+        .map(|a| {
+            let idx: Vec<u32> = obs.blocks.iter().filter(|b| b.arm == a).map(|b| b.index).collect();
+            obs.calls.iter().filter(|c| idx.contains(&c.block) && c.missed_deadline).count() as u64
+        })
+        .collect();
+    assert_eq!(out.totals.missed_deadlines, flagged);
+}
+
+#[test]
+fn a_call_slower_than_the_pace_misses_every_deadline_and_still_runs() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms: Vec<Arm<'_>> = vec![Arm {
+        name: "slow".into(),
+        spec: "mock".into(),
+        backend: Box::new(ScriptedBackend::new(
+            shapes(),
+            Script::Synthetic { num_actions: 2 },
+            Duration::from_millis(6),
+        )),
+        host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+    }];
+    // Due every 2 ms, each call takes ≥ 6 ms: every call ends after the next one was due.
+    let plan = Plan { pace: Some(Pace { rate_hz: 500.0 }), ..Plan::saturated(1, BlockLimit::Calls(5), 2) };
+    let mut obs = Timeline::default();
+    let out =
+        run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, Controls::default()).unwrap();
+    assert!(matches!(out.end, RunEnd::Completed));
+    assert_eq!(out.totals.missed_deadlines, vec![10]);
+    assert!(obs.blocks.iter().all(|b| b.calls == 5 && b.missed_deadlines == 5));
+    // No slot is skipped to catch up: call k keeps slot k (due every 2 ms), and each late call
+    // starts only after the previous one returned.
+    for b in &obs.blocks {
+        let calls: Vec<&CallRecord> = obs.calls.iter().filter(|c| c.block == b.index).collect();
+        for (k, c) in calls.iter().enumerate() {
+            assert_eq!(c.scheduled_ns.unwrap() - b.start_ns, k as u64 * 2_000_000);
+            assert!(c.start_ns >= c.scheduled_ns.unwrap());
+        }
+        assert!(calls.windows(2).all(|w| w[0].start_ns + w[0].duration_ns <= w[1].start_ns));
+    }
+}
+
+#[test]
+fn pace_calls_per_block_rounds_and_never_drops_to_zero() {
+    let p = Pace { rate_hz: 30.0 };
+    assert_eq!(p.calls_per_block(BlockLimit::Duration(Duration::from_secs(20))), 600);
+    assert_eq!(p.calls_per_block(BlockLimit::Duration(Duration::from_millis(10))), 1);
+    assert_eq!(p.calls_per_block(BlockLimit::Calls(7)), 7);
+    assert_eq!(p.offset(3), Duration::from_millis(100));
+}
+
+#[test]
+fn a_raised_stop_flag_ends_the_run_between_calls() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
+    let plan = Plan {
+        idle: Some(Duration::from_millis(10)),
+        ..Plan::saturated(3, BlockLimit::Duration(Duration::from_millis(10)), 2)
+    };
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let mut obs = Timeline { raise_after_block: Some(flag.clone()), ..Timeline::default() };
+    let (s, _samples) = sampling(ConstSensor::boxed(10.0, None));
+    let controls = Controls { stop: Some(&flag), sampling: Some(s), order: None };
+    let out = run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, controls).unwrap();
+    match &out.end {
+        RunEnd::Interrupted { during } => assert_eq!(during, "idle window 1"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(obs.blocks.len(), 1);
+    assert_eq!(out.totals.idles.len(), 2);
+    assert!(out.totals.idles[1].ended_early);
+    assert!(out.sampler.is_some(), "the sampler is stopped and reported even when interrupted");
+}
+
+#[test]
+fn a_sensor_that_stops_ends_the_run_early() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms = arms(&bundle, vec![Script::Synthetic { num_actions: 2 }]);
+    let plan = Plan {
+        idle: Some(Duration::from_millis(20)),
+        ..Plan::saturated(20, BlockLimit::Duration(Duration::from_millis(20)), 2)
+    };
+    let (s, samples) = sampling(ConstSensor::boxed(10.0, Some(8)));
+    let mut obs = Timeline::default();
+    let controls = Controls { stop: None, sampling: Some(s), order: None };
+    let out = run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, controls).unwrap();
+    assert!(matches!(out.end, RunEnd::SensorStopped { .. }), "{:?}", out.end);
+    assert!(obs.blocks.len() < 40, "the remaining blocks were not run");
+    let samples = samples.lock().unwrap();
+    assert_eq!(samples.len(), 9);
+    assert!(matches!(&samples[8].outcome, crate::power::sampler::SampleOutcome::Fault(f) if f.fatal));
 }

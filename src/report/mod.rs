@@ -1,6 +1,8 @@
-//! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters.
+//! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters
+//! (`speed`, `energy`).
 //! Maps data to bytes and back; never measures.
 
+pub mod energy;
 pub mod raw;
 pub mod speed;
 

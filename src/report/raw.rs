@@ -2,12 +2,23 @@
 //! block followed by its calls, errors, footer). Flushed and synced after every block, so a
 //! crash or Ctrl-C keeps everything up to the last block; a file without a footer is an
 //! incomplete run.
+//!
+//! Energy runs add: the sensor and energy settings in the header, every power sample as it
+//! arrives (flushed per sample), every idle window, the sampler's report, per-block energy
+//! (only for a run that was not rejected) and a footer status `complete`, `rejected` (with
+//! every reason) or `incomplete`. Fields that `speed` does not use are left out of its lines,
+//! so its records are unchanged.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::energy::idle::BlockEnergy;
+use crate::energy::run::RejectionDetail;
+use crate::power::sampler::{Sample, SamplerReport};
+use crate::power::SensorInfo;
 
 /// Current raw schema version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -157,6 +168,31 @@ pub struct Header {
     pub workload: WorkloadInfo,
     /// Schedule.
     pub plan: PlanInfo,
+    /// Energy runs: the power sensor, as opened (the final notes are in the sampler record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensor: Option<SensorInfo>,
+    /// Energy runs: the energy protocol's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyPlanInfo>,
+}
+
+/// The energy protocol's settings as the header records them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyPlanInfo {
+    /// Sampler interval, s.
+    pub sample_interval_s: f64,
+    /// Idle window length, s.
+    pub idle_seconds: f64,
+    /// Discarded start of each idle window, s.
+    pub idle_discard_s: f64,
+    /// Readings above this are rejected, W.
+    pub max_watts: f64,
+    /// Longest allowed gap between samples, max(2 s, 3 × interval), s.
+    pub max_gap_s: f64,
+    /// Equal-load mode: requests per second for every arm; `None`: saturated blocks.
+    pub rate_hz: Option<f64>,
+    /// Equal-load mode: calls in every block.
+    pub calls_per_block: Option<u64>,
 }
 
 /// One line of a raw file.
@@ -197,6 +233,15 @@ pub enum Record {
         /// Resident memory of the process after the block (shared by every arm: all models are
         /// resident), `null` where the OS does not say.
         rss_bytes: Option<u64>,
+        /// Equal-load mode: calls the block was scheduled to make.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scheduled_calls: Option<u64>,
+        /// Equal-load mode: calls that ended after the next call was due.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        missed_deadlines: Option<u64>,
+        /// The block was cut short (interrupt, sensor stopped, failed call).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ended_early: bool,
     },
     /// One timed call.
     Call {
@@ -214,6 +259,40 @@ pub enum Record {
         answer: String,
         /// Equal to the arm's warm-up result.
         stable: bool,
+        /// Equal-load mode: when the call was due to start, ns since the origin.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scheduled_ns: Option<u64>,
+        /// Equal-load mode: the call ended after the next call was due (made and counted).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        missed_deadline: bool,
+    },
+    /// An idle window (energy runs): the benchmark thread slept, no calls were made.
+    Idle {
+        /// 0 before the first block, `i + 1` after block `i`.
+        index: u32,
+        /// Start, ns since the origin.
+        start_ns: u64,
+        /// End, ns since the origin.
+        end_ns: u64,
+        /// Cut short by an interrupt or a stopped sensor.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ended_early: bool,
+    },
+    /// One power sample exactly as the sampler stamped it (reading or fault).
+    Sample(Box<Sample>),
+    /// The sampler's own report at the end: counts, its CPU time, why it stopped.
+    Sampler(Box<SamplerReport>),
+    /// A block's energy, written after the run for a run that was not rejected.
+    BlockEnergy {
+        /// Block index.
+        index: u32,
+        /// Arm name.
+        arm: String,
+        /// The figures (`null` with `missing_reason` when they could not be computed).
+        energy: Option<BlockEnergy>,
+        /// Why `energy` is `null`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        missing_reason: Option<String>,
     },
     /// A failure that ended the run.
     Error {
@@ -226,12 +305,18 @@ pub enum Record {
     },
     /// Last line of a finished run.
     Footer {
-        /// `complete` or `failed`.
+        /// `complete` or `failed`; energy runs also `rejected` or `incomplete`.
         status: String,
         /// Wall-clock end, Unix seconds.
         ended_unix_s: f64,
         /// Timed calls recorded.
         total_calls: u64,
+        /// Why the run is not complete (interrupt, sensor stopped, failure).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Energy runs: every rule the samples violated (the run is rejected).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rejections: Vec<RejectionDetail>,
     },
 }
 
@@ -257,6 +342,11 @@ impl RawWriter {
     pub fn write(&mut self, record: &Record) -> std::io::Result<()> {
         serde_json::to_writer(&mut self.out, record)?;
         self.out.write_all(b"\n")
+    }
+
+    /// Flush buffered records to the OS (they survive a kill of this process, not a power cut).
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 
     /// Flush and fsync everything written so far.
@@ -329,6 +419,17 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
     Ok(RawRun { header, records, complete, truncated_tail })
 }
 
+/// Every power sample in a raw file, in file order.
+pub fn samples(run: &RawRun) -> Vec<Sample> {
+    run.records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Sample(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Resident memory of this process now, where the OS says (Linux `/proc/self/statm`).
 pub fn current_rss_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
@@ -365,6 +466,8 @@ mod tests {
                 warmup_calls: 1,
                 order: vec!["a".into(), "a".into()],
             },
+            sensor: None,
+            energy: None,
         }
     }
 
@@ -377,6 +480,8 @@ mod tests {
             duration_ns: 5,
             answer: "q=x".into(),
             stable: true,
+            scheduled_ns: None,
+            missed_deadline: false,
         }
     }
 
@@ -387,13 +492,70 @@ mod tests {
         let mut w = RawWriter::create(&path).unwrap();
         w.write(&Record::Header(Box::new(header()))).unwrap();
         w.write(&call(1)).unwrap();
-        w.write(&Record::Footer { status: "complete".into(), ended_unix_s: 2.0, total_calls: 1 }).unwrap();
+        w.write(&Record::Footer {
+            status: "complete".into(),
+            ended_unix_s: 2.0,
+            total_calls: 1,
+            reason: None,
+            rejections: vec![],
+        })
+        .unwrap();
         w.sync().unwrap();
         let run = read(&path).unwrap();
         assert_eq!(run.header, header());
         assert_eq!(run.records[0], call(1));
         assert!(run.complete);
         assert!(run.truncated_tail.is_none());
+    }
+
+    #[test]
+    fn speed_lines_carry_no_energy_fields() {
+        let line = serde_json::to_string(&call(1)).unwrap();
+        assert_eq!(
+            line,
+            r#"{"record":"call","block":0,"arm":"a","state":0,"start_ns":10,"duration_ns":5,"answer":"q=x","stable":true}"#
+        );
+        let h = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
+        assert!(!h.contains("\"sensor\"") && !h.contains("\"energy\""), "{h}");
+    }
+
+    #[test]
+    fn energy_records_round_trip() {
+        use crate::energy::reject::{Rejection, SampleRef};
+        use crate::power::sampler::SampleOutcome;
+        use crate::power::Reading;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw.jsonl");
+        let mut w = RawWriter::create(&path).unwrap();
+        w.write(&Record::Header(Box::new(header()))).unwrap();
+        let mut reading = Reading::power_w("system", 40089.0);
+        reading.raw = Some("40089".into());
+        let sample =
+            Sample { seq: 0, t_request_ns: 5, t_receive_ns: 9, outcome: SampleOutcome::Reading(reading) };
+        w.write(&Record::Sample(Box::new(sample.clone()))).unwrap();
+        w.write(&Record::Idle { index: 0, start_ns: 1, end_ns: 2, ended_early: false }).unwrap();
+        w.flush().unwrap();
+        let rejection =
+            Rejection::AboveCap { sample: SampleRef { seq: 0, t_s: 9e-9 }, watts: 40089.0, max_watts: 500.0 };
+        let footer = Record::Footer {
+            status: "rejected".into(),
+            ended_unix_s: 3.0,
+            total_calls: 0,
+            reason: None,
+            rejections: vec![RejectionDetail {
+                message: rejection.to_string(),
+                rejection,
+                channel: None,
+                evidence: vec![],
+            }],
+        };
+        w.write(&footer).unwrap();
+        w.sync().unwrap();
+        let run = read(&path).unwrap();
+        assert_eq!(samples(&run), vec![sample]);
+        assert_eq!(run.records.last(), Some(&footer));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""rule":"above_cap""#), "{text}");
     }
 
     #[test]

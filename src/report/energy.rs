@@ -1,0 +1,366 @@
+//! The `energy` report (schema_version 1) and its Markdown and CSV exports.
+//!
+//! Per arm and per block: decisions, mean time per decision t, mean power P, energy per
+//! decision E = P × t, active and idle-subtracted energy; per arm the ratios against the
+//! baseline S = t_base / t_arm, R = P_base / P_arm and S × R = E_base / E_arm. A missing value
+//! is `null` with a reason in `missing`, never 0. A rejected run carries every reason and no
+//! energy figure at all.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::raw::{ArmInfo, EnergyPlanInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
+use super::speed::csv_field;
+use crate::energy::reject::SeriesSummary;
+use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
+use crate::power::sampler::SamplerReport;
+use crate::power::SensorInfo;
+use crate::stats::LatencySummary;
+
+/// Current report schema version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The wording rule printed with every ratio table.
+pub const RATIO_RULE: &str = "S = t_base / t_arm (speed gain), R = P_base / P_arm (power ratio), S × R = E_base / E_arm (energy gain). E = P × t already contains the time, so multiplying S × R by S again double-counts time.";
+
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every block and idle window ran and no rule rejected the samples.
+    Complete,
+    /// A rule rejected the samples (or the sensor stopped): no energy figure may be used.
+    Rejected,
+    /// Interrupted (Ctrl-C) before the plan was done.
+    Incomplete,
+    /// A call or the sampler failed.
+    Failed,
+}
+
+impl RunStatus {
+    /// The status word (`complete`, `rejected`, `incomplete`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Rejected => "rejected",
+            RunStatus::Incomplete => "incomplete",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One arm's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyArm {
+    /// The arm.
+    pub arm: ArmInfo,
+    /// Sums over its blocks: decisions, t, P, E = P × t, active and idle-subtracted energy.
+    pub totals: Aggregate,
+    /// Per-call latency over the full boundary (`None` without calls).
+    pub latency: Option<LatencySummary>,
+    /// Calls whose result differed from the arm's warm-up result.
+    pub unstable_calls: u64,
+    /// Equal-load mode: calls that ended after the next call was due (absent when saturated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed_deadlines: Option<u64>,
+    /// S, R and S × R against the first arm (the baseline).
+    pub vs_baseline: Ratios,
+}
+
+/// One block's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyBlock {
+    /// Block index.
+    pub index: u32,
+    /// Balanced cycle.
+    pub cycle: u32,
+    /// Arm name.
+    pub arm: String,
+    /// Start, seconds since the origin.
+    pub start_s: f64,
+    /// End, seconds since the origin.
+    pub end_s: f64,
+    /// Decisions, t, P, E and idle figures of this block alone.
+    pub totals: Aggregate,
+    /// Idle power of the stable idle window before the block, W.
+    pub idle_before_w: Option<f64>,
+    /// Idle power of the stable idle window after the block, W.
+    pub idle_after_w: Option<f64>,
+    /// Resident memory after the block (the shared process, all models resident), bytes.
+    pub rss_bytes: Option<u64>,
+    /// Equal-load mode: calls that missed their deadline (absent when saturated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed_deadlines: Option<u64>,
+    /// Calls whose result differed from warm-up.
+    pub unstable_calls: u64,
+    /// Cut short (interrupt, sensor stopped, failed call).
+    pub ended_early: bool,
+}
+
+/// The final `energy` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyReport {
+    /// Report schema version.
+    pub schema_version: u32,
+    /// `complete`, `rejected`, `incomplete` or `failed`.
+    pub status: RunStatus,
+    /// Why the run is not complete, in words (`None` when complete).
+    pub status_reason: Option<String>,
+    /// Every rule the samples violated, with the samples' raw values.
+    pub rejections: Vec<RejectionDetail>,
+    /// Writer.
+    pub tool: ToolInfo,
+    /// Machine.
+    pub host: HostInfo,
+    /// Model spec and shape.
+    pub model: serde_json::Value,
+    /// Workload.
+    pub workload: WorkloadInfo,
+    /// Schedule.
+    pub plan: PlanInfo,
+    /// Energy protocol settings.
+    pub energy_plan: EnergyPlanInfo,
+    /// The sensor (`live: false` for replayed or scripted readings).
+    pub sensor: SensorInfo,
+    /// The sampler's own report (counts, CPU time, why it stopped).
+    pub sampler: Option<SamplerReport>,
+    /// Sampler thread CPU time / wall time.
+    pub sampler_cpu_fraction: Option<f64>,
+    /// The series the sensor gave.
+    pub series: SeriesKind,
+    /// Sample count, longest gap and power range (`None` when rejected).
+    pub samples: Option<SeriesSummary>,
+    /// Raw record this report derives from.
+    pub raw_path: Option<String>,
+    /// Per arm, baseline first.
+    pub arms: Vec<EnergyArm>,
+    /// Per block, in run order.
+    pub blocks: Vec<EnergyBlock>,
+    /// Every call of every arm matched its warm-up result.
+    pub stable: bool,
+    /// Reading rules and caveats (the ratio wording rule, idle-subtraction boundary, ...).
+    pub notes: Vec<String>,
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "n/a".into(),
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    num(v.map(|s| s * 1e3), 3)
+}
+
+fn csv_num(v: Option<f64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+impl EnergyReport {
+    /// Markdown: status, sensor, arms with ratios, blocks, the wording rule and missing values.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!("## Energy run: {}\n\n", self.status.as_str().to_uppercase()));
+        match self.status {
+            RunStatus::Complete => {}
+            RunStatus::Rejected => out.push_str(
+                "**REJECTED**: the energy figures of this run must not be used. The raw record keeps every sample unchanged.\n\n",
+            ),
+            RunStatus::Incomplete => out.push_str("**INCOMPLETE**: the run was stopped before its plan was done; no energy figure is given.\n\n"),
+            RunStatus::Failed => out.push_str("**FAILED**: no energy figure is given.\n\n"),
+        }
+        if let Some(r) = &self.status_reason {
+            out.push_str(&format!("Reason: {r}\n\n"));
+        }
+        if !self.rejections.is_empty() {
+            out.push_str(&format!("Rejections ({}):\n\n", self.rejections.len()));
+            for r in &self.rejections {
+                // The message starts with the rule's name; faults are quoted in it already.
+                out.push_str(&format!("- {}", r.message));
+                let raws: Vec<String> = r
+                    .evidence
+                    .iter()
+                    .filter_map(|e| e.raw.as_ref().map(|raw| format!("#{} `{raw}`", e.seq)))
+                    .collect();
+                if !raws.is_empty() {
+                    out.push_str(&format!(" (raw: {})", raws.join(", ")));
+                }
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+        let live = if self.sensor.live { "live" } else { "NOT A LIVE MEASUREMENT" };
+        out.push_str(&format!(
+            "Sensor `{}` ({}, {}; {}), sample interval {} s, cap {} W, max gap allowed {} s.\n",
+            self.sensor.spec,
+            self.sensor.source,
+            self.sensor.device,
+            live,
+            self.energy_plan.sample_interval_s,
+            self.energy_plan.max_watts,
+            self.energy_plan.max_gap_s
+        ));
+        if let Some(s) = &self.samples {
+            out.push_str(&format!(
+                "{} samples, max gap {} s, power {}–{} W.\n",
+                s.count,
+                num(s.max_gap_s, 3),
+                num(s.min_watts, 2),
+                num(s.max_watts, 2)
+            ));
+        }
+        if let Some(sr) = &self.sampler {
+            out.push_str(&format!(
+                "Sampler: {} samples sent ({} faults), CPU {} ms over {} s ({}).\n",
+                sr.samples_sent,
+                sr.faults,
+                num(sr.cpu_time_ns.map(|n| n as f64 / 1e6), 1),
+                num(Some(sr.wall_ns as f64 / 1e9), 2),
+                self.sampler_cpu_fraction
+                    .map(|f| format!("{:.3} % of one core", f * 100.0))
+                    .unwrap_or_else(|| "n/a".into())
+            ));
+        }
+        let mode = match self.energy_plan.rate_hz {
+            Some(r) => format!(
+                "equal load at {r} requests/s ({} calls per block)",
+                self.energy_plan.calls_per_block.map(|c| c.to_string()).unwrap_or_else(|| "n/a".into())
+            ),
+            None => "saturated serial blocks".into(),
+        };
+        out.push_str(&format!(
+            "Workload `{}` ({} requests, padded length {}), {} balanced cycles of {} s blocks, {}; idle windows of {} s (first {} s discarded).\n\n",
+            self.workload.name,
+            self.workload.requests,
+            self.workload.length,
+            self.plan.cycles,
+            num(self.plan.block_seconds, 3),
+            mode,
+            self.energy_plan.idle_seconds,
+            self.energy_plan.idle_discard_s
+        ));
+        out.push_str("| Arm | Spec | Decisions | t [ms] | P [W] | E = P×t [J] | Active E [J] | Idle P [W] | Idle-sub. E/decision [J] | S | R | S×R | Missed deadlines |\n");
+        out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for a in &self.arms {
+            let t = &a.totals;
+            out.push_str(&format!(
+                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                a.arm.name,
+                a.arm.spec,
+                t.decisions,
+                ms(t.time_per_decision_s),
+                num(t.mean_power_w, 2),
+                num(t.energy_per_decision_j, 4),
+                num(t.active_energy_j, 2),
+                num(t.idle_power_w, 2),
+                num(t.idle_subtracted_energy_per_decision_j, 4),
+                num(a.vs_baseline.speed_gain, 3),
+                num(a.vs_baseline.power_ratio, 3),
+                num(a.vs_baseline.energy_gain, 3),
+                a.missed_deadlines.map(|m| m.to_string()).unwrap_or_else(|| "–".into())
+            ));
+        }
+        out.push_str(&format!("\n{RATIO_RULE}\n\n"));
+        out.push_str("| Block | Cycle | Arm | Decisions | Time [s] | t [ms] | P [W] | E = P×t [J] | Active E [J] | Idle before/after [W] | Idle-sub. E [J] | RSS [MiB] |\n");
+        out.push_str("|---:|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for b in &self.blocks {
+            let t = &b.totals;
+            out.push_str(&format!(
+                "| {}{} | {} | `{}` | {} | {:.3} | {} | {} | {} | {} | {} / {} | {} | {} |\n",
+                b.index,
+                if b.ended_early { " (cut)" } else { "" },
+                b.cycle,
+                b.arm,
+                t.decisions,
+                t.time_s,
+                ms(t.time_per_decision_s),
+                num(t.mean_power_w, 2),
+                num(t.energy_per_decision_j, 4),
+                num(t.active_energy_j, 2),
+                num(b.idle_before_w, 2),
+                num(b.idle_after_w, 2),
+                num(t.idle_subtracted_energy_j, 2),
+                num(b.rss_bytes.map(|r| r as f64 / 1048576.0), 1)
+            ));
+        }
+        let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for a in &self.arms {
+            for (field, why) in a.totals.missing.iter().chain(&a.vs_baseline.missing) {
+                missing.entry(format!("{field}: {why}")).or_default().push(a.arm.name.clone());
+            }
+        }
+        if !missing.is_empty() {
+            out.push_str("\nMissing values (n/a):\n\n");
+            for (what, arms) in missing {
+                out.push_str(&format!("- {what} (arms: {})\n", arms.join(", ")));
+            }
+        }
+        let notes: Vec<&String> = self.notes.iter().filter(|n| n.as_str() != RATIO_RULE).collect();
+        if !notes.is_empty() {
+            out.push_str("\nNotes:\n\n");
+            for n in notes {
+                out.push_str(&format!("- {n}\n"));
+            }
+        }
+        out
+    }
+
+    /// CSV: one row per arm, then one per block (`level` says which); empty cells are missing.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes\n",
+        );
+        let status = self.status.as_str();
+        for (i, a) in self.arms.iter().enumerate() {
+            let t = &a.totals;
+            out.push_str(&format!(
+                "arm,{status},{i},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\n",
+                csv_field(&a.arm.name),
+                csv_field(&a.arm.spec),
+                t.decisions,
+                t.time_s,
+                csv_num(t.time_per_decision_s),
+                csv_num(t.mean_power_w),
+                csv_num(t.energy_per_decision_j),
+                csv_num(t.active_energy_j),
+                csv_num(t.idle_power_w),
+                csv_num(t.idle_subtracted_energy_j),
+                csv_num(t.idle_subtracted_energy_per_decision_j),
+                csv_num(a.vs_baseline.speed_gain),
+                csv_num(a.vs_baseline.power_ratio),
+                csv_num(a.vs_baseline.energy_gain),
+                a.missed_deadlines.map(|m| m.to_string()).unwrap_or_default(),
+            ));
+        }
+        for b in &self.blocks {
+            let t = &b.totals;
+            let spec = self
+                .arms
+                .iter()
+                .find(|a| a.arm.name == b.arm)
+                .map(|a| a.arm.spec.clone())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "block,{status},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,{},{}\n",
+                b.index,
+                b.cycle,
+                csv_field(&b.arm),
+                csv_field(&spec),
+                t.decisions,
+                t.time_s,
+                csv_num(t.time_per_decision_s),
+                csv_num(t.mean_power_w),
+                csv_num(t.energy_per_decision_j),
+                csv_num(t.active_energy_j),
+                csv_num(t.idle_power_w),
+                csv_num(t.idle_subtracted_energy_j),
+                csv_num(t.idle_subtracted_energy_per_decision_j),
+                b.missed_deadlines.map(|m| m.to_string()).unwrap_or_default(),
+                b.rss_bytes.map(|m| m.to_string()).unwrap_or_default(),
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,678 @@
+//! `laya-bench energy` and `laya-bench doctor` as a user runs them, with scripted `exec:`
+//! meters (small `sh -c` loops printing watts) and a live RAPL fixture tree: a complete run
+//! whose energies are re-derived from the raw samples, every rejection rule, sensors that
+//! cannot be used, equal-load pacing, Ctrl-C and SIGKILL.
+//!
+//! Runs are short (300 ms blocks, 200 ms idle windows, 50 ms sample interval), so the meters
+//! print a line every 50 ms and the bad lines recur, so that they fall inside the run whatever
+//! the start-up time of the process.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use laya_bench::energy::{idle_power, trapezoid_j, Series, WattPoint, Window};
+use laya_bench::power::sampler::{Sample, SampleOutcome};
+use laya_bench::report::energy::EnergyReport;
+use laya_bench::report::raw::{self, Record};
+
+/// Short-run defaults as (flag, value); a test's own flags replace these.
+const FAST: &[(&str, &str)] = &[
+    ("--sample-interval", "50ms"),
+    ("--seconds", "300ms"),
+    ("--idle-seconds", "200ms"),
+    ("--idle-discard", "50ms"),
+    ("--cycles", "1"),
+    ("--warmup", "3"),
+    ("--raw", "r.raw.jsonl"),
+    ("--output", "r.json"),
+];
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+}
+
+/// `energy` with the arms, the sensor, the short-run defaults and `extra` flags (which win).
+fn energy_command(dir: &Path, arms: &[&str], sensor: &str, extra: &[&str]) -> Command {
+    let mut c = bin();
+    c.current_dir(dir).args(["energy", "--no-progress", "--sensor", sensor]);
+    for a in arms {
+        c.args(["--arm", a]);
+    }
+    for (flag, value) in FAST {
+        if !extra.contains(flag) {
+            c.args([flag, value]);
+        }
+    }
+    c.args(extra);
+    c
+}
+
+fn energy(dir: &Path, arms: &[&str], sensor: &str, extra: &[&str]) -> Output {
+    energy_command(dir, arms, sensor, extra).output().expect("run laya-bench")
+}
+
+/// Send `signal` (`-INT`, `-KILL`, `-0`) to a process or, with a negative id, a process group,
+/// with the `kill` utility; whether it was delivered.
+fn kill(signal: &str, id: i32) -> bool {
+    Command::new("kill")
+        .args([signal, "--", &id.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn report(dir: &Path) -> EnergyReport {
+    let text = std::fs::read_to_string(dir.join("r.json")).expect("report written");
+    serde_json::from_str(&text).expect("report parses into its mirror type")
+}
+
+fn samples(dir: &Path) -> (raw::RawRun, Vec<Sample>) {
+    let run = raw::read(&dir.join("r.raw.jsonl")).expect("raw file readable");
+    let s = raw::samples(&run);
+    (run, s)
+}
+
+fn footer(run: &raw::RawRun) -> (String, Option<String>, Vec<String>) {
+    match run.records.last() {
+        Some(Record::Footer { status, reason, rejections, .. }) => (
+            status.clone(),
+            reason.clone(),
+            rejections.iter().map(|r| r.rejection.rule().to_string()).collect(),
+        ),
+        other => panic!("no footer: {other:?}"),
+    }
+}
+
+/// Every sample the sampler sent is in the file, numbered without a hole.
+fn assert_every_sample_kept(run: &raw::RawRun, samples: &[Sample]) {
+    let sent = run
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Sampler(s) => Some(s.samples_sent),
+            _ => None,
+        })
+        .expect("sampler record");
+    assert_eq!(samples.len() as u64, sent);
+    assert!(samples.iter().enumerate().all(|(i, s)| s.seq == i as u64));
+}
+
+fn raw_lines(samples: &[Sample]) -> Vec<String> {
+    samples
+        .iter()
+        .filter_map(|s| match &s.outcome {
+            SampleOutcome::Reading(r) => r.raw.clone(),
+            SampleOutcome::Fault(_) => None,
+        })
+        .collect()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-12)
+}
+
+#[test]
+fn a_complete_run_is_re_derivable_from_its_raw_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    // `t_s,watts` lines cycling through 31.5 … 37.5 W.
+    let meter = "exec:i=0; while true; do i=$((i+1)); echo \"$i.0,$((30 + i % 7)).5\"; sleep 0.05; done";
+    let o = energy(
+        dir.path(),
+        &["base=mock:ok", "slow=mock:ok:delay-us=300"],
+        meter,
+        &["--export-markdown", "r.md", "--export-csv", "r.csv"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    assert_eq!(footer(&run).0, "complete");
+    assert!(run.header.sensor.as_ref().unwrap().live);
+    // Samples carry the meter's own timestamp next to the receive time.
+    let SampleOutcome::Reading(r0) = &samples[0].outcome else { panic!("first sample is a fault") };
+    assert!(r0.source_t_s.is_some() && r0.raw.as_deref().unwrap().contains(','));
+
+    let points: Vec<WattPoint> = samples
+        .iter()
+        .map(|s| match &s.outcome {
+            SampleOutcome::Reading(r) => {
+                WattPoint { t_s: s.t_receive_s(), watts: r.total_power_w().unwrap() }
+            }
+            SampleOutcome::Fault(f) => panic!("fault in a complete run: {f}"),
+        })
+        .collect();
+    let idles: Vec<Window> = run
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Idle { start_ns, end_ns, .. } => {
+                Some(Window::new(*start_ns as f64 / 1e9, *end_ns as f64 / 1e9).unwrap())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(idles.len(), 5, "idle before, between and after the four blocks");
+    let rep = report(dir.path());
+    let mut checked = 0;
+    for rec in &run.records {
+        let Record::Block { index, start_ns, end_ns, .. } = rec else { continue };
+        let block = Window::new(*start_ns as f64 / 1e9, *end_ns as f64 / 1e9).unwrap();
+        let energy = run
+            .records
+            .iter()
+            .find_map(|r| match r {
+                Record::BlockEnergy { index: i, energy, .. } if i == index => *energy,
+                _ => None,
+            })
+            .expect("block energy record");
+        // Re-derive: trapezoid over receive times with interpolated bounds, idle power from the
+        // two adjacent idle windows after the 50 ms discard, idle-subtracted with its sign.
+        let e = trapezoid_j(&points, block).unwrap();
+        assert!(close(energy.energy_j, e, 1e-12), "{} vs {e}", energy.energy_j);
+        let series = Series::Power(&points);
+        let before = idle_power(&series, idles[*index as usize], 0.05).unwrap().power_w;
+        let after = idle_power(&series, idles[*index as usize + 1], 0.05).unwrap().power_w;
+        let idle_w = (before + after) / 2.0;
+        assert!(close(energy.idle_power_w, idle_w, 1e-12));
+        assert!(close(energy.incremental_energy_j, e - idle_w * block.duration_s(), 1e-9));
+        let b = &rep.blocks[*index as usize];
+        assert!(close(b.totals.mean_power_w.unwrap(), e / block.duration_s(), 1e-12));
+        assert!((31.0..=38.0).contains(&b.totals.mean_power_w.unwrap()));
+        checked += 1;
+    }
+    assert_eq!(checked, 4);
+    // Per arm: t = Σ time / decisions, P = Σ E / Σ time, E = P × t; S × R = E_base / E_arm.
+    for a in &rep.arms {
+        let blocks: Vec<_> = rep.blocks.iter().filter(|b| b.arm == a.arm.name).collect();
+        let e: f64 = blocks.iter().map(|b| b.totals.active_energy_j.unwrap()).sum();
+        let t: f64 = blocks.iter().map(|b| b.totals.time_s).sum();
+        let n: u64 = blocks.iter().map(|b| b.totals.decisions).sum();
+        assert_eq!(a.totals.decisions, n);
+        assert!(close(a.totals.mean_power_w.unwrap(), e / t, 1e-12));
+        assert!(close(a.totals.energy_per_decision_j.unwrap(), e / n as f64, 1e-12));
+    }
+    let (base, slow) = (&rep.arms[0].totals, &rep.arms[1].totals);
+    let r = &rep.arms[1].vs_baseline;
+    assert!(close(
+        r.speed_gain.unwrap(),
+        base.time_per_decision_s.unwrap() / slow.time_per_decision_s.unwrap(),
+        1e-12
+    ));
+    assert!(close(r.power_ratio.unwrap(), base.mean_power_w.unwrap() / slow.mean_power_w.unwrap(), 1e-12));
+    assert!(close(
+        r.energy_gain.unwrap(),
+        base.energy_per_decision_j.unwrap() / slow.energy_per_decision_j.unwrap(),
+        1e-9
+    ));
+    assert!(r.speed_gain.unwrap() < 1.0, "the 300 µs arm is slower than the baseline");
+    assert_eq!(rep.arms[0].vs_baseline.energy_gain, Some(1.0));
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    assert!(md.contains("double-counts time"), "{md}");
+    assert!(md.contains("| `slow` |"));
+    let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 + 4, "{csv}");
+    let columns = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == columns), "{csv}");
+    assert!(rep.sampler.unwrap().cpu_time_ns.is_some(), "the sampler's own CPU time is recorded");
+    assert!(rep.blocks.iter().all(|b| b.rss_bytes.is_some()));
+}
+
+#[test]
+fn bad_readings_reject_the_run_naming_every_rule_and_raw_value() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every 8 lines: 40089 W (the published spike), NaN, a garbage line and -3 W.
+    let meter = "exec:i=0; while true; do i=$((i+1)); case $((i % 8)) in 3) echo 40089;; 4) echo nan;; 5) echo garbage;; 6) echo -3;; 7) echo 0;; *) echo 42.5;; esac; sleep 0.05; done";
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("REJECTED"), "{err}");
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    let (status, _, rules) = footer(&run);
+    assert_eq!(status, "rejected");
+    for rule in ["above_cap", "non_finite", "non_positive", "missing_reading"] {
+        assert!(rules.iter().any(|r| r == rule), "{rule} missing from {rules:?}");
+    }
+    // The raw file still holds every reading, bad ones included, verbatim.
+    let lines = raw_lines(&samples);
+    for bad in ["40089", "nan", "-3", "0"] {
+        assert!(lines.iter().any(|l| l == bad), "{bad} not kept: {lines:?}");
+    }
+    assert!(samples
+        .iter()
+        .any(|s| matches!(&s.outcome, SampleOutcome::Fault(f) if f.message.contains("\"garbage\""))));
+    // No energy figure of a rejected run is stored or reported.
+    assert!(!run.records.iter().any(|r| matches!(r, Record::BlockEnergy { .. })));
+    let rep = report(dir.path());
+    assert_eq!(rep.arms[0].totals.mean_power_w, None);
+    assert!(rep.arms[0].totals.missing["mean_power_w"].contains("rejected"));
+    let cap = rep.rejections.iter().find(|r| r.rejection.rule() == "above_cap").unwrap();
+    assert!(cap.message.contains("40089 W, above the 500 W cap"), "{}", cap.message);
+    assert_eq!(cap.evidence[0].raw.as_deref(), Some("40089"));
+    let zero = rep
+        .rejections
+        .iter()
+        .find(|r| r.rejection.rule() == "non_positive" && r.message.contains("reads 0 W"));
+    assert!(zero.is_some(), "0 W is rejected as non-positive, never taken as a reading");
+}
+
+#[test]
+fn one_reading_above_the_cap_rejects_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let meter = "exec:i=0; while true; do i=$((i+1)); if [ $((i % 10)) -eq 5 ]; then echo 40089.0; else echo 61.39; fi; sleep 0.05; done";
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reads 40089 W, above the 500 W cap"), "{}", stderr(&o));
+    let (run, samples) = samples(dir.path());
+    let (status, _, rules) = footer(&run);
+    assert_eq!(status, "rejected");
+    assert!(rules.iter().all(|r| r == "above_cap"), "{rules:?}");
+    assert!(raw_lines(&samples).iter().any(|l| l == "40089.0"));
+    assert!(raw_lines(&samples).iter().filter(|l| *l == "61.39").count() > 10);
+}
+
+#[test]
+fn a_gap_longer_than_two_seconds_rejects_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // The meter goes quiet for 2.5 s after its 16th line, while the run is still going.
+    let meter =
+        "exec:i=0; while true; do i=$((i+1)); echo 42.5; if [ $i -eq 16 ]; then sleep 2.5; fi; sleep 0.05; done";
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &["--cycles", "2"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    let (status, _, rules) = footer(&run);
+    assert_eq!(status, "rejected");
+    assert!(rules.iter().any(|r| r == "gap"), "{rules:?}");
+    let rep = report(dir.path());
+    let gap = rep.rejections.iter().find(|r| r.rejection.rule() == "gap").unwrap();
+    assert!(gap.message.contains("longer than 2.000 s"), "{}", gap.message);
+}
+
+#[test]
+fn a_meter_that_exits_mid_run_stops_the_run_and_rejects_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let meter = "exec:i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo 42.5; sleep 0.05; done; echo meter gone >&2; exit 3";
+    let t = Instant::now();
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &["--cycles", "4"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(t.elapsed() < Duration::from_secs(4), "the rest of the plan is not run after the sensor stopped");
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    let (status, reason, rules) = footer(&run);
+    assert_eq!(status, "rejected");
+    assert!(reason.unwrap().contains("sensor stopped"));
+    assert!(rules.iter().any(|r| r == "sensor_stopped"), "{rules:?}");
+    let rep = report(dir.path());
+    let stop = rep.rejections.iter().find(|r| r.rejection.rule() == "sensor_stopped").unwrap();
+    assert!(
+        stop.message.contains("exit status: 3") && stop.message.contains("meter gone"),
+        "{}",
+        stop.message
+    );
+}
+
+#[test]
+fn a_live_rapl_tree_is_integrated_as_counters_through_a_wrap() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("powercap");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures_power/rapl-server");
+    copy_dir(&fixture, &tree);
+    // package-0 at 20 W; package-1 at 400 W starting 280 J below its wrap (so it wraps about
+    // 0.7 s in); the dram sub-zones (outside the total) at 5 W.
+    let zones: Vec<(PathBuf, f64, u64, u64)> = [
+        ("intel-rapl:0", 20.0, 1_000_000_000u64),
+        ("intel-rapl:1", 400.0, 65_532_610_987 - 280_000_000),
+        ("intel-rapl:0:0", 5.0, 10_000_000),
+        ("intel-rapl:1:0", 5.0, 10_000_000),
+    ]
+    .iter()
+    .map(|(z, w, base)| {
+        let d = tree.join(z);
+        let max: u64 =
+            std::fs::read_to_string(d.join("max_energy_range_uj")).unwrap().trim().parse().unwrap();
+        (d.join("energy_uj"), *w, *base, max)
+    })
+    .collect();
+    let write = move |elapsed_s: f64| {
+        for (path, watts, base, max) in &zones {
+            let uj = (*base + (watts * elapsed_s * 1e6) as u64) % max;
+            // Fixed width, written in place: the sensor keeps the file open and rereads it.
+            let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            f.write_all_at(format!("{uj:020}\n").as_bytes(), 0).unwrap();
+        }
+    };
+    write(0.0);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || {
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            write(start.elapsed().as_secs_f64());
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    let sensor = format!("rapl:{}", tree.display());
+    // A 100 ms interval and a loose cap: the fixture's writer thread may be held up by a busy
+    // machine, and a late update must not read as a frozen counter or a power spike.
+    let slow = [
+        "--sample-interval",
+        "100ms",
+        "--idle-seconds",
+        "300ms",
+        "--seconds",
+        "400ms",
+        "--max-watts",
+        "5000",
+    ];
+    let o = energy(dir.path(), &["a=mock:ok"], &sensor, &slow);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    let rep = report(dir.path());
+    assert_eq!(
+        serde_json::to_value(&rep.series).unwrap(),
+        serde_json::json!({"kind": "counter", "channels": ["package-0", "package-1"]})
+    );
+    // The package-1 counter wrapped while it was sampled, and the energy did not jump.
+    let p1: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| match s.measurement("package-1") {
+            Ok(laya_bench::power::Measurement::EnergyCounterJ { joules, .. }) => Some(joules),
+            _ => None,
+        })
+        .collect();
+    assert!(p1.windows(2).any(|w| w[1] < w[0]), "no wrap was sampled: {p1:?}");
+    for b in &rep.blocks {
+        let p = b.totals.mean_power_w.unwrap();
+        assert!((315.0..=525.0).contains(&p), "block {} mean power {p} W, expected about 420 W", b.index);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn no_usable_sensor_exits_2_before_measuring_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let mut c = bin();
+        c.current_dir(d).args(["energy", "--arm", "a=mock:ok", "--no-progress"]).args(args);
+        c.output().unwrap()
+    };
+    let o = run(&["--sensor", "pstr"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    #[cfg(not(target_os = "macos"))]
+    assert!(stderr(&o).contains("only on macOS"), "{}", stderr(&o));
+    let o = run(&["--sensor", "rapl:/nonexistent/powercap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does not exist") && stderr(&o).contains("exec:CMD"), "{}", stderr(&o));
+    let o = run(&["--sensor", "macmon"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown sensor"), "{}", stderr(&o));
+    // A meter whose first line is not a reading, or that exits at once, never starts a run.
+    let o = run(&["--sensor", "exec:echo power.draw [W]; sleep 5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("gave no reading before measuring"), "{}", stderr(&o));
+    let o = run(&["--sensor", "exec:exit 7"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exit status: 7"), "{}", stderr(&o));
+    // Without --sensor: the platform's own sensors, each with its reason, and a pointer to exec:.
+    if !cfg!(target_os = "macos") && !Path::new("/sys/class/powercap").exists() {
+        let o = run(&[]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("no usable power sensor"), "{err}");
+        assert!(err.contains("  - rapl: ") && err.contains("  - nvml:0: "), "{err}");
+        assert!(err.contains("--sensor exec:CMD"), "{err}");
+    }
+    let files: Vec<_> = std::fs::read_dir(d).unwrap().collect();
+    assert!(files.is_empty(), "nothing is written before measuring: {files:?}");
+}
+
+#[test]
+fn bad_energy_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut c = bin();
+        c.current_dir(dir.path())
+            .args(["energy", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"])
+            .args(args);
+        c.output().unwrap()
+    };
+    for (args, needle) in [
+        (&["--idle-seconds", "500ms", "--idle-discard", "1s"][..], "leaves nothing"),
+        (&["--rate", "0"][..], "--rate must be a positive"),
+        (&["--max-watts", "-5"][..], "--max-watts must be"),
+        (&["--sample-interval", "0"][..], "--sample-interval must be longer than zero"),
+        (&["--seconds", "soon"][..], "--seconds `soon`"),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    // An existing measurement is never replaced silently.
+    std::fs::write(dir.path().join("taken.raw.jsonl"), "x").unwrap();
+    let o = run(&["--raw", "taken.raw.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("taken.raw.jsonl")).unwrap(), "x");
+}
+
+#[test]
+fn equal_load_paces_every_arm_and_counts_missed_deadlines() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 requests/s for 200 ms: 20 calls per block, one due every 10 ms; the slow arm takes
+    // 15 ms a call, so every one of its calls ends after the next was due.
+    let o = energy(
+        dir.path(),
+        &["fast=mock:ok", "slow=mock:ok:delay-us=15000"],
+        "exec:while true; do echo 50; sleep 0.05; done",
+        &["--rate", "100", "--seconds", "200ms"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rep = report(dir.path());
+    assert_eq!(rep.energy_plan.calls_per_block, Some(20));
+    let (fast, slow) = (&rep.arms[0], &rep.arms[1]);
+    assert_eq!(fast.totals.decisions, 40, "every scheduled call is made");
+    assert_eq!(slow.totals.decisions, 40, "late calls are made, never dropped or skipped");
+    assert_eq!(slow.missed_deadlines, Some(40));
+    assert!(fast.missed_deadlines.unwrap() < 40);
+    let (run, _) = samples(dir.path());
+    let mut calls = 0;
+    let mut missed = 0;
+    for r in &run.records {
+        if let Record::Call { arm, scheduled_ns, missed_deadline, .. } = r {
+            assert!(scheduled_ns.is_some());
+            if arm == "slow" {
+                calls += 1;
+                missed += u64::from(*missed_deadline);
+            }
+        }
+        if let Record::Block { start_ns, end_ns, scheduled_calls, .. } = r {
+            assert_eq!(*scheduled_calls, Some(20));
+            assert!(end_ns - start_ns >= 200_000_000, "a paced block lasts its whole schedule");
+        }
+    }
+    assert_eq!((calls, missed), (40, 40));
+    assert!(rep.notes.iter().any(|n| n.contains("Equal-load mode")));
+}
+
+fn spawn_long_run(dir: &Path) -> Child {
+    let meter = "exec:while true; do echo 42.5; sleep 0.05; done";
+    energy_command(dir, &["a=mock:ok"], meter, &["--seconds", "20s", "--cycles", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn laya-bench")
+}
+
+/// Wait until the raw file holds an idle-window record (the run is inside block 0).
+fn wait_for_first_block(dir: &Path) {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        let text = std::fs::read_to_string(dir.join("r.raw.jsonl")).unwrap_or_default();
+        if text.contains("\"record\":\"idle\"") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the run never reached its first block");
+}
+
+fn wait(child: &mut Child) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "laya-bench did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Processes of a process group that are still running (zombies, which only wait for their
+/// parent or init to reap them, are not counted). Linux `/proc`; empty elsewhere.
+fn live_members(group: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return vec![] };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // After the `(comm)` field: state, ppid, pgrp.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let mut f = rest.split_whitespace();
+            let state = f.next()?;
+            let pgrp: i32 = f.nth(1)?.parse().ok()?;
+            (pgrp == group && state != "Z" && state != "X").then_some(pid)
+        })
+        .collect()
+}
+
+/// The meter's process group, from the sensor notes in the header.
+fn meter_group(run: &raw::RawRun) -> i32 {
+    let notes = &run.header.sensor.as_ref().unwrap().notes;
+    let note = notes.iter().find(|n| n.contains("process group")).expect("process group note");
+    note.split("process group ").nth(1).unwrap().split(';').next().unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn ctrl_c_stops_between_calls_and_marks_the_run_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_long_run(dir.path());
+    wait_for_first_block(dir.path());
+    let t = Instant::now();
+    assert!(kill("-INT", child.id() as i32));
+    let status = wait(&mut child);
+    assert!(t.elapsed() < Duration::from_secs(5), "Ctrl-C did not stop the 20 s block promptly");
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("INCOMPLETE"), "{err}");
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    let (status, reason, _) = footer(&run);
+    assert_eq!(status, "incomplete");
+    assert!(reason.unwrap().contains("interrupted"));
+    let block = run.records.iter().find_map(|r| match r {
+        Record::Block { ended_early, calls, .. } => Some((*ended_early, *calls)),
+        _ => None,
+    });
+    let (ended_early, calls) = block.expect("the interrupted block is recorded");
+    assert!(ended_early && calls > 0);
+    let rep = report(dir.path());
+    assert_eq!(rep.status, laya_bench::report::energy::RunStatus::Incomplete);
+    assert_eq!(rep.arms[0].totals.energy_per_decision_j, None);
+    // The meter was killed and reaped with its process group.
+    let group = meter_group(&run);
+    let t = Instant::now();
+    while !live_members(group).is_empty() && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(live_members(group), Vec::<i32>::new(), "the meter's process group is still running");
+}
+
+#[test]
+fn sigkill_leaves_a_raw_file_readable_up_to_its_last_flushed_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_long_run(dir.path());
+    wait_for_first_block(dir.path());
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    wait(&mut child);
+    let (run, samples) = samples(dir.path());
+    // Nobody killed the meter: its group outlives laya-bench until its next write fails.
+    kill("-KILL", -meter_group(&run));
+    assert!(!run.complete, "no footer: an incomplete run");
+    assert!(run.records.iter().any(|r| matches!(r, Record::Idle { .. })));
+    assert!(samples.len() >= 4, "samples streamed during the block were flushed: {}", samples.len());
+    assert!(samples.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+}
+
+#[test]
+fn doctor_lists_every_sensor_and_backend_with_a_reason() {
+    let o = bin().arg("doctor").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for name in [
+        "pstr",
+        "rapl",
+        "nvml:0",
+        "exec:CMD",
+        "replay:RAW",
+        "portable:f32",
+        "coreml:BUNDLE",
+        "mlx:CHECKPOINT",
+        "mock:ok",
+    ] {
+        assert!(out.contains(name), "{name} missing:\n{out}");
+    }
+    let o = bin().args(["doctor", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["sensors"].as_array().unwrap().len(), 5);
+    assert_eq!(v["backends"].as_array().unwrap().len(), 10);
+    for s in v["sensors"].as_array().unwrap().iter().chain(v["backends"].as_array().unwrap()) {
+        assert!(s["usable"].is_boolean() && !s["detail"].as_str().unwrap().is_empty(), "{s}");
+    }
+    if v["default_sensor"].is_null() {
+        assert!(v["default_sensor_missing_reason"].as_str().unwrap().contains("exec:CMD"));
+    }
+}
+
+#[test]
+fn a_replayed_run_is_never_called_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=mock:ok"], "exec:while true; do echo 33.3; sleep 0.05; done", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::rename(dir.path().join("r.raw.jsonl"), dir.path().join("recorded.raw.jsonl")).unwrap();
+    std::fs::remove_file(dir.path().join("r.json")).unwrap();
+    let o = energy(dir.path(), &["a=mock:ok"], "replay:recorded.raw.jsonl", &["--seconds", "100ms"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rep = report(dir.path());
+    assert!(!rep.sensor.live);
+    assert!(rep.notes.iter().any(|n| n.contains("NOT A LIVE MEASUREMENT")));
+    assert!(std::fs::read_to_string(dir.path().join("r.json")).unwrap().contains("\"live\": false"));
+    assert!(close(rep.arms[0].totals.mean_power_w.unwrap(), 33.3, 1e-9));
+}
