@@ -204,7 +204,7 @@ pub fn survey() -> Vec<BackendStatus> {
             spec: format!("portable:{}", p.name()),
             usable: true,
             detail: format!(
-                "portable CPU engine, {} weights and compute, {} thread(s)",
+                "portable CPU engine, {} weights, FP32 activations and compute, {} thread(s)",
                 p.name().to_uppercase(),
                 default_threads()
             ),
