@@ -153,24 +153,35 @@ pub(crate) fn build_setup<'b>(
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         arms.push(Arm { name: name.clone(), spec: spec.clone(), backend, host });
     }
-    let built = if args.workload == "invoice" {
-        workload::invoice(&arms[0].host, args.tokens)
+    let (built, workload) = build_workload(&arms[0].host, &args.workload, args.tokens, args.length)?;
+    Ok(Setup { arms, built, workload })
+}
+
+/// The invoice workload at exactly `tokens` real tokens per row, or the requests of a file;
+/// refused (exit 2) when a row is longer than `length`. Prints the checkpoint's load warnings.
+pub(crate) fn build_workload(
+    host: &Host<'_>,
+    name: &str,
+    tokens: usize,
+    length: usize,
+) -> Result<(workload::Built, protocol::Workload), Failure> {
+    let built = if name == "invoice" {
+        workload::invoice(host, tokens)
             .map_err(|e| Failure::input(anyhow!(e).context("--workload invoice")))?
     } else {
-        workload::from_file(Path::new(&args.workload), &arms[0].host).map_err(Failure::input)?
+        workload::from_file(Path::new(name), host).map_err(Failure::input)?
     };
     let longest = built.tokens_per_row.iter().flatten().copied().max().unwrap_or(0);
-    if longest > args.length {
+    if longest > length {
         return Err(Failure::input(anyhow!(
-            "the workload has a row of {longest} tokens, longer than --length {}; raise --length",
-            args.length
+            "the workload has a row of {longest} tokens, longer than --length {length}; raise --length"
         )));
     }
-    for w in arms[0].host.load_warnings() {
+    for w in host.load_warnings() {
         eprintln!("warning: {w}");
     }
     let workload = protocol::Workload { name: built.name.clone(), requests: built.requests.clone() };
-    Ok(Setup { arms, built, workload })
+    Ok((built, workload))
 }
 
 /// Wall-clock now, Unix seconds.

@@ -23,7 +23,6 @@ use crate::cli::{
 };
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{Host, HostError, StateResult};
-use crate::laya::workload;
 use crate::protocol::{self, answer_label, Arm, BlockLimit, Clock, Observer, Plan, RunError};
 use crate::report::raw::{
     self, ArmInfo, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo,
@@ -260,23 +259,7 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
     let bundle = load_bundle(&w.model.model)?;
     let mut arms = vec![build_arm(&bundle, &choice, w.length)?];
     let invoice = w.workload == "invoice";
-    let built = if invoice {
-        workload::invoice(&arms[0].host, w.tokens)
-            .map_err(|e| Failure::input(anyhow!(e).context("--workload invoice")))?
-    } else {
-        workload::from_file(Path::new(&w.workload), &arms[0].host).map_err(Failure::input)?
-    };
-    let longest = built.tokens_per_row.iter().flatten().copied().max().unwrap_or(0);
-    if longest > w.length {
-        return Err(Failure::input(anyhow!(
-            "the workload has a row of {longest} tokens, longer than --length {}; raise --length",
-            w.length
-        )));
-    }
-    for warning in arms[0].host.load_warnings() {
-        eprintln!("warning: {warning}");
-    }
-    let work = protocol::Workload { name: built.name.clone(), requests: built.requests.clone() };
+    let (built, work) = super::bench::build_workload(&arms[0].host, &w.workload, w.tokens, w.length)?;
     let plan = Plan::saturated(1, BlockLimit::Duration(seconds), w.warmup);
     let mut header = Header {
         schema_version: raw::SCHEMA_VERSION,
