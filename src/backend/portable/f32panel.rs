@@ -103,7 +103,7 @@ fn decode_panel(w: &Matrix, r0: usize, k0: usize, kc: usize, panel: &mut [f32], 
             if full
                 && p.order() == PaletteOrder::RowMajor
                 && p.group_size().is_multiple_of(PANEL_ROWS)
-                && (p.bits() == 8 || (p.bits() == 4 && k0 % 2 == 0)) =>
+                && (p.bits() == 8 || (p.bits() == 4 && k0.is_multiple_of(2))) =>
         {
             let (rb, bits) = (p.row_bytes(), p.bits());
             let entries = 1usize << bits;
