@@ -208,15 +208,29 @@ impl DenseHalf {
 /// Indices are packed per row, least significant bits first (index `c` of a row occupies bits
 /// `[c·bits, (c+1)·bits)` of the row's little-endian bit stream); each row starts on a byte
 /// boundary and takes [`Palettized::row_bytes`] bytes: one byte per index at 8 bits, two
-/// indices per byte at 4 bits (low nibble first), four per three bytes at 6 bits.
+/// indices per byte at 4 bits (low nibble first), four per three bytes at 6 bits. That is
+/// [`PaletteOrder::RowMajor`], the order of palette files; an engine may switch 8-bit
+/// palettes to [`PaletteOrder::Panels16`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Palettized {
     rows: usize,
     cols: usize,
     bits: u8,
     group_size: usize,
+    order: PaletteOrder,
     lut: Vec<f32>,
     indices: Vec<u8>,
+}
+
+/// Order of the indices of a [`Palettized`] matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaletteOrder {
+    /// Packed rows (see [`Palettized`]).
+    RowMajor,
+    /// 8-bit only: rows in panels of 16 (the last zero-padded), column-major inside a panel —
+    /// `(r, c)` at `(r/16)·16·cols + c·16 + r%16` — so 16 output channels of one input column
+    /// are 16 consecutive bytes (the order of a SIMD table-lookup decoder).
+    Panels16,
 }
 
 /// Why a palettized matrix cannot be assembled from its parts.
@@ -284,7 +298,64 @@ impl Palettized {
         if let Some(i) = lut.iter().position(|x| !x.is_finite()) {
             return Err(PaletteShapeError::NonFinite(i));
         }
-        Ok(Self { rows, cols, bits, group_size, lut, indices })
+        Ok(Self { rows, cols, bits, group_size, order: PaletteOrder::RowMajor, lut, indices })
+    }
+    /// Order of [`Self::indices`].
+    pub fn order(&self) -> PaletteOrder {
+        self.order
+    }
+    /// Change the index order in place; false (and unchanged) for [`PaletteOrder::Panels16`]
+    /// at another width than 8 bits.
+    pub fn set_order(&mut self, order: PaletteOrder) -> bool {
+        if order == self.order {
+            return true;
+        }
+        if order == PaletteOrder::Panels16 && self.bits != 8 {
+            return false;
+        }
+        let (rows, cols) = (self.rows, self.cols);
+        let mut out = match order {
+            PaletteOrder::RowMajor => vec![0u8; rows * self.row_bytes()],
+            PaletteOrder::Panels16 => vec![0u8; rows.next_multiple_of(PANEL_ROWS) * cols],
+        };
+        let mut idx = vec![0u8; cols];
+        for r in 0..rows {
+            for (c, v) in idx.iter_mut().enumerate() {
+                *v = self.index_unchecked(r, c);
+            }
+            match order {
+                PaletteOrder::RowMajor => {
+                    let rb = self.row_bytes();
+                    pack_row(&idx, self.bits, &mut out[r * rb..(r + 1) * rb]);
+                }
+                PaletteOrder::Panels16 => {
+                    let base = (r / PANEL_ROWS) * PANEL_ROWS * cols + r % PANEL_ROWS;
+                    for (c, &v) in idx.iter().enumerate() {
+                        out[base + c * PANEL_ROWS] = v;
+                    }
+                }
+            }
+        }
+        self.indices = out;
+        self.order = order;
+        true
+    }
+    /// Same matrix with its indices in `order` (unchanged where [`Self::set_order`] refuses).
+    pub fn into_order(mut self, order: PaletteOrder) -> Self {
+        self.set_order(order);
+        self
+    }
+    /// Index of `(r, c)` (in range).
+    fn index_unchecked(&self, r: usize, c: usize) -> u8 {
+        match self.order {
+            PaletteOrder::RowMajor => {
+                let rb = self.row_bytes();
+                read_index(&self.indices[r * rb..(r + 1) * rb], c, self.bits)
+            }
+            PaletteOrder::Panels16 => {
+                self.indices[(r / PANEL_ROWS) * PANEL_ROWS * self.cols + c * PANEL_ROWS + r % PANEL_ROWS]
+            }
+        }
     }
     /// Rows.
     pub fn rows(&self) -> usize {
@@ -310,7 +381,7 @@ impl Palettized {
     pub fn lut(&self) -> &[f32] {
         &self.lut
     }
-    /// Packed indices, row-major (`rows × row_bytes`).
+    /// Indices in [`Self::order`]: packed rows (`rows × row_bytes`) or 16-row panels.
     pub fn indices(&self) -> &[u8] {
         &self.indices
     }
@@ -327,8 +398,7 @@ impl Palettized {
         if r >= self.rows || c >= self.cols {
             return None;
         }
-        let row = &self.indices[r * self.row_bytes()..(r + 1) * self.row_bytes()];
-        Some(read_index(row, c, self.bits))
+        Some(self.index_unchecked(r, c))
     }
     /// Decode rows `[r0, r1)` as row-major f32 into `out` (`(r1 − r0)·cols` values); false if
     /// the range or the length does not fit.
@@ -337,14 +407,8 @@ impl Palettized {
         if r0 > r1 || r1 > self.rows || out.len() != (r1 - r0) * c {
             return false;
         }
-        let rb = self.row_bytes();
-        let k = 1usize << self.bits;
         for (i, dst) in out.chunks_exact_mut(c.max(1)).enumerate() {
-            let r = r0 + i;
-            let g = r / self.group_size;
-            let lut = &self.lut[g * k..(g + 1) * k];
-            let src = &self.indices[r * rb..(r + 1) * rb];
-            decode_row(src, self.bits, lut, dst);
+            self.decode_row_segment(r0 + i, 0, c, dst);
         }
         true
     }
@@ -356,6 +420,12 @@ impl Palettized {
         let k = 1usize << self.bits;
         let g = r / self.group_size;
         let lut = &self.lut[g * k..(g + 1) * k];
+        if self.order == PaletteOrder::Panels16 {
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = lut[self.index_unchecked(r, c0 + j) as usize];
+            }
+            return true;
+        }
         let row = &self.indices[r * self.row_bytes()..(r + 1) * self.row_bytes()];
         let b = self.bits as usize;
         let aligned = (c0 * b).is_multiple_of(8) && (self.bits != 6 || c0.is_multiple_of(4));
@@ -495,6 +565,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn palette_orders_round_trip() {
+        let (rows, cols) = (37, 5);
+        let idx: Vec<u8> = (0..rows * cols).map(|i| (i * 97 % 256) as u8).collect();
+        let lut: Vec<f32> = (0..2 * 256).map(|i| i as f32).collect();
+        let p = Palettized::from_parts(rows, cols, 8, 32, lut, idx).unwrap();
+        let q = p.clone().into_order(PaletteOrder::Panels16);
+        assert_eq!(q.order(), PaletteOrder::Panels16);
+        assert_eq!(q.indices().len(), 48 * cols);
+        let (mut a, mut b) = (vec![0.0; rows * cols], vec![0.0; rows * cols]);
+        assert!(p.decode_rows(0, rows, &mut a) && q.decode_rows(0, rows, &mut b));
+        assert_eq!(a, b);
+        assert_eq!(q.index(33, 4), p.index(33, 4));
+        assert_eq!(q.into_order(PaletteOrder::RowMajor), p);
+        let mut four = Palettized::from_parts(2, 2, 4, 32, vec![0.0; 16], vec![0; 2]).unwrap();
+        assert!(!four.set_order(PaletteOrder::Panels16));
+        assert_eq!(four.order(), PaletteOrder::RowMajor);
     }
 
     #[test]

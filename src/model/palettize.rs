@@ -41,7 +41,7 @@ use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::{Deserialize, Serialize};
 
-use super::lowp::{pack_row, PaletteShapeError, Palettized};
+use super::lowp::{pack_row, PaletteOrder, PaletteShapeError, Palettized};
 use super::synthetic::SplitMix64;
 use super::weights::{DecisionWeights, Matrix, TensorRef, WeightsError};
 use crate::laya::config::{AgentConfig, EncoderConfig};
@@ -545,6 +545,13 @@ pub fn write_palette(w: &DecisionWeights, meta: &PaletteMeta) -> Result<Vec<u8>,
     let mut bad = None;
     w.visit_tensors(&mut |name, t| match t {
         TensorRef::Matrix(Matrix::Palettized(p)) => {
+            let row_major;
+            let p = if p.order() == PaletteOrder::RowMajor {
+                p
+            } else {
+                row_major = p.clone().into_order(PaletteOrder::RowMajor);
+                &row_major
+            };
             if p.bits() != meta.bits || p.group_size() != meta.group_size {
                 bad.get_or_insert(format!(
                     "matrix `{name}` has {} bits and group size {}, the metadata says {} and {}",

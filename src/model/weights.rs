@@ -9,7 +9,7 @@ use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 
-pub use super::lowp::{DenseHalf, HalfKind, HalfOrder, Palettized};
+pub use super::lowp::{DenseHalf, HalfKind, HalfOrder, PaletteOrder, Palettized};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig};
 
 /// A checkpoint that cannot be used, naming the file, the tensor and what to do.
@@ -290,8 +290,13 @@ impl Matrix {
         }
         match self {
             Matrix::F32(m) => {
-                for (j, o) in out.iter_mut().enumerate() {
-                    *o = m.get(r, c0 + j).unwrap_or(0.0);
+                match m.layout {
+                    Layout::RowMajor => out.copy_from_slice(&m.data[r * m.cols + c0..r * m.cols + c1]),
+                    Layout::ColMajor => {
+                        for (j, o) in out.iter_mut().enumerate() {
+                            *o = m.data[(c0 + j) * m.rows + r];
+                        }
+                    }
                 }
                 true
             }

@@ -15,8 +15,8 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::linalg::{DstPtr, Split};
-use crate::model::lowp::{DenseHalf, HalfKind, HalfOrder, PANEL_ROWS};
-use crate::model::weights::Matrix;
+use crate::model::lowp::{DenseHalf, HalfKind, HalfOrder, PaletteOrder, PANEL_ROWS};
+use crate::model::weights::{Layout, Matrix};
 
 /// Rows of `x` per register tile.
 const MR: usize = 6;
@@ -45,6 +45,20 @@ pub(crate) fn available() -> bool {
     false
 }
 
+/// Whether this CPU runs the 8-bit table-lookup decoder (AVX-512 BW and VBMI byte permutes).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn lut8_available() -> bool {
+    available()
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+}
+
+/// Whether this CPU runs the 8-bit table-lookup decoder (never off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn lut8_available() -> bool {
+    false
+}
+
 /// Decode rows `[r0, r0 + 16)` (rows past the end as zeros), columns `[k0, k0 + kc)` of `w`
 /// into `panel` (`kc × 16`, `panel[k·16 + r]`). `row` is scratch.
 fn decode_panel(w: &Matrix, r0: usize, k0: usize, kc: usize, panel: &mut [f32], row: &mut Vec<f32>) {
@@ -52,10 +66,67 @@ fn decode_panel(w: &Matrix, r0: usize, k0: usize, kc: usize, panel: &mut [f32], 
     if rows < PANEL_ROWS {
         panel.fill(0.0);
     }
+    let full = rows == PANEL_ROWS;
     match w {
         Matrix::F16(h) if h.order() == HalfOrder::Pairs16 => pairs_panel(h, HalfKind::F16, r0, k0, kc, panel),
         Matrix::BF16(h) if h.order() == HalfOrder::Pairs16 => {
             pairs_panel(h, HalfKind::BF16, r0, k0, kc, panel)
+        }
+        Matrix::F32(d) if full && d.layout() == Layout::RowMajor => {
+            let c = d.cols();
+            let src: [&[f32]; PANEL_ROWS] =
+                std::array::from_fn(|r| &d.data()[(r0 + r) * c + k0..(r0 + r) * c + k0 + kc]);
+            for (k, out) in panel.chunks_exact_mut(PANEL_ROWS).take(kc).enumerate() {
+                for (o, s) in out.iter_mut().zip(&src) {
+                    *o = s[k];
+                }
+            }
+        }
+        Matrix::Palettized(p)
+            if p.order() == PaletteOrder::Panels16 && p.group_size().is_multiple_of(PANEL_ROWS) =>
+        {
+            let g = r0 / p.group_size();
+            let lut = &p.lut()[g * 256..(g + 1) * 256];
+            let base = (r0 / PANEL_ROWS) * PANEL_ROWS * p.cols() + k0 * PANEL_ROWS;
+            let src = &p.indices()[base..base + kc * PANEL_ROWS];
+            #[cfg(target_arch = "x86_64")]
+            if lut8_available() {
+                // SAFETY: AVX-512F/BW/VBMI checked at run time.
+                unsafe { avx512::lut8_panel(src, lut, panel) };
+                return;
+            }
+            for (o, &i) in panel.iter_mut().zip(src) {
+                *o = lut[i as usize];
+            }
+        }
+        Matrix::Palettized(p)
+            if full
+                && p.order() == PaletteOrder::RowMajor
+                && p.group_size().is_multiple_of(PANEL_ROWS)
+                && (p.bits() == 8 || (p.bits() == 4 && k0.is_multiple_of(2))) =>
+        {
+            let (rb, bits) = (p.row_bytes(), p.bits());
+            let entries = 1usize << bits;
+            let g = r0 / p.group_size();
+            let lut = &p.lut()[g * entries..(g + 1) * entries];
+            let b0 = k0 * bits as usize / 8;
+            let nb = (kc * bits as usize).div_ceil(8);
+            let src: [&[u8]; PANEL_ROWS] =
+                std::array::from_fn(|r| &p.indices()[(r0 + r) * rb + b0..(r0 + r) * rb + b0 + nb]);
+            if bits == 8 {
+                for (k, out) in panel.chunks_exact_mut(PANEL_ROWS).take(kc).enumerate() {
+                    for (o, s) in out.iter_mut().zip(&src) {
+                        *o = lut[s[k] as usize];
+                    }
+                }
+            } else {
+                for (k, out) in panel.chunks_exact_mut(PANEL_ROWS).take(kc).enumerate() {
+                    let shift = 4 * (k % 2);
+                    for (o, s) in out.iter_mut().zip(&src) {
+                        *o = lut[((s[k / 2] >> shift) & 15) as usize];
+                    }
+                }
+            }
         }
         _ => {
             row.resize(kc, 0.0);
@@ -94,11 +165,11 @@ fn pairs_panel(h: &DenseHalf, kind: HalfKind, r0: usize, k0: usize, kc: usize, p
     }
 }
 
-/// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias) for a non-FP32 weight. Returns false, doing
-/// nothing, when the kernel cannot run here, the weight is FP32, or a slice is too short.
+/// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias) for a weight in any precision. Returns false,
+/// doing nothing, when the kernel cannot run here or a slice is too short.
 pub(crate) fn linear(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split: Split) -> bool {
     let (k, out) = (w.cols(), w.rows());
-    if !available() || matches!(w, Matrix::F32(_)) || x.len() < m * k || y.len() < m * out {
+    if !available() || x.len() < m * k || y.len() < m * out {
         return false;
     }
     if m == 0 || out == 0 {
@@ -203,6 +274,83 @@ mod avx512 {
                     *o = kind.decode(v);
                 }
             }
+        }
+    }
+
+    /// Decode 8-bit indices in panel order (`idx[k·16 + r]`) through a 256-entry table into
+    /// `panel[k·16 + r]` (`panel.len() ≥ idx.len()`).
+    ///
+    /// Each f32 entry of the table is split into four byte planes held in registers; 64
+    /// indices at a time look up one byte per plane with two-table byte permutes
+    /// (`vpermt2b`, 7 index bits) blended on the eighth bit, and unpacking the four planes
+    /// rebuilds the 64 f32 values (the indices are pre-permuted so they come out in order).
+    ///
+    /// # Safety
+    /// AVX-512F, AVX-512BW and AVX-512 VBMI; `lut.len() ≥ 256`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn lut8_panel(idx: &[u8], lut: &[f32], panel: &mut [f32]) {
+        let n = idx.len().min(panel.len());
+        if lut.len() < 256 {
+            return;
+        }
+        // planes[p][q]: byte p of entries 64q..64q+64
+        let mut planes = [[_mm512_setzero_si512(); 4]; 4];
+        for (p, plane) in planes.iter_mut().enumerate() {
+            for (q, reg) in plane.iter_mut().enumerate() {
+                let mut r = _mm512_setzero_si512();
+                for j in 0..4 {
+                    // SAFETY: entries 64q + 16j .. + 16 < 256 ≤ lut.len().
+                    let v =
+                        _mm512_castps_si512(unsafe { _mm512_loadu_ps(lut.as_ptr().add(64 * q + 16 * j)) });
+                    let bytes = _mm512_cvtepi32_epi8(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * p as i32)));
+                    r = match j {
+                        0 => _mm512_inserti32x4::<0>(r, bytes),
+                        1 => _mm512_inserti32x4::<1>(r, bytes),
+                        2 => _mm512_inserti32x4::<2>(r, bytes),
+                        _ => _mm512_inserti32x4::<3>(r, bytes),
+                    };
+                }
+                *reg = r;
+            }
+        }
+        // After the two unpack stages, output register z, 128-bit lane l, slot s holds the value
+        // of input byte 16l + 4z + s; pre-permute so that it is element 16z + 4l + s.
+        let mut order = [0u8; 64];
+        for z in 0..4 {
+            for l in 0..4 {
+                for s in 0..4 {
+                    order[16 * l + 4 * z + s] = (16 * z + 4 * l + s) as u8;
+                }
+            }
+        }
+        // SAFETY: a 64-byte read of a 64-byte array.
+        let order = unsafe { _mm512_loadu_si512(order.as_ptr() as *const __m512i) };
+        let mut i = 0;
+        while i + 64 <= n {
+            // SAFETY: i + 64 ≤ n ≤ both lengths: one 64-byte read, four 64-byte writes.
+            unsafe {
+                let raw = _mm512_loadu_si512(idx.as_ptr().add(i) as *const __m512i);
+                let ix = _mm512_permutexvar_epi8(order, raw);
+                let high = _mm512_movepi8_mask(ix);
+                let b: [__m512i; 4] = std::array::from_fn(|p| {
+                    let lo = _mm512_permutex2var_epi8(planes[p][0], ix, planes[p][1]);
+                    let hi = _mm512_permutex2var_epi8(planes[p][2], ix, planes[p][3]);
+                    _mm512_mask_blend_epi8(high, lo, hi)
+                });
+                let ab_lo = _mm512_unpacklo_epi8(b[0], b[1]);
+                let ab_hi = _mm512_unpackhi_epi8(b[0], b[1]);
+                let cd_lo = _mm512_unpacklo_epi8(b[2], b[3]);
+                let cd_hi = _mm512_unpackhi_epi8(b[2], b[3]);
+                let o = panel.as_mut_ptr().add(i) as *mut __m512i;
+                _mm512_storeu_si512(o, _mm512_unpacklo_epi16(ab_lo, cd_lo));
+                _mm512_storeu_si512(o.add(1), _mm512_unpackhi_epi16(ab_lo, cd_lo));
+                _mm512_storeu_si512(o.add(2), _mm512_unpacklo_epi16(ab_hi, cd_hi));
+                _mm512_storeu_si512(o.add(3), _mm512_unpackhi_epi16(ab_hi, cd_hi));
+            }
+            i += 64;
+        }
+        for j in i..n {
+            panel[j] = lut[idx[j] as usize];
         }
     }
 

@@ -306,7 +306,8 @@ pub(crate) fn linear(x: &[f32], m: usize, lin: &Linear, y: &mut [f32], accumulat
         ),
         Matrix::BF16(h)
             if h.order() == HalfOrder::Pairs16 && super::bf16dot::linear(x, m, h, y, accumulate, split) => {}
-        w if super::f32panel::linear(x, m, w, y, accumulate, split) => {}
+        w @ (Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_))
+            if super::f32panel::linear(x, m, w, y, accumulate, split) => {}
         w => tiled(x, m, w, y, accumulate, split),
     }
     if let Some(b) = &lin.bias {
@@ -390,6 +391,26 @@ mod tests {
             }
             if let Matrix::F16(h) = f32m.to_half(HalfKind::F16) {
                 variants.push(("f16 pairs", Matrix::F16(h.into_order(HalfOrder::Pairs16)), false));
+            }
+            if let Matrix::Palettized(p) = palettized(out, inp, &w, 8) {
+                let p = p.into_order(crate::model::lowp::PaletteOrder::Panels16);
+                variants.push(("w8 panels", Matrix::Palettized(p), false));
+            }
+            // the panel kernel on FP32 weights (not the engine's FP32 path, kept correct anyway)
+            if super::super::f32panel::available() {
+                let want = naive(&x, m, &w, out, inp);
+                let mut y = vec![f32::NAN; m * out];
+                assert!(pool.install(|| super::super::f32panel::linear(
+                    &x,
+                    m,
+                    &f32m,
+                    &mut y,
+                    false,
+                    Split::Gemm(2)
+                )));
+                for (a, b) in y.iter().zip(&want) {
+                    assert!((a - b).abs() <= 1e-5 * (b.abs() + inp as f32), "f32 panel {m}x{inp}x{out}");
+                }
             }
             for (name, weight, rounds_x) in variants {
                 let wd = weight.to_row_major_f32().unwrap();
@@ -477,7 +498,9 @@ mod timing {
         {
             use crate::model::palettize::{palettize_matrix, PaletteConfig};
             let p = palettize_matrix(&f32m, "w", 0, &PaletteConfig::new(8)).unwrap().0;
-            variants.push(("w8", Matrix::Palettized(p)));
+            variants.push(("w8", Matrix::Palettized(p.clone())));
+            let p = p.into_order(crate::model::lowp::PaletteOrder::Panels16);
+            variants.push(("w8 panels", Matrix::Palettized(p)));
         }
         let flop = 2.0 * (m * inp * out) as f64;
         for (name, weight) in variants {
@@ -500,6 +523,22 @@ mod timing {
                 times.sort_by(f64::total_cmp);
                 let med = times[times.len() / 2];
                 println!("{name:>11} {split:?}: {:.3} ms, {:.1} GFLOP/s", med * 1e3, flop / med / 1e9);
+                let mut times: Vec<f64> = (0..25)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        pool.install(|| {
+                            super::super::f32panel::linear(&x, m, &lin.weight, &mut y, false, split)
+                        });
+                        t.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                let med = times[times.len() / 2];
+                println!(
+                    "{name:>11} {split:?} f32 panel kernel: {:.3} ms, {:.1} GFLOP/s",
+                    med * 1e3,
+                    flop / med / 1e9
+                );
             }
             let mut buf = vec![0.0f32; out * inp];
             let t = std::time::Instant::now();

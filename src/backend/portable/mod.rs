@@ -25,7 +25,7 @@ use self::attention::{apply_rope, attention, merge_heads, window_template, AttnS
 use self::linalg::{linear, Split};
 use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
-use crate::model::lowp::HalfOrder;
+use crate::model::lowp::{HalfOrder, PaletteOrder};
 use crate::model::ops;
 use crate::model::tail::action_features;
 use crate::model::weights::{DecisionWeights, Layout, Linear, Matrix, WeightBytes};
@@ -690,6 +690,11 @@ fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
             Matrix::BF16(h) => h.set_order(if dot { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
             // the FP32 panel kernel decodes Pairs16 FP16 with vector shuffles
             Matrix::F16(h) => h.set_order(if panel { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
+            // and 8-bit palettes in panel order with byte permutes
+            Matrix::Palettized(p) => {
+                let lut8 = f32panel::lut8_available() && p.group_size().is_multiple_of(16);
+                p.set_order(if lut8 { PaletteOrder::Panels16 } else { PaletteOrder::RowMajor });
+            }
             m => m.set_layout(tuning.weight_layout),
         }
     }
