@@ -300,11 +300,13 @@ pub(crate) struct Plan {
     pub split: Split,
     /// Allow the BF16 pair-dot kernel.
     pub bf16_dot: bool,
+    /// Multiply FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
+    pub f32_panel: bool,
 }
 
 impl From<Split> for Plan {
     fn from(split: Split) -> Self {
-        Plan { split, bf16_dot: true }
+        Plan { split, bf16_dot: true, f32_panel: false }
     }
 }
 
@@ -318,9 +320,10 @@ pub(crate) fn linear(
     accumulate: bool,
     plan: impl Into<Plan>,
 ) {
-    let Plan { split, bf16_dot } = plan.into();
+    let Plan { split, bf16_dot, f32_panel } = plan.into();
     let (inp, out) = (lin.in_features(), lin.out_features());
     match &lin.weight {
+        w @ Matrix::F32(_) if f32_panel && super::f32panel::linear(x, m, w, y, accumulate, split) => {}
         Matrix::F32(w) => matmul(
             ViewMut::rows(y, 0, m, out, out),
             View::rows(x, 0, m, inp, inp),
@@ -470,7 +473,7 @@ mod tests {
                     // BF16 pairs with the pair-dot kernel disallowed: decoded, f32 activations
                     if name == "bf16 pairs" {
                         let want = naive(&x, m, &wd, out, inp);
-                        let plan = Plan { split, bf16_dot: false };
+                        let plan = Plan { split, bf16_dot: false, f32_panel: false };
                         let mut y = vec![f32::NAN; m * out];
                         pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
                         for (i, (a, b)) in y.iter().zip(&want).enumerate() {

@@ -72,6 +72,9 @@ pub struct Tuning {
     pub gemm: GemmThreading,
     /// How BF16 weights are multiplied.
     pub bf16: Bf16Kernel,
+    /// Multiply FP32 weights with the panel kernel of the other precisions instead of `gemm`
+    /// (where AVX-512F exists), to separate kernel from precision effects in comparisons.
+    pub f32_panel: bool,
 }
 
 /// How the engine multiplies with BF16 weights.
@@ -104,7 +107,12 @@ pub const DEFAULT_BF16_KERNEL: Bf16Kernel = Bf16Kernel::Dot;
 
 impl Default for Tuning {
     fn default() -> Self {
-        Self { weight_layout: WEIGHT_LAYOUT, gemm: GemmThreading::Rayon, bf16: DEFAULT_BF16_KERNEL }
+        Self {
+            weight_layout: WEIGHT_LAYOUT,
+            gemm: GemmThreading::Rayon,
+            bf16: DEFAULT_BF16_KERNEL,
+            f32_panel: false,
+        }
     }
 }
 
@@ -472,7 +480,8 @@ impl PortableBackend {
             (t, GemmThreading::Rayon) => Split::Gemm(t),
             (t, GemmThreading::Columns) => Split::Columns(t),
         };
-        let par = Plan { split, bf16_dot: self.tuning.bf16 == Bf16Kernel::Dot };
+        let par =
+            Plan { split, bf16_dot: self.tuning.bf16 == Bf16Kernel::Dot, f32_panel: self.tuning.f32_panel };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
