@@ -7,9 +7,10 @@
 //! L96 for the multilingual shape) and the weight bytes (projections, and the whole model);
 //! `--precision` takes one name, a comma list, or `all` (f32, f16, bf16, w8); default f32.
 //! `--profile` adds a per-stage breakdown.
-//! `--compare` also times, for f32, the engine with the other weight layout and with
-//! single-threaded Linear products, and for bf16 the decode-to-f32 product next to the
-//! AVX-512 BF16 pair-dot kernel, in one process so the variants are side by side.
+//! `--compare` also times, for f32, the engine with the other weight layout, with the FP32
+//! panel kernel the other precisions use instead of `gemm`, and with single-threaded Linear
+//! products; for bf16 the decode-to-f32 product next to the AVX-512 BF16 pair-dot kernel; in
+//! one process so the variants are side by side.
 
 use std::time::Instant;
 
@@ -143,6 +144,7 @@ fn main() {
                 Layout::ColMajor => Layout::RowMajor,
             };
             variants.push(("other layout", Tuning { weight_layout: other, ..Tuning::default() }));
+            variants.push(("panel kernel", Tuning { f32_panel: true, ..Tuning::default() }));
             for (name, gemm) in [
                 ("gemm rayon", GemmThreading::Rayon),
                 ("column split", GemmThreading::Columns),

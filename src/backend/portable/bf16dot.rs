@@ -211,6 +211,7 @@ mod avx512 {
                 // SAFETY: bit casts between 512-bit vector types of the same size.
                 let av: __m512bh = unsafe { std::mem::transmute(_mm512_set1_epi32(pair as i32)) };
                 for (s, bj) in row.iter_mut().zip(&b) {
+                    // SAFETY: a bit cast between 512-bit vector types of the same size.
                     let bv: __m512bh = unsafe { std::mem::transmute(*bj) };
                     *s = _mm512_dpbf16_ps(*s, av, bv);
                 }

@@ -291,11 +291,39 @@ fn tiled(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split
     }
 }
 
+/// How a Linear product runs: the thread split, and whether BF16 weights in
+/// [`HalfOrder::Pairs16`] may take the pair-dot kernel (which rounds activations to BF16) or
+/// must be decoded to f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Thread split.
+    pub split: Split,
+    /// Allow the BF16 pair-dot kernel.
+    pub bf16_dot: bool,
+    /// Multiply FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
+    pub f32_panel: bool,
+}
+
+impl From<Split> for Plan {
+    fn from(split: Split) -> Self {
+        Plan { split, bf16_dot: true, f32_panel: false }
+    }
+}
+
 /// `y[m, out] (=|+=) x[m, in] Wᵀ + b` for `m` rows of `x` (row stride `in`) into `y` (row
 /// stride `out`). With `accumulate` the product (and bias) is added to `y` (a residual).
-pub(crate) fn linear(x: &[f32], m: usize, lin: &Linear, y: &mut [f32], accumulate: bool, split: Split) {
+pub(crate) fn linear(
+    x: &[f32],
+    m: usize,
+    lin: &Linear,
+    y: &mut [f32],
+    accumulate: bool,
+    plan: impl Into<Plan>,
+) {
+    let Plan { split, bf16_dot, f32_panel } = plan.into();
     let (inp, out) = (lin.in_features(), lin.out_features());
     match &lin.weight {
+        w @ Matrix::F32(_) if f32_panel && super::f32panel::linear(x, m, w, y, accumulate, split) => {}
         Matrix::F32(w) => matmul(
             ViewMut::rows(y, 0, m, out, out),
             View::rows(x, 0, m, inp, inp),
@@ -305,7 +333,9 @@ pub(crate) fn linear(x: &[f32], m: usize, lin: &Linear, y: &mut [f32], accumulat
             split,
         ),
         Matrix::BF16(h)
-            if h.order() == HalfOrder::Pairs16 && super::bf16dot::linear(x, m, h, y, accumulate, split) => {}
+            if bf16_dot
+                && h.order() == HalfOrder::Pairs16
+                && super::bf16dot::linear(x, m, h, y, accumulate, split) => {}
         w @ (Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_))
             if super::f32panel::linear(x, m, w, y, accumulate, split) => {}
         w => tiled(x, m, w, y, accumulate, split),
@@ -439,6 +469,17 @@ mod tests {
                     for (i, (a, b)) in y.iter().zip(&want).enumerate() {
                         let tol = 2e-5 * (scale[i] + 1.0);
                         assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
+                    }
+                    // BF16 pairs with the pair-dot kernel disallowed: decoded, f32 activations
+                    if name == "bf16 pairs" {
+                        let want = naive(&x, m, &wd, out, inp);
+                        let plan = Plan { split, bf16_dot: false, f32_panel: false };
+                        let mut y = vec![f32::NAN; m * out];
+                        pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
+                        for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                            let tol = 1e-5 * (scale[i] + 1.0);
+                            assert!((a - (b + bias[i % out])).abs() <= tol, "bf16 pairs decoded [{i}]");
+                        }
                     }
                     // the portable fallback (decode tiles + gemm), whatever the CPU
                     if !rounds_x {

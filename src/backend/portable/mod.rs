@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 use self::attention::{apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope};
-use self::linalg::{linear, Split};
+use self::linalg::{linear, Plan, Split};
 use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
 use crate::model::lowp::{HalfOrder, PaletteOrder};
@@ -72,6 +72,9 @@ pub struct Tuning {
     pub gemm: GemmThreading,
     /// How BF16 weights are multiplied.
     pub bf16: Bf16Kernel,
+    /// Multiply FP32 weights with the panel kernel of the other precisions instead of `gemm`
+    /// (where AVX-512F exists), to separate kernel from precision effects in comparisons.
+    pub f32_panel: bool,
 }
 
 /// How the engine multiplies with BF16 weights.
@@ -104,7 +107,12 @@ pub const DEFAULT_BF16_KERNEL: Bf16Kernel = Bf16Kernel::Dot;
 
 impl Default for Tuning {
     fn default() -> Self {
-        Self { weight_layout: WEIGHT_LAYOUT, gemm: GemmThreading::Rayon, bf16: DEFAULT_BF16_KERNEL }
+        Self {
+            weight_layout: WEIGHT_LAYOUT,
+            gemm: GemmThreading::Rayon,
+            bf16: DEFAULT_BF16_KERNEL,
+            f32_panel: false,
+        }
     }
 }
 
@@ -280,10 +288,11 @@ impl PortableBackend {
         let threads = if pool.is_some() { threads } else { 1 };
         let isa = if ops::has_avx2() { "avx2+fma" } else { "generic" };
         let precision = weights_precision(&w);
-        let bf16_dot = w
-            .projections()
-            .iter()
-            .any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if h.order() == HalfOrder::Pairs16));
+        let bf16_dot = tuning.bf16 == Bf16Kernel::Dot
+            && bf16dot::available()
+            && w.projections()
+                .iter()
+                .any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if h.order() == HalfOrder::Pairs16));
         let kernel = match precision.as_str() {
             "f32" => String::new(),
             "bf16" if bf16_dot => ", bf16 weights: avx512_bf16 pair-dot, bf16 activations".into(),
@@ -466,11 +475,13 @@ impl PortableBackend {
         let dm = self.dims;
         let (d, inter) = (dm.d, dm.inter);
         let bl = bn * l;
-        let par = match (self.threads, self.tuning.gemm) {
+        let split = match (self.threads, self.tuning.gemm) {
             (1, _) | (_, GemmThreading::Single) => Split::Single,
             (t, GemmThreading::Rayon) => Split::Gemm(t),
             (t, GemmThreading::Columns) => Split::Columns(t),
         };
+        let par =
+            Plan { split, bf16_dot: self.tuning.bf16 == Bf16Kernel::Dot, f32_panel: self.tuning.f32_panel };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
@@ -686,8 +697,10 @@ fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
     let panel = f32panel::available();
     for (_, l) in w.projections_mut() {
         match &mut l.weight {
-            // Pairs16 BF16 selects the pair-dot kernel in `linalg::linear`
-            Matrix::BF16(h) => h.set_order(if dot { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
+            // the pair-dot kernel reads Pairs16; so does the FP32 panel kernel's vector decoder
+            Matrix::BF16(h) => {
+                h.set_order(if dot || panel { HalfOrder::Pairs16 } else { HalfOrder::RowMajor })
+            }
             // the FP32 panel kernel decodes Pairs16 FP16 with vector shuffles
             Matrix::F16(h) => h.set_order(if panel { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
             // and 8-bit palettes in panel order with byte permutes
