@@ -57,17 +57,21 @@ pub(crate) fn positive_duration(flag: &str, value: &str) -> Result<Duration, Fai
 pub(crate) fn check_inputs(args: &RunArgs, specs: &[(String, String)]) -> Result<Vec<BackendSpec>, Failure> {
     let parsed: Vec<BackendSpec> =
         specs.iter().map(|(_, s)| BackendSpec::parse(s)).collect::<Result<_, _>>().map_err(Failure::input)?;
-    if args.length == 0 {
+    check_length(&args.workload, args.tokens, args.length)?;
+    Ok(parsed)
+}
+
+/// `--length` must be positive and, for the invoice workload, hold `--tokens` (exit 2).
+pub(crate) fn check_length(workload: &str, tokens: usize, length: usize) -> Result<(), Failure> {
+    if length == 0 {
         return Err(Failure::input(anyhow!("--length must be at least 1")));
     }
-    if args.workload == "invoice" && args.tokens > args.length {
+    if workload == "invoice" && tokens > length {
         return Err(Failure::input(anyhow!(
-            "--tokens {} does not fit --length {}: rows are padded up to the length, never cut; raise --length or lower --tokens",
-            args.tokens,
-            args.length
+            "--tokens {tokens} does not fit --length {length}: rows are padded up to the length, never cut; raise --length or lower --tokens"
         )));
     }
-    Ok(parsed)
+    Ok(())
 }
 
 /// `speed-20261129T151500Z` style stem from the current UTC time.

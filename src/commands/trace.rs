@@ -81,17 +81,7 @@ fn duration_arg(flag: &str, text: &str, allow_zero: bool) -> Result<Duration, Fa
 }
 
 fn check_shape(w: &TraceWorkloadArgs) -> Result<(), Failure> {
-    if w.length == 0 {
-        return Err(Failure::input(anyhow!("--length must be at least 1")));
-    }
-    if w.workload == "invoice" && w.tokens > w.length {
-        return Err(Failure::input(anyhow!(
-            "--tokens {} does not fit --length {}: rows are padded up to the length, never cut; raise --length or lower --tokens",
-            w.tokens,
-            w.length
-        )));
-    }
-    Ok(())
+    super::bench::check_length(&w.workload, w.tokens, w.length)
 }
 
 // ---------------------------------------------------------------------------------------------
