@@ -1,5 +1,5 @@
 //! The Snake workload's pure core: rules, planner features, prompts, policy and shield,
-//! recordings (docs: snake.md).
+//! recordings, the host-path model arm, the paired check and the rate benchmark (docs: snake.md).
 //!
 //! Everything here is deterministic and model-free. The model is reached only through
 //! [`policy::Predictor`]: the planner hands it the state and questions as JSON values exactly as
@@ -8,9 +8,12 @@
 
 pub mod features;
 pub mod game;
+pub mod host_predictor;
+pub mod paired;
 pub mod policy;
 pub mod prompt;
 pub mod pyrandom;
+pub mod rate;
 pub mod recording;
 
 pub use features::{Features, MoveInfo, MoveReason};

@@ -94,8 +94,8 @@ pub struct FrameStats {
     pub paused: bool,
     /// Seconds since the run started.
     pub elapsed: f64,
-    /// Decisions per second over the last 60 frames.
-    pub steps_per_second: f64,
+    /// Decisions per second over the last 60 frames; `null` until two frames exist.
+    pub steps_per_second: Option<f64>,
 }
 
 /// One decision: the board before the move, the decision and the stats.

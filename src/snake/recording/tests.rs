@@ -14,7 +14,7 @@ fn stats(interventions: u64, round: u64) -> FrameStats {
         round,
         paused: false,
         elapsed: 0.0,
-        steps_per_second: 0.0,
+        steps_per_second: None,
     }
 }
 
