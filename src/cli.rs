@@ -48,6 +48,12 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench energy --sensor rapl --arm f32=portable:f32\n  laya-bench energy --sensor 'exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500' --cycles 3 --seconds 20\n  laya-bench energy --sensor 'exec:./my-meter.sh' --rate 50 --export-markdown run.md\n\nThe run is rejected (exit 1, raw record kept) on any missing, non-positive, non-finite or\nabove-cap reading, a gap longer than max(2 s, 3 × interval), or a sensor that stops."
     )]
     Energy(EnergyArgs),
+    /// The Snake workload played by the model: watch it, replay a recording, compare two arms
+    /// on the same live states, or find the fastest stable decision rate.
+    #[command(
+        after_help = "Examples:\n  laya-bench snake play --steps 300\n  laya-bench snake play --headless --steps 100 --record run.jsonl\n  laya-bench snake replay run.jsonl --headless\n  laya-bench snake compare --arm a=portable:f32 --arm b=portable:f16 --seeds 101 102 --steps 300 --output compare.json\n  laya-bench snake bench --rates 10,20,30 --output snake-bench.json"
+    )]
+    Snake(SnakeArgs),
     /// List every power sensor and backend and say why each is or is not usable here.
     #[command(after_help = "Examples:\n  laya-bench doctor\n  laya-bench doctor --json")]
     Doctor(DoctorArgs),
@@ -382,4 +388,168 @@ pub struct PalettizeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `laya-bench snake`.
+#[derive(Debug, Clone, Args)]
+pub struct SnakeArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: SnakeCommand,
+}
+
+/// The `snake` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SnakeCommand {
+    /// Watch the model play in a 104x35 terminal view (keys: SPACE pause, UP/+ faster,
+    /// DOWN/- slower, R reset, Q or Ctrl-C quit), or play headless and print a summary.
+    Play(SnakePlayArgs),
+    /// Play a recording back in the terminal, or verify it headless by re-simulating the game.
+    Replay(SnakeReplayArgs),
+    /// Paired check: two arms decide on the same live states, the order alternates every tick,
+    /// arm A's executed move advances the game. Exit 1 if the executed moves ever differ or the
+    /// snake dies.
+    Compare(SnakeCompareArgs),
+    /// Rate and stability: unshielded top-1 episodes, an uncapped episode, a paced sweep,
+    /// uncapped soaks and paced soaks down to the fastest stable decision rate. Exit 1 if no
+    /// tested rate is stable.
+    Bench(SnakeBenchArgs),
+}
+
+/// The board and prompt of a Snake game.
+#[derive(Debug, Clone, Args)]
+pub struct SnakeGameArgs {
+    /// Board columns (at least 4; one side must be even).
+    #[arg(long, default_value_t = 24, value_name = "N")]
+    pub width: usize,
+    /// Board rows (at least 4; one side must be even).
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub height: usize,
+    /// Initial snake length (2 up to the board size minus one).
+    #[arg(long, default_value_t = 6, value_name = "N")]
+    pub initial_length: usize,
+    /// Prompt wording sent to the model.
+    #[arg(long, default_value = "compact", value_parser = ["compact", "detailed"])]
+    pub prompt: String,
+}
+
+/// `laya-bench snake play`.
+#[derive(Debug, Clone, Args)]
+pub struct SnakePlayArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The arm that plays: a backend spec, optionally named (`NAME=SPEC`).
+    #[arg(long, default_value = "portable:f32", value_name = "SPEC")]
+    pub arm: String,
+    /// Board and prompt.
+    #[command(flatten)]
+    pub game: SnakeGameArgs,
+    /// Seed of round 1 (round r uses SEED + r - 1).
+    #[arg(long, default_value_t = 7, value_name = "N", allow_negative_numbers = true)]
+    pub seed: i64,
+    /// Stop after this many game steps (over all rounds).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub steps: Option<u64>,
+    /// Stop after this long (`30s`, `2m`; warm-up excluded).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Decisions per second to pace at (UP/DOWN change it while playing).
+    #[arg(long, default_value_t = 12.0, value_name = "R")]
+    pub fps: f64,
+    /// No pacing: decide and step as fast as the model answers.
+    #[arg(long)]
+    pub max_speed: bool,
+    /// Shield off: the model's top-1 move executes even when it kills the snake; the run stops
+    /// at the first round end.
+    #[arg(long)]
+    pub unassisted: bool,
+    /// Write a JSONL recording (laya-coreml-snake-v1) as it plays; the file must not exist.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
+    /// No terminal view: play and print a summary (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub headless: bool,
+    /// Draw in the normal screen instead of the alternate screen.
+    #[arg(long)]
+    pub no_alt_screen: bool,
+}
+
+/// `laya-bench snake replay`.
+#[derive(Debug, Clone, Args)]
+pub struct SnakeReplayArgs {
+    /// A recording written by `snake play --record`.
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Verify by re-simulation and print a summary instead of showing the frames.
+    #[arg(long)]
+    pub headless: bool,
+    /// Playback speed relative to the recorded wall clock (UP/DOWN change it while playing).
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    pub speed: f64,
+}
+
+/// `laya-bench snake compare`.
+#[derive(Debug, Clone, Args)]
+pub struct SnakeCompareArgs {
+    /// The model both arms run.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// An arm as NAME=SPEC; give exactly two, A first (A's executed move drives the game).
+    #[arg(long = "arm", value_name = "NAME=SPEC")]
+    pub arms: Vec<String>,
+    /// Board and prompt.
+    #[command(flatten)]
+    pub game: SnakeGameArgs,
+    /// Game seeds, one game each.
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102], value_name = "N")]
+    pub seeds: Vec<i64>,
+    /// Live steps per seed (fewer if the game ends).
+    #[arg(long, default_value_t = 300, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub steps: u64,
+    /// JSON report (default: snake-compare-<UTC time>.json).
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Replace an existing report instead of refusing.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+/// `laya-bench snake bench`.
+#[derive(Debug, Clone, Args)]
+pub struct SnakeBenchArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The arm that plays: a backend spec, optionally named (`NAME=SPEC`).
+    #[arg(long, default_value = "portable:f32", value_name = "SPEC")]
+    pub arm: String,
+    /// Board and prompt.
+    #[command(flatten)]
+    pub game: SnakeGameArgs,
+    /// Target decision rates of the paced sweep, per second.
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], value_name = "R", allow_negative_numbers = true)]
+    pub rates: Vec<f64>,
+    /// Steps of the uncapped episode and of each sweep episode.
+    #[arg(long, default_value_t = 120, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sweep_steps: u64,
+    /// Steps of each soak episode.
+    #[arg(long, default_value_t = 600, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub soak_steps: u64,
+    /// Steps of each unshielded top-1 episode.
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub raw_steps: u64,
+    /// Soak seeds (the first three also play unshielded top-1).
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102, 103, 104], value_name = "N")]
+    pub seeds: Vec<i64>,
+    /// JSON report, rewritten atomically after every episode (default: snake-bench-<UTC time>.json).
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Continue the report given with --output: its settings are reused, finished episodes are
+    /// skipped, and a different model or arm is refused.
+    #[arg(long, requires = "output")]
+    pub resume: bool,
+    /// Replace an existing report instead of refusing.
+    #[arg(long, conflicts_with = "resume")]
+    pub overwrite: bool,
 }

@@ -27,8 +27,13 @@ pub(crate) fn arm_specs(args: &RunArgs) -> Result<Vec<(String, String)>, Failure
             .map(|p| (p.name().to_string(), format!("portable:{}", p.name())))
             .collect());
     }
+    named_arms(&args.arms)
+}
+
+/// Parse `NAME=SPEC` arms (exit 2 on a malformed or repeated name).
+pub(crate) fn named_arms(arms: &[String]) -> Result<Vec<(String, String)>, Failure> {
     let mut out: Vec<(String, String)> = Vec::new();
-    for a in &args.arms {
+    for a in arms {
         let (name, spec) =
             a.split_once('=').filter(|(n, s)| !n.is_empty() && !s.is_empty()).ok_or_else(|| {
                 Failure::input(anyhow!("--arm `{a}`: write it as NAME=SPEC, e.g. --arm f32=portable:f32"))

@@ -7,6 +7,7 @@ pub mod energy;
 mod interrupt;
 pub mod palettize;
 pub mod predict;
+pub mod snake;
 pub mod speed;
 pub mod trace;
 
@@ -52,5 +53,6 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Trace(args) => trace::run(&args),
         crate::cli::Command::Energy(args) => energy::run(&args),
         crate::cli::Command::Doctor(args) => doctor::run(&args),
+        crate::cli::Command::Snake(args) => snake::run(&args),
     }
 }

@@ -10,7 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use super::game::{DeathReason, Direction, Game, GameError};
 use super::policy::{decide, Decision, PolicyConfig, PolicyError, Predictor};
+use crate::report::raw::{ArmInfo, HostInfo, ToolInfo};
 use crate::stats::{mean, percentile_sorted};
+
+/// Current schema version of the paired report.
+pub const SCHEMA_VERSION: u32 = 1;
+/// `kind` of the paired report.
+pub const REPORT_KIND: &str = "snake-compare";
 
 /// Which arm goes first on each tick, as recorded in reports.
 pub const ORDER: &str = "A then B on even ticks (tick 0 first), B then A on odd ticks";
@@ -241,6 +247,131 @@ pub fn run_seed(
         b: series_b.finish(),
         disagreements,
     })
+}
+
+/// What the paired run played.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedReportSettings {
+    /// Game seeds, one game each.
+    pub seeds: Vec<i64>,
+    /// Live steps asked for per seed.
+    pub steps: u64,
+    /// Board columns.
+    pub width: usize,
+    /// Board rows.
+    pub height: usize,
+    /// Initial snake length.
+    pub initial_length: usize,
+    /// `compact` or `detailed`.
+    pub prompt: String,
+    /// Shield on in both arms.
+    pub guarded: bool,
+    /// Which arm decides first on which tick ([`ORDER`]).
+    pub order: String,
+    /// Untimed warm-up decisions per arm before the first seed.
+    pub warmup_decisions: u64,
+}
+
+/// An arm of the paired report: its role and identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedArm {
+    /// `A` (drives the game) or `B`.
+    pub role: String,
+    /// Name, spec, backend, precision, device, weight fingerprint, shapes.
+    #[serde(flatten)]
+    pub identity: ArmInfo,
+}
+
+/// Sums over every seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedTotals {
+    /// Steps over all seeds.
+    pub steps: u64,
+    /// Ticks where the executed moves agree.
+    pub executed_agreement: u64,
+    /// Ticks where the proposals agree.
+    pub proposed_agreement: u64,
+    /// Seeds whose snake died.
+    pub deaths: u64,
+    /// Shield interventions of arm A.
+    pub interventions_a: u64,
+    /// Shield interventions of arm B.
+    pub interventions_b: u64,
+    /// Largest move-probability difference over all seeds.
+    pub max_move_probability_difference: Option<f64>,
+}
+
+impl PairedTotals {
+    /// Add up the seeds.
+    pub fn of(runs: &[SeedRun]) -> Self {
+        Self {
+            steps: runs.iter().map(|r| r.steps).sum(),
+            executed_agreement: runs.iter().map(|r| r.executed_agreement).sum(),
+            proposed_agreement: runs.iter().map(|r| r.proposed_agreement).sum(),
+            deaths: runs.iter().filter(|r| !r.alive).count() as u64,
+            interventions_a: runs.iter().map(|r| r.a.interventions).sum(),
+            interventions_b: runs.iter().map(|r| r.b.interventions).sum(),
+            max_move_probability_difference: runs
+                .iter()
+                .filter_map(|r| r.max_move_probability_difference)
+                .reduce(f64::max),
+        }
+    }
+}
+
+/// Why a paired run fails: executed moves that differ, or a dead snake (empty = passed).
+pub fn failures(runs: &[SeedRun]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in runs {
+        if r.executed_agreement < r.steps {
+            let first = r.disagreements.iter().find(|d| d.a_executed != d.b_executed).map(|d| d.tick);
+            out.push(format!(
+                "seed {}: the arms executed different moves on {} of {} ticks (first at tick {})",
+                r.seed,
+                r.steps - r.executed_agreement,
+                r.steps,
+                first.map_or("?".to_string(), |t| t.to_string())
+            ));
+        }
+        if !r.alive {
+            let reason = r.death_reason.map_or("unknown", DeathReason::as_str);
+            out.push(format!("seed {}: the snake died ({reason}) after {} steps", r.seed, r.steps));
+        }
+    }
+    out
+}
+
+/// The `snake compare` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// [`REPORT_KIND`].
+    pub kind: String,
+    /// ISO-8601 UTC time the run started.
+    pub created_utc: String,
+    /// The tool that wrote it.
+    pub tool: ToolInfo,
+    /// The machine.
+    pub host: HostInfo,
+    /// The command line.
+    pub command_line: Vec<String>,
+    /// Model description.
+    pub model: serde_json::Value,
+    /// Food RNG identity.
+    pub rng: String,
+    /// What was played.
+    pub settings: PairedReportSettings,
+    /// Arm A, then arm B.
+    pub arms: Vec<PairedArm>,
+    /// One entry per seed.
+    pub runs: Vec<SeedRun>,
+    /// Sums over the seeds.
+    pub totals: PairedTotals,
+    /// No executed move differed and no snake died.
+    pub passed: bool,
+    /// Why it did not pass.
+    pub failures: Vec<String>,
 }
 
 #[cfg(test)]

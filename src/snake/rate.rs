@@ -376,16 +376,14 @@ pub fn run_episode(
     })
 }
 
-/// Guarded warm-up decisions on the warm-up game, outside every measurement; returns how many ran.
+/// Guarded warm-up decisions on `game`, outside every measurement; returns how many ran.
 pub fn warm_up(
-    settings: &RateSettings,
+    mut game: Game,
     policy: PolicyConfig,
     predictor: &mut dyn Predictor,
-    seed: i64,
     steps: u64,
 ) -> Result<u64, RateError> {
-    let mut game = Game::new(settings.width, settings.height, seed, settings.initial_length)
-        .map_err(|source| RateError::Game { seed, source })?;
+    let seed = game.seed();
     let policy = PolicyConfig { guarded: true, ..policy };
     let mut done = 0;
     while done < steps && !game.finished() {

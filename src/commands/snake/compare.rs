@@ -1,0 +1,143 @@
+//! `laya-bench snake compare`: the paired check of snake.md §5.1 on two arms, written as a
+//! JSON report; exit 1 when the executed moves ever differ or the snake dies.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context};
+
+use super::{build_arm, iso_utc_now, policy};
+use crate::cli::SnakeCompareArgs;
+use crate::commands::bench::{model_json, named_arms, refuse_existing, timestamp_stem};
+use crate::commands::predict::load_bundle;
+use crate::commands::{Failure, Outcome};
+use crate::report::raw::{HostInfo, ToolInfo};
+use crate::report::write_atomic;
+use crate::snake::game::{Game, RNG_IDENTITY};
+use crate::snake::paired::{
+    failures, run_seed, ArmSeedResult, PairedArm, PairedReport, PairedReportSettings, PairedSettings,
+    PairedTotals, SeedRun, ORDER, REPORT_KIND, SCHEMA_VERSION,
+};
+use crate::snake::rate::{warm_up, WARMUP_SEED};
+
+/// Untimed guarded decisions per arm before the first seed.
+const WARMUP_DECISIONS: u64 = 6;
+
+/// Run `snake compare`.
+pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
+    let policy = policy(&args.game, true)?;
+    let arms = named_arms(&args.arms)?;
+    let [(name_a, spec_a), (name_b, spec_b)] = arms.as_slice() else {
+        return Err(Failure::input(anyhow!(
+            "snake compare needs exactly two arms (got {}): --arm A=SPEC --arm B=SPEC, e.g. --arm a=portable:f32 --arm b=portable:f16",
+            arms.len()
+        )));
+    };
+    let output =
+        args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-compare"))));
+    refuse_existing(&output, args.overwrite)?;
+    let created_utc = iso_utc_now();
+    let bundle = load_bundle(&args.model.model)?;
+    let mut a = build_arm(&bundle, name_a, spec_a)?;
+    let mut b = build_arm(&bundle, name_b, spec_b)?;
+    let g = &args.game;
+    for arm in [&mut a, &mut b] {
+        let game = Game::new(g.width, g.height, WARMUP_SEED, g.initial_length).map_err(Failure::input)?;
+        warm_up(game, policy, arm, WARMUP_DECISIONS)
+            .map_err(|e| Failure::run(anyhow!(e).context(format!("warm-up of arm `{}`", arm.identity().name))))?;
+    }
+    let settings =
+        PairedSettings { width: g.width, height: g.height, initial_length: g.initial_length, steps: args.steps, policy };
+    let mut runs = Vec::with_capacity(args.seeds.len());
+    for &seed in &args.seeds {
+        let run = run_seed(seed, &settings, &mut a, &mut b).map_err(|e| Failure::run(anyhow!(e)))?;
+        println!("{}", seed_line(&run));
+        runs.push(run);
+    }
+    let failures = failures(&runs);
+    let report = PairedReport {
+        schema_version: SCHEMA_VERSION,
+        kind: REPORT_KIND.into(),
+        created_utc,
+        tool: ToolInfo::current(),
+        host: HostInfo::detect(),
+        command_line: std::env::args().collect(),
+        model: model_json(&bundle),
+        rng: RNG_IDENTITY.into(),
+        settings: PairedReportSettings {
+            seeds: args.seeds.clone(),
+            steps: args.steps,
+            width: g.width,
+            height: g.height,
+            initial_length: g.initial_length,
+            prompt: policy.prompt.as_str().into(),
+            guarded: true,
+            order: ORDER.into(),
+            warmup_decisions: WARMUP_DECISIONS,
+        },
+        arms: vec![
+            PairedArm { role: "A".into(), identity: a.identity().clone() },
+            PairedArm { role: "B".into(), identity: b.identity().clone() },
+        ],
+        totals: PairedTotals::of(&runs),
+        runs,
+        passed: failures.is_empty(),
+        failures,
+    };
+    let bytes = serde_json::to_vec_pretty(&report).context("cannot serialize the report").map_err(Failure::run)?;
+    write_atomic(&output, &bytes).with_context(|| format!("cannot write {}", output.display())).map_err(Failure::run)?;
+    let t = &report.totals;
+    println!(
+        "total: executed agreement {}/{}, proposed agreement {}/{}, deaths {}, interventions A {} B {}, max move-probability difference {}",
+        t.executed_agreement,
+        t.steps,
+        t.proposed_agreement,
+        t.steps,
+        t.deaths,
+        t.interventions_a,
+        t.interventions_b,
+        t.max_move_probability_difference.map_or("n/a".into(), |d| format!("{d:.4}")),
+    );
+    println!("report: {}", output.display());
+    if report.passed {
+        Ok(())
+    } else {
+        Err(Failure::run(anyhow!("the arms do not drive the game identically: {}", report.failures.join("; "))))
+    }
+}
+
+fn latency_text(arm: &ArmSeedResult) -> String {
+    match arm.decision_latency {
+        Some(l) => format!(
+            "mean {:.2} p50 {:.2} p95 {:.2} p99 {:.2} max {:.2} ms",
+            l.mean_ms, l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
+        ),
+        None => "no decisions".into(),
+    }
+}
+
+/// One line per seed: outcome, agreement, shield, probability gap and per-arm decision latency.
+fn seed_line(r: &SeedRun) -> String {
+    let state = if r.won {
+        "won"
+    } else if r.alive {
+        "alive"
+    } else {
+        "DEAD"
+    };
+    format!(
+        "seed {}: {} steps, score {} length {} {state}; executed {}/{} proposed {}/{}; interventions A {} B {}; max Δp {}\n  decision A: {}\n  decision B: {}",
+        r.seed,
+        r.steps,
+        r.score,
+        r.length,
+        r.executed_agreement,
+        r.steps,
+        r.proposed_agreement,
+        r.steps,
+        r.a.interventions,
+        r.b.interventions,
+        r.max_move_probability_difference.map_or("n/a".into(), |d| format!("{d:.4}")),
+        latency_text(&r.a),
+        latency_text(&r.b),
+    )
+}

@@ -1,0 +1,139 @@
+//! `laya-bench snake`: play (terminal view or headless), replay, compare, bench.
+//!
+//! The game, policy, paired check and rate benchmark live in `crate::snake`; this folder turns
+//! arguments into those runs, draws the terminal view and prints.
+
+mod compare;
+mod play;
+mod rate;
+mod replay;
+mod tui;
+
+use anyhow::anyhow;
+use serde_json::{json, Map, Value};
+
+use super::bench::{model_json, timestamp_stem};
+use super::predict::load_bundle;
+use super::{Failure, Outcome};
+use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
+use crate::laya::bundle::Bundle;
+use crate::report::raw::HostInfo;
+use crate::snake::game::{Game, RNG_IDENTITY};
+use crate::snake::host_predictor::HostPredictor;
+use crate::snake::{PolicyConfig, PromptStyle};
+
+/// What the policy says it is, in recordings and reports.
+const POLICY: &str = "Laya probabilities over planner features; optional cycle safety shield";
+
+/// Run `laya-bench snake …`.
+pub(crate) fn run(args: &SnakeArgs) -> Outcome {
+    match &args.command {
+        SnakeCommand::Play(a) => play::run(a),
+        SnakeCommand::Replay(a) => replay::run(a),
+        SnakeCommand::Compare(a) => compare::run(a),
+        SnakeCommand::Bench(a) => rate::run(a),
+    }
+}
+
+/// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec.
+fn single_arm(text: &str) -> Result<(String, String), Failure> {
+    let (name, spec) = match text.split_once('=') {
+        Some((n, s)) => (n, s),
+        None => (text, text),
+    };
+    if name.is_empty() || spec.is_empty() {
+        return Err(Failure::input(anyhow!(
+            "--arm `{text}`: give a backend spec, e.g. --arm portable:f32 (or NAME=SPEC)"
+        )));
+    }
+    Ok((name.to_string(), spec.to_string()))
+}
+
+/// Check the board and prompt before loading anything (exit 2) and return the policy.
+fn policy(game: &SnakeGameArgs, guarded: bool) -> Result<PolicyConfig, Failure> {
+    Game::new(game.width, game.height, 0, game.initial_length).map_err(|e| {
+        Failure::input(anyhow!(
+            "--width {} --height {} --initial-length {}: {e}",
+            game.width,
+            game.height,
+            game.initial_length
+        ))
+    })?;
+    let prompt: PromptStyle = game.prompt.parse().map_err(|e| Failure::input(anyhow!("--prompt: {e}")))?;
+    Ok(PolicyConfig { guarded, prompt })
+}
+
+/// Build an arm at the Snake budget (exit 2 for a spec that cannot run); prints load warnings.
+fn build_arm<'b>(bundle: &'b Bundle, name: &str, spec: &str) -> Result<HostPredictor<'b>, Failure> {
+    let arm = HostPredictor::build(name, spec, bundle)
+        .map_err(|e| Failure::input(anyhow!(e).context(format!("arm `{name}`"))))?;
+    for w in arm.load_warnings() {
+        eprintln!("warning: {w}");
+    }
+    Ok(arm)
+}
+
+/// Load the model (exit 2) and build one arm from `--arm SPEC|NAME=SPEC`.
+fn load_single(model: &str, arm: &str) -> Result<(Bundle, String, String), Failure> {
+    let (name, spec) = single_arm(arm)?;
+    Ok((load_bundle(model)?, name, spec))
+}
+
+/// ISO-8601 UTC time of now, to the second.
+fn iso_utc_now() -> String {
+    let stem = timestamp_stem("t");
+    let t = stem.trim_start_matches("t-");
+    if t.len() < 15 {
+        return t.to_string();
+    }
+    format!("{}-{}-{}T{}:{}:{}Z", &t[0..4], &t[4..6], &t[6..8], &t[9..11], &t[11..13], &t[13..15])
+}
+
+/// The CPU model, or the architecture when it cannot be read.
+fn hardware() -> String {
+    let host = HostInfo::detect();
+    host.cpu_model.unwrap_or(host.arch)
+}
+
+/// Model metadata for recordings (snake.md §6.1), with the arm's identity.
+fn model_metadata(bundle: &Bundle, arm: &HostPredictor<'_>, prompt: PromptStyle) -> Map<String, Value> {
+    let id = arm.identity();
+    let value = json!({
+        "name": bundle.source,
+        "model": model_json(bundle),
+        "arm": id,
+        "engine": arm.engine(),
+        "weight_fingerprint": id.fingerprint,
+        "hardware": hardware(),
+        "platform": format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+        "versions": {"laya-bench": env!("CARGO_PKG_VERSION")},
+        "network": "offline",
+        "policy": POLICY,
+        "prompt": prompt.as_str(),
+        "rng": RNG_IDENTITY,
+    });
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_arm_accepts_a_spec_or_a_named_spec() {
+        assert_eq!(single_arm("portable:f16").unwrap(), ("portable:f16".into(), "portable:f16".into()));
+        assert_eq!(single_arm("b=portable:f16").unwrap(), ("b".into(), "portable:f16".into()));
+        assert_eq!(single_arm("=portable:f16").unwrap_err().code, 2);
+        assert_eq!(single_arm("").unwrap_err().code, 2);
+    }
+
+    #[test]
+    fn iso_time_has_the_iso_shape() {
+        let t = iso_utc_now();
+        assert_eq!(t.len(), 20, "{t}");
+        assert_eq!((&t[4..5], &t[10..11], &t[19..20]), ("-", "T", "Z"));
+    }
+}
