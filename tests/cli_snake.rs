@@ -1,0 +1,287 @@
+//! `laya-bench snake` as a user runs it: headless play with a recording that replays, the
+//! paired check of two portable arms, the rate benchmark with --resume, and every bad input
+//! refused with exit 2.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use laya_bench::snake::paired::PairedReport;
+use laya_bench::snake::rate::RateReport;
+use laya_bench::snake::recording::{read_recording, Record};
+use serde_json::Value;
+
+fn laya_bench(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run laya-bench")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn assert_exit(o: &Output, code: i32, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stdout: {}\nstderr: {err}", stdout(o));
+    assert!(err.contains(needle), "stderr lacks {needle:?}:\n{err}");
+}
+
+/// The JSON document printed last on stdout (the summary).
+fn summary(o: &Output) -> Value {
+    let text = stdout(o);
+    let start = text.find('{').expect("a JSON summary on stdout");
+    serde_json::from_str(&text[start..]).expect("summary is JSON")
+}
+
+#[test]
+fn headless_play_records_a_run_that_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &["snake", "play", "--headless", "--max-speed", "--steps", "12", "--seed", "101", "--record", "run.jsonl"],
+    );
+    assert_exit(&o, 0, "");
+    let s = summary(&o);
+    assert_eq!(s["steps"], 12);
+    assert_eq!(s["inference_calls"], 12);
+    assert_eq!(s["deaths"], 0);
+    assert_eq!(s["guarded"], true);
+    assert_eq!(s["network"], "offline");
+    assert!(s["mean_inference_ms"].as_f64().unwrap() > 0.0);
+
+    let file = std::fs::File::open(dir.path().join("run.jsonl")).unwrap();
+    let recording = read_recording(std::io::BufReader::new(file)).unwrap();
+    assert_eq!(recording.metadata.format, "laya-coreml-snake-v1");
+    assert_eq!(recording.metadata.settings["seed"], 101);
+    assert_eq!(recording.frames().count(), 12);
+    let first = recording.frames().next().unwrap();
+    assert_eq!((first.game.seed, first.game.ticks, first.stats.round), (101, 0, 1));
+    assert_eq!(first.stats.steps_per_second, None, "no rate from a single frame");
+    assert!(matches!(recording.records.last(), Some(Record::End(_))));
+
+    let o = laya_bench(dir.path(), &["snake", "replay", "run.jsonl", "--headless"]);
+    assert_exit(&o, 0, "");
+    let r = summary(&o);
+    assert_eq!(r["verified"], true);
+    assert_eq!(r["frames"], 12);
+    assert_eq!(r["rounds"], 1);
+    assert_eq!(r["interventions"], s["interventions"]);
+    assert_eq!(r["end_summary"]["steps"], 12);
+
+    // The same file again is refused: recordings are never overwritten.
+    let o = laya_bench(dir.path(), &["snake", "play", "--headless", "--steps", "1", "--record", "run.jsonl"]);
+    assert_exit(&o, 2, "never overwritten");
+}
+
+#[test]
+fn replay_rejects_a_tampered_recording_and_a_file_that_is_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &["snake", "play", "--headless", "--max-speed", "--steps", "6", "--record", "run.jsonl"],
+    );
+    assert_exit(&o, 0, "");
+    let text = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
+    let mut lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Frame 2 (line 3) claims another executed move: the boards after it no longer follow.
+    let executed = lines[3]["decision"]["executed"].as_str().unwrap().to_string();
+    let other = ["UP", "DOWN", "LEFT", "RIGHT"].into_iter().find(|d| *d != executed).unwrap();
+    lines[3]["decision"]["executed"] = Value::from(other);
+    let tampered: Vec<String> = lines.iter().map(|l| serde_json::to_string(l).unwrap()).collect();
+    std::fs::write(dir.path().join("bad.jsonl"), tampered.join("\n") + "\n").unwrap();
+    let o = laya_bench(dir.path(), &["snake", "replay", "bad.jsonl", "--headless"]);
+    assert_exit(&o, 1, "does not replay");
+
+    std::fs::write(dir.path().join("junk.jsonl"), "{\"type\": \"nonsense\"}\n").unwrap();
+    let o = laya_bench(dir.path(), &["snake", "replay", "junk.jsonl", "--headless"]);
+    assert_exit(&o, 2, "not a valid recording");
+    let o = laya_bench(dir.path(), &["snake", "replay", "missing.jsonl", "--headless"]);
+    assert_exit(&o, 2, "cannot open the recording");
+    let o = laya_bench(dir.path(), &["snake", "replay", "run.jsonl", "--headless", "--speed", "0"]);
+    assert_exit(&o, 2, "--speed");
+}
+
+#[test]
+fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &[
+            "snake", "compare", "--arm", "a=portable:f32", "--arm", "b=portable:f16", "--seeds", "101", "102",
+            "--steps", "30", "--output", "compare.json",
+        ],
+    );
+    assert_exit(&o, 0, "");
+    assert!(stdout(&o).contains("executed agreement 60/60"), "{}", stdout(&o));
+    let report: PairedReport =
+        serde_json::from_slice(&std::fs::read(dir.path().join("compare.json")).unwrap()).unwrap();
+    assert_eq!((report.schema_version, report.kind.as_str()), (1, "snake-compare"));
+    assert!(report.passed && report.failures.is_empty());
+    assert_eq!(report.settings.seeds, vec![101, 102]);
+    let roles: Vec<(&str, &str)> =
+        report.arms.iter().map(|a| (a.role.as_str(), a.identity.precision.as_str())).collect();
+    assert_eq!(roles, [("A", "f32"), ("B", "f16")]);
+    assert_ne!(report.arms[0].identity.fingerprint, report.arms[1].identity.fingerprint);
+    assert_eq!((report.arms[0].identity.batch, report.arms[0].identity.length), (3, 64));
+    assert_eq!(report.runs.len(), 2);
+    for run in &report.runs {
+        assert_eq!((run.steps, run.executed_agreement), (30, 30));
+        assert!(run.alive);
+        let d = run.max_move_probability_difference.unwrap();
+        assert!((0.0..0.05).contains(&d), "f16 weights move a probability by {d}");
+        for arm in [&run.a, &run.b] {
+            let l = arm.decision_latency.unwrap();
+            assert_eq!(l.calls, 30);
+            assert!(l.p50_ms <= l.p95_ms && l.p95_ms <= l.p99_ms && l.p99_ms <= l.max_ms);
+            assert!(l.mean_ms > 0.0);
+        }
+    }
+    assert_eq!(report.totals.steps, 60);
+    assert_eq!(report.totals.deaths, 0);
+}
+
+#[test]
+fn compare_fails_with_exit_1_when_an_arm_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        dir.path(),
+        &[
+            "snake", "compare", "--arm", "a=portable:f32", "--arm", "b=mock:fail-after=8", "--seeds", "7",
+            "--steps", "5", "--output", "c.json",
+        ],
+    );
+    assert_exit(&o, 1, "arm B");
+}
+
+#[test]
+fn compare_refuses_bad_input_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["snake", "compare", "--steps", "2", "--output", "c.json"];
+    let run = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        laya_bench(dir.path(), &args)
+    };
+    assert_exit(&run(&["--arm", "a=portable:f32"]), 2, "exactly two arms");
+    assert_exit(&run(&["--arm", "a=portable:f32", "--arm", "a=portable:f16"]), 2, "used twice");
+    assert_exit(&run(&["--arm", "a=portable:f32", "--arm", "portable:f16"]), 2, "NAME=SPEC");
+    assert_exit(&run(&["--arm", "a=portable:f32", "--arm", "b=nope:x"]), 2, "nope:x");
+    let two = ["--arm", "a=portable:f32", "--arm", "b=portable:f16"];
+    assert_exit(&run(&[&two[..], &["--width", "5", "--height", "5"]].concat()), 2, "at least one even");
+    assert_exit(&run(&[&two[..], &["--initial-length", "1"]].concat()), 2, "Initial length");
+    assert_exit(&run(&[&two[..], &["--prompt", "verbose"]].concat()), 2, "verbose");
+    assert_exit(&run(&[&two[..], &["--steps", "0"]].concat()), 2, "steps");
+    assert_exit(&run(&[&two[..], &["--model", "nope:x"]].concat()), 2, "cannot load the model");
+    std::fs::write(dir.path().join("c.json"), "{}").unwrap();
+    assert_exit(&run(&two), 2, "--overwrite");
+}
+
+fn bench_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "snake",
+        "bench",
+        "--rates",
+        "2",
+        "--sweep-steps",
+        "2",
+        "--soak-steps",
+        "2",
+        "--raw-steps",
+        "3",
+        "--seeds",
+        "101,102",
+        "--output",
+        "bench.json",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn read_bench(dir: &Path) -> RateReport {
+    serde_json::from_slice(&std::fs::read(dir.join("bench.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn bench_runs_every_phase_and_resumes_a_partial_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = laya_bench(dir.path(), &bench_args(&[]));
+    let report = read_bench(dir.path());
+    // Exit 0 exactly when a stable rate was found.
+    assert_eq!(o.status.code(), Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }), "{}", stderr(&o));
+    assert!(report.complete);
+    assert_eq!((report.schema_version, report.kind.as_str()), (1, "snake-bench"));
+    assert_eq!(report.settings.rates_fps, vec![2.0]);
+    assert_eq!(report.raw_top1.len(), 2);
+    assert!(report.raw_top1.iter().all(|e| !e.guarded && e.target_fps.is_none()));
+    let uncapped = report.uncapped.as_ref().unwrap();
+    assert!(uncapped.guarded && uncapped.target_fps.is_none() && uncapped.steps == 2);
+    assert_eq!(report.sweep.len(), 1);
+    assert_eq!(report.sweep[0].target_fps, Some(2.0));
+    assert_eq!(report.uncapped_soak.len(), 2);
+    for e in report.uncapped_soak.iter().chain(&report.sweep) {
+        assert_eq!(e.trace.len() as u64, e.steps);
+        let tick = e.active_tick.unwrap();
+        let decision = e.decision.unwrap();
+        assert!(tick.max_ms >= decision.max_ms * 0.999, "an active tick contains its decision");
+    }
+    let text = stdout(&o);
+    assert!(text.contains("raw_top1") && text.contains("top-1 seed=101") && text.contains("target=2/s"), "{text}");
+    assert!(!text.to_lowercase().contains("frame time"), "no latency is called a frame time: {text}");
+
+    // Cut the report back to a partial one and resume it: only the missing episodes run.
+    let mut value: Value = serde_json::from_slice(&std::fs::read(dir.path().join("bench.json")).unwrap()).unwrap();
+    value["uncapped_soak"].as_array_mut().unwrap().pop();
+    value["soak_attempts"] = Value::Array(vec![]);
+    value["fastest_tested_stable_fps"] = Value::Null;
+    value["complete"] = Value::Bool(false);
+    std::fs::write(dir.path().join("bench.json"), serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+    // The rates given here are ignored: a resumed run keeps the report's settings.
+    let o = laya_bench(dir.path(), &bench_args(&["--resume", "--rates", "99"]));
+    let resumed = read_bench(dir.path());
+    assert_eq!(o.status.code(), Some(if resumed.fastest_tested_stable_fps.is_some() { 0 } else { 1 }), "{}", stderr(&o));
+    assert!(resumed.complete);
+    assert_eq!(resumed.resumed_sessions, 1);
+    assert_eq!(resumed.settings.rates_fps, vec![2.0]);
+    assert_eq!(resumed.uncapped_soak.len(), 2);
+    assert_eq!(resumed.raw_top1, report.raw_top1, "finished episodes are kept as measured");
+    let printed = stdout(&o);
+    assert!(!printed.contains("raw_top1") && printed.contains("uncapped_soak"), "{printed}");
+
+    // Another arm cannot continue this report.
+    let o = laya_bench(dir.path(), &bench_args(&["--resume", "--arm", "portable:f16"]));
+    assert_exit(&o, 2, "different model or arm");
+    // Without --resume an existing report is refused.
+    let o = laya_bench(dir.path(), &bench_args(&[]));
+    assert_exit(&o, 2, "--overwrite");
+}
+
+#[test]
+fn bench_refuses_bad_input_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_exit(&laya_bench(dir.path(), &bench_args(&["--resume"])), 2, "cannot read");
+    std::fs::write(dir.path().join("bench.json"), "{\"kind\": \"speed\"}").unwrap();
+    assert_exit(&laya_bench(dir.path(), &bench_args(&["--resume"])), 2, "not a snake bench report");
+    let fresh = ["snake", "bench", "--output", "new.json", "--rates"];
+    assert_exit(&laya_bench(dir.path(), &[&fresh[..], &["0"]].concat()), 2, "positive");
+    assert_exit(&laya_bench(dir.path(), &[&fresh[..], &["-5"]].concat()), 2, "positive");
+    assert_exit(&laya_bench(dir.path(), &["snake", "bench", "--output", "n.json", "--soak-steps", "0"]), 2, "soak-steps");
+    assert_exit(&laya_bench(dir.path(), &["snake", "bench", "--output", "n.json", "--arm", "x=nope:y"]), 2, "nope:y");
+    assert!(!dir.path().join("new.json").exists() && !dir.path().join("n.json").exists());
+}
+
+#[test]
+fn play_refuses_bad_input_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let play = |extra: &[&str]| laya_bench(dir.path(), &[&["snake", "play", "--headless"][..], extra].concat());
+    assert_exit(&play(&["--fps", "0"]), 2, "--fps");
+    assert_exit(&play(&["--steps", "0"]), 2, "steps");
+    assert_exit(&play(&["--duration", "0s"]), 2, "--duration");
+    assert_exit(&play(&["--height", "3"]), 2, "Board dimensions");
+    assert_exit(&play(&["--arm", "nope:x"]), 2, "nope:x");
+}
