@@ -35,11 +35,12 @@ pub(crate) fn run(args: &SnakeArgs) -> Outcome {
     }
 }
 
-/// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec.
+/// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec. A name has
+/// no `:`, so `mock:fail-after=3` is a spec, not a name.
 fn single_arm(text: &str) -> Result<(String, String), Failure> {
     let (name, spec) = match text.split_once('=') {
-        Some((n, s)) => (n, s),
-        None => (text, text),
+        Some((n, s)) if !n.contains(':') => (n, s),
+        _ => (text, text),
     };
     if name.is_empty() || spec.is_empty() {
         return Err(Failure::input(anyhow!(
@@ -126,6 +127,8 @@ mod tests {
     fn single_arm_accepts_a_spec_or_a_named_spec() {
         assert_eq!(single_arm("portable:f16").unwrap(), ("portable:f16".into(), "portable:f16".into()));
         assert_eq!(single_arm("b=portable:f16").unwrap(), ("b".into(), "portable:f16".into()));
+        let mock = "mock:fail-after=3".to_string();
+        assert_eq!(single_arm(&mock).unwrap(), (mock.clone(), mock));
         assert_eq!(single_arm("=portable:f16").unwrap_err().code, 2);
         assert_eq!(single_arm("").unwrap_err().code, 2);
     }
