@@ -431,6 +431,11 @@ pub struct SnakeGameArgs {
     /// Prompt wording sent to the model.
     #[arg(long, default_value = "compact", value_parser = ["compact", "detailed"])]
     pub prompt: String,
+    /// Tokens per question row: the decision runs as one fixed batch of 3 rows × this length ×
+    /// 4 option slots (64 = the published Snake bundle). A state that does not fit is cut and
+    /// counted.
+    #[arg(long, default_value_t = 64, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
+    pub row_length: u64,
 }
 
 /// `laya-bench snake play`.

@@ -44,9 +44,23 @@ fn headless_play_records_a_run_that_replays() {
     let dir = tempfile::tempdir().unwrap();
     let o = laya_bench(
         dir.path(),
-        &["snake", "play", "--headless", "--max-speed", "--steps", "12", "--seed", "101", "--record", "run.jsonl"],
+        &[
+            "snake",
+            "play",
+            "--headless",
+            "--max-speed",
+            "--steps",
+            "12",
+            "--seed",
+            "101",
+            "--row-length",
+            "80",
+            "--record",
+            "run.jsonl",
+        ],
     );
     assert_exit(&o, 0, "");
+    assert!(!stderr(&o).contains("warning"), "L80 holds every row: {}", stderr(&o));
     let s = summary(&o);
     assert_eq!(s["steps"], 12);
     assert_eq!(s["inference_calls"], 12);
@@ -113,8 +127,19 @@ fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
     let o = laya_bench(
         dir.path(),
         &[
-            "snake", "compare", "--arm", "a=portable:f32", "--arm", "b=portable:f16", "--seeds", "101", "102",
-            "--steps", "30", "--output", "compare.json",
+            "snake",
+            "compare",
+            "--arm",
+            "a=portable:f32",
+            "--arm",
+            "b=portable:f16",
+            "--seeds",
+            "101",
+            "102",
+            "--steps",
+            "30",
+            "--output",
+            "compare.json",
         ],
     );
     assert_exit(&o, 0, "");
@@ -144,6 +169,12 @@ fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
     }
     assert_eq!(report.totals.steps, 60);
     assert_eq!(report.totals.deaths, 0);
+    // builtin:tiny's byte-level tokenizer needs 77 tokens for the move row: at L64 its state is
+    // cut in every decision, counted and warned about.
+    for arm in &report.arms {
+        assert_eq!((arm.decisions, arm.state_truncated_decisions), (60, 60));
+    }
+    assert_exit(&o, 0, "raise --row-length");
 }
 
 #[test]
@@ -152,8 +183,18 @@ fn compare_fails_with_exit_1_when_an_arm_breaks() {
     let o = laya_bench(
         dir.path(),
         &[
-            "snake", "compare", "--arm", "a=portable:f32", "--arm", "b=mock:fail-after=8", "--seeds", "7",
-            "--steps", "5", "--output", "c.json",
+            "snake",
+            "compare",
+            "--arm",
+            "a=portable:f32",
+            "--arm",
+            "b=mock:fail-after=8",
+            "--seeds",
+            "7",
+            "--steps",
+            "5",
+            "--output",
+            "c.json",
         ],
     );
     assert_exit(&o, 1, "arm B");
@@ -213,7 +254,12 @@ fn bench_runs_every_phase_and_resumes_a_partial_report() {
     let o = laya_bench(dir.path(), &bench_args(&[]));
     let report = read_bench(dir.path());
     // Exit 0 exactly when a stable rate was found.
-    assert_eq!(o.status.code(), Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }), "{}", stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
+        "{}",
+        stderr(&o)
+    );
     assert!(report.complete);
     assert_eq!((report.schema_version, report.kind.as_str()), (1, "snake-bench"));
     assert_eq!(report.settings.rates_fps, vec![2.0]);
@@ -231,11 +277,15 @@ fn bench_runs_every_phase_and_resumes_a_partial_report() {
         assert!(tick.max_ms >= decision.max_ms * 0.999, "an active tick contains its decision");
     }
     let text = stdout(&o);
-    assert!(text.contains("raw_top1") && text.contains("top-1 seed=101") && text.contains("target=2/s"), "{text}");
+    assert!(
+        text.contains("raw_top1") && text.contains("top-1 seed=101") && text.contains("target=2/s"),
+        "{text}"
+    );
     assert!(!text.to_lowercase().contains("frame time"), "no latency is called a frame time: {text}");
 
     // Cut the report back to a partial one and resume it: only the missing episodes run.
-    let mut value: Value = serde_json::from_slice(&std::fs::read(dir.path().join("bench.json")).unwrap()).unwrap();
+    let mut value: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("bench.json")).unwrap()).unwrap();
     value["uncapped_soak"].as_array_mut().unwrap().pop();
     value["soak_attempts"] = Value::Array(vec![]);
     value["fastest_tested_stable_fps"] = Value::Null;
@@ -244,7 +294,12 @@ fn bench_runs_every_phase_and_resumes_a_partial_report() {
     // The rates given here are ignored: a resumed run keeps the report's settings.
     let o = laya_bench(dir.path(), &bench_args(&["--resume", "--rates", "99"]));
     let resumed = read_bench(dir.path());
-    assert_eq!(o.status.code(), Some(if resumed.fastest_tested_stable_fps.is_some() { 0 } else { 1 }), "{}", stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(if resumed.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
+        "{}",
+        stderr(&o)
+    );
     assert!(resumed.complete);
     assert_eq!(resumed.resumed_sessions, 1);
     assert_eq!(resumed.settings.rates_fps, vec![2.0]);
@@ -270,15 +325,24 @@ fn bench_refuses_bad_input_with_exit_2() {
     let fresh = ["snake", "bench", "--output", "new.json", "--rates"];
     assert_exit(&laya_bench(dir.path(), &[&fresh[..], &["0"]].concat()), 2, "positive");
     assert_exit(&laya_bench(dir.path(), &[&fresh[..], &["-5"]].concat()), 2, "positive");
-    assert_exit(&laya_bench(dir.path(), &["snake", "bench", "--output", "n.json", "--soak-steps", "0"]), 2, "soak-steps");
-    assert_exit(&laya_bench(dir.path(), &["snake", "bench", "--output", "n.json", "--arm", "x=nope:y"]), 2, "nope:y");
+    assert_exit(
+        &laya_bench(dir.path(), &["snake", "bench", "--output", "n.json", "--soak-steps", "0"]),
+        2,
+        "soak-steps",
+    );
+    assert_exit(
+        &laya_bench(dir.path(), &["snake", "bench", "--output", "n.json", "--arm", "x=nope:y"]),
+        2,
+        "nope:y",
+    );
     assert!(!dir.path().join("new.json").exists() && !dir.path().join("n.json").exists());
 }
 
 #[test]
 fn play_refuses_bad_input_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let play = |extra: &[&str]| laya_bench(dir.path(), &[&["snake", "play", "--headless"][..], extra].concat());
+    let play =
+        |extra: &[&str]| laya_bench(dir.path(), &[&["snake", "play", "--headless"][..], extra].concat());
     assert_exit(&play(&["--fps", "0"]), 2, "--fps");
     assert_exit(&play(&["--steps", "0"]), 2, "steps");
     assert_exit(&play(&["--duration", "0s"]), 2, "--duration");

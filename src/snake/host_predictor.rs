@@ -16,17 +16,19 @@ use crate::report::raw::ArmInfo;
 
 /// Rows per decision: move, risk, food.
 pub const SNAKE_BATCH: usize = 3;
-/// Tokens per row of the Snake bundle (every compact row is designed to fit).
+/// Tokens per row of the Snake bundle (every compact row fits with the multilingual
+/// tokenizer; smaller tokenizers may need more, see [`HostPredictor::truncations`]).
 pub const SNAKE_LENGTH: usize = 64;
 /// Option slots per row: four moves, or the two noul options.
 pub const SNAKE_OPTIONS: usize = 4;
 
-/// The Snake budget as graph shapes: one fixed B3/L64/K4 forward per decision.
-pub fn snake_shapes() -> ShapeCaps {
+/// The Snake budget as graph shapes: one fixed B3/L/K4 forward per decision (L = 64 for the
+/// published Snake bundle).
+pub fn snake_shapes(length: usize) -> ShapeCaps {
     ShapeCaps {
         batch_size: SNAKE_BATCH,
-        max_length: SNAKE_LENGTH,
-        min_length: SNAKE_LENGTH,
+        max_length: length,
+        min_length: length,
         max_options: SNAKE_OPTIONS,
         mode: ShapeMode::Fixed,
     }
@@ -38,13 +40,16 @@ pub struct HostPredictor<'b> {
     backend: Box<dyn Backend>,
     options: CallOptions,
     identity: ArmInfo,
+    decisions: u64,
+    truncated: u64,
 }
 
 impl<'b> HostPredictor<'b> {
-    /// Build the backend `spec` for `bundle` at the Snake budget and wrap it in a host.
-    pub fn build(name: &str, spec: &str, bundle: &'b Bundle) -> Result<Self, RegistryError> {
+    /// Build the backend `spec` for `bundle` at the Snake budget with rows of `length` tokens
+    /// and wrap it in a host.
+    pub fn build(name: &str, spec: &str, bundle: &'b Bundle, length: usize) -> Result<Self, RegistryError> {
         let parsed = BackendSpec::parse(spec)?;
-        let backend = registry::build(&parsed, spec, bundle, Some(snake_shapes()))?;
+        let backend = registry::build(&parsed, spec, bundle, Some(snake_shapes(length)))?;
         Ok(Self::from_backend(name, spec, bundle, backend))
     }
 
@@ -63,7 +68,17 @@ impl<'b> HostPredictor<'b> {
             max_options: info.shapes.max_options,
         };
         let host = Host::new(&bundle.tokenizer, &bundle.agent, info.shapes.clone());
-        Self { host, backend, options: CallOptions::default(), identity }
+        Self { host, backend, options: CallOptions::default(), identity, decisions: 0, truncated: 0 }
+    }
+
+    /// (decisions, decisions whose state was cut to fit a row) since the last reset.
+    pub fn truncations(&self) -> (u64, u64) {
+        (self.decisions, self.truncated)
+    }
+
+    /// Start counting decisions and truncations afresh (e.g. after the warm-up).
+    pub fn reset_counts(&mut self) {
+        (self.decisions, self.truncated) = (0, 0);
     }
 
     /// Name, spec, backend, precision, device, weight fingerprint and shapes.
@@ -85,6 +100,8 @@ impl<'b> HostPredictor<'b> {
 impl Predictor for HostPredictor<'_> {
     fn predict(&mut self, state: &Value, questions: &Value) -> Result<Value, ModelError> {
         let result = self.host.predict(self.backend.as_mut(), state, questions, &self.options, None)?;
+        self.decisions += 1;
+        self.truncated += u64::from(result.usage.as_ref().is_some_and(|u| u.state_tokens_dropped > 0));
         Ok(result.to_json())
     }
 }
@@ -104,23 +121,32 @@ mod tests {
     #[test]
     fn builds_at_the_snake_budget_and_decides_in_three_rows() {
         let bundle = tiny();
-        let mut arm = HostPredictor::build("a", "portable:f32", &bundle).unwrap();
+        let mut arm = HostPredictor::build("a", "portable:f32", &bundle, SNAKE_LENGTH).unwrap();
         let id = arm.identity().clone();
         assert_eq!((id.batch, id.length, id.max_options), (3, 64, 4));
         assert_eq!(id.precision, "f32");
         let game = Game::with_seed(101);
         let decision = decide(&game, &mut arm, PolicyConfig::default()).unwrap();
-        let sum: f64 = crate::snake::game::Direction::ALL.iter().map(|&d| decision.probabilities.get(d)).sum();
+        let sum: f64 =
+            crate::snake::game::Direction::ALL.iter().map(|&d| decision.probabilities.get(d)).sum();
         assert!((sum - 1.0).abs() < 1e-3, "rounded probabilities sum to {sum}");
         // Three rows of real tokens, each within the 64-token row budget.
         assert!(decision.input_tokens > 3 && decision.input_tokens <= 3 * 64, "{}", decision.input_tokens);
         assert!(decision.safe_directions.contains(&decision.executed));
         assert!(decision.decision_ms >= decision.inference_ms);
+        // builtin:tiny's byte-level tokenizer needs 77 tokens for the compact move row, so L64
+        // cuts its state; L80 holds every row.
+        assert_eq!(arm.truncations(), (1, 1));
+        let mut wide = HostPredictor::build("a", "portable:f32", &bundle, 80).unwrap();
+        decide(&game, &mut wide, PolicyConfig::default()).unwrap();
+        assert_eq!(wide.truncations(), (1, 0));
+        arm.reset_counts();
+        assert_eq!(arm.truncations(), (0, 0));
     }
 
     #[test]
     fn unknown_spec_is_a_registry_error() {
         let bundle = tiny();
-        assert!(HostPredictor::build("a", "nope:x", &bundle).is_err());
+        assert!(HostPredictor::build("a", "nope:x", &bundle, SNAKE_LENGTH).is_err());
     }
 }

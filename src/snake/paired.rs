@@ -163,7 +163,11 @@ struct ArmSeries {
 
 impl ArmSeries {
     fn with_capacity(steps: usize) -> Self {
-        Self { decision_ms: Vec::with_capacity(steps), inference_ms: Vec::with_capacity(steps), interventions: 0 }
+        Self {
+            decision_ms: Vec::with_capacity(steps),
+            inference_ms: Vec::with_capacity(steps),
+            interventions: 0,
+        }
     }
 
     fn push(&mut self, d: &Decision) {
@@ -183,7 +187,10 @@ impl ArmSeries {
 
 /// Largest absolute difference between two decisions' move probabilities.
 pub fn probability_difference(a: &Decision, b: &Decision) -> f64 {
-    Direction::ALL.iter().map(|&d| (a.probabilities.get(d) - b.probabilities.get(d)).abs()).fold(0.0, f64::max)
+    Direction::ALL
+        .iter()
+        .map(|&d| (a.probabilities.get(d) - b.probabilities.get(d)).abs())
+        .fold(0.0, f64::max)
 }
 
 /// Play one seed with both arms deciding on every live state; A's executed move advances the game.
@@ -196,7 +203,8 @@ pub fn run_seed(
     let mut game = Game::new(settings.width, settings.height, seed, settings.initial_length)
         .map_err(|source| PairedError::Game { seed, source })?;
     let capacity = usize::try_from(settings.steps).unwrap_or(usize::MAX).min(1 << 20);
-    let (mut series_a, mut series_b) = (ArmSeries::with_capacity(capacity), ArmSeries::with_capacity(capacity));
+    let (mut series_a, mut series_b) =
+        (ArmSeries::with_capacity(capacity), ArmSeries::with_capacity(capacity));
     let (mut executed_agreement, mut proposed_agreement) = (0u64, 0u64);
     let mut max_difference: Option<f64> = None;
     let mut disagreements = Vec::new();
@@ -262,6 +270,8 @@ pub struct PairedReportSettings {
     pub height: usize,
     /// Initial snake length.
     pub initial_length: usize,
+    /// Tokens per question row (the fixed B3 × L × K4 forward of every decision).
+    pub row_length_tokens: u64,
     /// `compact` or `detailed`.
     pub prompt: String,
     /// Shield on in both arms.
@@ -280,6 +290,10 @@ pub struct PairedArm {
     /// Name, spec, backend, precision, device, weight fingerprint, shapes.
     #[serde(flatten)]
     pub identity: ArmInfo,
+    /// Measured decisions (warm-up excluded).
+    pub decisions: u64,
+    /// Decisions whose state was cut to fit the row length.
+    pub state_truncated_decisions: u64,
 }
 
 /// Sums over every seed.
@@ -382,9 +396,11 @@ mod tests {
     use crate::snake::policy::ModelError;
 
     /// A stub arm that always gives `probs` and counts its calls.
-    fn fixed(probs: [f64; 4], calls: std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>, name: &'static str)
-        -> impl FnMut(&Value, &Value) -> Result<Value, ModelError>
-    {
+    fn fixed(
+        probs: [f64; 4],
+        calls: std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>,
+        name: &'static str,
+    ) -> impl FnMut(&Value, &Value) -> Result<Value, ModelError> {
         move |_: &Value, _: &Value| {
             calls.borrow_mut().push(name);
             Ok(json!({

@@ -43,6 +43,8 @@ pub struct RateSettings {
     pub initial_length: usize,
     /// `compact` or `detailed`.
     pub prompt: String,
+    /// Tokens per question row (the fixed B3 × L × K4 forward of every decision).
+    pub row_length_tokens: u64,
     /// Target rates of the sweep, ascending, decisions per second.
     pub rates_fps: Vec<f64>,
     /// Steps of the uncapped and sweep episodes.
@@ -317,7 +319,11 @@ pub fn run_episode(
                 return Err(RateError::Invariant { seed, tick, what: "the body left its cycle arc" });
             }
             if game.ticks() - last_eat > capacity {
-                return Err(RateError::Invariant { seed, tick, what: "no food for more than a board's cells" });
+                return Err(RateError::Invariant {
+                    seed,
+                    tick,
+                    what: "no food for more than a board's cells",
+                });
             }
         }
         trace.push(TraceTick {
@@ -388,7 +394,8 @@ pub fn warm_up(
     let mut done = 0;
     while done < steps && !game.finished() {
         let tick = game.ticks();
-        let d = decide(&game, predictor, policy).map_err(|source| RateError::Decision { seed, tick, source })?;
+        let d =
+            decide(&game, predictor, policy).map_err(|source| RateError::Decision { seed, tick, source })?;
         game.step(d.executed).map_err(|source| RateError::Game { seed, source })?;
         done += 1;
     }

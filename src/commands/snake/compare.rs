@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
 
-use super::{build_arm, iso_utc_now, policy};
+use super::{build_arm, iso_utc_now, policy, truncation_warning};
 use crate::cli::SnakeCompareArgs;
 use crate::commands::bench::{model_json, named_arms, refuse_existing, timestamp_stem};
 use crate::commands::predict::load_bundle;
@@ -13,6 +13,7 @@ use crate::commands::{Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};
 use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
+use crate::snake::host_predictor::HostPredictor;
 use crate::snake::paired::{
     failures, run_seed, ArmSeedResult, PairedArm, PairedReport, PairedReportSettings, PairedSettings,
     PairedTotals, SeedRun, ORDER, REPORT_KIND, SCHEMA_VERSION,
@@ -32,21 +33,30 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
             arms.len()
         )));
     };
-    let output =
-        args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-compare"))));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-compare"))));
     refuse_existing(&output, args.overwrite)?;
     let created_utc = iso_utc_now();
     let bundle = load_bundle(&args.model.model)?;
-    let mut a = build_arm(&bundle, name_a, spec_a)?;
-    let mut b = build_arm(&bundle, name_b, spec_b)?;
     let g = &args.game;
+    let mut a = build_arm(&bundle, name_a, spec_a, g)?;
+    let mut b = build_arm(&bundle, name_b, spec_b, g)?;
     for arm in [&mut a, &mut b] {
         let game = Game::new(g.width, g.height, WARMUP_SEED, g.initial_length).map_err(Failure::input)?;
-        warm_up(game, policy, arm, WARMUP_DECISIONS)
-            .map_err(|e| Failure::run(anyhow!(e).context(format!("warm-up of arm `{}`", arm.identity().name))))?;
+        warm_up(game, policy, arm, WARMUP_DECISIONS).map_err(|e| {
+            Failure::run(anyhow!(e).context(format!("warm-up of arm `{}`", arm.identity().name)))
+        })?;
+        arm.reset_counts();
     }
-    let settings =
-        PairedSettings { width: g.width, height: g.height, initial_length: g.initial_length, steps: args.steps, policy };
+    let settings = PairedSettings {
+        width: g.width,
+        height: g.height,
+        initial_length: g.initial_length,
+        steps: args.steps,
+        policy,
+    };
     let mut runs = Vec::with_capacity(args.seeds.len());
     for &seed in &args.seeds {
         let run = run_seed(seed, &settings, &mut a, &mut b).map_err(|e| Failure::run(anyhow!(e)))?;
@@ -69,22 +79,23 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
             width: g.width,
             height: g.height,
             initial_length: g.initial_length,
+            row_length_tokens: g.row_length,
             prompt: policy.prompt.as_str().into(),
             guarded: true,
             order: ORDER.into(),
             warmup_decisions: WARMUP_DECISIONS,
         },
-        arms: vec![
-            PairedArm { role: "A".into(), identity: a.identity().clone() },
-            PairedArm { role: "B".into(), identity: b.identity().clone() },
-        ],
+        arms: vec![paired_arm("A", &a), paired_arm("B", &b)],
         totals: PairedTotals::of(&runs),
         runs,
         passed: failures.is_empty(),
         failures,
     };
-    let bytes = serde_json::to_vec_pretty(&report).context("cannot serialize the report").map_err(Failure::run)?;
-    write_atomic(&output, &bytes).with_context(|| format!("cannot write {}", output.display())).map_err(Failure::run)?;
+    let bytes =
+        serde_json::to_vec_pretty(&report).context("cannot serialize the report").map_err(Failure::run)?;
+    write_atomic(&output, &bytes)
+        .with_context(|| format!("cannot write {}", output.display()))
+        .map_err(Failure::run)?;
     let t = &report.totals;
     println!(
         "total: executed agreement {}/{}, proposed agreement {}/{}, deaths {}, interventions A {} B {}, max move-probability difference {}",
@@ -98,11 +109,22 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         t.max_move_probability_difference.map_or("n/a".into(), |d| format!("{d:.4}")),
     );
     println!("report: {}", output.display());
+    for w in [&a, &b].into_iter().filter_map(|arm| truncation_warning(arm)) {
+        eprintln!("{w}");
+    }
     if report.passed {
         Ok(())
     } else {
-        Err(Failure::run(anyhow!("the arms do not drive the game identically: {}", report.failures.join("; "))))
+        Err(Failure::run(anyhow!(
+            "the arms do not drive the game identically: {}",
+            report.failures.join("; ")
+        )))
     }
+}
+
+fn paired_arm(role: &str, arm: &HostPredictor<'_>) -> PairedArm {
+    let (decisions, state_truncated_decisions) = arm.truncations();
+    PairedArm { role: role.into(), identity: arm.identity().clone(), decisions, state_truncated_decisions }
 }
 
 fn latency_text(arm: &ArmSeedResult) -> String {

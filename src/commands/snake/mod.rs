@@ -64,14 +64,33 @@ fn policy(game: &SnakeGameArgs, guarded: bool) -> Result<PolicyConfig, Failure> 
     Ok(PolicyConfig { guarded, prompt })
 }
 
-/// Build an arm at the Snake budget (exit 2 for a spec that cannot run); prints load warnings.
-fn build_arm<'b>(bundle: &'b Bundle, name: &str, spec: &str) -> Result<HostPredictor<'b>, Failure> {
-    let arm = HostPredictor::build(name, spec, bundle)
+/// Build an arm at the Snake budget with `--row-length` tokens per row (exit 2 for a spec that
+/// cannot run); prints load warnings.
+fn build_arm<'b>(
+    bundle: &'b Bundle,
+    name: &str,
+    spec: &str,
+    game: &SnakeGameArgs,
+) -> Result<HostPredictor<'b>, Failure> {
+    let length = usize::try_from(game.row_length).unwrap_or(usize::MAX);
+    let arm = HostPredictor::build(name, spec, bundle, length)
         .map_err(|e| Failure::input(anyhow!(e).context(format!("arm `{name}`"))))?;
     for w in arm.load_warnings() {
         eprintln!("warning: {w}");
     }
     Ok(arm)
+}
+
+/// A warning when some decisions' state was cut to fit the row length (the model saw less).
+fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
+    let (decisions, truncated) = arm.truncations();
+    (truncated > 0).then(|| {
+        format!(
+            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --row-length (builtin:tiny's small tokenizer needs 80)",
+            arm.identity().name,
+            arm.identity().length
+        )
+    })
 }
 
 /// Load the model (exit 2) and build one arm from `--arm SPEC|NAME=SPEC`.

@@ -11,7 +11,7 @@ use anyhow::{anyhow, Context};
 use serde_json::{json, Map, Value};
 
 use super::tui::{adjust_fps, state_label, BoardView, Key, Tui, View, PLAY_KEYS};
-use super::{build_arm, hardware, iso_utc_now, load_single, model_metadata, policy};
+use super::{build_arm, hardware, iso_utc_now, load_single, model_metadata, policy, truncation_warning};
 use crate::cli::SnakePlayArgs;
 use crate::commands::bench::positive_duration;
 use crate::commands::{interrupt, Failure, Outcome};
@@ -68,7 +68,10 @@ struct Session<'a, 'b> {
 pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     let policy = policy(&args.game, !args.unassisted)?;
     if !(args.fps.is_finite() && args.fps > 0.0) {
-        return Err(Failure::input(anyhow!("--fps {} must be a positive number of decisions per second", args.fps)));
+        return Err(Failure::input(anyhow!(
+            "--fps {} must be a positive number of decisions per second",
+            args.fps
+        )));
     }
     let limit = args.duration.as_deref().map(|d| positive_duration("--duration", d)).transpose()?;
     if let Some(path) = &args.record {
@@ -81,10 +84,17 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     }
     let headless = args.headless || !std::io::stdout().is_terminal();
     let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
-    let mut arm = build_arm(&bundle, &name, &spec)?;
-    let warm = Game::new(args.game.width, args.game.height, args.seed.wrapping_add(10_000), args.game.initial_length)
-        .map_err(Failure::input)?;
-    warm_up(warm, policy, &mut arm, WARMUP_DECISIONS).map_err(|e| Failure::run(anyhow!(e).context("warm-up")))?;
+    let mut arm = build_arm(&bundle, &name, &spec, &args.game)?;
+    let warm = Game::new(
+        args.game.width,
+        args.game.height,
+        args.seed.wrapping_add(10_000),
+        args.game.initial_length,
+    )
+    .map_err(Failure::input)?;
+    warm_up(warm, policy, &mut arm, WARMUP_DECISIONS)
+        .map_err(|e| Failure::run(anyhow!(e).context("warm-up")))?;
+    arm.reset_counts();
     let game = Game::new(args.game.width, args.game.height, args.seed, args.game.initial_length)
         .map_err(Failure::input)?;
     let recorder = match &args.record {
@@ -127,6 +137,9 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     };
     let summary = session.finish()?;
     println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
+    if let Some(w) = truncation_warning(&session.arm) {
+        eprintln!("{w}");
+    }
     played
 }
 
@@ -141,7 +154,9 @@ fn open_recording(
         .write(true)
         .create_new(true)
         .open(path)
-        .with_context(|| format!("--record {}: cannot create the recording (it must not exist)", path.display()))
+        .with_context(|| {
+            format!("--record {}: cannot create the recording (it must not exist)", path.display())
+        })
         .map_err(Failure::input)?;
     let mut writer = RecordingWriter::new(BufWriter::new(file));
     let settings = json!({
@@ -151,6 +166,7 @@ fn open_recording(
         "height": args.game.height,
         "initial_length": args.game.initial_length,
         "prompt": args.game.prompt,
+        "row_length": args.game.row_length,
         "seed": args.seed,
         "steps": args.steps,
         "duration": args.duration,
@@ -182,12 +198,14 @@ impl Session<'_, '_> {
     }
 
     fn limit_reached(&self) -> bool {
-        self.args.steps.is_some_and(|n| self.steps >= n) || self.limit.is_some_and(|d| self.started.elapsed() >= d)
+        self.args.steps.is_some_and(|n| self.steps >= n)
+            || self.limit.is_some_and(|d| self.started.elapsed() >= d)
     }
 
     fn decisions_per_second(&self) -> Option<f64> {
         let (first, last) = (self.frame_times.front()?, self.frame_times.back()?);
-        (self.frame_times.len() >= 2 && last > first).then(|| (self.frame_times.len() - 1) as f64 / (last - first))
+        (self.frame_times.len() >= 2 && last > first)
+            .then(|| (self.frame_times.len() - 1) as f64 / (last - first))
     }
 
     fn record(&mut self, record: &Record) -> Result<(), Failure> {

@@ -11,7 +11,7 @@ use anyhow::{anyhow, Context};
 use serde_json::{json, Map, Value};
 
 use super::tui::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
-use super::{build_arm, iso_utc_now, load_single, policy};
+use super::{build_arm, iso_utc_now, load_single, policy, truncation_warning};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::bench::{model_json, refuse_existing, timestamp_stem};
 use crate::commands::{interrupt, Failure, Outcome};
@@ -20,15 +20,17 @@ use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
 use crate::snake::rate::{
-    parse_rates, warm_up, Episode, FrameInfo, Phase, RateError, RateReport, RateRun, RateSettings, REPORT_KIND,
-    SCHEMA_VERSION, WARMUP_SEED, WARMUP_STEPS,
+    parse_rates, warm_up, Episode, FrameInfo, Phase, RateError, RateReport, RateRun, RateSettings,
+    REPORT_KIND, SCHEMA_VERSION, WARMUP_SEED, WARMUP_STEPS,
 };
 use crate::snake::Decision;
 
 /// Run `snake bench`.
 pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
-    let output =
-        args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-bench"))));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-bench"))));
     let resumed = if args.resume { Some(read_report(&output)?) } else { None };
     if resumed.is_none() {
         refuse_existing(&output, args.overwrite)?;
@@ -42,16 +44,20 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
         height: settings.height,
         initial_length: settings.initial_length,
         prompt: settings.prompt.clone(),
+        row_length: settings.row_length_tokens,
     };
     let policy = policy(&game_args, true)?;
     let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
-    let mut arm = build_arm(&bundle, &name, &spec)?;
+    let mut arm = build_arm(&bundle, &name, &spec, &game_args)?;
     let model = model_json(&bundle);
     let mut report = match resumed {
         Some(mut r) => {
             check_identity(&r, &model, arm.identity())?;
             r.resumed_sessions += 1;
-            eprintln!("resuming {}: the report's settings are used, finished episodes are kept", output.display());
+            eprintln!(
+                "resuming {}: the report's settings are used, finished episodes are kept",
+                output.display()
+            );
             r
         }
         None => RateReport {
@@ -80,7 +86,9 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     if !report.complete {
         let warm = Game::new(settings.width, settings.height, WARMUP_SEED, settings.initial_length)
             .map_err(Failure::input)?;
-        warm_up(warm, policy, &mut arm, WARMUP_STEPS).map_err(|e| Failure::run(anyhow!(e).context("warm-up")))?;
+        warm_up(warm, policy, &mut arm, WARMUP_STEPS)
+            .map_err(|e| Failure::run(anyhow!(e).context("warm-up")))?;
+        arm.reset_counts();
         let _ = interrupt::install();
         let engine = arm.engine();
         let mut canvas = OffscreenCanvas::new(settings.width, settings.height);
@@ -125,13 +133,17 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
                 )))
             }
             Err(e) => {
-                return Err(Failure::run(
-                    anyhow!(e).context(format!("the benchmark stopped; finished episodes are in {}", output.display())),
-                ))
+                return Err(Failure::run(anyhow!(e).context(format!(
+                    "the benchmark stopped; finished episodes are in {}",
+                    output.display()
+                ))))
             }
         }
     }
     println!("report: {}", output.display());
+    if let Some(w) = truncation_warning(&arm) {
+        eprintln!("{w}");
+    }
     match report.fastest_tested_stable_fps {
         Some(fps) => {
             println!("fastest tested stable rate: {fps} decisions/s (every soak seed alive, ≤1% deadline misses)");
@@ -154,6 +166,7 @@ fn settings_from_args(args: &SnakeBenchArgs) -> Result<RateSettings, Failure> {
         height: args.game.height,
         initial_length: args.game.initial_length,
         prompt: args.game.prompt.clone(),
+        row_length_tokens: args.game.row_length,
         rates_fps,
         sweep_steps: args.sweep_steps,
         soak_steps: args.soak_steps,
@@ -165,7 +178,9 @@ fn settings_from_args(args: &SnakeBenchArgs) -> Result<RateSettings, Failure> {
 /// Read a report to resume (exit 2 when it is missing, unreadable or another kind).
 fn read_report(path: &Path) -> Result<RateReport, Failure> {
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--resume: cannot read {}; give the --output of an earlier snake bench", path.display()))
+        .with_context(|| {
+            format!("--resume: cannot read {}; give the --output of an earlier snake bench", path.display())
+        })
         .map_err(Failure::input)?;
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("--resume: {} is not JSON", path.display()))
@@ -184,7 +199,11 @@ fn read_report(path: &Path) -> Result<RateReport, Failure> {
 }
 
 /// A resumed report must continue with the same model and arm (exit 2 otherwise).
-fn check_identity(report: &RateReport, model: &Value, arm: &crate::report::raw::ArmInfo) -> Result<(), Failure> {
+fn check_identity(
+    report: &RateReport,
+    model: &Value,
+    arm: &crate::report::raw::ArmInfo,
+) -> Result<(), Failure> {
     let old = &report.arm;
     let mut changed = Vec::new();
     if report.model != *model {

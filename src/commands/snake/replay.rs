@@ -19,7 +19,10 @@ const SPEED_RANGE: (f64, f64) = (1.0 / 16.0, 64.0);
 /// Run `snake replay`.
 pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
     if !(args.speed.is_finite() && args.speed > 0.0) {
-        return Err(Failure::input(anyhow!("--speed {} must be a positive number (1 = recorded pace)", args.speed)));
+        return Err(Failure::input(anyhow!(
+            "--speed {} must be a positive number (1 = recorded pace)",
+            args.speed
+        )));
     }
     let path = &args.file;
     let file = File::open(path)
@@ -33,7 +36,9 @@ pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
         .map_err(|e| Failure::run(anyhow!(e).context(format!("{} does not replay", path.display()))))?;
     if !args.headless && std::io::stdout().is_terminal() {
         let _ = interrupt::install();
-        let mut tui = Tui::enter(true).context("cannot take over the terminal; use --headless").map_err(Failure::run)?;
+        let mut tui = Tui::enter(true)
+            .context("cannot take over the terminal; use --headless")
+            .map_err(Failure::run)?;
         let shown = show(&mut tui, &recording, args.speed);
         drop(tui);
         shown?;
@@ -69,7 +74,8 @@ fn summary(path: &std::path::Path, recording: &Recording, verified: &ReplaySumma
 fn show(tui: &mut Tui, recording: &Recording, speed: f64) -> Result<(), Failure> {
     let frames: Vec<&Frame> = recording.frames().collect();
     let Some(first_at) = frames.first().map(|f| f.at) else { return Ok(()) };
-    let engine = recording.metadata.model.get("engine").and_then(Value::as_str).unwrap_or("recorded").to_string();
+    let engine =
+        recording.metadata.model.get("engine").and_then(Value::as_str).unwrap_or("recorded").to_string();
     let (mut speed, mut paused) = (speed, false);
     let mut virtual_s = 0.0;
     let mut last = Instant::now();

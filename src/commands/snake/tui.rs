@@ -202,7 +202,13 @@ pub fn render(view: &View<'_>, buf: &mut Buffer) {
     }
     // Under the board: counters and the board-fill bar.
     let under = y0 + b.height + 2;
-    put(buf, x0, under, &format!("SCORE {:03}   LENGTH {:03}   BEST {:03}", b.score, b.length, view.best), bold);
+    put(
+        buf,
+        x0,
+        under,
+        &format!("SCORE {:03}   LENGTH {:03}   BEST {:03}", b.score, b.length, view.best),
+        bold,
+    );
     let fill = b.length as f64 / (b.width * b.height).max(1) as f64;
     put(buf, x0, under + 1, &format!("BOARD FILL {} {:5.1}%", bar(fill, BAR_CELLS), fill * 100.0), text);
     // Right panel.
@@ -226,7 +232,13 @@ pub fn render(view: &View<'_>, buf: &mut Buffer) {
         put(buf, px, 11, &food, Style::default().fg(CYAN));
         put(buf, px, 13, &format!("decision      {:8.2} ms", d.decision_ms), text);
         put(buf, px, 14, &format!("model call    {:8.2} ms  (3 questions)", d.inference_ms), text);
-        put(buf, px, 16, &format!("input tokens  {:5}   output tokens {}", d.input_tokens, d.output_tokens), dim);
+        put(
+            buf,
+            px,
+            16,
+            &format!("input tokens  {:5}   output tokens {}", d.input_tokens, d.output_tokens),
+            dim,
+        );
     } else {
         put(buf, px, 3, "waiting for the first decision", dim);
     }
@@ -262,7 +274,9 @@ pub enum Key {
 
 fn key_of(code: KeyCode, modifiers: KeyModifiers) -> Option<Key> {
     match code {
-        KeyCode::Char('c') | KeyCode::Char('C') if modifiers.contains(KeyModifiers::CONTROL) => Some(Key::Quit),
+        KeyCode::Char('c') | KeyCode::Char('C') if modifiers.contains(KeyModifiers::CONTROL) => {
+            Some(Key::Quit)
+        }
         KeyCode::Char('q') | KeyCode::Char('Q') | KeyCode::Esc => Some(Key::Quit),
         KeyCode::Char(' ') => Some(Key::Pause),
         KeyCode::Up | KeyCode::Char('+') | KeyCode::Char('=') => Some(Key::Faster),

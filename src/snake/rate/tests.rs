@@ -22,6 +22,7 @@ fn settings() -> RateSettings {
         height: 16,
         initial_length: 6,
         prompt: "compact".into(),
+        row_length_tokens: 64,
         rates_fps: vec![1.0e6, 2.0e6],
         sweep_steps: 5,
         soak_steps: 4,
@@ -95,8 +96,8 @@ fn shielded_episode_survives_and_times_every_tick() {
         Ok(())
     };
     let plan = EpisodePlan { seed: 101, target_fps: None, steps: 120, guarded: true };
-    let e = run_episode(&settings(), PolicyConfig::default(), plan, &mut model, &mut render, &|| false)
-        .unwrap();
+    let e =
+        run_episode(&settings(), PolicyConfig::default(), plan, &mut model, &mut render, &|| false).unwrap();
     assert_eq!((e.steps, frames), (120, 120));
     assert!(e.alive && e.passes);
     assert!(e.interventions > 0, "UP is unsafe at tick 0 of seed 101");
@@ -127,8 +128,8 @@ fn a_slow_render_misses_every_paced_deadline() {
         Ok(())
     };
     let plan = EpisodePlan { seed: 7, target_fps: Some(100.0), steps: 3, guarded: true };
-    let e = run_episode(&settings(), PolicyConfig::default(), plan, &mut model, &mut render, &|| false)
-        .unwrap();
+    let e =
+        run_episode(&settings(), PolicyConfig::default(), plan, &mut model, &mut render, &|| false).unwrap();
     assert_eq!((e.steps, e.deadline_misses), (3, 3));
     assert_eq!(e.miss_fraction, Some(1.0));
     assert!(e.alive && !e.passes);
