@@ -134,8 +134,8 @@ mod tests {
         assert!(decision.input_tokens > 3 && decision.input_tokens <= 3 * 64, "{}", decision.input_tokens);
         assert!(decision.safe_directions.contains(&decision.executed));
         assert!(decision.decision_ms >= decision.inference_ms);
-        // builtin:tiny's byte-level tokenizer needs 77 tokens for the compact move row, so L64
-        // cuts its state; L80 holds every row.
+        // builtin:tiny's byte-level tokenizer needs 77 tokens for this compact move row, so L64
+        // cuts its state; L80 holds this state's rows.
         assert_eq!(arm.truncations(), (1, 1));
         let mut wide = HostPredictor::build("a", "portable:f32", &bundle, 80).unwrap();
         decide(&game, &mut wide, PolicyConfig::default()).unwrap();

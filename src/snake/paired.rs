@@ -212,7 +212,7 @@ pub fn run_seed(
     while steps < settings.steps && !game.finished() {
         let tick = game.ticks();
         let arm_error = |arm: &'static str| move |source| PairedError::Decision { seed, tick, arm, source };
-        let (da, db) = if steps % 2 == 0 {
+        let (da, db) = if steps.is_multiple_of(2) {
             let da = decide(&game, a, settings.policy).map_err(arm_error("A"))?;
             let db = decide(&game, b, settings.policy).map_err(arm_error("B"))?;
             (da, db)

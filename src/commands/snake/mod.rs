@@ -86,7 +86,7 @@ fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
     let (decisions, truncated) = arm.truncations();
     (truncated > 0).then(|| {
         format!(
-            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --row-length (builtin:tiny's small tokenizer needs 80)",
+            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --row-length (builtin:tiny's byte-level tokenizer needs 96)",
             arm.identity().name,
             arm.identity().length
         )
