@@ -54,13 +54,13 @@ fn headless_play_records_a_run_that_replays() {
             "--seed",
             "101",
             "--row-length",
-            "80",
+            "96",
             "--record",
             "run.jsonl",
         ],
     );
     assert_exit(&o, 0, "");
-    assert!(!stderr(&o).contains("warning"), "L80 holds every row: {}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "L96 holds every row: {}", stderr(&o));
     let s = summary(&o);
     assert_eq!(s["steps"], 12);
     assert_eq!(s["inference_calls"], 12);
