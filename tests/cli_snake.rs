@@ -349,3 +349,36 @@ fn play_refuses_bad_input_with_exit_2() {
     assert_exit(&play(&["--height", "3"]), 2, "Board dimensions");
     assert_exit(&play(&["--arm", "nope:x"]), 2, "nope:x");
 }
+
+#[test]
+fn shield_keeps_a_scripted_arm_alive_through_many_rounds_and_unassisted_play_stops_at_a_death() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = ["--arm", "mock:ok", "--width", "6", "--height", "6", "--initial-length", "3"];
+    let play = |extra: &[&str]| {
+        let args =
+            [&["snake", "play", "--headless", "--max-speed", "--steps", "3000"][..], &small, extra].concat();
+        laya_bench(dir.path(), &args)
+    };
+    // The scripted arm's proposals are often unsafe; the shield replaces them every time.
+    let o = play(&["--record", "guarded.jsonl"]);
+    assert_exit(&o, 0, "");
+    let s = summary(&o);
+    assert_eq!((s["steps"].as_u64(), s["deaths"].as_u64()), (Some(3000), Some(0)));
+    assert!(s["interventions"].as_u64().unwrap() > 100, "{s}");
+    assert_eq!(s["best_score"], 33, "a 6x6 board from length 3 is cleared at least once");
+    let o = laya_bench(dir.path(), &["snake", "replay", "guarded.jsonl", "--headless"]);
+    assert_exit(&o, 0, "");
+    assert!(summary(&o)["rounds"].as_u64().unwrap() > 1, "rounds continue after a cleared board");
+
+    // Without the shield the same arm's first proposal reverses into its neck: one death, stop.
+    let o = play(&["--unassisted", "--record", "top1.jsonl"]);
+    assert_exit(&o, 0, "");
+    let s = summary(&o);
+    assert_eq!(
+        (s["steps"].as_u64(), s["deaths"].as_u64(), s["guarded"].as_bool()),
+        (Some(1), Some(1), Some(false))
+    );
+    let o = laya_bench(dir.path(), &["snake", "replay", "top1.jsonl", "--headless"]);
+    assert_exit(&o, 0, "");
+    assert_eq!(summary(&o)["end_summary"]["deaths"], 1);
+}
