@@ -1,10 +1,13 @@
-//! The Snake workload's pure core: rules, planner features, prompts, policy and shield,
-//! recordings, the host-path model arm, the paired check and the rate benchmark (docs: snake.md).
+//! The Snake workload: rules, planner features, prompts, policy and shield, recordings, the
+//! host-path model arm, the paired check and the rate benchmark (docs/snake.md).
 //!
-//! Everything here is deterministic and model-free. The model is reached only through
-//! [`policy::Predictor`]: the planner hands it the state and questions as JSON values exactly as
-//! the reference builds them, and the policy reads the host's result JSON back. Food placement
-//! reproduces CPython's `random.Random` ([`pyrandom`]) so seeds give the reference's boards.
+//! The game, features, prompts, policy and recordings are deterministic and model-free. The
+//! model is reached only through [`policy::Predictor`]: the planner hands it the state and
+//! questions as JSON values exactly as the reference builds them, and the policy reads the
+//! host's result JSON back; [`host_predictor::HostPredictor`] is that predictor over the shared
+//! host path and a backend. [`paired`] and [`rate`] run games with predictors and time whole
+//! decisions; nothing here prints. Food placement reproduces CPython's `random.Random`
+//! ([`pyrandom`]) so seeds give the reference's boards.
 
 pub mod features;
 pub mod game;
