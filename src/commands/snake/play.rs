@@ -215,6 +215,7 @@ impl Session<'_, '_> {
 
     fn start_round(&mut self) -> Result<(), Failure> {
         self.round += 1;
+        self.reset_requested = false;
         let seed = self.args.seed.wrapping_add(i64::try_from(self.round - 1).unwrap_or(i64::MAX));
         let g = &self.args.game;
         self.game = Game::new(g.width, g.height, seed, g.initial_length).map_err(Failure::input)?;
@@ -297,7 +298,6 @@ impl Session<'_, '_> {
                 }
             }
             if self.reset_requested {
-                self.reset_requested = false;
                 self.start_round()?;
             }
             let decision = decide(&self.game, &mut self.arm, self.policy).map_err(|e| {
