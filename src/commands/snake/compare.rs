@@ -46,7 +46,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     for arm in [&mut a, &mut b] {
         let game = Game::new(g.width, g.height, WARMUP_SEED, g.initial_length).map_err(Failure::input)?;
         warm_up(game, policy, arm, WARMUP_DECISIONS).map_err(|e| {
-            Failure::run(anyhow!(e).context(format!("warm-up of arm `{}`", arm.identity().name)))
+            Failure::run(anyhow!("{e}").context(format!("warm-up of arm `{}`", arm.identity().name)))
         })?;
         arm.reset_counts();
     }
@@ -59,7 +59,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     };
     let mut runs = Vec::with_capacity(args.seeds.len());
     for &seed in &args.seeds {
-        let run = run_seed(seed, &settings, &mut a, &mut b).map_err(|e| Failure::run(anyhow!(e)))?;
+        let run = run_seed(seed, &settings, &mut a, &mut b).map_err(|e| Failure::run(anyhow!("{e}")))?;
         println!("{}", seed_line(&run));
         runs.push(run);
     }

@@ -93,7 +93,7 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     )
     .map_err(Failure::input)?;
     warm_up(warm, policy, &mut arm, WARMUP_DECISIONS)
-        .map_err(|e| Failure::run(anyhow!(e).context("warm-up")))?;
+        .map_err(|e| Failure::run(anyhow!("{e}").context("warm-up")))?;
     arm.reset_counts();
     let game = Game::new(args.game.width, args.game.height, args.seed, args.game.initial_length)
         .map_err(Failure::input)?;
@@ -301,7 +301,11 @@ impl Session<'_, '_> {
                 self.start_round()?;
             }
             let decision = decide(&self.game, &mut self.arm, self.policy).map_err(|e| {
-                Failure::run(anyhow!(e).context(format!("round {}, tick {}", self.round, self.game.ticks())))
+                Failure::run(anyhow!("{e}").context(format!(
+                    "round {}, tick {}",
+                    self.round,
+                    self.game.ticks()
+                )))
             })?;
             let at = self.elapsed_s();
             self.inference_calls += 1;

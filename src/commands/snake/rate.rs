@@ -87,7 +87,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
         let warm = Game::new(settings.width, settings.height, WARMUP_SEED, settings.initial_length)
             .map_err(Failure::input)?;
         warm_up(warm, policy, &mut arm, WARMUP_STEPS)
-            .map_err(|e| Failure::run(anyhow!(e).context("warm-up")))?;
+            .map_err(|e| Failure::run(anyhow!("{e}").context("warm-up")))?;
         arm.reset_counts();
         let _ = interrupt::install();
         let engine = arm.engine();
@@ -133,7 +133,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
                 )))
             }
             Err(e) => {
-                return Err(Failure::run(anyhow!(e).context(format!(
+                return Err(Failure::run(anyhow!("{e}").context(format!(
                     "the benchmark stopped; finished episodes are in {}",
                     output.display()
                 ))))

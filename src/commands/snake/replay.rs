@@ -30,10 +30,13 @@ pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
         .map_err(Failure::input)?;
     let recording = read_recording(BufReader::new(file)).map_err(|e| {
         let code = if matches!(e, RecordingError::Io(_)) { 1 } else { 2 };
-        Failure { code, error: anyhow!(e).context(format!("{} is not a valid recording", path.display())) }
+        Failure {
+            code,
+            error: anyhow!("{e}").context(format!("{} is not a valid recording", path.display())),
+        }
     })?;
     let verified = replay(&recording)
-        .map_err(|e| Failure::run(anyhow!(e).context(format!("{} does not replay", path.display()))))?;
+        .map_err(|e| Failure::run(anyhow!("{e}").context(format!("{} does not replay", path.display()))))?;
     if !args.headless && std::io::stdout().is_terminal() {
         let _ = interrupt::install();
         let mut tui = Tui::enter(true)
