@@ -82,7 +82,10 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
             args.repeats
         )));
     }
-    let output = args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("convert-check"))));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("convert-check"))));
     refuse_existing(&output, args.overwrite)?;
     let suite = load_suite(args.suite.as_deref())?;
     let source_bundle = load_bundle(&args.source)?;
@@ -104,10 +107,16 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     };
     let shapes = check_shapes(args, cand, coreml.as_ref())?;
     let threads = default_threads();
-    let (mut source, _) =
-        build_portable(&BackendSpec::Portable(Precision::F32), "portable:f32", &source_bundle, Some(shapes.clone()), threads)
-            .map_err(|e| Failure::input(anyhow!(e).context(format!("--source {}", args.source))))?;
-    let (mut engine, palette) = build_candidate(&kind, &args.candidate, cand, coreml.is_some(), &shapes, threads)?;
+    let (mut source, _) = build_portable(
+        &BackendSpec::Portable(Precision::F32),
+        "portable:f32",
+        &source_bundle,
+        Some(shapes.clone()),
+        threads,
+    )
+    .map_err(|e| Failure::input(anyhow!(e).context(format!("--source {}", args.source))))?;
+    let (mut engine, palette) =
+        build_candidate(&kind, &args.candidate, cand, coreml.is_some(), &shapes, threads)?;
     let checks = match &coreml {
         Some(c) => Some(static_checks(c, &source_bundle)?),
         None => None,
@@ -142,7 +151,8 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         Engine::Other(b) => Ok(b.as_mut()),
         Engine::Unavailable(reason) => Err(reason.clone()),
     };
-    let engines = Engines { rows_host: &rows_host, source_host: &source_host, source: &mut source, candidate };
+    let engines =
+        Engines { rows_host: &rows_host, source_host: &source_host, source: &mut source, candidate };
     let (questions, summary) = run_suite(&suite, engines, &plan).map_err(|e| Failure::run(anyhow!(e)))?;
     let (verdict, verdict_reason) = verdict(&summary, checks.as_ref());
     let (compute_placement, compute_placement_note) = compute_placement(&candidate_info);
@@ -173,7 +183,11 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
             repeats: args.repeats,
             max_len_tokens: args.max_len,
         },
-        suite: SuiteInfo { source: suite.source.clone(), name: suite.name.clone(), sha256: suite.sha256.clone() },
+        suite: SuiteInfo {
+            source: suite.source.clone(),
+            name: suite.name.clone(),
+            sha256: suite.sha256.clone(),
+        },
         summary,
         questions,
         bundle_checks: checks,
@@ -213,7 +227,8 @@ fn load_suite(path: Option<&Path>) -> Result<Suite, Failure> {
 
 /// Load a candidate model and refuse one that reads another tokenizer or config (exit 2).
 fn load_candidate_model(spec: &str, source_spec: &str, source: &Bundle) -> Result<Bundle, Failure> {
-    let bundle = load_bundle(spec).map_err(|f| Failure::input(f.error.context(format!("--candidate {spec}"))))?;
+    let bundle =
+        load_bundle(spec).map_err(|f| Failure::input(f.error.context(format!("--candidate {spec}"))))?;
     let files = |s: &str| {
         ModelSpec::parse(s)
             .map_err(|e| Failure::input(anyhow!(e)))
@@ -224,13 +239,21 @@ fn load_candidate_model(spec: &str, source_spec: &str, source: &Bundle) -> Resul
         &files(spec)?,
         (source.encoder == bundle.encoder, source.agent == bundle.agent),
     )
-    .map_err(|e| Failure::input(anyhow!(e).context(format!("--candidate {spec} is not a conversion of --source {source_spec}"))))?;
+    .map_err(|e| {
+        Failure::input(
+            anyhow!(e).context(format!("--candidate {spec} is not a conversion of --source {source_spec}")),
+        )
+    })?;
     Ok(bundle)
 }
 
 /// The shape rows are built and packed for: the Core ML bundle's, or the portable engine's
 /// with one row per call and `--max-len` as the longest row.
-fn check_shapes(args: &ConvertCheckArgs, cand: &Bundle, coreml: Option<&CoreMlBundle>) -> Result<ShapeCaps, Failure> {
+fn check_shapes(
+    args: &ConvertCheckArgs,
+    cand: &Bundle,
+    coreml: Option<&CoreMlBundle>,
+) -> Result<ShapeCaps, Failure> {
     if args.max_len == Some(0) {
         return Err(Failure::input(anyhow!("--max-len must be at least 1")));
     }
@@ -273,14 +296,17 @@ fn build_candidate(
     shapes: &ShapeCaps,
     threads: usize,
 ) -> Result<(Engine, Option<PaletteReport>), Failure> {
-    let context = |e: registry::RegistryError| Failure::input(anyhow!(e).context(format!("--candidate {text}")));
+    let context =
+        |e: registry::RegistryError| Failure::input(anyhow!(e).context(format!("--candidate {text}")));
     if is_coreml {
         let path = match kind {
             CandidateKind::Model(p) => p.as_str(),
             CandidateKind::Backend(p) => p.as_str(),
         };
         let spec = format!("coreml:{path}");
-        let engine = match BackendSpec::parse(&spec).and_then(|s| registry::build(&s, &spec, cand, Some(shapes.clone()))) {
+        let engine = match BackendSpec::parse(&spec)
+            .and_then(|s| registry::build(&s, &spec, cand, Some(shapes.clone())))
+        {
             Ok(b) => Engine::Other(b),
             Err(e) => Engine::Unavailable(e.to_string()),
         };
@@ -292,14 +318,20 @@ fn build_candidate(
     };
     let parsed = match BackendSpec::parse(spec_text) {
         Ok(p) => p,
-        Err(e @ registry::RegistryError::Unavailable { .. }) => return Ok((Engine::Unavailable(e.to_string()), None)),
+        Err(e @ registry::RegistryError::Unavailable { .. }) => {
+            return Ok((Engine::Unavailable(e.to_string()), None))
+        }
         Err(e) if spec_text.starts_with("mlx") => return Ok((Engine::Unavailable(e.to_string()), None)),
         Err(e) => return Err(context(e)),
     };
     if matches!(parsed, BackendSpec::Mock { .. }) {
-        return Ok((Engine::Other(registry::build(&parsed, spec_text, cand, Some(shapes.clone())).map_err(context)?), None));
+        return Ok((
+            Engine::Other(registry::build(&parsed, spec_text, cand, Some(shapes.clone())).map_err(context)?),
+            None,
+        ));
     }
-    let (backend, report) = build_portable(&parsed, spec_text, cand, Some(shapes.clone()), threads).map_err(context)?;
+    let (backend, report) =
+        build_portable(&parsed, spec_text, cand, Some(shapes.clone()), threads).map_err(context)?;
     Ok((Engine::Portable(Box::new(backend)), report))
 }
 
@@ -308,7 +340,9 @@ fn manifest_quantization(c: &CoreMlBundle) -> Option<String> {
     let dir = c.package.parent()?;
     let text = std::fs::read_to_string(dir.join("coreml_config.json")).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
-    ["quantization", "ane_quantization"].iter().find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_string))
+    ["quantization", "ane_quantization"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_string))
 }
 
 fn static_checks(c: &CoreMlBundle, source: &Bundle) -> Result<BundleChecks, Failure> {
@@ -349,9 +383,8 @@ fn candidate_side(
         }
     }
     if let Ok(BackendSpec::PortablePalette { path, .. }) = BackendSpec::parse(&args.candidate) {
-        let meta = std::fs::read(&path)
-            .ok()
-            .and_then(|b| read_palette_meta(&b, &path.display().to_string()).ok());
+        let meta =
+            std::fs::read(&path).ok().and_then(|b| read_palette_meta(&b, &path.display().to_string()).ok());
         if let Some(m) = meta {
             notes.push(format!(
                 "palette file {}: {}-bit indices, groups of {} rows, every projection matrix above {} elements palettized ({})",
@@ -393,14 +426,22 @@ fn candidate_side(
         kind: kind_name.into(),
         model: cand.source.clone(),
         backend,
-        precision: info.as_ref().map(|i| i.precision.clone()).or_else(|| coreml.and_then(|c| c.precision.clone())),
+        precision: info
+            .as_ref()
+            .map(|i| i.precision.clone())
+            .or_else(|| coreml.and_then(|c| c.precision.clone())),
         device: info.as_ref().map(|i| i.device.clone()),
         fingerprint,
         notes,
     }
 }
 
-fn candidate_package(spec: &str, engine: &Engine, cand: &Bundle, coreml: Option<&CoreMlBundle>) -> PackageSide {
+fn candidate_package(
+    spec: &str,
+    engine: &Engine,
+    cand: &Bundle,
+    coreml: Option<&CoreMlBundle>,
+) -> PackageSide {
     if let Some(c) = coreml {
         return coreml_side(spec, c, manifest_quantization(c).as_deref(), &cand.encoder, &cand.agent);
     }
@@ -427,7 +468,9 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
     );
     match (&s.max_drift, &s.max_drift_question) {
         (Some(d), Some(q)) => println!("max drift {d:.6} on `{q}`"),
-        _ => println!("max drift: none ({})", s.max_drift_missing_reason.as_deref().unwrap_or("not computed")),
+        _ => {
+            println!("max drift: none ({})", s.max_drift_missing_reason.as_deref().unwrap_or("not computed"))
+        }
     }
     println!(
         "source    {} on {} (fingerprint {})",
@@ -453,7 +496,10 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
     });
     if !judged.is_empty() {
         println!("worst questions:");
-        println!("  {:<16} {:<6} {:>10} {:>10}  {:<32} verdict", "id", "type", "drift", "margin", "answer (source -> candidate)");
+        println!(
+            "  {:<16} {:<6} {:>10} {:>10}  {:<32} verdict",
+            "id", "type", "drift", "margin", "answer (source -> candidate)"
+        );
         for q in judged.iter().take(10) {
             let Some(g) = &q.gates else { continue };
             let answer = format!(
@@ -469,14 +515,21 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
                 "pass".into()
             };
             let drift = if g.drift.is_finite() { format!("{:.6}", g.drift) } else { "non-finite".into() };
-            println!("  {:<16} {:<6} {:>10} {:>10.6}  {:<32} {mark}", q.id, q.qtype, drift, g.source_margin, answer);
+            println!(
+                "  {:<16} {:<6} {:>10} {:>10.6}  {:<32} {mark}",
+                q.id, q.qtype, drift, g.source_margin, answer
+            );
         }
     }
     if !s.not_fitting.is_empty() {
         println!("not fitting ({}): {}", s.not_fitting.len(), s.not_fitting.join(", "));
     }
     if !s.allowed_flips.is_empty() {
-        println!("allowed flips (source margin below {}): {}", r.gate.flip_allowed_below_margin, s.allowed_flips.join(", "));
+        println!(
+            "allowed flips (source margin below {}): {}",
+            r.gate.flip_allowed_below_margin,
+            s.allowed_flips.join(", ")
+        );
     }
     if let Some(b) = &r.bundle_checks {
         let bad: Vec<&str> = b.host_weights.iter().filter(|t| !t.matches).map(|t| t.name.as_str()).collect();

@@ -130,12 +130,18 @@ pub fn option_label(q: &Question, index: usize) -> String {
 
 /// Build the question's row with the candidate's host and check that it packs into the
 /// candidate's shape; `Err` carries the host's reason when it does not fit.
-fn fit(host: &Host<'_>, state: &Value, item: &SuiteItem, opts: &CallOptions) -> Result<Result<Row, String>, HostError> {
-    let rows = match host.prepare_rows(std::slice::from_ref(state), std::slice::from_ref(&item.compiled), opts) {
-        Ok(rows) => rows,
-        Err(e @ HostError::Tokenizer(_)) => return Err(e),
-        Err(e) => return Ok(Err(e.to_string())),
-    };
+fn fit(
+    host: &Host<'_>,
+    state: &Value,
+    item: &SuiteItem,
+    opts: &CallOptions,
+) -> Result<Result<Row, String>, HostError> {
+    let rows =
+        match host.prepare_rows(std::slice::from_ref(state), std::slice::from_ref(&item.compiled), opts) {
+            Ok(rows) => rows,
+            Err(e @ HostError::Tokenizer(_)) => return Err(e),
+            Err(e) => return Ok(Err(e.to_string())),
+        };
     let mut batch = PreparedBatch::default();
     let length = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     match host.pack(&rows, length, &mut batch) {
@@ -158,7 +164,12 @@ fn decision(host: &Host<'_>, q: &Question, out: Option<&(Vec<f32>, f32)>, k: usi
     let mut scratch = Vec::new();
     match out {
         Some((logits, p0)) => Decision {
-            probabilities: calibrated_probabilities(q, &host.temperatures, &logits[..k.min(logits.len())], &mut scratch),
+            probabilities: calibrated_probabilities(
+                q,
+                &host.temperatures,
+                &logits[..k.min(logits.len())],
+                &mut scratch,
+            ),
             act_probability: *p0,
         },
         None => Decision { probabilities: vec![f32::NAN; k], act_probability: f32::NAN },
@@ -167,7 +178,11 @@ fn decision(host: &Host<'_>, q: &Question, out: Option<&(Vec<f32>, f32)>, k: usi
 
 /// Run every question of `suite`; candidate failures are findings, source and tokenizer
 /// failures are errors.
-pub fn run_suite(suite: &Suite, engines: Engines<'_, '_>, plan: &Plan) -> Result<(Vec<QuestionResult>, SuiteSummary), RunError> {
+pub fn run_suite(
+    suite: &Suite,
+    engines: Engines<'_, '_>,
+    plan: &Plan,
+) -> Result<(Vec<QuestionResult>, SuiteSummary), RunError> {
     let Engines { rows_host, source_host, source, mut candidate } = engines;
     let not_run_reason = candidate.as_ref().err().cloned();
     let mut results = Vec::with_capacity(suite.items.len());
@@ -204,7 +219,8 @@ pub fn run_suite(suite: &Suite, engines: Engines<'_, '_>, plan: &Plan) -> Result
         r.row_tokens = Some(row.ids.len());
         r.state_tokens_dropped = Some(row.state.state_tokens_dropped);
         let k = row.markers.len();
-        let src_out = call(source_host, source, &row).map_err(|source| RunError::Source { id: item.id.clone(), source })?;
+        let src_out = call(source_host, source, &row)
+            .map_err(|source| RunError::Source { id: item.id.clone(), source })?;
         let src = decision(source_host, q, src_out.as_ref(), k);
         r.source_answer = src.is_finite().then(|| option_label(q, src.selected()));
         let backend = match candidate.as_mut() {
@@ -328,14 +344,33 @@ mod tests {
     fn the_source_against_itself_passes_with_zero_drift_and_lists_what_does_not_fit() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(512);
-        let (mut src, _) = build_portable(&BackendSpec::Portable(Precision::F32), "portable:f32", &bundle, Some(caps.clone()), 1).unwrap();
-        let (mut cand, _) = build_portable(&BackendSpec::Portable(Precision::F32), "portable:f32", &bundle, Some(caps.clone()), 1).unwrap();
+        let (mut src, _) = build_portable(
+            &BackendSpec::Portable(Precision::F32),
+            "portable:f32",
+            &bundle,
+            Some(caps.clone()),
+            1,
+        )
+        .unwrap();
+        let (mut cand, _) = build_portable(
+            &BackendSpec::Portable(Precision::F32),
+            "portable:f32",
+            &bundle,
+            Some(caps.clone()),
+            1,
+        )
+        .unwrap();
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
-        let engines = Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
+        let engines =
+            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
         let (results, summary) = run_suite(&suite(), engines, &plan()).unwrap();
         assert_eq!(summary.fitting, "2/3 fitting");
         assert_eq!(summary.not_fitting, ["many"]);
-        assert!(results[2].not_fitting_reason.as_deref().unwrap().contains("max_options"), "{:?}", results[2]);
+        assert!(
+            results[2].not_fitting_reason.as_deref().unwrap().contains("max_options"),
+            "{:?}",
+            results[2]
+        );
         assert_eq!(summary.passed_count, 2);
         assert!(summary.failed.is_empty());
         assert_eq!(summary.max_drift, Some(0.0));
@@ -347,10 +382,22 @@ mod tests {
     fn a_drifting_candidate_fails_its_repeats_and_its_gates() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(512);
-        let (mut src, _) = build_portable(&BackendSpec::Portable(Precision::F32), "portable:f32", &bundle, Some(caps.clone()), 1).unwrap();
-        let mut cand = ScriptedBackend::new(caps.clone(), Script::Drift { num_actions: 2, after: 1 }, std::time::Duration::ZERO);
+        let (mut src, _) = build_portable(
+            &BackendSpec::Portable(Precision::F32),
+            "portable:f32",
+            &bundle,
+            Some(caps.clone()),
+            1,
+        )
+        .unwrap();
+        let mut cand = ScriptedBackend::new(
+            caps.clone(),
+            Script::Drift { num_actions: 2, after: 1 },
+            std::time::Duration::ZERO,
+        );
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
-        let engines = Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
+        let engines =
+            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
         let (results, summary) = run_suite(&suite(), engines, &plan()).unwrap();
         assert_eq!(summary.failed, ["n", "c"]);
         let g = results[0].gates.as_ref().unwrap();
@@ -362,9 +409,21 @@ mod tests {
     fn gates_not_run_are_reported_with_the_reason() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(64);
-        let (mut src, _) = build_portable(&BackendSpec::Portable(Precision::F32), "portable:f32", &bundle, Some(caps.clone()), 1).unwrap();
+        let (mut src, _) = build_portable(
+            &BackendSpec::Portable(Precision::F32),
+            "portable:f32",
+            &bundle,
+            Some(caps.clone()),
+            1,
+        )
+        .unwrap();
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
-        let engines = Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Err("needs macOS".into()) };
+        let engines = Engines {
+            rows_host: &host,
+            source_host: &host,
+            source: &mut src,
+            candidate: Err("needs macOS".into()),
+        };
         let (results, summary) = run_suite(&suite(), engines, &plan()).unwrap();
         assert!(!summary.gates_run);
         assert_eq!(summary.fitting, "2/3 fitting");

@@ -162,7 +162,10 @@ mod tests {
 
     #[test]
     fn portable_payload_excludes_the_host_tables() {
-        let side = portable_side("portable:f16", WeightBytes { projections: 600, total: 1_500_000, host_embeddings: 500_000 });
+        let side = portable_side(
+            "portable:f16",
+            WeightBytes { projections: 600, total: 1_500_000, host_embeddings: 500_000 },
+        );
         assert_eq!(side.weight_payload_bytes, Some(1_000_000));
         assert_eq!(side.weight_payload_mb, Some(1.0));
         assert_eq!(side.streamed_bytes_per_decision, Some(1_000_000));
@@ -190,7 +193,8 @@ mod tests {
         assert_eq!(bytes.host_embeddings, (1400 * 64 + 3 * 64) * 4);
         let side = portable_side("portable:f32", bytes);
         assert_eq!(side.weight_payload_bytes, Some((bytes.total - bytes.host_embeddings) as u64));
-        let half = portable_side("portable:f16", w.into_half(crate::model::lowp::HalfKind::F16).weight_bytes());
+        let half =
+            portable_side("portable:f16", w.into_half(crate::model::lowp::HalfKind::F16).weight_bytes());
         // Every projection halves: the payload shrinks by exactly half the FP32 projection bytes.
         assert_eq!(
             side.weight_payload_bytes.unwrap() - half.weight_payload_bytes.unwrap(),

@@ -115,7 +115,9 @@ impl Suite {
         let root: Value = serde_json::from_str(text)
             .map_err(|e| SuiteError::Json { file: file.into(), detail: e.to_string() })?;
         let Value::Object(root) = root else {
-            return Err(field("the suite must be a JSON object with schema_version, states and questions".into()));
+            return Err(field(
+                "the suite must be a JSON object with schema_version, states and questions".into(),
+            ));
         };
         for key in root.keys() {
             if !matches!(key.as_str(), "schema_version" | "name" | "description" | "states" | "questions") {
@@ -190,7 +192,12 @@ impl Suite {
     }
 }
 
-fn parse_item(raw: &Value, index: usize, file: &str, states: &Map<String, Value>) -> Result<SuiteItem, SuiteError> {
+fn parse_item(
+    raw: &Value,
+    index: usize,
+    file: &str,
+    states: &Map<String, Value>,
+) -> Result<SuiteItem, SuiteError> {
     let id_text = raw.get("id").and_then(Value::as_str).unwrap_or("").to_string();
     let err = |detail: String| SuiteError::Item { file: file.into(), index, id: id_text.clone(), detail };
     let Value::Object(obj) = raw else {
@@ -198,7 +205,9 @@ fn parse_item(raw: &Value, index: usize, file: &str, states: &Map<String, Value>
     };
     for key in obj.keys() {
         if !matches!(key.as_str(), "id" | "state" | "question" | "note") {
-            return Err(err(format!("unknown field `{key}`; an item has id, state, question and an optional note")));
+            return Err(err(format!(
+                "unknown field `{key}`; an item has id, state, question and an optional note"
+            )));
         }
     }
     if id_text.trim().is_empty() {
@@ -259,7 +268,10 @@ mod tests {
         let e = suite(r#"[{"id": "poll", "state": "s", "question": {"type": "poll", "instructions": "x"}}]"#)
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("suite.json: questions[0] (id \"poll\"): question 'poll': unknown type 'poll'"), "{e}");
+        assert!(
+            e.starts_with("suite.json: questions[0] (id \"poll\"): question 'poll': unknown type 'poll'"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -270,24 +282,40 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("questions[1] (id \"none\")") && e.contains("needs at least one criterion"), "{e}");
+        assert!(
+            e.contains("questions[1] (id \"none\")") && e.contains("needs at least one criterion"),
+            "{e}"
+        );
     }
 
     #[test]
     fn structural_errors_say_what_to_fix() {
         let cases = [
-            (r#"[{"id": "a", "state": "missing", "question": {"type": "noul", "instructions": "x"}}]"#, "not a key of `states`"),
-            (r#"[{"id": "", "state": "s", "question": {"type": "noul", "instructions": "x"}}]"#, "non-empty string"),
+            (
+                r#"[{"id": "a", "state": "missing", "question": {"type": "noul", "instructions": "x"}}]"#,
+                "not a key of `states`",
+            ),
+            (
+                r#"[{"id": "", "state": "s", "question": {"type": "noul", "instructions": "x"}}]"#,
+                "non-empty string",
+            ),
             (r#"[{"id": "a", "state": "s"}]"#, "`question` is missing"),
-            (r#"[{"id": "a", "state": "s", "question": {"type": "noul", "instructions": "x"}, "tags": []}]"#, "unknown field `tags`"),
-            (r#"[{"id": "a", "state": "s", "question": {"type": "noul", "instructions": "x"}}, {"id": "a", "state": "s", "question": {"type": "noul", "instructions": "y"}}]"#, "repeats an earlier id"),
+            (
+                r#"[{"id": "a", "state": "s", "question": {"type": "noul", "instructions": "x"}, "tags": []}]"#,
+                "unknown field `tags`",
+            ),
+            (
+                r#"[{"id": "a", "state": "s", "question": {"type": "noul", "instructions": "x"}}, {"id": "a", "state": "s", "question": {"type": "noul", "instructions": "y"}}]"#,
+                "repeats an earlier id",
+            ),
             ("[]", "non-empty list"),
         ];
         for (questions, needle) in cases {
             let e = suite(questions).unwrap_err().to_string();
             assert!(e.contains(needle), "{questions}: {e}");
         }
-        let e = Suite::parse(r#"{"schema_version": 2, "states": {}, "questions": []}"#, "f.json").unwrap_err();
+        let e =
+            Suite::parse(r#"{"schema_version": 2, "states": {}, "questions": []}"#, "f.json").unwrap_err();
         assert!(e.to_string().contains("schema_version must be 1"), "{e}");
         let e = Suite::parse("{", "f.json").unwrap_err();
         assert!(e.to_string().starts_with("f.json: not valid JSON"), "{e}");
