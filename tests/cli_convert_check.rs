@@ -56,19 +56,36 @@ fn small_suite(dir: &Path) -> PathBuf {
     path
 }
 
-/// A copy of the tiny checkpoint.
+/// convert-check of `candidate` against builtin:tiny on the small suite.
+fn check_small(dir: &Path, name: &str, candidate: &str, repeats: &str) -> (Output, Option<Value>) {
+    let suite = small_suite(dir);
+    let args = [
+        "--source",
+        "builtin:tiny",
+        "--candidate",
+        candidate,
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeats",
+        repeats,
+    ];
+    check(dir, name, &args)
+}
+
+/// A copy of the tiny checkpoint folder (every file below it).
 fn copy_fixture(dir: &Path) -> PathBuf {
-    for rel in [
-        "model.safetensors",
-        "rl_agent_config.json",
-        "encoder/config.json",
-        "tokenizer/tokenizer.json",
-        "tokenizer/tokenizer_config.json",
-    ] {
-        let to = dir.join(rel);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(Path::new(FIXTURE).join(rel), to).unwrap();
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_tree(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
     }
+    copy_tree(Path::new(FIXTURE), dir);
     dir.to_path_buf()
 }
 
@@ -167,26 +184,12 @@ fn w8_and_w4_on_the_tiny_model_say_that_nothing_was_palettized() {
 #[test]
 fn a_4_bit_palette_of_every_matrix_reports_its_drift_honestly() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
     let palette = dir.path().join("p4.safetensors");
     let o =
         run(&["palettize", "--bits", "4", "--above-elements", "0", "--output", palette.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let spec = format!("portable:palette:{}", palette.display());
-    let (o, report) = check(
-        dir.path(),
-        "p4",
-        &[
-            "--source",
-            "builtin:tiny",
-            "--candidate",
-            &spec,
-            "--suite",
-            suite.to_str().unwrap(),
-            "--repeats",
-            "2",
-        ],
-    );
+    let (o, report) = check_small(dir.path(), "p4", &spec, "2");
     let r = report.unwrap();
     let passed = r["passed"].as_bool().unwrap();
     assert_eq!(o.status.code(), Some(if passed { 0 } else { 1 }), "{}", text(&o));
@@ -204,7 +207,6 @@ fn a_4_bit_palette_of_every_matrix_reports_its_drift_honestly() {
 #[test]
 fn a_perturbed_checkpoint_fails_on_the_questions_it_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
     let ckpt = copy_fixture(&dir.path().join("ckpt"));
     // Scale the noul row of the type embedding: only noul rows change.
     let d = 64;
@@ -216,20 +218,7 @@ fn a_perturbed_checkpoint_fails_on_the_questions_it_changes() {
         }
     });
     save(&ckpt.join("model.safetensors"), &tensors, false);
-    let (o, report) = check(
-        dir.path(),
-        "broken",
-        &[
-            "--source",
-            "builtin:tiny",
-            "--candidate",
-            ckpt.to_str().unwrap(),
-            "--suite",
-            suite.to_str().unwrap(),
-            "--repeats",
-            "2",
-        ],
-    );
+    let (o, report) = check_small(dir.path(), "broken", ckpt.to_str().unwrap(), "2");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let r = report.unwrap();
     assert_eq!(r["verdict"], "failed");
@@ -252,21 +241,7 @@ fn a_perturbed_checkpoint_fails_on_the_questions_it_changes() {
 #[test]
 fn an_unstable_candidate_fails_the_repeat_gate() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
-    let (o, report) = check(
-        dir.path(),
-        "mock",
-        &[
-            "--source",
-            "builtin:tiny",
-            "--candidate",
-            "mock:drift-after=1",
-            "--suite",
-            suite.to_str().unwrap(),
-            "--repeats",
-            "3",
-        ],
-    );
+    let (o, report) = check_small(dir.path(), "mock", "mock:drift-after=1", "3");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let r = report.unwrap();
     assert_eq!(r["questions"][0]["gates"]["repeats_identical"], false);
@@ -370,22 +345,8 @@ fn fabricate_ane(dir: &Path, edit: impl Fn(&str, &mut [f32])) -> PathBuf {
 #[test]
 fn an_ane_bundle_is_checked_statically_and_its_gates_are_reported_as_not_run() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
     let bundle = fabricate_ane(&dir.path().join("ane"), |_, _| {});
-    let (o, report) = check(
-        dir.path(),
-        "ane",
-        &[
-            "--source",
-            "builtin:tiny",
-            "--candidate",
-            bundle.to_str().unwrap(),
-            "--suite",
-            suite.to_str().unwrap(),
-            "--repeats",
-            "2",
-        ],
-    );
+    let (o, report) = check_small(dir.path(), "ane", bundle.to_str().unwrap(), "2");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let r = report.unwrap();
     assert_eq!(r["verdict"], "not_passed");
@@ -411,26 +372,12 @@ fn an_ane_bundle_is_checked_statically_and_its_gates_are_reported_as_not_run() {
 #[test]
 fn an_ane_bundle_from_other_weights_fails_naming_the_tensor() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
     let bundle = fabricate_ane(&dir.path().join("ane"), |name, v| {
         if name == "act_head.2.bias" {
             v[0] += 1.0;
         }
     });
-    let (o, report) = check(
-        dir.path(),
-        "ane-other",
-        &[
-            "--source",
-            "builtin:tiny",
-            "--candidate",
-            bundle.to_str().unwrap(),
-            "--suite",
-            suite.to_str().unwrap(),
-            "--repeats",
-            "2",
-        ],
-    );
+    let (o, report) = check_small(dir.path(), "ane-other", bundle.to_str().unwrap(), "2");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let r = report.unwrap();
     assert_eq!(r["verdict"], "failed");

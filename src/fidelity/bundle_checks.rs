@@ -13,14 +13,7 @@ use crate::laya::bundle::{builtin, CoreMlBundle, ModelSpec};
 use crate::model::weights::DecisionWeights;
 
 /// The ANE host tensors compared with the source checkpoint, in host-contract.md §1.7 order.
-pub const HOST_TENSORS: [&str; 6] = [
-    "encoder.embeddings.tok_embeddings.weight",
-    "type_emb.weight",
-    "act_head.0.weight",
-    "act_head.0.bias",
-    "act_head.2.weight",
-    "act_head.2.bias",
-];
+pub use crate::laya::bundle::ANE_HOST_TENSORS as HOST_TENSORS;
 
 /// A candidate that is not the source's model, or a file that cannot be read.
 #[derive(Debug, thiserror::Error)]

@@ -336,6 +336,11 @@ mod tests {
         ShapeCaps { batch_size: 1, max_length, min_length: 16, max_options: 32, mode: ShapeMode::Range }
     }
 
+    fn f32_engine(bundle: &Bundle, caps: &ShapeCaps) -> crate::backend::portable::PortableBackend {
+        let spec = BackendSpec::Portable(Precision::F32);
+        build_portable(&spec, "portable:f32", bundle, Some(caps.clone()), 1).unwrap().0
+    }
+
     fn plan() -> Plan {
         Plan { gate: 0.02, repeats: 3, opts: CallOptions::default() }
     }
@@ -344,22 +349,8 @@ mod tests {
     fn the_source_against_itself_passes_with_zero_drift_and_lists_what_does_not_fit() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(512);
-        let (mut src, _) = build_portable(
-            &BackendSpec::Portable(Precision::F32),
-            "portable:f32",
-            &bundle,
-            Some(caps.clone()),
-            1,
-        )
-        .unwrap();
-        let (mut cand, _) = build_portable(
-            &BackendSpec::Portable(Precision::F32),
-            "portable:f32",
-            &bundle,
-            Some(caps.clone()),
-            1,
-        )
-        .unwrap();
+        let mut src = f32_engine(&bundle, &caps);
+        let mut cand = f32_engine(&bundle, &caps);
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines =
             Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
@@ -382,14 +373,7 @@ mod tests {
     fn a_drifting_candidate_fails_its_repeats_and_its_gates() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(512);
-        let (mut src, _) = build_portable(
-            &BackendSpec::Portable(Precision::F32),
-            "portable:f32",
-            &bundle,
-            Some(caps.clone()),
-            1,
-        )
-        .unwrap();
+        let mut src = f32_engine(&bundle, &caps);
         let mut cand = ScriptedBackend::new(
             caps.clone(),
             Script::Drift { num_actions: 2, after: 1 },
@@ -409,14 +393,7 @@ mod tests {
     fn gates_not_run_are_reported_with_the_reason() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(64);
-        let (mut src, _) = build_portable(
-            &BackendSpec::Portable(Precision::F32),
-            "portable:f32",
-            &bundle,
-            Some(caps.clone()),
-            1,
-        )
-        .unwrap();
+        let mut src = f32_engine(&bundle, &caps);
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines = Engines {
             rows_host: &host,
