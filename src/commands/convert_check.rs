@@ -87,6 +87,13 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("convert-check"))));
     refuse_existing(&output, args.overwrite)?;
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        return Err(Failure::input(anyhow!(
+            "--output {}: the folder {} does not exist; create it or choose another path",
+            output.display(),
+            dir.display()
+        )));
+    }
     let suite = load_suite(args.suite.as_deref())?;
     let source_bundle = load_bundle(&args.source)?;
     if matches!(source_bundle.weights, Weights::CoreMl(_)) {

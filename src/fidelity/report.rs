@@ -136,3 +136,36 @@ pub fn verdict(summary: &SuiteSummary, bundle: Option<&BundleChecks>) -> (String
     }
     ("passed".into(), format!("every gate passed on {}", summary.fitting))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(fitting: usize, failed: &[&str], not_run: Option<&str>) -> SuiteSummary {
+        SuiteSummary {
+            question_count: 3,
+            fitting_count: fitting,
+            fitting: format!("{fitting}/3 fitting"),
+            not_fitting: Vec::new(),
+            gates_run: not_run.is_none(),
+            gates_not_run_reason: not_run.map(str::to_string),
+            passed_count: fitting - failed.len(),
+            failed: failed.iter().map(|s| s.to_string()).collect(),
+            allowed_flips: Vec::new(),
+            max_drift: None,
+            max_drift_question: None,
+            max_drift_missing_reason: None,
+        }
+    }
+
+    #[test]
+    fn the_verdict_passes_only_when_gates_ran_and_every_fitting_question_passed() {
+        assert_eq!(verdict(&summary(3, &[], None), None).0, "passed");
+        let (v, why) = verdict(&summary(3, &["a"], None), None);
+        assert_eq!((v.as_str(), why.as_str()), ("failed", "1 of 3 fitting questions failed a gate"));
+        assert_eq!(verdict(&summary(0, &[], None), None).0, "failed");
+        let (v, why) = verdict(&summary(3, &[], Some("needs macOS")), None);
+        assert_eq!(v, "not_passed");
+        assert!(why.ends_with("needs macOS"), "{why}");
+    }
+}
