@@ -419,3 +419,24 @@ fn a_bundle_whose_hash_does_not_match_exits_2() {
     );
     assert_input_error(&o, "Requested length does not match the bundle");
 }
+
+#[test]
+fn an_ordinary_core_ml_export_is_checked_without_host_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = fabricate_ane(&dir.path().join("plain"), |_, _| {});
+    let manifest_path = bundle.join("coreml_config.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["format"] = json!("laya-coreml");
+    manifest["shape"] = json!({"batch_size": 4, "max_length": 128, "max_options": 32, "flexible": true});
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let (o, report) = check_small(dir.path(), "plain", &format!("coreml:{}", bundle.display()), "2");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let r = report.unwrap();
+    assert_eq!(r["verdict"], "not_passed");
+    let b = &r["bundle_checks"];
+    assert_eq!((b["format"].as_str(), b["passed"].as_bool()), (Some("laya-coreml"), Some(true)));
+    assert!(b["host_weights"].as_array().unwrap().is_empty() && b["host_weights_note"].is_string());
+    assert_eq!(r["shape"]["max_length_tokens"], 128);
+    assert_eq!(r["shape"]["batch_size"], 4);
+    assert_eq!(r["summary"]["fitting"], "6/6 fitting");
+}
