@@ -54,6 +54,14 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench snake play --steps 300\n  laya-bench snake play --headless --steps 100 --record run.jsonl\n  laya-bench snake replay run.jsonl --headless\n  laya-bench snake compare --arm a=portable:f32 --arm b=portable:f16 --seeds 101 102 --steps 300 --output compare.json\n  laya-bench snake bench --rates 10,20,30 --output snake-bench.json"
     )]
     Snake(SnakeArgs),
+    /// Check that a converted or compressed candidate (FP16, BF16, palettized, an ANE or Core ML
+    /// bundle) still decides like its FP32 source on a fidelity suite: answers, calibrated
+    /// drift, finiteness and bit-identical repeats, plus static bundle checks and sizes.
+    #[command(
+        name = "convert-check",
+        after_help = "Examples:\n  laya-bench convert-check --source builtin:tiny --candidate portable:f16 --output f16.json\n  laya-bench convert-check --source ckpt/ --candidate portable:w8 --gate 0.02 --max-len 96 --output w8.json\n  laya-bench convert-check --source ckpt/ --candidate ane-bundle/ --suite my-suite.json --output ane.json\n\nExit status: 0 every gate passed; 1 a gate failed or could not run here (the report is\nstill written); 2 bad input (suite, specs, a candidate of another model, a bundle hash)."
+    )]
+    ConvertCheck(ConvertCheckArgs),
     /// List every power sensor and backend and say why each is or is not usable here.
     #[command(after_help = "Examples:\n  laya-bench doctor\n  laya-bench doctor --json")]
     Doctor(DoctorArgs),
@@ -379,6 +387,10 @@ pub struct PalettizeArgs {
     /// Index width: 8, 6 or 4 bits.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub bits: u8,
+    /// Palettize only matrices with more elements than this (0: every projection matrix, e.g.
+    /// to exercise palettization on the tiny model, whose matrices are all below the default).
+    #[arg(long, default_value_t = crate::model::palettize::DEFAULT_ABOVE_ELEMENTS, value_name = "N")]
+    pub above_elements: usize,
     /// The palette file to write (`.safetensors`).
     #[arg(long, value_name = "FILE")]
     pub output: std::path::PathBuf,
@@ -556,5 +568,37 @@ pub struct SnakeBenchArgs {
     pub resume: bool,
     /// Replace an existing report instead of refusing.
     #[arg(long, conflicts_with = "resume")]
+    pub overwrite: bool,
+}
+
+/// `laya-bench convert-check`.
+#[derive(Debug, Clone, Args)]
+pub struct ConvertCheckArgs {
+    /// The source model, run on portable:f32: `builtin:tiny`, `synthetic:NAME` or a checkpoint folder.
+    #[arg(long, value_name = "SPEC")]
+    pub source: String,
+    /// The candidate: a backend spec run on the source model (`portable:f16`, `portable:bf16`,
+    /// `portable:w8`, `portable:w6`, `portable:w4`, `portable:palette:FILE`), or a model folder:
+    /// an ANE or Core ML bundle (also `coreml:FOLDER`), or another checkpoint run on portable:f32.
+    #[arg(long, value_name = "SPEC|FOLDER")]
+    pub candidate: String,
+    /// Suite file (default: the embedded fixtures/suites/default.json; format in docs/convert-check.md).
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<std::path::PathBuf>,
+    /// Largest allowed |difference| of any calibrated probability or the action probability.
+    #[arg(long, default_value_t = 0.02, value_name = "G", allow_negative_numbers = true)]
+    pub gate: f64,
+    /// Identical candidate calls per question; all must give bit-identical outputs (at least 2).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub repeats: usize,
+    /// Token budget per row (default: the model's max_len, clamped to the candidate's shape),
+    /// e.g. 96 to check a portable candidate at the ANE bundle's length.
+    #[arg(long, value_name = "N")]
+    pub max_len: Option<usize>,
+    /// The report (default: convert-check-<UTC time>.json in the current folder).
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Replace an existing report instead of refusing.
+    #[arg(long)]
     pub overwrite: bool,
 }

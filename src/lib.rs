@@ -10,6 +10,7 @@ pub mod bounds;
 pub mod cli;
 pub mod commands;
 pub mod energy;
+pub mod fidelity;
 pub mod laya;
 pub mod model;
 pub mod power;

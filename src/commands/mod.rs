@@ -2,6 +2,7 @@
 
 mod bench;
 pub mod bounds;
+pub mod convert_check;
 pub mod doctor;
 pub mod energy;
 mod interrupt;
@@ -54,5 +55,6 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Energy(args) => energy::run(&args),
         crate::cli::Command::Doctor(args) => doctor::run(&args),
         crate::cli::Command::Snake(args) => snake::run(&args),
+        crate::cli::Command::ConvertCheck(args) => convert_check::run(&args),
     }
 }

@@ -19,7 +19,7 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
     let bundle = load_bundle(&args.model.model)?;
     let spec = format!("portable:w{}", args.bits);
     let (weights, source) = load_source(&spec, &bundle).map_err(Failure::input)?;
-    let cfg = PaletteConfig::new(args.bits);
+    let cfg = PaletteConfig { above_elements: args.above_elements, ..PaletteConfig::new(args.bits) };
     let (weights, report) = palettize(weights, &cfg).map_err(|e| Failure::run(anyhow!(e)))?;
     let bytes =
         write_palette(&weights, &PaletteMeta::new(&cfg, &source)).map_err(|e| Failure::run(anyhow!(e)))?;

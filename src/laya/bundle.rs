@@ -372,6 +372,16 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), B
     Ok(())
 }
 
+/// The tensors an ANE bundle's `host_weights.safetensors` holds (host-contract.md §1.7).
+pub const ANE_HOST_TENSORS: [&str; 6] = [
+    "encoder.embeddings.tok_embeddings.weight",
+    "type_emb.weight",
+    "act_head.0.weight",
+    "act_head.0.bias",
+    "act_head.2.weight",
+    "act_head.2.bias",
+];
+
 /// The ANE host tensors: embedding, type embedding and action head, F16 or F32, right shapes.
 fn check_host_weights(path: &Path, encoder: &EncoderConfig, agent: &AgentConfig) -> Result<(), BundleError> {
     let bytes = read(path)?;
@@ -379,15 +389,10 @@ fn check_host_weights(path: &Path, encoder: &EncoderConfig, agent: &AgentConfig)
         manifest_err(path, format!("not a valid safetensors file ({e}); fetch the bundle again"))
     })?;
     let d = encoder.hidden_size;
-    let want: [(&str, Vec<usize>); 6] = [
-        ("encoder.embeddings.tok_embeddings.weight", vec![encoder.vocab_size, d]),
-        ("type_emb.weight", vec![3, d]),
-        ("act_head.0.weight", vec![256, d + 4]),
-        ("act_head.0.bias", vec![256]),
-        ("act_head.2.weight", vec![agent.num_actions, 256]),
-        ("act_head.2.bias", vec![agent.num_actions]),
-    ];
-    for (name, shape) in want {
+    let a = agent.num_actions;
+    let shapes: [Vec<usize>; 6] =
+        [vec![encoder.vocab_size, d], vec![3, d], vec![256, d + 4], vec![256], vec![a, 256], vec![a]];
+    for (name, shape) in ANE_HOST_TENSORS.into_iter().zip(shapes) {
         let t = st
             .tensor(name)
             .map_err(|_| manifest_err(path, format!("tensor `{name}` is missing; the ANE host needs it")))?;

@@ -382,20 +382,18 @@ pub fn softmax_f32(z: &[f32], out: &mut Vec<f32>) {
     }
 }
 
-/// Decode one question row: `logits` are its first `k` slot logits (f32), `action_p0` the
-/// action softmax's first probability.
-pub fn decode_answer(
+/// The calibrated option probabilities of one row, unrounded f32, in label order:
+/// `softmax(logits / T)` with the question's bucket temperature, un-permuted by `option_order`.
+pub fn calibrated_probabilities(
     q: &Question,
     temps: &Temperatures,
     logits: &[f32],
-    action_p0: f32,
     scratch: &mut Vec<f32>,
-) -> Answer {
-    let k = logits.len();
-    let t = temps.for_question(q.qtype, k) as f32;
+) -> Vec<f32> {
+    let t = temps.for_question(q.qtype, logits.len()) as f32;
     scratch.clear();
     scratch.extend(logits.iter().map(|&z| z / t));
-    let mut p = Vec::with_capacity(k);
+    let mut p = Vec::with_capacity(logits.len());
     softmax_f32(scratch, &mut p);
     if let Some(order) = &q.option_order {
         if order.len() == p.len() {
@@ -406,6 +404,20 @@ pub fn decode_answer(
             p = canon;
         }
     }
+    p
+}
+
+/// Decode one question row: `logits` are its first `k` slot logits (f32), `action_p0` the
+/// action softmax's first probability.
+pub fn decode_answer(
+    q: &Question,
+    temps: &Temperatures,
+    logits: &[f32],
+    action_p0: f32,
+    scratch: &mut Vec<f32>,
+) -> Answer {
+    let k = logits.len();
+    let p = calibrated_probabilities(q, temps, logits, scratch);
     let max_p = p.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let answer_confidence = round4(f64::from(max_p.clamp(0.0, 1.0)));
     let entropy_conf = || -> f64 {

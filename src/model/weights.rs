@@ -457,6 +457,8 @@ pub struct WeightBytes {
     pub projections: usize,
     /// Every tensor of the model, token embedding included.
     pub total: usize,
+    /// The host embedding tables: token embedding and type embedding.
+    pub host_embeddings: usize,
 }
 
 /// One tensor of [`DecisionWeights::visit_tensors`], borrowed.
@@ -919,7 +921,8 @@ impl DecisionWeights {
             + lin(&self.scorer.output)
             + lin(self.act_head.hidden())
             + lin(self.act_head.output());
-        WeightBytes { projections, total }
+        let host_embeddings = self.tok_embeddings.storage_bytes() + self.type_emb.len() * 4;
+        WeightBytes { projections, total, host_embeddings }
     }
 
     /// Check that every tensor fits the configs (shapes, bias presence); engines call this
