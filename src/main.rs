@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = match laya_bench::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -21,3 +22,18 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Let a closed pipe end the process quietly (`laya-bench ... | head`), as Unix tools do,
+/// instead of the Rust runtime's panic on the failed write. Raw records are flushed and
+/// synced per record, so an earlier end loses nothing already measured; a run ended this
+/// way has no footer and `summary` reports it as incomplete.
+#[cfg(unix)]
+fn restore_default_sigpipe() {
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn restore_default_sigpipe() {}
