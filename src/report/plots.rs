@@ -1,0 +1,1 @@
+//! SVG pictures of a summary (filled in below).
