@@ -332,3 +332,6 @@ fn bootstrap_intervals(
         }
     })
 }
+
+#[cfg(test)]
+mod tests;
