@@ -8,6 +8,7 @@ mod interrupt;
 pub mod palettize;
 pub mod predict;
 pub mod speed;
+pub mod summary;
 pub mod trace;
 
 use std::fmt;
@@ -52,5 +53,6 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Trace(args) => trace::run(&args),
         crate::cli::Command::Energy(args) => energy::run(&args),
         crate::cli::Command::Doctor(args) => doctor::run(&args),
+        crate::cli::Command::Summary(args) => summary::run(&args),
     }
 }
