@@ -148,6 +148,8 @@ pub struct BlockSummary {
     pub end_s: f64,
     /// Decisions (calls).
     pub decisions: u64,
+    /// Block wall time, s (from the integer ns stamps, as `energy` computes it).
+    pub time_s: f64,
     /// Block wall time / decisions, s.
     pub time_per_decision_s: Option<f64>,
     /// Energy recomputed from the samples (`None` with `energy_missing_reason`).
@@ -415,7 +417,7 @@ impl SummaryReport {
                     b.decisions,
                     b.start_s,
                     b.end_s,
-                    b.end_s - b.start_s,
+                    b.time_s,
                     csv_num(b.time_per_decision_s),
                     csv_num(e.map(|e| e.energy_j)),
                     csv_num(e.map(|e| e.mean_power_w)),

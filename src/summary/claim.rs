@@ -92,7 +92,7 @@ pub fn judge(target: f64, base: &ArmSummary, arm: &ArmSummary, audit_passed: boo
     let idle_interval = arm.intervals.idle_subtracted_energy_gain;
     let statement = match idle {
         Some(g) => format!(
-            "{statement} Idle-subtracted energy gain {g:.2}× ({}) is a different boundary (energy above idle) and is not a whole-system claim.",
+            "{statement} Idle-subtracted energy gain {g:.3}× ({}) is a different boundary (energy above idle) and is not a whole-system claim.",
             interval_text(idle_interval.as_ref(), level)
         ),
         None => statement,

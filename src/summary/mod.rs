@@ -163,6 +163,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
                 start_s: b.start_ns as f64 / 1e9,
                 end_s: b.end_ns as f64 / 1e9,
                 decisions: b.calls,
+                time_s: b.duration_s(),
                 time_per_decision_s: per(b.duration_s()),
                 energy_per_decision_j: energy.and_then(|e| per(e.energy_j)),
                 energy,
@@ -236,7 +237,7 @@ fn statistics(
             .iter()
             .map(|b| BlockFigures {
                 decisions: b.decisions,
-                duration_s: b.end_s - b.start_s,
+                duration_s: b.time_s,
                 energy: b.energy,
             })
             .collect();
@@ -281,7 +282,7 @@ pub fn cycle_table(s: &RunSummary, arms: &[String], baseline: usize, with_energy
         };
         let c = &mut row[a];
         c.decisions += b.decisions as f64;
-        c.time_s += b.end_s - b.start_s;
+        c.time_s += b.time_s;
         c.energy_j = c.energy_j.zip(b.energy.map(|e| e.energy_j)).map(|(x, y)| x + y);
         c.incremental_j = c.incremental_j.zip(b.energy.map(|e| e.incremental_energy_j)).map(|(x, y)| x + y);
     }
