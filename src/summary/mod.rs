@@ -235,11 +235,7 @@ fn statistics(
         let mine: Vec<&BlockSummary> = s.blocks.iter().filter(|b| b.arm == arm.name).collect();
         let figs: Vec<BlockFigures> = mine
             .iter()
-            .map(|b| BlockFigures {
-                decisions: b.decisions,
-                duration_s: b.time_s,
-                energy: b.energy,
-            })
+            .map(|b| BlockFigures { decisions: b.decisions, duration_s: b.time_s, energy: b.energy })
             .collect();
         let why =
             mine.iter().find_map(|b| b.energy_missing_reason.clone()).unwrap_or_else(|| no_energy.into());
