@@ -549,7 +549,7 @@ fn compare_energy(
                     let rel = relative_difference(x, y);
                     max_rel = max_rel.max(rel);
                     compared += 1;
-                    if !(rel <= RELATIVE_TOLERANCE) {
+                    if rel.is_nan() || rel > RELATIVE_TOLERANCE {
                         c.problem(format!(
                             "block {} {field}: recomputed {x} vs recorded {y} (relative difference {rel:.3e} > {RELATIVE_TOLERANCE:e})",
                             b.index
