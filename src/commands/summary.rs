@@ -13,7 +13,9 @@ use anyhow::{anyhow, Context};
 use super::bench::unix_now;
 use super::{Failure, Outcome};
 use crate::cli::SummaryArgs;
-use crate::power::sampler::SampleOutcome;
+use crate::energy::counter_delta_j;
+use crate::power::sampler::{Sample, SampleOutcome};
+use crate::power::Measurement;
 use crate::report::plots::{
     self, ArmBand, BlockBand, BlockPoint, IdleBand, LatencySeries, PowerTimeline, RejectedPoint,
 };
@@ -206,27 +208,56 @@ fn write_plots(
 
 type Picture = (&'static str, Result<String, plots::PlotError>);
 
-/// The pictures a run supports: the power timeline (energy records whose sensor gives watts),
+/// Every sample as (receive time s, watts, seq): the reading's total watts, or for counter
+/// sensors the power implied by the counters' change since the previous sample (summed over
+/// the channels in the total, wrap-corrected); `None` for a fault or where it cannot be formed.
+fn sample_watts(run: &RawRun) -> Vec<(f64, Option<f64>, u64)> {
+    let samples: Vec<&Sample> = run
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Sample(x) => Some(x.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let counters = |s: &Sample| -> Option<Vec<(String, f64, Option<f64>)>> {
+        let SampleOutcome::Reading(r) = &s.outcome else { return None };
+        r.channels
+            .iter()
+            .filter(|c| c.in_total)
+            .map(|c| match c.measurement {
+                Measurement::EnergyCounterJ { joules, wrap_j } => Some((c.channel.clone(), joules, wrap_j)),
+                Measurement::PowerW { .. } => None,
+            })
+            .collect()
+    };
+    let mut out = Vec::with_capacity(samples.len());
+    for (i, s) in samples.iter().enumerate() {
+        let watts = match &s.outcome {
+            SampleOutcome::Fault(_) => None,
+            SampleOutcome::Reading(r) => r.total_power_w().or_else(|| {
+                let (prev, cur) = (counters(samples.get(i.checked_sub(1)?)?)?, counters(s)?);
+                let dt = s.t_receive_s() - samples[i - 1].t_receive_s();
+                let mut joules = 0.0;
+                for (name, j, wrap) in &cur {
+                    let (_, p, _) = prev.iter().find(|(n, _, _)| n == name)?;
+                    joules += counter_delta_j(*p, *j, *wrap).ok()?;
+                }
+                (dt > 0.0).then(|| joules / dt)
+            }),
+        };
+        out.push((s.t_receive_s(), watts, s.seq));
+    }
+    out
+}
+
+/// The pictures a run supports: the power timeline (energy records with samples),
 /// the latency CDF (any record with calls), energy per block (complete energy runs).
 fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
     let arms: Vec<String> = run.header.arms.iter().map(|a| a.name.clone()).collect();
     let arm_index = |name: &str| arms.iter().position(|a| a == name).unwrap_or(0);
     let mut out = Vec::new();
-    let samples: Vec<(f64, Option<f64>, u64)> = run
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Sample(x) => Some((
-                x.t_receive_s(),
-                match &x.outcome {
-                    SampleOutcome::Reading(r) => r.total_power_w(),
-                    SampleOutcome::Fault(_) => None,
-                },
-                x.seq,
-            )),
-            _ => None,
-        })
-        .collect();
+    let samples = sample_watts(run);
     if samples.iter().any(|x| x.1.is_some()) {
         let discard = run.header.energy.as_ref().map(|e| e.idle_discard_s).unwrap_or(0.0);
         let idles = run
@@ -314,6 +345,32 @@ fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::power::Reading;
+
+    #[test]
+    fn counter_samples_give_the_implied_power_and_faults_none() {
+        let header = crate::summary::synthetic::records(&crate::summary::synthetic::RunShape::published())
+            .into_iter()
+            .find_map(|r| match r {
+                Record::Header(h) => Some(*h),
+                _ => None,
+            })
+            .unwrap();
+        let counter = |seq: u64, t_s: f64, j: f64| {
+            Record::Sample(Box::new(Sample {
+                seq,
+                t_request_ns: 0,
+                t_receive_ns: (t_s * 1e9) as u64,
+                outcome: SampleOutcome::Reading(Reading::energy_counter_j("package-0", j, Some(100.0))),
+            }))
+        };
+        // 10 W for 0.5 s, then a wrap at 100 J: 98 → 3 is 5 J in 0.5 s = 10 W.
+        let records = vec![counter(0, 1.0, 93.0), counter(1, 1.5, 98.0), counter(2, 2.0, 3.0)];
+        let run = RawRun { header, records, complete: false, truncated_tail: None };
+        let w = sample_watts(&run);
+        assert_eq!(w[0].1, None, "the first counter reading implies no power");
+        assert!((w[1].1.unwrap() - 10.0).abs() < 1e-9 && (w[2].1.unwrap() - 10.0).abs() < 1e-9, "{w:?}");
+    }
 
     #[test]
     fn dotted_paths_resolve_through_objects_and_arrays() {
