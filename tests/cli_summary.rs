@@ -280,3 +280,27 @@ fn two_runs_of_the_same_arms_are_compared_and_disjoint_intervals_flagged() {
     assert!(md.contains("](p/run1-latency_cdf.svg)"), "{md}");
     assert!(d.join("p/run0-power_timeline.svg").exists() && d.join("p/run1-energy_per_block.svg").exists());
 }
+
+#[test]
+fn a_replayed_run_is_summarized_and_never_called_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = energy_run(d, "recorded", METER, 100, "1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut args = ENERGY.to_vec();
+    args.extend(["--sensor", "replay:recorded.raw.jsonl", "--arm", "a=mock:ok", "--cycles", "1"]);
+    args.extend(["--raw", "replayed.raw.jsonl", "--output", "replayed.json"]);
+    let o = laya_bench(d, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "replayed.raw.jsonl", "--output", "s.json", "--markdown", "s.md"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = &summary_json(d, "s.json").runs[0];
+    assert_eq!(run.status, SummaryStatus::Complete);
+    assert_eq!(run.sensor_live, Some(false));
+    assert!(run.warnings.iter().any(|w| w.starts_with("NOT A LIVE MEASUREMENT")), "{:?}", run.warnings);
+    assert!(
+        run.bootstrap.is_none()
+            && run.bootstrap_missing_reason.as_deref().unwrap().contains("1 balanced cycle")
+    );
+    assert!(std::fs::read_to_string(d.join("s.md")).unwrap().contains("NOT A LIVE MEASUREMENT"));
+}
