@@ -206,6 +206,8 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     assert!(o.status.code() == Some(2) && stderr(&o).contains("--baseline `nope`"), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--target", "-1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--bootstrap", "100000000"]);
+    assert!(o.status.code() == Some(2) && stderr(&o).contains("--bootstrap 100000000"), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl"]);
     assert_eq!(o.status.code(), Some(2), "--output is required: {}", stderr(&o));
     // Without its footer the record is incomplete: exit 1, summary written.

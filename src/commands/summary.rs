@@ -26,6 +26,9 @@ use crate::report::summary::{
 use crate::report::write_atomic;
 use crate::summary::{self, compare, Options};
 
+/// The most bootstrap resamples accepted.
+const MAX_RESAMPLES: usize = 10_000_000;
+
 pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(raw_path) = &args.correct {
         return correct(args, raw_path);
@@ -37,6 +40,12 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if args.raws.is_empty() {
         return Err(Failure::input(anyhow!(
             "give at least one raw record (the `--raw` file of `speed` or `energy`)"
+        )));
+    }
+    if args.bootstrap > MAX_RESAMPLES {
+        return Err(Failure::input(anyhow!(
+            "--bootstrap {} is more than {MAX_RESAMPLES} resamples (each arm keeps 7 figures per resample in memory); 10,000 is plenty for 95 % intervals",
+            args.bootstrap
         )));
     }
     if let Some(t) = args.target.filter(|t| !(t.is_finite() && *t > 0.0)) {

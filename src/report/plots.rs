@@ -115,7 +115,7 @@ pub struct BlockPoint {
 /// An arm's energy per decision with its interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ArmBand {
-    /// Point estimate, J.
+    /// Point estimate, J (NaN: none, no line is drawn).
     pub value: f64,
     /// Interval, J (`None` when no bootstrap ran).
     pub interval: Option<(f64, f64)>,
@@ -279,7 +279,7 @@ fn draw_cdf(root: &Area<'_>, title: &str, series: &[LatencySeries]) -> Result<()
         .y_desc("fraction of calls ≤ x")
         .draw()
         .map_err(|x| e(&x))?;
-    for (a, s) in series.iter().enumerate() {
+    for (a, s) in series.iter().enumerate().filter(|(_, s)| !s.sorted_ms.is_empty()) {
         let n = s.sorted_ms.len();
         // At most ~2,000 points per curve: the curve's shape, not one point per call.
         let step = n.div_ceil(2000).max(1);
@@ -370,12 +370,10 @@ fn draw_energy(
                     )))
                     .map_err(|x| e(&x))?;
             }
-            chart
-                .draw_series(LineSeries::new(
-                    vec![(-0.5, band.value), (n - 0.5, band.value)],
-                    color.stroke_width(1),
-                ))
-                .map_err(|x| e(&x))?;
+            if band.value.is_finite() {
+                let line = vec![(-0.5, band.value), (n - 0.5, band.value)];
+                chart.draw_series(LineSeries::new(line, color.stroke_width(1))).map_err(|x| e(&x))?;
+            }
         }
         let label = match bands.get(a).and_then(|b| b.interval.map(|i| (b.value, i))) {
             Some((v, (l, h))) => format!("{name}: {v:.4} J [{l:.4}–{h:.4}]"),
@@ -465,6 +463,7 @@ mod tests {
                 sorted_ms: (0..5000).map(|i| 5.0 + i as f64 / 5000.0).collect(),
             },
             LatencySeries { arm: "b".into(), sorted_ms: vec![4.0, 4.5, 5.0] },
+            LatencySeries { arm: "an arm without calls".into(), sorted_ms: vec![] },
         ];
         let texts = well_formed_texts(&latency_cdf("latency", &series).unwrap());
         assert!(texts.iter().any(|t| t.starts_with("a (P50 5.50 ms")), "{texts:?}");

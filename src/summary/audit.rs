@@ -316,6 +316,20 @@ fn balanced_cycles(d: &RunData<'_>) -> AuditCheck {
     let mut c = CheckBuilder::new("balanced_cycles");
     let h = d.header;
     let names: Vec<&str> = h.arms.iter().map(|a| a.name.as_str()).collect();
+    // A header cannot claim far more blocks than the file holds (a garbled count is not
+    // expanded into a huge expected order).
+    let claimed = h.plan.cycles.checked_mul(2 * names.len());
+    if claimed.is_none_or(|n| n > 2 * d.blocks.len() + 64) {
+        c.num("cycles", h.plan.cycles as f64);
+        c.num("blocks_recorded", d.blocks.len() as f64);
+        c.problem(format!(
+            "the header claims {} cycles of {} arms, far more than the {} blocks recorded",
+            h.plan.cycles,
+            names.len(),
+            d.blocks.len()
+        ));
+        return c.finish(String::new());
+    }
     let expected: Vec<(usize, &str)> =
         balanced_order(names.len(), h.plan.cycles).into_iter().map(|(cy, a)| (cy, names[a])).collect();
     c.num("cycles", h.plan.cycles as f64);

@@ -185,6 +185,14 @@ fn unbalanced_cycles_fail_the_audit() {
         }
     }
     assert!(failing(&recs).1.contains(&"balanced_cycles".to_string()));
+    // A garbled cycle count is refused without expanding it.
+    let mut recs = published();
+    if let Some(Record::Header(h)) = recs.first_mut() {
+        h.plan.cycles = usize::MAX / 4;
+    }
+    let (s, failed) = failing(&recs);
+    assert!(failed.contains(&"balanced_cycles".to_string()), "{failed:?}");
+    assert!(s.audit[1].detail.contains("far more than the 18 blocks recorded"), "{}", s.audit[1].detail);
 }
 
 #[test]
