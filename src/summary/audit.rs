@@ -630,7 +630,8 @@ pub fn audit(run: &RawRun, d: &RunData<'_>) -> Audit {
     checks.push(rejection_rules(d, &recomputed));
     let footer_complete = d.footer.as_ref().is_some_and(|f| f.status == "complete");
     if recomputed.rejected() || !footer_complete {
-        let why = if recomputed.rejected() {
+        let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
+        let why = if recomputed.rejected() || footer_rejected {
             "the run is rejected: its energy aggregates are never used, so they are not compared"
         } else {
             "the run did not complete: no energy aggregate was recorded"

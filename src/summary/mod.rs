@@ -100,11 +100,19 @@ fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
         let why = failed.iter().map(|c| format!("audit check `{}` failed: {}", c.name, c.detail)).collect();
         return (SummaryStatus::AuditFailed, why);
     }
+    let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
     match &audit.recomputed {
-        Some(r) if r.rejected() => {
+        Some(r) if r.rejected() || footer_rejected => {
             let rules: Vec<&str> = r.rejections.iter().map(|x| x.rejection.rule()).collect();
-            let mut why = vec![format!("rejected by {} (re-checked on the raw samples)", rules.join(", "))];
+            let mut why = Vec::new();
+            if !rules.is_empty() {
+                why.push(format!("rejected by {} (re-checked on the raw samples)", rules.join(", ")));
+            }
+            // E.g. a sensor that stopped mid-run: the footer says why.
             why.extend(d.footer.as_ref().and_then(|f| f.reason.clone()));
+            if why.is_empty() {
+                why.push("the footer records the run as rejected".into());
+            }
             (SummaryStatus::Rejected, why)
         }
         _ => (SummaryStatus::Complete, Vec::new()),

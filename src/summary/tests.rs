@@ -102,6 +102,23 @@ fn the_40089_watt_sample_rejects_the_run_with_its_reason() {
     assert_eq!(rules["active_energy"], CheckOutcome::NotApplicable);
 }
 
+#[test]
+fn a_footer_that_rejects_the_run_keeps_it_rejected() {
+    // A sensor that stopped mid-run: the footer says rejected with a reason, and no sample rule
+    // is violated by the samples that arrived.
+    let mut recs = published();
+    recs.retain(|r| !matches!(r, Record::BlockEnergy { .. }));
+    if let Some(Record::Footer { status, reason, .. }) = recs.last_mut() {
+        *status = "rejected".into();
+        *reason =
+            Some("the sensor stopped during block 17 (cycle 2); the rest of the plan was not run".into());
+    }
+    let s = summarize_records(&recs, 100);
+    assert_eq!(s.status, SummaryStatus::Rejected, "{:?}", s.audit);
+    assert!(s.status_reasons.iter().any(|r| r.contains("the sensor stopped")), "{:?}", s.status_reasons);
+    assert!(s.arms.iter().all(|a| a.totals.mean_power_w.is_none()));
+}
+
 fn audit_outcomes(s: &RunSummary) -> std::collections::BTreeMap<String, CheckOutcome> {
     s.audit.iter().map(|c| (c.name.clone(), c.outcome)).collect()
 }
