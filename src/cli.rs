@@ -65,6 +65,13 @@ pub enum Command {
     /// List every power sensor and backend and say why each is or is not usable here.
     #[command(after_help = "Examples:\n  laya-bench doctor\n  laya-bench doctor --json")]
     Doctor(DoctorArgs),
+    /// Audit raw records and re-derive every figure from them alone: statistics, a seeded
+    /// bootstrap over whole cycles, the claim rule, exports and pictures; or append a metadata
+    /// correction to a raw record.
+    #[command(
+        after_help = "Examples:\n  laya-bench summary run.raw.jsonl --output summary.json --markdown summary.md --plots plots\n  laya-bench summary a.raw.jsonl b.raw.jsonl --output both.json --target 10 --seed 7\n  laya-bench summary --correct run.raw.jsonl --field host.cpu_model --note 'M3 Max, 40 GPU cores'\n\nExit codes: 0 every record summarized as complete; 1 a record is rejected, incomplete, failed\nor fails its audit (the summary is still written); 2 bad input (an unreadable or garbled file)."
+    )]
+    Summary(SummaryArgs),
 }
 
 /// Which model to load.
@@ -601,4 +608,47 @@ pub struct ConvertCheckArgs {
     /// Replace an existing report instead of refusing.
     #[arg(long)]
     pub overwrite: bool,
+}
+
+/// `laya-bench summary`.
+#[derive(Debug, Clone, Args)]
+pub struct SummaryArgs {
+    /// Raw records (`--raw` of `speed` or `energy`); several records of the same arms are
+    /// compared side by side.
+    #[arg(value_name = "RAW", required_unless_present = "correct")]
+    pub raws: Vec<std::path::PathBuf>,
+    /// Write the summary (JSON, schema_version 1) here.
+    #[arg(long, value_name = "FILE", required_unless_present = "correct")]
+    pub output: Option<std::path::PathBuf>,
+    /// Also write the Markdown report (published-style table with intervals).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<std::path::PathBuf>,
+    /// Also write a CSV with one row per block.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Write SVG pictures into this folder (created if needed); the Markdown links them.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<std::path::PathBuf>,
+    /// Bootstrap resamples of whole balanced cycles (0: no intervals).
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap (same seed, same intervals).
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Target energy gain for the claim rule (reached only if the interval's LOWER bound is).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub target: Option<f64>,
+    /// Baseline arm by name (default: each record's first arm).
+    #[arg(long, value_name = "ARM")]
+    pub baseline: Option<String>,
+    /// Append a metadata correction to this raw record instead of summarizing (the original
+    /// fields and every measurement stay unchanged).
+    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots"])]
+    pub correct: Option<std::path::PathBuf>,
+    /// The header field the correction concerns, as a dotted path (`host.cpu_model`, `arms.1.precision`).
+    #[arg(long, value_name = "PATH", requires = "correct")]
+    pub field: Option<String>,
+    /// What is wrong and what is right, in words.
+    #[arg(long, value_name = "TEXT", requires = "correct")]
+    pub note: Option<String>,
 }

@@ -18,4 +18,5 @@ pub mod protocol;
 pub mod report;
 pub mod snake;
 pub mod stats;
+pub mod summary;
 pub mod trace;

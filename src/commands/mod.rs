@@ -10,6 +10,7 @@ pub mod palettize;
 pub mod predict;
 pub mod snake;
 pub mod speed;
+pub mod summary;
 pub mod trace;
 
 use std::fmt;
@@ -56,5 +57,6 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Doctor(args) => doctor::run(&args),
         crate::cli::Command::Snake(args) => snake::run(&args),
         crate::cli::Command::ConvertCheck(args) => convert_check::run(&args),
+        crate::cli::Command::Summary(args) => summary::run(&args),
     }
 }

@@ -143,18 +143,21 @@ pub struct EnergyReport {
     pub notes: Vec<String>,
 }
 
-fn num(v: Option<f64>, digits: usize) -> String {
+/// A number with `digits` decimals, or `n/a`.
+pub(crate) fn num(v: Option<f64>, digits: usize) -> String {
     match v {
         Some(x) => format!("{x:.digits$}"),
         None => "n/a".into(),
     }
 }
 
-fn ms(v: Option<f64>) -> String {
+/// Seconds as milliseconds with 3 decimals, or `n/a`.
+pub(crate) fn ms(v: Option<f64>) -> String {
     num(v.map(|s| s * 1e3), 3)
 }
 
-fn csv_num(v: Option<f64>) -> String {
+/// A CSV cell: the number, or empty when missing.
+pub(crate) fn csv_num(v: Option<f64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
 

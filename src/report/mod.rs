@@ -3,8 +3,10 @@
 //! Maps data to bytes and back; never measures.
 
 pub mod energy;
+pub mod plots;
 pub mod raw;
 pub mod speed;
+pub mod summary;
 
 use std::io::Write;
 use std::path::Path;

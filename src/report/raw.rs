@@ -303,6 +303,17 @@ pub enum Record {
         /// What failed.
         message: String,
     },
+    /// A correction to the header's metadata, appended later by `summary --correct` (tag
+    /// `metadata_correction`); the original field and every measurement stay unchanged.
+    #[serde(rename = "metadata_correction")]
+    Correction {
+        /// When the correction was appended, Unix seconds.
+        timestamp_unix_s: f64,
+        /// The header field it corrects, as a dotted path (`host.cpu_model`, `arms.1.precision`).
+        field: String,
+        /// What is wrong and what is right, in words.
+        note: String,
+    },
     /// Last line of a finished run.
     Footer {
         /// `complete` or `failed`; energy runs also `rejected` or `incomplete`.
@@ -415,8 +426,41 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
             Err(e) => return Err(RawError::BadLine { path: p, line: i + 1, detail: e.to_string() }),
         }
     }
-    let complete = matches!(records.last(), Some(Record::Footer { .. }));
+    // Corrections are appended after the footer; the run is complete when its last record
+    // before them is the footer.
+    let complete = matches!(
+        records.iter().rev().find(|r| !matches!(r, Record::Correction { .. })),
+        Some(Record::Footer { .. })
+    );
     Ok(RawRun { header, records, complete, truncated_tail })
+}
+
+/// Append a metadata correction to a raw file (its existing bytes are never rewritten) and
+/// sync it. The file must end with a complete line.
+pub fn append_correction(
+    path: &Path,
+    field: &str,
+    note: &str,
+    timestamp_unix_s: f64,
+) -> Result<Record, RawError> {
+    let p = path.display().to_string();
+    let io = |source| RawError::Io { path: p.clone(), source };
+    let bytes = std::fs::read(path).map_err(io)?;
+    if bytes.last().is_some_and(|&b| b != b'\n') {
+        return Err(RawError::BadLine {
+            path: p.clone(),
+            line: bytes.iter().filter(|&&b| b == b'\n').count() + 1,
+            detail: "the last line is cut (no newline at its end); a correction cannot be appended after it"
+                .into(),
+        });
+    }
+    let record = Record::Correction { timestamp_unix_s, field: field.into(), note: note.into() };
+    let mut line = serde_json::to_vec(&record).map_err(|e| io(e.into()))?;
+    line.push(b'\n');
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).map_err(io)?;
+    file.write_all(&line).map_err(io)?;
+    file.sync_data().map_err(io)?;
+    Ok(record)
 }
 
 /// Every power sample in a raw file, in file order.

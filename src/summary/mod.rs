@@ -1,0 +1,342 @@
+//! `summary`: re-derive every published number from raw records alone (no backend, no sensor).
+//!
+//! - [`audit`]: every check by name (header and footer, balanced cycles, call counts, stable
+//!   calls, idle windows, rejection rules, active energy, idle power, idle-subtracted energy),
+//!   recomputing energies from the raw samples with the `energy` module's own functions.
+//! - [`bootstrap`]: a seeded bootstrap over whole balanced cycles ([`rng`] is the generator).
+//! - [`claim`]: the claim rule (the LOWER bound decides; latency and stability gates).
+//! - [`compare`]: several runs of the same arms side by side.
+//! - [`synthetic`]: a raw record shaped like the published run, for tests and benches.
+//!
+//! Pure: nothing here reads a file, a clock or the environment; the command does.
+#![warn(missing_docs)]
+
+pub mod audit;
+pub mod bootstrap;
+pub mod claim;
+pub mod compare;
+pub mod rng;
+pub mod synthetic;
+
+use crate::energy::run::{aggregate, ratios, BlockFigures};
+use crate::report::raw::RawRun;
+use crate::report::summary::{
+    ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryStatus,
+};
+use crate::stats::LatencySummary;
+
+use audit::{Audit, RunData};
+use bootstrap::{CycleSums, CycleTable};
+
+/// Below this many cycles the report warns that the interval cannot capture all background load.
+pub const FEW_CYCLES: usize = 10;
+
+/// How to summarize.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Bootstrap resamples (0: none).
+    pub bootstrap: usize,
+    /// Seed of the bootstrap's generator.
+    pub seed: u64,
+    /// Central interval level, e.g. 0.95.
+    pub level: f64,
+    /// Target energy gain for the claim rule.
+    pub target: Option<f64>,
+    /// Baseline arm by name; `None`: the record's first arm.
+    pub baseline: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { bootstrap: 10_000, seed: 0, level: 0.95, target: None, baseline: None }
+    }
+}
+
+/// Why a record cannot be summarized at all (bad input, exit 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SummaryError {
+    /// `--baseline` names no arm of the record.
+    #[error("{file}: --baseline `{baseline}` is not an arm of this record (its arms: {arms:?})")]
+    UnknownBaseline {
+        /// The raw file.
+        file: String,
+        /// The name asked for.
+        baseline: String,
+        /// The arms it has.
+        arms: Vec<String>,
+    },
+    /// The header lists no arm.
+    #[error("{file}: the header lists no arm; is this the raw record of a `speed` or `energy` run?")]
+    NoArms {
+        /// The raw file.
+        file: String,
+    },
+    /// Nothing to compare.
+    #[error("no run to compare")]
+    NoRuns,
+    /// A run cannot stand next to the first.
+    #[error("{file} cannot be compared with the other runs: {reason}")]
+    NotComparable {
+        /// The raw file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
+    let failed = audit.failed();
+    let detail = |name: &str| audit.check(name).map(|c| c.detail.clone()).unwrap_or_default();
+    match d.footer.as_ref().map(|f| f.status.as_str()) {
+        None | Some("incomplete") => return (SummaryStatus::Incomplete, vec![detail("header_and_footer")]),
+        Some("failed") => {
+            let mut why = vec![detail("header_and_footer")];
+            why.extend(d.errors.iter().cloned());
+            return (SummaryStatus::Failed, why);
+        }
+        _ => {}
+    }
+    if !failed.is_empty() {
+        let why = failed.iter().map(|c| format!("audit check `{}` failed: {}", c.name, c.detail)).collect();
+        return (SummaryStatus::AuditFailed, why);
+    }
+    let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
+    match &audit.recomputed {
+        Some(r) if r.rejected() || footer_rejected => {
+            let rules: Vec<&str> = r.rejections.iter().map(|x| x.rejection.rule()).collect();
+            let mut why = Vec::new();
+            if !rules.is_empty() {
+                why.push(format!("rejected by {} (re-checked on the raw samples)", rules.join(", ")));
+            }
+            // E.g. a sensor that stopped mid-run: the footer says why.
+            why.extend(d.footer.as_ref().and_then(|f| f.reason.clone()));
+            if why.is_empty() {
+                why.push("the footer records the run as rejected".into());
+            }
+            (SummaryStatus::Rejected, why)
+        }
+        _ => (SummaryStatus::Complete, Vec::new()),
+    }
+}
+
+fn no_energy_reason(kind_energy: bool, status: SummaryStatus) -> &'static str {
+    match (kind_energy, status) {
+        (false, _) => "a speed record has no power samples (run `laya-bench energy` for energy figures)",
+        (true, SummaryStatus::Rejected) => "the run was rejected; its energy figures must not be used",
+        (true, SummaryStatus::Complete) => "",
+        (true, _) => "the record did not pass as complete; no energy figure is derived from it",
+    }
+}
+
+/// Summarize one raw record: audit, statistics, bootstrap and claim.
+pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummary, SummaryError> {
+    let h = &run.header;
+    let names: Vec<String> = h.arms.iter().map(|a| a.name.clone()).collect();
+    if names.is_empty() {
+        return Err(SummaryError::NoArms { file: source.into() });
+    }
+    let baseline = match &opts.baseline {
+        None => 0,
+        Some(b) => names.iter().position(|n| n == b).ok_or_else(|| SummaryError::UnknownBaseline {
+            file: source.into(),
+            baseline: b.clone(),
+            arms: names.clone(),
+        })?,
+    };
+    let d = RunData::new(run);
+    let audit = audit::audit(run, &d);
+    let (status, status_reasons) = status_of(&d, &audit);
+    let no_energy = no_energy_reason(d.is_energy(), status);
+    let energy_ok = status == SummaryStatus::Complete && d.is_energy();
+    let recomputed = audit.recomputed.as_ref();
+    let energy_of = |index: u32| -> (Option<crate::energy::BlockEnergy>, Option<String>) {
+        if !energy_ok {
+            return (None, Some(no_energy.to_string()));
+        }
+        match recomputed.and_then(|r| r.blocks.iter().find(|b| b.index == index)) {
+            Some(b) => (b.energy, b.missing_reason.clone()),
+            None => (None, Some("no energy was computed for this block".into())),
+        }
+    };
+    let blocks: Vec<BlockSummary> = d
+        .blocks
+        .iter()
+        .map(|b| {
+            let (energy, why) = energy_of(b.index);
+            let per = |x: f64| (b.calls > 0).then(|| x / b.calls as f64);
+            BlockSummary {
+                index: b.index,
+                cycle: b.cycle,
+                arm: b.arm.clone(),
+                start_s: b.start_ns as f64 / 1e9,
+                end_s: b.end_ns as f64 / 1e9,
+                decisions: b.calls,
+                time_s: b.duration_s(),
+                time_per_decision_s: per(b.duration_s()),
+                energy_per_decision_j: energy.and_then(|e| per(e.energy_j)),
+                energy,
+                energy_missing_reason: why,
+                unstable_calls: b.unstable_calls,
+                ended_early: b.ended_early,
+            }
+        })
+        .collect();
+    let mut summary = RunSummary {
+        source: source.into(),
+        kind: h.kind.clone(),
+        status,
+        status_reasons,
+        rejections: recomputed.map(|r| r.rejections.clone()).unwrap_or_default(),
+        tool: h.tool.clone(),
+        host: h.host.clone(),
+        workload: h.workload.clone(),
+        plan: h.plan.clone(),
+        sensor_spec: h.sensor.as_ref().map(|s| s.spec.clone()),
+        sensor_live: h.sensor.as_ref().map(|s| s.live),
+        metadata_corrections: d.corrections.clone(),
+        samples: recomputed.and_then(|r| r.summary),
+        baseline: names[baseline].clone(),
+        arms: Vec::new(),
+        statistics_missing_reason: None,
+        blocks,
+        bootstrap: None,
+        bootstrap_missing_reason: None,
+        claim: None,
+        warnings: Vec::new(),
+        audit: audit.checks.clone(),
+    };
+    if h.sensor.as_ref().is_some_and(|s| !s.live) {
+        summary.warnings.push("NOT A LIVE MEASUREMENT: the sensor replayed or scripted its readings.".into());
+    }
+    if !d.corrections.is_empty() {
+        summary.warnings.push(format!(
+            "{} metadata correction(s) were appended to this record; the original fields are unchanged (see below).",
+            d.corrections.len()
+        ));
+    }
+    if !matches!(status, SummaryStatus::Complete | SummaryStatus::Rejected) {
+        summary.statistics_missing_reason =
+            Some(format!("the record is {}: no figure is derived from it", status.as_str()));
+        return Ok(summary);
+    }
+    statistics(&mut summary, &d, baseline, energy_ok, no_energy, opts);
+    if let Some(target) = opts.target {
+        let passed = audit.checks.iter().all(|c| c.outcome != CheckOutcome::Fail);
+        summary.claim = Some(claim::claim(target, &summary.arms, baseline, passed, opts.level));
+    }
+    Ok(summary)
+}
+
+/// Per-arm figures, ratios, latency and bootstrap intervals.
+fn statistics(
+    s: &mut RunSummary,
+    d: &RunData<'_>,
+    baseline: usize,
+    energy_ok: bool,
+    no_energy: &str,
+    opts: &Options,
+) {
+    let h = d.header;
+    let mut totals = Vec::with_capacity(h.arms.len());
+    let mut latencies = Vec::with_capacity(h.arms.len());
+    for arm in &h.arms {
+        let mine: Vec<&BlockSummary> = s.blocks.iter().filter(|b| b.arm == arm.name).collect();
+        let figs: Vec<BlockFigures> = mine
+            .iter()
+            .map(|b| BlockFigures { decisions: b.decisions, duration_s: b.time_s, energy: b.energy })
+            .collect();
+        let why =
+            mine.iter().find_map(|b| b.energy_missing_reason.clone()).unwrap_or_else(|| no_energy.into());
+        totals.push(aggregate(&figs, &why));
+        let mut lat: Vec<f64> = mine
+            .iter()
+            .filter_map(|b| d.calls.get(&b.index))
+            .flat_map(|c| c.durations_ns.iter().map(|&n| n as f64 / 1e9))
+            .collect();
+        latencies.push(LatencySummary::from_latencies(&mut lat));
+    }
+    let names: Vec<String> = h.arms.iter().map(|a| a.name.clone()).collect();
+    let intervals = bootstrap_intervals(s, &names, baseline, energy_ok, no_energy, opts);
+    s.arms = h
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(a, info)| ArmSummary {
+            name: info.name.clone(),
+            spec: info.spec.clone(),
+            vs_baseline: ratios(&totals[baseline], &totals[a]),
+            totals: totals[a].clone(),
+            latency: latencies[a],
+            unstable_calls: s.blocks.iter().filter(|b| b.arm == info.name).map(|b| b.unstable_calls).sum(),
+            intervals: intervals.get(a).cloned().unwrap_or_default(),
+        })
+        .collect();
+}
+
+/// The cycle table of a summarized run's blocks.
+pub fn cycle_table(s: &RunSummary, arms: &[String], baseline: usize, with_energy: bool) -> CycleTable {
+    let zero = CycleSums { decisions: 0.0, time_s: 0.0, energy_j: None, incremental_j: None };
+    let start =
+        CycleSums { energy_j: with_energy.then_some(0.0), incremental_j: with_energy.then_some(0.0), ..zero };
+    let mut cycles = vec![vec![start; arms.len()]; s.plan.cycles];
+    for b in &s.blocks {
+        let (Some(row), Some(a)) = (cycles.get_mut(b.cycle as usize), arms.iter().position(|n| *n == b.arm))
+        else {
+            continue;
+        };
+        let c = &mut row[a];
+        c.decisions += b.decisions as f64;
+        c.time_s += b.time_s;
+        c.energy_j = c.energy_j.zip(b.energy.map(|e| e.energy_j)).map(|(x, y)| x + y);
+        c.incremental_j = c.incremental_j.zip(b.energy.map(|e| e.incremental_energy_j)).map(|(x, y)| x + y);
+    }
+    CycleTable { cycles, baseline, with_energy }
+}
+
+fn bootstrap_intervals(
+    s: &mut RunSummary,
+    names: &[String],
+    baseline: usize,
+    energy_ok: bool,
+    no_energy: &str,
+    opts: &Options,
+) -> Vec<ArmIntervals> {
+    let cycles = s.plan.cycles;
+    if opts.bootstrap == 0 {
+        s.bootstrap_missing_reason = Some("--bootstrap 0: no resampling, no intervals".into());
+        return Vec::new();
+    }
+    if cycles < 2 {
+        s.bootstrap_missing_reason = Some(format!(
+            "{cycles} balanced cycle: resampling whole cycles can only reproduce it, so no interval is formed; run at least 2 cycles (10 or more for an interval worth reading)"
+        ));
+        return Vec::new();
+    }
+    let distinct = bootstrap::distinct_resamples(cycles);
+    if cycles < FEW_CYCLES {
+        s.warnings.push(format!(
+            "only {cycles} balanced cycles: the bootstrap resamples whole cycles, so it has at most {distinct:.0} distinct resamples and its intervals show only the variation these {cycles} cycles saw; they cannot capture all background load. Run more cycles (at least {FEW_CYCLES}) for intervals worth a claim."
+        ));
+    }
+    let table = cycle_table(s, names, baseline, energy_ok);
+    let resampled = bootstrap::resample(&table, opts.bootstrap, opts.seed);
+    s.bootstrap = Some(BootstrapInfo {
+        resamples: opts.bootstrap,
+        seed: opts.seed,
+        cycles,
+        distinct_resamples: distinct,
+        level: opts.level,
+    });
+    bootstrap::intervals(resampled, opts.level, |q| {
+        if !energy_ok && !matches!(q, "time_per_decision_s" | "speed_gain") {
+            no_energy.to_string()
+        } else if q == "idle_subtracted_energy_gain" {
+            "an idle-subtracted energy was zero or negative in every resample (kept with its sign; no ratio is formed)".into()
+        } else {
+            "no resample could form it (a figure it needs is missing)".into()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

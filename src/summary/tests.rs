@@ -1,0 +1,409 @@
+//! The published table reproduced from a synthetic raw record, every audit failure detected,
+//! the rejected 40,089 W run, speed records, corrections, exports and the comparison.
+
+use super::synthetic::{records, RunShape};
+use super::*;
+use crate::report::raw::{self, RawWriter, Record};
+use crate::report::summary::{SummaryReport, SummarySettings, SCHEMA_VERSION};
+
+/// Write the records with the real writer and read them back with the real reader.
+fn round_trip(records: &[Record]) -> RawRun {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.raw.jsonl");
+    let mut w = RawWriter::create(&path).unwrap();
+    for r in records {
+        w.write(r).unwrap();
+    }
+    w.sync().unwrap();
+    raw::read(&path).unwrap()
+}
+
+fn opts(bootstrap: usize) -> Options {
+    Options { bootstrap, seed: 1, ..Options::default() }
+}
+
+fn summarize_records(records: &[Record], bootstrap: usize) -> RunSummary {
+    summarize(&round_trip(records), "run.raw.jsonl", &opts(bootstrap)).unwrap()
+}
+
+fn published() -> Vec<Record> {
+    records(&RunShape::published())
+}
+
+fn r3(x: Option<f64>) -> String {
+    format!("{:.3}", x.unwrap())
+}
+
+#[test]
+fn reproduces_the_published_table_at_its_rounding() {
+    let recs = published();
+    let calls = recs.iter().filter(|r| matches!(r, Record::Call { .. })).count();
+    let samples = recs.iter().filter(|r| matches!(r, Record::Sample(_))).count();
+    let blocks = recs.iter().filter(|r| matches!(r, Record::Block { .. })).count();
+    assert_eq!((calls, samples, blocks), (65_598, 1_101, 18));
+    let s = summarize_records(&recs, 2000);
+    assert_eq!(s.status, SummaryStatus::Complete, "{:?} {:?}", s.status_reasons, s.audit);
+    assert!(s.audit.iter().all(|c| c.outcome == CheckOutcome::Pass), "{:#?}", s.audit);
+    let [mlx, fp16, w8] = [&s.arms[0], &s.arms[1], &s.arms[2]];
+    let p = |a: &ArmSummary| format!("{:.2}", a.totals.mean_power_w.unwrap());
+    assert_eq!((p(mlx).as_str(), p(fp16).as_str(), p(w8).as_str()), ("61.39", "30.75", "27.39"));
+    let e = |a: &ArmSummary| format!("{:.4}", a.totals.energy_per_decision_j.unwrap());
+    assert_eq!((e(mlx).as_str(), e(fp16).as_str(), e(w8).as_str()), ("0.4288", "0.1540", "0.1344"));
+    let pct = |a: &ArmSummary| {
+        let l = a.latency.unwrap();
+        format!("{:.2} / {:.2}", l.p50_s * 1e3, l.p95_s * 1e3)
+    };
+    assert_eq!(pct(mlx), "6.94 / 7.39");
+    assert_eq!(pct(fp16), "4.98 / 5.31");
+    assert_eq!(pct(w8), "4.88 / 5.23");
+    let r = |a: &ArmSummary| {
+        let v = &a.vs_baseline;
+        (r3(v.speed_gain), r3(v.power_ratio), r3(v.energy_gain))
+    };
+    assert_eq!(r(fp16), ("1.394".into(), "1.997".into(), "2.784".into()));
+    assert_eq!(r(w8), ("1.423".into(), "2.241".into(), "3.189".into()));
+    // S × R is E_base / E_arm, not S² × R.
+    let v = &fp16.vs_baseline;
+    let direct = mlx.totals.energy_per_decision_j.unwrap() / fp16.totals.energy_per_decision_j.unwrap();
+    assert!((v.energy_gain.unwrap() - direct).abs() < 1e-12);
+    // Every block is identical per arm, so every interval collapses onto the point estimate.
+    let iv = fp16.intervals.energy_gain.unwrap();
+    assert!((iv.low - v.energy_gain.unwrap()).abs() < 1e-9 && (iv.high - iv.low).abs() < 1e-9);
+    assert!(s.warnings.iter().any(|w| w.contains("only 3 balanced cycles") && w.contains("background load")));
+    assert_eq!(s.bootstrap.as_ref().unwrap().distinct_resamples, 10.0);
+}
+
+#[test]
+fn the_40089_watt_sample_rejects_the_run_with_its_reason() {
+    let mut shape = RunShape::published();
+    // Sample 30 lies inside block 0 (samples 0..=19 cover idle window 0).
+    shape.spike = Some((30, 40089.0));
+    let recs = records(&shape);
+    let s = summarize_records(&recs, 200);
+    assert_eq!(s.status, SummaryStatus::Rejected);
+    assert_eq!(s.rejections.len(), 1);
+    let r = &s.rejections[0];
+    assert_eq!(r.rejection.rule(), "above_cap");
+    assert!(r.message.contains("40089 W, above the 500 W cap"), "{}", r.message);
+    assert_eq!(r.evidence[0].raw.as_deref(), Some("40089"));
+    assert!(s.status_reasons[0].contains("above_cap"), "{:?}", s.status_reasons);
+    // Never an energy figure; time statistics remain.
+    for a in &s.arms {
+        assert_eq!(a.totals.energy_per_decision_j, None);
+        assert_eq!(a.vs_baseline.energy_gain, None);
+        assert!(a.totals.missing["mean_power_w"].contains("rejected"));
+        assert!(a.intervals.energy_gain.is_none());
+        assert!(a.intervals.speed_gain.is_some());
+    }
+    assert!(s.blocks.iter().all(|b| b.energy.is_none()));
+    assert_eq!(r3(s.arms[1].vs_baseline.speed_gain), "1.394");
+    let rules = audit_outcomes(&s);
+    assert_eq!(rules["rejection_rules"], CheckOutcome::Pass);
+    assert_eq!(rules["active_energy"], CheckOutcome::NotApplicable);
+}
+
+#[test]
+fn a_footer_that_rejects_the_run_keeps_it_rejected() {
+    // A sensor that stopped mid-run: the footer says rejected with a reason, and no sample rule
+    // is violated by the samples that arrived.
+    let mut recs = published();
+    recs.retain(|r| !matches!(r, Record::BlockEnergy { .. }));
+    if let Some(Record::Footer { status, reason, .. }) = recs.last_mut() {
+        *status = "rejected".into();
+        *reason =
+            Some("the sensor stopped during block 17 (cycle 2); the rest of the plan was not run".into());
+    }
+    let s = summarize_records(&recs, 100);
+    assert_eq!(s.status, SummaryStatus::Rejected, "{:?}", s.audit);
+    assert!(s.status_reasons.iter().any(|r| r.contains("the sensor stopped")), "{:?}", s.status_reasons);
+    assert!(s.arms.iter().all(|a| a.totals.mean_power_w.is_none()));
+}
+
+fn audit_outcomes(s: &RunSummary) -> std::collections::BTreeMap<String, CheckOutcome> {
+    s.audit.iter().map(|c| (c.name.clone(), c.outcome)).collect()
+}
+
+fn failing(recs: &[Record]) -> (RunSummary, Vec<String>) {
+    let s = summarize_records(recs, 100);
+    let failed = s.audit.iter().filter(|c| c.outcome == CheckOutcome::Fail).map(|c| c.name.clone()).collect();
+    (s, failed)
+}
+
+#[test]
+fn a_tampered_energy_aggregate_fails_the_audit() {
+    let mut recs = published();
+    for r in &mut recs {
+        if let Record::BlockEnergy { index: 4, energy: Some(e), .. } = r {
+            e.energy_j *= 1.0 + 1e-6;
+        }
+    }
+    let (s, failed) = failing(&recs);
+    assert_eq!(failed, vec!["active_energy"]);
+    assert_eq!(s.status, SummaryStatus::AuditFailed);
+    assert!(s.arms.is_empty() && s.statistics_missing_reason.is_some());
+    let c = s.audit.iter().find(|c| c.name == "active_energy").unwrap();
+    assert!(c.detail.contains("block 4 energy_j"), "{}", c.detail);
+    assert!(c.numbers["max_relative_difference"] > 9e-7);
+    // An idle-subtracted energy with its sign flipped fails its own check.
+    let mut recs = published();
+    for r in &mut recs {
+        if let Record::BlockEnergy { index: 2, energy: Some(e), .. } = r {
+            e.incremental_energy_j = -e.incremental_energy_j;
+        }
+    }
+    assert_eq!(failing(&recs).1, vec!["idle_subtracted_energy"]);
+}
+
+#[test]
+fn a_dropped_call_record_fails_the_call_counts() {
+    let mut recs = published();
+    let i = recs.iter().position(|r| matches!(r, Record::Call { block: 7, .. })).unwrap();
+    recs.remove(i);
+    let (s, failed) = failing(&recs);
+    assert_eq!(failed, vec!["call_counts"]);
+    let c = s.audit.iter().find(|c| c.name == "call_counts").unwrap();
+    assert!(c.detail.contains("block 7 claims 3993 calls but 3992 call records follow it"), "{}", c.detail);
+    assert!(c.detail.contains("the footer claims 65598 calls, the record holds 65597"), "{}", c.detail);
+}
+
+#[test]
+fn a_missing_footer_is_incomplete() {
+    let mut recs = published();
+    recs.pop();
+    let s = summarize_records(&recs, 100);
+    assert_eq!(s.status, SummaryStatus::Incomplete);
+    assert_eq!(audit_outcomes(&s)["header_and_footer"], CheckOutcome::Fail);
+    assert!(s.status_reasons[0].contains("no footer"), "{:?}", s.status_reasons);
+    assert!(s.arms.is_empty());
+}
+
+#[test]
+fn unbalanced_cycles_fail_the_audit() {
+    // Drop the last block with its calls and energy: the last cycle is no longer whole.
+    let mut recs = published();
+    let last = 17;
+    recs.retain(|r| {
+        !matches!(r, Record::Block { index, .. } | Record::Call { block: index, .. } | Record::BlockEnergy { index, .. } if *index == last)
+    });
+    for r in &mut recs {
+        if let Record::Footer { total_calls, .. } = r {
+            *total_calls -= 2864;
+        }
+    }
+    let (s, failed) = failing(&recs);
+    assert!(failed.contains(&"balanced_cycles".to_string()), "{failed:?}");
+    let c = s.audit.iter().find(|c| c.name == "balanced_cycles").unwrap();
+    assert!(c.detail.contains("17 blocks recorded, 18 expected"), "{}", c.detail);
+    // Blocks in the wrong order fail too.
+    let mut recs = published();
+    for r in &mut recs {
+        if let Record::Block { index: 0, arm, .. } = r {
+            *arm = "ane-w8".into();
+        }
+    }
+    assert!(failing(&recs).1.contains(&"balanced_cycles".to_string()));
+    // A garbled cycle count is refused without expanding it.
+    let mut recs = published();
+    if let Some(Record::Header(h)) = recs.first_mut() {
+        h.plan.cycles = usize::MAX / 4;
+    }
+    let (s, failed) = failing(&recs);
+    assert!(failed.contains(&"balanced_cycles".to_string()), "{failed:?}");
+    assert!(s.audit[1].detail.contains("far more than the 18 blocks recorded"), "{}", s.audit[1].detail);
+}
+
+#[test]
+fn an_unstable_call_fails_the_stability_check() {
+    let mut recs = published();
+    if let Some(Record::Call { stable, .. }) =
+        recs.iter_mut().find(|r| matches!(r, Record::Call { block: 3, .. }))
+    {
+        *stable = false;
+    }
+    let (s, failed) = failing(&recs);
+    assert_eq!(failed, vec!["stable_calls"]);
+    let c = s.audit.iter().find(|c| c.name == "stable_calls").unwrap();
+    assert!(c.detail.contains("block 3 claims 0 unstable calls, its call records hold 1"), "{}", c.detail);
+}
+
+#[test]
+fn a_rejection_hidden_by_the_footer_fails_the_audit() {
+    let mut shape = RunShape::published();
+    shape.spike = Some((30, 40089.0));
+    let mut recs = records(&shape);
+    if let Some(Record::Footer { status, rejections, .. }) = recs.last_mut() {
+        *status = "complete".into();
+        rejections.clear();
+    }
+    let (s, failed) = failing(&recs);
+    assert!(failed.contains(&"rejection_rules".to_string()), "{failed:?}");
+    assert_eq!(s.status, SummaryStatus::AuditFailed);
+}
+
+fn speed_shape() -> RunShape {
+    RunShape { energy: false, ..RunShape::published() }
+}
+
+#[test]
+fn a_speed_record_gets_time_statistics_and_speed_ratios_only() {
+    let s = summarize_records(&records(&speed_shape()), 300);
+    assert_eq!(s.status, SummaryStatus::Complete, "{:?}", s.status_reasons);
+    let o = audit_outcomes(&s);
+    assert_eq!(o["call_counts"], CheckOutcome::Pass);
+    assert_eq!(o["active_energy"], CheckOutcome::NotApplicable);
+    let fp16 = &s.arms[1];
+    assert_eq!(r3(fp16.vs_baseline.speed_gain), "1.394");
+    assert_eq!(fp16.vs_baseline.power_ratio, None);
+    assert!(fp16.totals.missing["energy_per_decision_j"].contains("speed record has no power samples"));
+    assert!(fp16.intervals.speed_gain.is_some() && fp16.intervals.energy_gain.is_none());
+    assert!(fp16.intervals.missing["energy_gain"].contains("speed record"));
+    assert!(s.blocks.iter().all(|b| b.energy_missing_reason.as_deref().unwrap().contains("speed record")));
+}
+
+#[test]
+fn the_bootstrap_is_deterministic_for_a_seed() {
+    let run = round_trip(&published());
+    let with = |seed| summarize(&run, "x", &Options { bootstrap: 500, seed, ..Options::default() }).unwrap();
+    let a = with(42);
+    assert_eq!(a, with(42));
+    assert_eq!(a.bootstrap.as_ref().unwrap().seed, 42);
+    assert_eq!(a.bootstrap.as_ref().unwrap().resamples, 500);
+}
+
+#[test]
+fn corrections_are_appended_and_shown_and_the_original_bytes_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.raw.jsonl");
+    let mut w = RawWriter::create(&path).unwrap();
+    for r in records(&speed_shape()) {
+        w.write(&r).unwrap();
+    }
+    w.sync().unwrap();
+    drop(w);
+    let before = std::fs::read(&path).unwrap();
+    raw::append_correction(&path, "host.cpu_model", "the machine was an M3 Max with 40 GPU cores", 1.9e9)
+        .unwrap();
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(&after[..before.len()], &before[..], "the original bytes are unchanged");
+    let tail = String::from_utf8_lossy(&after[before.len()..]).into_owned();
+    assert!(
+        tail.starts_with(
+            r#"{"record":"metadata_correction","timestamp_unix_s":1900000000.0,"field":"host.cpu_model""#
+        ),
+        "{tail}"
+    );
+    let run = raw::read(&path).unwrap();
+    assert!(run.complete, "a correction after the footer keeps the record complete");
+    let s = summarize(&run, "run", &opts(0)).unwrap();
+    assert_eq!(s.metadata_corrections.len(), 1);
+    assert_eq!(s.metadata_corrections[0].field, "host.cpu_model");
+    assert_eq!(s.status, SummaryStatus::Complete);
+    let md = report(vec![s]).to_markdown();
+    assert!(md.contains("### Metadata corrections"), "{md}");
+    assert!(
+        md.contains("- `host.cpu_model` (at Unix 1900000000 s): the machine was an M3 Max with 40 GPU cores")
+    );
+    // A cut last line refuses the append.
+    std::fs::write(&path, [before.as_slice(), b"{\"record\":\"ca"].concat()).unwrap();
+    assert!(raw::append_correction(&path, "host.os", "x", 1.0).is_err());
+}
+
+fn report(runs: Vec<RunSummary>) -> SummaryReport {
+    SummaryReport {
+        schema_version: SCHEMA_VERSION,
+        tool: crate::report::raw::ToolInfo::current(),
+        settings: SummarySettings {
+            bootstrap_resamples: 100,
+            seed: 1,
+            level: 0.95,
+            target: Some(10.0),
+            baseline: None,
+        },
+        comparison: None,
+        runs,
+        plots: vec![],
+    }
+}
+
+#[test]
+fn markdown_and_csv_carry_the_published_style_table() {
+    let s =
+        summarize(&round_trip(&published()), "run.raw.jsonl", &Options { target: Some(10.0), ..opts(200) })
+            .unwrap();
+    let md = report(vec![s.clone()]).to_markdown();
+    for want in [
+        "## Summary of `run.raw.jsonl`: COMPLETE",
+        "| metric | `mlx-fp16` | `ane-fp16` | `ane-w8` |",
+        "| P50 / P95 | 6.94 / 7.39 ms | 4.98 / 5.31 ms | 4.88 / 5.23 ms |",
+        "| mean system power [W] | 61.39 [61.39–61.39] | 30.75 [30.75–30.75] | 27.39 [27.39–27.39] |",
+        "| energy gain S × R | 1.000 [1.000–1.000] | 2.784 [2.784–2.784] | 3.189 [3.189–3.189] |",
+        "| `balanced_cycles` | pass |",
+        "### Claim rule (target 10×)",
+        "- `ane-w8`: 10× not reached: measured energy gain 3.189× (95 % interval 3.189–3.189); the lower bound 3.189 is below 10.",
+        "different boundary",
+    ] {
+        assert!(md.contains(want), "missing {want:?} in\n{md}");
+    }
+    let csv = report(vec![s]).to_csv();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 18);
+    assert!(lines[0].starts_with("run,source,status,block,cycle,arm,decisions,"));
+    let first: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(&first[..7], &["0", "run.raw.jsonl", "complete", "0", "0", "mlx-fp16", "2864"]);
+    let mean_power: f64 = first[12].parse().unwrap();
+    assert!((mean_power - 61.3905).abs() < 1e-9, "{mean_power}");
+}
+
+#[test]
+fn several_runs_are_compared_and_disjoint_intervals_flagged() {
+    // Two runs with different cycles (so intervals have width), one where ANE W8 draws more.
+    let varied = |w8_watts: [f64; 3]| {
+        let recs = records(&RunShape::published());
+        let run = round_trip(&recs);
+        let mut s = summarize(&run, "a", &opts(300)).unwrap();
+        // Rescale block energies per cycle through the summary's own blocks, then recompute
+        // intervals exactly as summarize does (the bootstrap only reads block sums).
+        for b in &mut s.blocks {
+            if b.arm == "ane-w8" {
+                let e = b.energy.as_mut().unwrap();
+                let k = w8_watts[b.cycle as usize] / 27.3915;
+                e.energy_j *= k;
+                e.incremental_energy_j = e.energy_j - e.idle_energy_j;
+            }
+        }
+        let names: Vec<String> = s.arms.iter().map(|a| a.name.clone()).collect();
+        let table = cycle_table(&s, &names, 0, true);
+        let iv = bootstrap::intervals(bootstrap::resample(&table, 300, 1), 0.95, |q| q.into());
+        for (a, i) in s.arms.iter_mut().zip(iv) {
+            a.intervals = i;
+        }
+        s
+    };
+    let a = varied([27.0, 27.4, 27.8]);
+    let mut b = varied([35.0, 35.5, 36.0]);
+    b.source = "b".into();
+    let c = compare::compare(&[a.clone(), b]).unwrap();
+    let row = c.rows.iter().find(|r| r.arm == "ane-w8" && r.quantity == "energy_gain").unwrap();
+    assert_eq!(row.non_overlapping, vec![(0, 1)]);
+    assert!(c.intervals_disjoint);
+    let same = compare::compare(&[a.clone(), a.clone()]).unwrap();
+    assert!(!same.intervals_disjoint);
+    let md = c.to_markdown(&[a.clone(), a]);
+    assert!(md.contains("**Intervals do not overlap**") && md.contains("⚠ disjoint: runs 0–1"), "{md}");
+}
+
+#[test]
+fn runs_of_other_arms_are_not_compared_and_a_bad_baseline_is_named() {
+    let a = summarize_records(&published(), 0);
+    let mut shape = RunShape::published();
+    shape.arms[2].name = "other".into();
+    let b = summarize_records(&records(&shape), 0);
+    let e = compare::compare(&[a, b]).unwrap_err();
+    assert!(e.to_string().contains("differ from"), "{e}");
+    let run = round_trip(&published());
+    let e = summarize(&run, "r", &Options { baseline: Some("nope".into()), ..opts(0) }).unwrap_err();
+    assert!(e.to_string().contains("--baseline `nope` is not an arm"), "{e}");
+    let s = summarize(&run, "r", &Options { baseline: Some("ane-w8".into()), ..opts(0) }).unwrap();
+    assert_eq!(s.baseline, "ane-w8");
+    assert_eq!(r3(s.arms[2].vs_baseline.energy_gain), "1.000");
+}

@@ -1,0 +1,308 @@
+//! `laya-bench summary` as a user runs it, on raw records the binary itself produced
+//! (`energy` with scripted `exec:` meters and `mock:` arms, `speed` with `mock:` arms): the
+//! audit re-derives the energy report's figures, a rejected run stays rejected, bad input exits
+//! 2 naming the line, corrections round-trip, several runs are compared, and every SVG parses.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use laya_bench::report::energy::EnergyReport;
+use laya_bench::report::raw;
+use laya_bench::report::summary::{CheckOutcome, SummaryReport, SummaryStatus};
+
+/// Short energy runs: 300 ms blocks, 200 ms idle windows, a reading every 50 ms.
+const ENERGY: &[&str] = &[
+    "energy",
+    "--no-progress",
+    "--sample-interval",
+    "50ms",
+    "--seconds",
+    "300ms",
+    "--idle-seconds",
+    "200ms",
+    "--idle-discard",
+    "50ms",
+    "--warmup",
+    "3",
+];
+
+/// A meter printing 31.5 … 37.5 W in turn every 50 ms.
+const METER: &str = "exec:i=0; while true; do i=$((i+1)); echo \"$((30 + i % 7)).5\"; sleep 0.05; done";
+
+fn laya_bench(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run laya-bench")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An energy run writing `NAME.raw.jsonl` and `NAME.json`.
+fn energy_run(dir: &Path, name: &str, meter: &str, slow_us: u32, cycles: &str) -> Output {
+    let (raw, out) = (format!("{name}.raw.jsonl"), format!("{name}.json"));
+    let slow = format!("slow=mock:ok:delay-us={slow_us}");
+    let mut args = ENERGY.to_vec();
+    args.extend(["--sensor", meter, "--arm", "base=mock:ok", "--arm", &slow, "--cycles", cycles]);
+    args.extend(["--raw", &raw, "--output", &out]);
+    laya_bench(dir, &args)
+}
+
+fn summary_json(dir: &Path, file: &str) -> SummaryReport {
+    let text = std::fs::read_to_string(dir.join(file)).expect("summary written");
+    serde_json::from_str(&text).expect("the summary parses into its mirror type")
+}
+
+/// Parse an SVG with quick-xml; return the text of every `<text>` element.
+fn svg_texts(path: &Path) -> Vec<String> {
+    use quick_xml::events::Event;
+    let svg = std::fs::read_to_string(path).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    let (mut texts, mut inside, mut root) = (Vec::new(), false, false);
+    loop {
+        match reader.read_event().unwrap_or_else(|e| panic!("{} is not well-formed: {e}", path.display())) {
+            Event::Start(e) if e.name().as_ref() == b"svg" => root = true,
+            Event::Start(e) if e.name().as_ref() == b"text" => inside = true,
+            Event::End(e) if e.name().as_ref() == b"text" => inside = false,
+            Event::Text(t) if inside => texts.push(t.decode().unwrap().trim().to_string()),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert!(root, "{} has no <svg> root", path.display());
+    texts
+}
+
+#[test]
+fn an_energy_run_is_audited_and_its_figures_re_derived() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = energy_run(d, "r", METER, 300, "2");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = laya_bench(
+        d,
+        &["summary", "r.raw.jsonl", "--output", "s.json", "--markdown", "s.md", "--csv", "s.csv"],
+    );
+    let o2 = laya_bench(
+        d,
+        &["summary", "r.raw.jsonl", "--output", "s2.json", "--plots", "plots", "--target", "3"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o2.status.code(), Some(0), "{}", stderr(&o2));
+    let s = summary_json(d, "s.json");
+    assert_eq!(s.schema_version, 1);
+    let run = &s.runs[0];
+    assert_eq!(run.status, SummaryStatus::Complete);
+    assert_eq!(run.audit.len(), 9);
+    assert!(run.audit.iter().all(|c| c.outcome == CheckOutcome::Pass), "{:#?}", run.audit);
+    // The summary re-derives exactly what `energy` reported, from the raw record alone.
+    let energy: EnergyReport =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    for (a, e) in run.arms.iter().zip(&energy.arms) {
+        assert_eq!(a.name, e.arm.name);
+        assert_eq!(a.totals, e.totals);
+        assert_eq!(a.vs_baseline, e.vs_baseline);
+        assert_eq!(a.latency, e.latency);
+        let i = a.intervals.energy_gain.expect("interval");
+        assert!(i.low <= i.high && i.valid_resamples == 10_000);
+    }
+    assert!(run.warnings.iter().any(|w| w.contains("only 2 balanced cycles")));
+    let md = std::fs::read_to_string(d.join("s.md")).unwrap();
+    assert!(md.contains("| energy gain S × R | 1.000 [1.000–1.000] |"), "{md}");
+    assert!(md.contains("| `active_energy` | pass |"));
+    let csv = std::fs::read_to_string(d.join("s.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 8, "{csv}");
+    // Same seed, same intervals; the claim and the pictures.
+    let s2 = summary_json(d, "s2.json");
+    assert_eq!(s2.runs[0].arms, run.arms);
+    let claim = s2.runs[0].claim.as_ref().expect("claim");
+    assert!(!claim.arms[0].reached && claim.arms[0].statement.contains("3× not reached"));
+    assert_eq!(s2.plots.len(), 3);
+    for (kind, want) in [
+        ("power_timeline", "block: slow"),
+        ("latency_cdf", "fraction of calls ≤ x"),
+        ("energy_per_block", "energy per decision [J]"),
+    ] {
+        let texts = svg_texts(&d.join("plots").join(format!("{kind}.svg")));
+        assert!(texts.iter().any(|t| t.contains(want)), "{kind}: {texts:?}");
+    }
+}
+
+#[test]
+fn a_rejected_run_is_summarized_as_rejected_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let spike = "exec:i=0; while true; do i=$((i+1)); if [ $((i % 9)) -eq 5 ]; then echo 40089; else echo 33.5; fi; sleep 0.05; done";
+    let o = energy_run(d, "r", spike, 100, "1");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = laya_bench(
+        d,
+        &["summary", "r.raw.jsonl", "--output", "s.json", "--markdown", "s.md", "--plots", "p"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("REJECTED (rejected by above_cap"), "{}", stderr(&o));
+    let s = summary_json(d, "s.json");
+    let run = &s.runs[0];
+    assert_eq!(run.status, SummaryStatus::Rejected);
+    assert!(run.rejections.iter().all(|r| r.rejection.rule() == "above_cap"));
+    assert_eq!(run.rejections[0].evidence[0].raw.as_deref(), Some("40089"));
+    assert!(run.arms.iter().all(|a| a.totals.mean_power_w.is_none() && a.vs_baseline.energy_gain.is_none()));
+    assert!(run.arms[1].vs_baseline.speed_gain.is_some());
+    let md = std::fs::read_to_string(d.join("s.md")).unwrap();
+    assert!(md.contains("**REJECTED**"), "{md}");
+    let texts = svg_texts(&d.join("p/power_timeline.svg"));
+    assert!(texts.iter().any(|t| t == "above_cap: 40089 W (off scale)"), "{texts:?}");
+    assert!(!d.join("p/energy_per_block.svg").exists(), "a rejected run has no energy picture");
+}
+
+#[test]
+fn a_speed_record_summarizes_time_and_speed_ratios_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args =
+        ["speed", "--no-progress", "--arm", "a=mock:ok", "--arm", "b=mock:ok:delay-us=200", "--calls", "20"];
+    let o = laya_bench(
+        d,
+        &[&args[..], &["--cycles", "3", "--warmup", "2", "--raw", "r.raw.jsonl", "--output", "r.json"]]
+            .concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--plots", "p"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = &summary_json(d, "s.json").runs[0];
+    assert_eq!(run.kind, "speed");
+    let b = &run.arms[1];
+    assert!(b.vs_baseline.speed_gain.unwrap() < 1.0);
+    assert_eq!(b.vs_baseline.power_ratio, None);
+    assert!(b.totals.missing["mean_power_w"].contains("speed record has no power samples"));
+    assert!(b.intervals.speed_gain.is_some() && b.intervals.energy_gain.is_none());
+    assert!(run.audit.iter().filter(|c| c.outcome == CheckOutcome::NotApplicable).count() == 5);
+    assert!(d.join("p/latency_cdf.svg").exists() && !d.join("p/power_timeline.svg").exists());
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = energy_run(d, "r", METER, 100, "1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[4] = "{\"record\": \"block\", garbled";
+    std::fs::write(d.join("bad.raw.jsonl"), lines.join("\n") + "\n").unwrap();
+    let o = laya_bench(d, &["summary", "bad.raw.jsonl", "--output", "s.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.raw.jsonl: line 5 is not a valid record"), "{}", stderr(&o));
+    assert!(!d.join("s.json").exists());
+    let o = laya_bench(d, &["summary", "missing.raw.jsonl", "--output", "s.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    std::fs::write(d.join("notes.txt"), "hello\n").unwrap();
+    let o = laya_bench(d, &["summary", "notes.txt", "--output", "s.json"]);
+    assert!(o.status.code() == Some(2) && stderr(&o).contains("not a laya-bench header"), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--baseline", "nope"]);
+    assert!(o.status.code() == Some(2) && stderr(&o).contains("--baseline `nope`"), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--target", "-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--bootstrap", "100000000"]);
+    assert!(o.status.code() == Some(2) && stderr(&o).contains("--bootstrap 100000000"), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "--output is required: {}", stderr(&o));
+    // Without its footer the record is incomplete: exit 1, summary written.
+    let cut: Vec<&str> = text.lines().filter(|l| !l.contains("\"record\":\"footer\"")).collect();
+    std::fs::write(d.join("cut.raw.jsonl"), cut.join("\n") + "\n").unwrap();
+    let o = laya_bench(d, &["summary", "cut.raw.jsonl", "--output", "cut.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(summary_json(d, "cut.json").runs[0].status, SummaryStatus::Incomplete);
+}
+
+#[test]
+fn corrections_are_appended_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = energy_run(d, "r", METER, 100, "1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let before = std::fs::read(d.join("r.raw.jsonl")).unwrap();
+    let note = "the host was a 2-vCPU VM, not bare metal";
+    let o =
+        laya_bench(d, &["summary", "--correct", "r.raw.jsonl", "--field", "host.cpu_model", "--note", note]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let after = std::fs::read(d.join("r.raw.jsonl")).unwrap();
+    assert_eq!(&after[..before.len()], &before[..], "original bytes unchanged");
+    assert!(String::from_utf8_lossy(&after[before.len()..]).contains("\"record\":\"metadata_correction\""));
+    assert!(raw::read(&d.join("r.raw.jsonl")).unwrap().complete);
+    let o = laya_bench(d, &["summary", "--correct", "r.raw.jsonl", "--field", "host.gpu", "--note", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("`gpu` is not a key of `host`"), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "--correct", "r.raw.jsonl", "--field", "host.os"]);
+    assert_eq!(o.status.code(), Some(2), "--note is required: {}", stderr(&o));
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--markdown", "s.md"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = &summary_json(d, "s.json").runs[0];
+    assert_eq!(run.metadata_corrections.len(), 1);
+    assert_eq!(run.metadata_corrections[0].note, note);
+    assert!(std::fs::read_to_string(d.join("s.md")).unwrap().contains(note));
+}
+
+#[test]
+fn two_runs_of_the_same_arms_are_compared_and_disjoint_intervals_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The `slow` arm is ~300 µs per call in one run and ~3 ms in the other: S cannot overlap.
+    for (name, us) in [("a", 300), ("b", 3000)] {
+        let o = energy_run(d, name, METER, us, "2");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = laya_bench(
+        d,
+        &[
+            "summary",
+            "a.raw.jsonl",
+            "b.raw.jsonl",
+            "--output",
+            "s.json",
+            "--markdown",
+            "s.md",
+            "--plots",
+            "p",
+            "--bootstrap",
+            "500",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = summary_json(d, "s.json");
+    let c = s.comparison.as_ref().expect("comparison");
+    assert!(c.intervals_disjoint);
+    let row = c.rows.iter().find(|r| r.arm == "slow" && r.quantity == "speed_gain").unwrap();
+    assert_eq!(row.non_overlapping, vec![(0, 1)]);
+    let md = std::fs::read_to_string(d.join("s.md")).unwrap();
+    assert!(md.contains("## Runs side by side") && md.contains("⚠ disjoint: runs 0–1"), "{md}");
+    assert!(md.contains("](p/run1-latency_cdf.svg)"), "{md}");
+    assert!(d.join("p/run0-power_timeline.svg").exists() && d.join("p/run1-energy_per_block.svg").exists());
+}
+
+#[test]
+fn a_replayed_run_is_summarized_and_never_called_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = energy_run(d, "recorded", METER, 100, "1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut args = ENERGY.to_vec();
+    args.extend(["--sensor", "replay:recorded.raw.jsonl", "--arm", "a=mock:ok", "--cycles", "1"]);
+    args.extend(["--raw", "replayed.raw.jsonl", "--output", "replayed.json"]);
+    let o = laya_bench(d, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "replayed.raw.jsonl", "--output", "s.json", "--markdown", "s.md"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = &summary_json(d, "s.json").runs[0];
+    assert_eq!(run.status, SummaryStatus::Complete);
+    assert_eq!(run.sensor_live, Some(false));
+    assert!(run.warnings.iter().any(|w| w.starts_with("NOT A LIVE MEASUREMENT")), "{:?}", run.warnings);
+    assert!(
+        run.bootstrap.is_none()
+            && run.bootstrap_missing_reason.as_deref().unwrap().contains("1 balanced cycle")
+    );
+    assert!(std::fs::read_to_string(d.join("s.md")).unwrap().contains("NOT A LIVE MEASUREMENT"));
+}
