@@ -130,6 +130,13 @@ impl AneInputs {
     }
 }
 
+/// Widen FP16 bits to f32 (exact) into `dst`, reusing its allocation: for packages whose inputs
+/// are declared FP32 (Core ML would otherwise convert the same values itself).
+pub fn widen_f16(src: &[u16], dst: &mut Vec<f32>) {
+    dst.clear();
+    dst.extend(src.iter().map(|&b| half::f16::from_bits(b).to_f32()));
+}
+
 fn py_shape(dims: &[usize]) -> String {
     match dims {
         [one] => format!("({one},)"),
@@ -191,6 +198,14 @@ mod tests {
         assert_eq!(half::f16::from_f32(-1e4).to_f32(), -10000.0);
         assert_eq!(half::f16::from_f32(0.0).to_bits(), MASK_OPEN);
         assert_eq!(half::f16::from_f32(1.0).to_bits(), ONE);
+    }
+
+    #[test]
+    fn widening_is_exact_and_reuses_the_buffer() {
+        let mut dst = Vec::with_capacity(8);
+        widen_f16(&[MASK_HIDDEN, MASK_OPEN, ONE, 0x3555], &mut dst);
+        assert_eq!(dst, [-10000.0, 0.0, 1.0, 0.333_251_95]);
+        assert_eq!(dst.capacity(), 8);
     }
 
     #[test]

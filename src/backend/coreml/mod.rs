@@ -171,7 +171,7 @@ impl CoreMlSpec {
     pub fn parse(rest: &str) -> Result<Self, CoreMlError> {
         let (path, units) = match rest.rsplit_once(':') {
             Some((path, word))
-                !word.is_empty()
+                if !word.is_empty()
                     && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
             {
                 (path, Some(ComputeUnits::parse(word)?))
