@@ -555,6 +555,16 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The compute units a bundle runs with when the spec names none: by its manifest's `format`
+/// ([`BundleFormat::default_units`]); `cpu_ne` when the manifest cannot be read.
+pub fn default_units_for(bundle: &Path) -> ComputeUnits {
+    std::fs::read_to_string(bundle.join("coreml_config.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|m| m.get("format").and_then(Value::as_str).and_then(BundleFormat::from_manifest))
+        .map_or(ComputeUnits::CpuNe, BundleFormat::default_units)
+}
+
 /// A model that Core ML can load: a compiled `.mlmodelc`, or a package to compile first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSource {

@@ -374,6 +374,11 @@ fn strides_cache_paths_and_model_sources() {
     let sha = package_sha256(&bundle.join("model.mlpackage")).unwrap();
     assert_eq!(sha.len(), 64);
     assert!(package_sha256(&bundle.join("absent.mlpackage")).is_err());
+    std::fs::write(bundle.join("coreml_config.json"), r#"{"format": "laya-coreml"}"#).unwrap();
+    assert_eq!(default_units_for(&bundle), ComputeUnits::All);
+    std::fs::write(bundle.join("coreml_config.json"), r#"{"format": "laya-coreml-ane"}"#).unwrap();
+    assert_eq!(default_units_for(&bundle), ComputeUnits::CpuNe);
+    assert_eq!(default_units_for(dir.path()), ComputeUnits::CpuNe);
 }
 
 #[test]
