@@ -83,7 +83,10 @@ pub struct NSDictionary<KeyType: ?Sized = AnyObject, ObjectType: ?Sized = AnyObj
 impl<KeyType, ObjectType> NSDictionary<KeyType, ObjectType> {
     /// Mirrors `objc2-foundation 0.3.2 src/dictionary.rs` `NSDictionary::from_retained_objects`
     /// (the real `CopiedKey: NSCopying` bound is left out).
-    pub fn from_retained_objects<CopiedKey>(keys: &[&CopiedKey], objects: &[Retained<ObjectType>]) -> Retained<Self> {
+    pub fn from_retained_objects<CopiedKey>(
+        keys: &[&CopiedKey],
+        objects: &[Retained<ObjectType>],
+    ) -> Retained<Self> {
         let _ = (keys, objects);
         never()
     }

@@ -264,7 +264,11 @@ const COREML_NEEDS: &str = "macOS with Core ML (Apple silicon for the Neural Eng
 /// Validate a Core ML bundle (manifest, file hashes, host weights) on any OS, then build its
 /// backend on macOS; elsewhere answer that it needs macOS. The host path keeps the tokenizer
 /// and configs of `--model`, which must describe the same checkpoint.
-fn build_coreml(cm: &CoreMlSpec, spec_text: &str, bundle: &Bundle) -> Result<Box<dyn Backend>, RegistryError> {
+fn build_coreml(
+    cm: &CoreMlSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+) -> Result<Box<dyn Backend>, RegistryError> {
     let loaded = Bundle::load(&ModelSpec::Dir(cm.bundle.clone()), |_| None)
         .map_err(|e| RegistryError::Weights(e.to_string()))?;
     let Weights::CoreMl(core) = &loaded.weights else {
@@ -277,13 +281,22 @@ fn build_coreml(cm: &CoreMlSpec, spec_text: &str, bundle: &Bundle) -> Result<Box
     #[cfg(not(target_os = "macos"))]
     {
         let _ = (cm, core, bundle);
-        Err(RegistryError::Unavailable { spec: spec_text.into(), needs: COREML_NEEDS, os: std::env::consts::OS })
+        Err(RegistryError::Unavailable {
+            spec: spec_text.into(),
+            needs: COREML_NEEDS,
+            os: std::env::consts::OS,
+        })
     }
     #[cfg(target_os = "macos")]
     {
         let (e, a) = (&loaded.encoder, &loaded.agent);
         if (e.vocab_size, e.hidden_size, a.num_actions, a.option_layout)
-            != (bundle.encoder.vocab_size, bundle.encoder.hidden_size, bundle.agent.num_actions, bundle.agent.option_layout)
+            != (
+                bundle.encoder.vocab_size,
+                bundle.encoder.hidden_size,
+                bundle.agent.num_actions,
+                bundle.agent.option_layout,
+            )
         {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),

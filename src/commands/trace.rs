@@ -692,10 +692,9 @@ fn xcrun(tools: &RecordTools, args: &[OsString], what: &str) -> Result<(), Failu
 /// `convert-check` also prints); for other arms, why there is none.
 fn compute_plan_evidence(choice: &ArmChoice) -> String {
     match &choice.parsed {
-        BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. } | BackendSpec::Mock { .. } => format!(
-            "not applicable: arm `{}` is {}, not a Core ML arm",
-            choice.name, choice.spec
-        ),
+        BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. } | BackendSpec::Mock { .. } => {
+            format!("not applicable: arm `{}` is {}, not a Core ML arm", choice.name, choice.spec)
+        }
         BackendSpec::CoreMl(cm) => {
             let units = cm.units.unwrap_or_else(|| crate::backend::coreml::default_units_for(&cm.bundle));
             match crate::backend::coreml::compute_plan_for(&cm.bundle, units) {
@@ -704,8 +703,10 @@ fn compute_plan_evidence(choice: &ArmChoice) -> String {
                     units.name(),
                     r.op_count,
                     r.placed_op_count,
-                    r.neural_engine_share_of_placed_fraction
-                        .map_or_else(|| "n/a (nothing placed)".to_string(), |f| format!("{:.1} %", f * 100.0))
+                    r.neural_engine_share_of_placed_fraction.map_or_else(
+                        || "n/a (nothing placed)".to_string(),
+                        |f| format!("{:.1} %", f * 100.0)
+                    )
                 ),
                 Err(e) => format!("unavailable for arm `{}`: {e}", choice.name),
             }

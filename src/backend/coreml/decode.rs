@@ -99,7 +99,11 @@ impl RawArray<'_> {
             bad(format!("is {}; the adapter reads float16, float32 or float64 outputs", self.dtype.name()))
         })?;
         if self.strides.len() != self.shape.len() {
-            return Err(bad(format!("has {} strides for {} dimensions", self.strides.len(), self.shape.len())));
+            return Err(bad(format!(
+                "has {} strides for {} dimensions",
+                self.strides.len(),
+                self.shape.len()
+            )));
         }
         out.clear();
         let n = self.len();
@@ -140,10 +144,11 @@ impl RawArray<'_> {
 /// Which outputs of the ANE package are the option logits `(1, 1, 1, 32)` and the pooled CLS
 /// `(1, D, 1, 1)`: like the reference, the first output whose `shape[1] == 1` is the logits and
 /// the first whose `shape[1] != 1` is the CLS; both must also have the right element counts.
-pub fn identify_ane_outputs(shapes: &[(&str, &[usize])], width: usize) -> Result<(usize, usize), CoreMlError> {
-    let describe = || {
-        shapes.iter().map(|(n, s)| format!("{n} {s:?}")).collect::<Vec<_>>().join(", ")
-    };
+pub fn identify_ane_outputs(
+    shapes: &[(&str, &[usize])],
+    width: usize,
+) -> Result<(usize, usize), CoreMlError> {
+    let describe = || shapes.iter().map(|(n, s)| format!("{n} {s:?}")).collect::<Vec<_>>().join(", ");
     let dim1 = |s: &[usize]| s.get(1).copied();
     let logits = shapes.iter().position(|(_, s)| dim1(s) == Some(1));
     let pooled = shapes.iter().position(|(_, s)| dim1(s).is_some_and(|d| d != 1));
@@ -175,7 +180,11 @@ pub fn finish_ane_row(
     if raw_logits.len() != ANE_SLOTS || marker_mask.len() != ANE_SLOTS {
         return Err(CoreMlError::Output {
             name: "logits".into(),
-            detail: format!("has {} values for {} marker slots, expected {ANE_SLOTS}", raw_logits.len(), marker_mask.len()),
+            detail: format!(
+                "has {} values for {} marker slots, expected {ANE_SLOTS}",
+                raw_logits.len(),
+                marker_mask.len()
+            ),
         });
     }
     let head = weights.action_head();
@@ -183,7 +192,8 @@ pub fn finish_ane_row(
     out.max_options = ANE_SLOTS;
     out.num_actions = head.num_actions();
     out.logits.clear();
-    out.logits.extend(raw_logits.iter().zip(marker_mask).map(|(&z, &m)| if m != 0 { z } else { MASKED_LOGIT }));
+    out.logits
+        .extend(raw_logits.iter().zip(marker_mask).map(|(&z, &m)| if m != 0 { z } else { MASKED_LOGIT }));
     let markers = marker_mask.iter().filter(|&&m| m != 0).count();
     let features = action_features(&out.logits, markers);
     scratch.resize(head.scratch_len(), 0.0);
@@ -251,7 +261,13 @@ mod tests {
     fn strided_fp16_reads_skip_row_padding() {
         // shape [2, 3] stored with a padded row stride of 4: [1 2 3 _ | 4 5 6 _]
         let bytes = f16_bytes(&[1.0, 2.0, 3.0, 99.0, 4.0, 5.0, 6.0, 99.0]);
-        let a = RawArray { name: "x", dtype: ArrayType::Float16, shape: &[2, 3], strides: &[4, 1], bytes: &bytes };
+        let a = RawArray {
+            name: "x",
+            dtype: ArrayType::Float16,
+            shape: &[2, 3],
+            strides: &[4, 1],
+            bytes: &bytes,
+        };
         let mut out = Vec::new();
         a.read_f32(&mut out).unwrap();
         assert_eq!(out, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
@@ -268,7 +284,13 @@ mod tests {
     #[test]
     fn f32_and_f64_reads_are_exact() {
         let bytes: Vec<u8> = [0.1f32, -2.5].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let a = RawArray { name: "y", dtype: ArrayType::Float32, shape: &[1, 2], strides: &[2, 1], bytes: &bytes };
+        let a = RawArray {
+            name: "y",
+            dtype: ArrayType::Float32,
+            shape: &[1, 2],
+            strides: &[2, 1],
+            bytes: &bytes,
+        };
         let mut out = Vec::new();
         a.read_f32(&mut out).unwrap();
         assert_eq!(out, [0.1f32, -2.5]);

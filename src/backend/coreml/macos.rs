@@ -23,8 +23,9 @@ use objc2_foundation as ns;
 use block2::RcBlock;
 use ml::{
     MLCPUComputeDevice, MLComputeDeviceProtocol, MLComputePlan, MLComputeUnits, MLDictionaryFeatureProvider,
-    MLFeatureDescription, MLFeatureProvider, MLFeatureValue, MLGPUComputeDevice, MLModel, MLModelConfiguration,
-    MLModelStructureProgramBlock, MLMultiArray, MLMultiArrayDataType, MLNeuralEngineComputeDevice,
+    MLFeatureDescription, MLFeatureProvider, MLFeatureValue, MLGPUComputeDevice, MLModel,
+    MLModelConfiguration, MLModelStructureProgramBlock, MLMultiArray, MLMultiArrayDataType,
+    MLNeuralEngineComputeDevice,
 };
 use ns::{NSArray, NSDictionary, NSError, NSInteger, NSNumber, NSString, NSURL};
 use objc2::rc::Retained;
@@ -37,7 +38,9 @@ use super::{
     install_compiled, ordinary_caps, ordinary_inputs, package_sha256, AneHost, BundleFormat, CoreMlError,
     CoreMlSpec, FeatureSig, HostWeights, ModelSource,
 };
-use crate::backend::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use crate::backend::{
+    Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode,
+};
 use crate::laya::bundle::CoreMlBundle;
 use crate::laya::config::EncoderConfig;
 use crate::trace::compute_plan::{PlannedOp, PreferredDevice};
@@ -206,7 +209,10 @@ fn predict(model: &MLModel, inputs: &[Input<'_>], outputs: &mut [Output]) -> Res
     let dictionary = NSDictionary::<NSString, AnyObject>::from_retained_objects(&key_refs, &values);
     // SAFETY: a dictionary of feature values keyed by input name.
     let provider = unsafe {
-        MLDictionaryFeatureProvider::initWithDictionary_error(MLDictionaryFeatureProvider::alloc(), &dictionary)
+        MLDictionaryFeatureProvider::initWithDictionary_error(
+            MLDictionaryFeatureProvider::alloc(),
+            &dictionary,
+        )
     }
     .map_err(|e| framework("collect the inputs", describe(Some(&e))))?;
     // SAFETY: a valid model and feature provider; the call is synchronous.
@@ -276,26 +282,45 @@ impl CoreMlBackend {
         let outputs = features(&*unsafe { description.outputDescriptionsByName() });
         let (kind, shapes) = match format {
             BundleFormat::Ane => {
-                let path = bundle.host_weights.clone().unwrap_or_else(|| bundle.package.with_file_name("host_weights.safetensors"));
+                let path = bundle
+                    .host_weights
+                    .clone()
+                    .unwrap_or_else(|| bundle.package.with_file_name("host_weights.safetensors"));
                 let file = path.display().to_string();
-                let bytes = std::fs::read(&path)
-                    .map_err(|e| CoreMlError::Bundle { path: file.clone(), detail: format!("cannot read ({e})") })?;
-                let host = AneHost::new(HostWeights::from_safetensors(&bytes, &file)?, bundle.max_length, encoder.local_attention);
+                let bytes = std::fs::read(&path).map_err(|e| CoreMlError::Bundle {
+                    path: file.clone(),
+                    detail: format!("cannot read ({e})"),
+                })?;
+                let host = AneHost::new(
+                    HostWeights::from_safetensors(&bytes, &file)?,
+                    bundle.max_length,
+                    encoder.local_attention,
+                );
                 check_ane_signature(host.shape(), &inputs)?;
-                let shapes: Vec<(&str, &[usize])> = outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())).collect();
+                let shapes: Vec<(&str, &[usize])> =
+                    outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())).collect();
                 super::decode::identify_ane_outputs(&shapes, host.shape().width)?;
                 let fp32_inputs = inputs.iter().any(|f| f.dtype == ArrayType::Float32);
                 let l = bundle.max_length;
-                let caps = ShapeCaps { batch_size: 1, max_length: l, min_length: l, max_options: super::ANE_SLOTS, mode: ShapeMode::Fixed };
+                let caps = ShapeCaps {
+                    batch_size: 1,
+                    max_length: l,
+                    min_length: l,
+                    max_options: super::ANE_SLOTS,
+                    mode: ShapeMode::Fixed,
+                };
                 (Kind::Ane { host: Box::new(host), fp32_inputs, staging: vec![Vec::new(); 5] }, caps)
             }
             BundleFormat::Ordinary => {
                 let file = bundle.package.with_file_name("coreml_config.json");
                 let name = file.display().to_string();
-                let text = std::fs::read_to_string(&file)
-                    .map_err(|e| CoreMlError::Bundle { path: name.clone(), detail: format!("cannot read ({e})") })?;
-                let manifest: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|e| CoreMlError::Bundle { path: name.clone(), detail: format!("not valid JSON ({e})") })?;
+                let text = std::fs::read_to_string(&file).map_err(|e| CoreMlError::Bundle {
+                    path: name.clone(),
+                    detail: format!("cannot read ({e})"),
+                })?;
+                let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                    CoreMlError::Bundle { path: name.clone(), detail: format!("not valid JSON ({e})") }
+                })?;
                 let caps = ordinary_caps(&manifest, &name)?;
                 check_ordinary_signature(&caps, parallel, &inputs, &outputs)?;
                 (Kind::Ordinary { scratch: Vec::new() }, caps)
@@ -375,7 +400,10 @@ impl Backend for CoreMlBackend {
 pub(super) fn compute_plan(compiled: &Path, units: ComputeUnits) -> Result<Vec<PlannedOp>, CoreMlError> {
     let step = "build a compute plan";
     if AnyClass::get(c"MLComputePlan").is_none() {
-        return Err(framework(step, "MLComputePlan is missing: it needs macOS 14.4 or later; update macOS".into()));
+        return Err(framework(
+            step,
+            "MLComputePlan is missing: it needs macOS 14.4 or later; update macOS".into(),
+        ));
     }
     let url = url_for(compiled)?;
     let config = configuration(units);
@@ -413,8 +441,11 @@ fn walk_block(plan: &MLComputePlan, block: &MLModelStructureProgramBlock, ops: &
     // SAFETY: read-only getters of the plan's model structure.
     for op in unsafe { block.operations() }.to_vec() {
         let preferred = unsafe { plan.computeDeviceUsageForMLProgramOperation(&op) }
-            .map_or(PreferredDevice::UnknownOrConstant, |usage| classify(&*unsafe { usage.preferredComputeDevice() }));
-        let cost_weight = unsafe { plan.estimatedCostOfMLProgramOperation(&op) }.map(|c| unsafe { c.weight() });
+            .map_or(PreferredDevice::UnknownOrConstant, |usage| {
+                classify(&*unsafe { usage.preferredComputeDevice() })
+            });
+        let cost_weight =
+            unsafe { plan.estimatedCostOfMLProgramOperation(&op) }.map(|c| unsafe { c.weight() });
         ops.push(PlannedOp { operator: unsafe { op.operatorName() }.to_string(), preferred, cost_weight });
         for inner in unsafe { op.blocks() }.to_vec() {
             walk_block(plan, &inner, ops);

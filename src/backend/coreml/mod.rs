@@ -90,7 +90,8 @@ pub enum ComputeUnits {
 
 impl ComputeUnits {
     /// Every value, in spec order.
-    pub const ALL: [ComputeUnits; 4] = [ComputeUnits::CpuNe, ComputeUnits::CpuGpu, ComputeUnits::All, ComputeUnits::Cpu];
+    pub const ALL: [ComputeUnits; 4] =
+        [ComputeUnits::CpuNe, ComputeUnits::CpuGpu, ComputeUnits::All, ComputeUnits::Cpu];
 
     /// Spec name (`cpu_ne`, `cpu_gpu`, `all`, `cpu`), as laya-coreml spells them.
     pub fn name(self) -> &'static str {
@@ -171,8 +172,7 @@ impl CoreMlSpec {
     pub fn parse(rest: &str) -> Result<Self, CoreMlError> {
         let (path, units) = match rest.rsplit_once(':') {
             Some((path, word))
-                if !word.is_empty()
-                    && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
             {
                 (path, Some(ComputeUnits::parse(word)?))
             }
@@ -206,12 +206,18 @@ impl HostWeights {
         let st = safetensors::SafeTensors::deserialize(bytes)
             .map_err(|e| bad(format!("not a valid safetensors file ({e}); fetch the bundle again")))?;
         let get = |name: &str, rank: usize| -> Result<(Vec<usize>, Vec<f32>), CoreMlError> {
-            let t = st.tensor(name).map_err(|_| bad(format!("tensor `{name}` is missing; the ANE host needs it")))?;
+            let t = st
+                .tensor(name)
+                .map_err(|_| bad(format!("tensor `{name}` is missing; the ANE host needs it")))?;
             let values = match t.dtype() {
-                safetensors::Dtype::F16 | safetensors::Dtype::F32 => crate::model::weights::to_f32(t.dtype(), t.data()),
+                safetensors::Dtype::F16 | safetensors::Dtype::F32 => {
+                    crate::model::weights::to_f32(t.dtype(), t.data())
+                }
                 _ => None,
             }
-            .ok_or_else(|| bad(format!("tensor `{name}` is {:?}; the ANE host reads F16 or F32 only", t.dtype())))?;
+            .ok_or_else(|| {
+                bad(format!("tensor `{name}` is {:?}; the ANE host reads F16 or F32 only", t.dtype()))
+            })?;
             if t.shape().len() != rank {
                 return Err(bad(format!("tensor `{name}` has shape {:?}, expected rank {rank}", t.shape())));
             }
@@ -279,9 +285,19 @@ pub struct AneHost {
 impl AneHost {
     /// Buffers for a bundle of fixed length `length` and window `local_attention`.
     pub fn new(weights: HostWeights, length: usize, local_attention: usize) -> Self {
-        let shape =
-            AneShape { length, width: weights.width(), vocab: weights.vocab(), half_window: local_attention / 2 };
-        Self { inputs: AneInputs::new(shape), weights, raw_logits: Vec::new(), cls: Vec::new(), scratch: Vec::new() }
+        let shape = AneShape {
+            length,
+            width: weights.width(),
+            vocab: weights.vocab(),
+            half_window: local_attention / 2,
+        };
+        Self {
+            inputs: AneInputs::new(shape),
+            weights,
+            raw_logits: Vec::new(),
+            cls: Vec::new(),
+            scratch: Vec::new(),
+        }
     }
     /// The fixed signature.
     pub fn shape(&self) -> AneShape {
@@ -376,7 +392,8 @@ pub fn check_ane_signature(shape: AneShape, actual: &[FeatureSig]) -> Result<(),
 
 /// Names of the ordinary export's inputs, in [`ordinary_inputs`] order.
 pub fn ordinary_input_names(parallel: bool) -> &'static [&'static str] {
-    const SEQ: [&str; 7] = ["input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype", "position_ids", "option_ids"];
+    const SEQ: [&str; 7] =
+        ["input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype", "position_ids", "option_ids"];
     if parallel {
         &SEQ
     } else {
@@ -400,7 +417,10 @@ pub fn check_ordinary_signature(
         ))
     };
     for name in ordinary_input_names(parallel) {
-        let f = inputs.iter().find(|f| f.name == *name).ok_or_else(|| mismatch("input", name, "is missing".into()))?;
+        let f = inputs
+            .iter()
+            .find(|f| f.name == *name)
+            .ok_or_else(|| mismatch("input", name, "is missing".into()))?;
         let want: Option<usize> = match *name {
             "marker_pos" | "marker_mask" => Some(k),
             _ => None,
@@ -413,7 +433,11 @@ pub fn check_ordinary_signature(
                 (_, Some(k)) => format!("({b}, {k})"),
                 _ => format!("({b}, L)"),
             };
-            return Err(mismatch("input", name, format!("has shape {}, expected {expected}", py_tuple(&f.shape))));
+            return Err(mismatch(
+                "input",
+                name,
+                format!("has shape {}, expected {expected}", py_tuple(&f.shape)),
+            ));
         }
         if f.dtype != ArrayType::Int32 {
             return Err(mismatch("input", name, format!("is {}, expected int32", f.dtype.name())));
@@ -423,10 +447,21 @@ pub fn check_ordinary_signature(
         return Err(mismatch("input", &extra.name, "is not part of the laya-coreml signature".into()));
     }
     for name in ["logits", "action_logits"] {
-        let f = outputs.iter().find(|f| f.name == name).ok_or_else(|| mismatch("output", name, "is missing".into()))?;
+        let f = outputs
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| mismatch("output", name, "is missing".into()))?;
         let ok = f.shape.len() == 2 && f.shape[0] == b && (name != "logits" || f.shape[1] == k);
         if !ok {
-            return Err(mismatch("output", name, format!("has shape {}, expected ({b}, {})", py_tuple(&f.shape), if name == "logits" { k.to_string() } else { "A".into() })));
+            return Err(mismatch(
+                "output",
+                name,
+                format!(
+                    "has shape {}, expected ({b}, {})",
+                    py_tuple(&f.shape),
+                    if name == "logits" { k.to_string() } else { "A".into() }
+                ),
+            ));
         }
     }
     Ok(())
@@ -438,8 +473,12 @@ pub fn ordinary_caps(manifest: &Value, file: &str) -> Result<ShapeCaps, CoreMlEr
     let bad = |detail: &str| CoreMlError::Bundle { path: file.to_string(), detail: detail.to_string() };
     let shape = manifest.get("shape").and_then(Value::as_object).ok_or_else(|| bad("`shape` is missing"))?;
     let get = |key: &str| shape.get(key).and_then(Value::as_u64).map(|v| v as usize);
-    let batch_size = get("batch_size").filter(|&b| b > 0).ok_or_else(|| bad("shape.batch_size must be a positive integer"))?;
-    let max_length = get("max_length").filter(|&l| l > 0).ok_or_else(|| bad("shape.max_length must be a positive integer"))?;
+    let batch_size = get("batch_size")
+        .filter(|&b| b > 0)
+        .ok_or_else(|| bad("shape.batch_size must be a positive integer"))?;
+    let max_length = get("max_length")
+        .filter(|&l| l > 0)
+        .ok_or_else(|| bad("shape.max_length must be a positive integer"))?;
     let min_length = get("min_length").unwrap_or(16).min(max_length);
     let max_options = get("max_options").unwrap_or(32);
     let flexible = shape.get("flexible").and_then(Value::as_bool).unwrap_or(true);
@@ -450,7 +489,13 @@ pub fn ordinary_caps(manifest: &Value, file: &str) -> Result<ShapeCaps, CoreMlEr
             let lengths: Vec<usize> = shape
                 .get("lengths")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_u64).map(|v| v as usize).filter(|&l| l <= max_length).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_u64)
+                        .map(|v| v as usize)
+                        .filter(|&l| l <= max_length)
+                        .collect()
+                })
                 .unwrap_or_default();
             if lengths.is_empty() {
                 return Err(bad("shape.lengths must list the enumerated lengths"));
@@ -512,7 +557,8 @@ pub fn package_sha256(package: &Path) -> Result<String, CoreMlError> {
             detail: "is not a folder; a Core ML bundle holds its model in model.mlpackage/".into(),
         });
     }
-    tree_sha256(package).map_err(|e| CoreMlError::Bundle { path: package.display().to_string(), detail: e.to_string() })
+    tree_sha256(package)
+        .map_err(|e| CoreMlError::Bundle { path: package.display().to_string(), detail: e.to_string() })
 }
 
 /// Move a freshly compiled `.mlmodelc` (Core ML's temporary folder) to `dest`, atomically: it
@@ -580,13 +626,17 @@ pub fn resolve_model(path: &Path) -> Result<ModelSource, CoreMlError> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let bad = |detail: &str| CoreMlError::Bundle { path: path.display().to_string(), detail: detail.into() };
     if !path.is_dir() {
-        return Err(bad("is not a folder; pass a Core ML bundle folder, a .mlpackage or a compiled .mlmodelc"));
+        return Err(bad(
+            "is not a folder; pass a Core ML bundle folder, a .mlpackage or a compiled .mlmodelc",
+        ));
     }
     match ext {
         "mlmodelc" => Ok(ModelSource::Compiled(path.to_path_buf())),
         "mlpackage" => Ok(ModelSource::Package(path.to_path_buf())),
         _ if path.join("model.mlpackage").is_dir() => Ok(ModelSource::Package(path.join("model.mlpackage"))),
-        _ => Err(bad("holds no model.mlpackage; pass a Core ML bundle folder, a .mlpackage or a compiled .mlmodelc")),
+        _ => Err(bad(
+            "holds no model.mlpackage; pass a Core ML bundle folder, a .mlpackage or a compiled .mlmodelc",
+        )),
     }
 }
 
@@ -599,8 +649,10 @@ pub fn compute_plan_for(bundle: &Path, units: ComputeUnits) -> Result<ComputePla
     {
         let compiled = macos::compiled_model(&source)?;
         let ops = macos::compute_plan(&compiled, units)?;
-        crate::trace::compute_plan::build_compute_plan_report(&ops)
-            .map_err(|e| CoreMlError::Framework { step: "summarize the compute plan".into(), detail: e.to_string() })
+        crate::trace::compute_plan::build_compute_plan_report(&ops).map_err(|e| CoreMlError::Framework {
+            step: "summarize the compute plan".into(),
+            detail: e.to_string(),
+        })
     }
     #[cfg(not(target_os = "macos"))]
     {
@@ -621,5 +673,7 @@ pub fn open(
     Ok(Box::new(macos::CoreMlBackend::load(spec, bundle, encoder, parallel)?))
 }
 
+#[cfg(test)]
+mod emulation_tests;
 #[cfg(test)]
 mod tests;

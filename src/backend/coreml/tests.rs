@@ -83,10 +83,8 @@ fn ane_inputs_are_bit_exact_with_the_reference() {
             .map(|b| b.as_u64().unwrap() as u16)
             .collect();
         assert_eq!(inputs.type_vectors, bits, "{name}");
-        let ones: Vec<(usize, usize)> = (0..96 * 32)
-            .filter(|&i| inputs.marker_map[i] == ONE)
-            .map(|i| (i / 32, i % 32))
-            .collect();
+        let ones: Vec<(usize, usize)> =
+            (0..96 * 32).filter(|&i| inputs.marker_map[i] == ONE).map(|i| (i / 32, i % 32)).collect();
         let want_ones: Vec<(usize, usize)> = case["inputs"]["marker_map"]["ones"]
             .as_array()
             .unwrap()
@@ -139,8 +137,12 @@ fn ane_forward_decoding_matches_the_reference() {
             .map(|(o, s)| RawArray { name: &o.0, dtype: o.1, shape: &o.2, strides: s, bytes: &o.3 })
             .collect();
         host.finish(&batch, &raws, &mut out).unwrap();
-        let want_logits: Vec<f32> =
-            case["forward"]["logits"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+        let want_logits: Vec<f32> = case["forward"]["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
         assert_eq!(out.logits, want_logits, "{name}: masked logits are exact");
         assert_eq!((out.batch, out.max_options, out.num_actions), (1, 32, 2));
         for (i, w) in case["forward"]["action_logits"].as_array().unwrap().iter().enumerate() {
@@ -244,10 +246,7 @@ fn compute_units_and_specs_parse() {
     }
     let e = ComputeUnits::parse("gpu").unwrap_err().to_string();
     assert!(e.contains("`gpu`") && e.contains("cpu_ne, cpu_gpu, all, cpu"), "{e}");
-    assert_eq!(
-        CoreMlSpec::parse("/b/ane").unwrap(),
-        CoreMlSpec { bundle: "/b/ane".into(), units: None }
-    );
+    assert_eq!(CoreMlSpec::parse("/b/ane").unwrap(), CoreMlSpec { bundle: "/b/ane".into(), units: None });
     assert_eq!(
         CoreMlSpec::parse("/b/ane:cpu").unwrap(),
         CoreMlSpec { bundle: "/b/ane".into(), units: Some(ComputeUnits::Cpu) }
@@ -282,10 +281,16 @@ fn ane_signature_mismatches_name_the_input_and_shape() {
     assert!(e.starts_with("Package signature mismatch: expected {'embeddings': (1, 64, 1, 96), 'full_mask': (1, 96, 1, 96), 'local_mask': (1, 96, 1, 96), 'type_vectors': (1, 64, 1, 1), 'marker_map': (1, 96, 1, 32)}, got {'embeddings': (1, 32, 1, 96),"), "{e}");
     assert!(e.contains("input `embeddings` has shape (1, 32, 1, 96), expected (1, 64, 1, 96)"), "{e}");
     let missing: Vec<FeatureSig> = good[1..].to_vec();
-    assert!(check_ane_signature(shape, &missing).unwrap_err().to_string().contains("input `embeddings` is missing"));
+    assert!(check_ane_signature(shape, &missing)
+        .unwrap_err()
+        .to_string()
+        .contains("input `embeddings` is missing"));
     let mut extra = good.clone();
     extra.push(sig("position_ids", &[1, 96], ArrayType::Int32));
-    assert!(check_ane_signature(shape, &extra).unwrap_err().to_string().contains("`position_ids` is not part"));
+    assert!(check_ane_signature(shape, &extra)
+        .unwrap_err()
+        .to_string()
+        .contains("`position_ids` is not part"));
     let mut ints = good;
     ints[4].dtype = ArrayType::Int32;
     assert!(check_ane_signature(shape, &ints).unwrap_err().to_string().contains("`marker_map` is int32"));
@@ -298,11 +303,13 @@ fn ordinary_signature_and_shapes() {
     let caps = ordinary_caps(&manifest, "coreml_config.json").unwrap();
     assert_eq!(caps.mode, ShapeMode::Enumerated(vec![16, 32, 48, 64]));
     assert_eq!((caps.batch_size, caps.max_length, caps.min_length, caps.max_options), (1, 512, 16, 32));
-    let range = serde_json::json!({"shape": {"batch_size": 4, "max_length": 256, "flexible": true, "mode": "range"}});
+    let range =
+        serde_json::json!({"shape": {"batch_size": 4, "max_length": 256, "flexible": true, "mode": "range"}});
     assert_eq!(ordinary_caps(&range, "m").unwrap().mode, ShapeMode::Range);
     let fixed = serde_json::json!({"shape": {"batch_size": 1, "max_length": 128, "flexible": false}});
     assert_eq!(ordinary_caps(&fixed, "m").unwrap().mode, ShapeMode::Fixed);
-    let e = ordinary_caps(&serde_json::json!({"shape": {"max_length": 8}}), "m.json").unwrap_err().to_string();
+    let e =
+        ordinary_caps(&serde_json::json!({"shape": {"max_length": 8}}), "m.json").unwrap_err().to_string();
     assert!(e.starts_with("m.json: shape.batch_size"), "{e}");
 
     let i32s = ArrayType::Int32;
@@ -313,7 +320,8 @@ fn ordinary_signature_and_shapes() {
         sig("marker_mask", &[1, 32], i32s),
         sig("qtype", &[1], i32s),
     ];
-    let outputs = vec![sig("logits", &[1, 32], ArrayType::Float32), sig("action_logits", &[1, 2], ArrayType::Float32)];
+    let outputs =
+        vec![sig("logits", &[1, 32], ArrayType::Float32), sig("action_logits", &[1, 2], ArrayType::Float32)];
     check_ordinary_signature(&caps, false, &inputs, &outputs).unwrap();
     let e = check_ordinary_signature(&caps, true, &inputs, &outputs).unwrap_err().to_string();
     assert!(e.contains("input `position_ids` is missing"), "{e}");
@@ -323,7 +331,10 @@ fn ordinary_signature_and_shapes() {
     assert!(e.contains("input `marker_pos` has shape (1, 16), expected (1, 32)"), "{e}");
     let mut float = inputs.clone();
     float[4].dtype = ArrayType::Float32;
-    assert!(check_ordinary_signature(&caps, false, &float, &outputs).unwrap_err().to_string().contains("`qtype` is float32"));
+    assert!(check_ordinary_signature(&caps, false, &float, &outputs)
+        .unwrap_err()
+        .to_string()
+        .contains("`qtype` is float32"));
     let e = check_ordinary_signature(&caps, false, &inputs, &outputs[..1]).unwrap_err().to_string();
     assert!(e.contains("output `action_logits` is missing"), "{e}");
 
@@ -338,7 +349,13 @@ fn ordinary_signature_and_shapes() {
 fn ordinary_outputs_decode_into_the_forward_output() {
     let logits: Vec<u8> = [1.0f32, -1e4, 2.0, 3.0].iter().flat_map(|x| x.to_le_bytes()).collect();
     let actions: Vec<u8> = [0.5f32, -0.5, 4.0, 5.0].iter().flat_map(|x| x.to_le_bytes()).collect();
-    let l = RawArray { name: "logits", dtype: ArrayType::Float32, shape: &[2, 2], strides: &[2, 1], bytes: &logits };
+    let l = RawArray {
+        name: "logits",
+        dtype: ArrayType::Float32,
+        shape: &[2, 2],
+        strides: &[2, 1],
+        bytes: &logits,
+    };
     let a = RawArray { name: "action_logits", shape: &[2, 2], bytes: &actions, ..l };
     let (mut scratch, mut out) = (Vec::new(), ForwardOutput::default());
     decode::finish_ordinary(&l, &a, 2, 2, &mut scratch, &mut out).unwrap();
