@@ -234,6 +234,7 @@ pub fn survey() -> Vec<BackendStatus> {
             format!("Core ML (Neural Engine) bundle: needs {COREML_NEEDS}; this build runs on {}", std::env::consts::OS)
         },
     });
+    #[allow(clippy::single_element_loop)] // the MLX adapter's own entry replaces this loop
     for (spec, what) in [("mlx:CHECKPOINT", "MLX on Apple silicon")] {
         let detail = match BackendSpec::parse(spec) {
             Err(RegistryError::Unavailable { needs, os, .. }) => {
