@@ -269,6 +269,7 @@ fn build_coreml(
     cm: &CoreMlSpec,
     spec_text: &str,
     bundle: &Bundle,
+    shapes: Option<&ShapeCaps>,
 ) -> Result<Box<dyn Backend>, RegistryError> {
     let loaded = Bundle::load(&ModelSpec::Dir(cm.bundle.clone()), |_| None)
         .map_err(|e| RegistryError::Weights(e.to_string()))?;
@@ -281,7 +282,7 @@ fn build_coreml(
     };
     #[cfg(not(target_os = "macos"))]
     {
-        let _ = (cm, core, bundle);
+        let _ = (cm, core, bundle, shapes);
         Err(RegistryError::Unavailable {
             spec: spec_text.into(),
             needs: COREML_NEEDS,
@@ -309,7 +310,7 @@ fn build_coreml(
             });
         }
         let parallel = a.option_layout == crate::laya::config::OptionLayout::Parallel;
-        super::coreml::open(cm, core, e, parallel)
+        super::coreml::open(cm, core, e, parallel, shapes)
             .map_err(|source| RegistryError::CoreMl { spec: spec_text.into(), source })
     }
 }
@@ -351,7 +352,7 @@ pub fn build(
         return Ok(Box::new(b));
     }
     if let BackendSpec::CoreMl(cm) = spec {
-        return build_coreml(cm, spec_text, bundle);
+        return build_coreml(cm, spec_text, bundle, shapes.as_ref());
     }
     let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
     Ok(Box::new(backend))

@@ -35,8 +35,8 @@ use objc2::AllocAnyThread;
 use super::decode::{finish_ordinary, ArrayType, RawArray};
 use super::{
     cache_root, check_ane_signature, check_ordinary_signature, compiled_path, contiguous_strides,
-    install_compiled, ordinary_caps, ordinary_inputs, package_sha256, AneHost, BundleFormat, CoreMlError,
-    CoreMlSpec, FeatureSig, HostWeights, ModelSource,
+    install_compiled, ordinary_caps, ordinary_inputs, ordinary_run_caps, package_sha256, AneHost,
+    BundleFormat, CoreMlError, CoreMlSpec, FeatureSig, HostWeights, ModelSource,
 };
 use crate::backend::{
     Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode,
@@ -268,6 +268,7 @@ impl CoreMlBackend {
         bundle: &CoreMlBundle,
         encoder: &EncoderConfig,
         parallel: bool,
+        requested: Option<&ShapeCaps>,
     ) -> Result<Self, CoreMlError> {
         let format = BundleFormat::from_manifest(&bundle.format).ok_or_else(|| CoreMlError::Bundle {
             path: bundle.package.display().to_string(),
@@ -323,7 +324,7 @@ impl CoreMlBackend {
                 })?;
                 let caps = ordinary_caps(&manifest, &name)?;
                 check_ordinary_signature(&caps, parallel, &inputs, &outputs)?;
-                (Kind::Ordinary { scratch: Vec::new() }, caps)
+                (Kind::Ordinary { scratch: Vec::new() }, ordinary_run_caps(&caps, requested))
             }
         };
         let outputs = match format {

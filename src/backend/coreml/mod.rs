@@ -509,6 +509,31 @@ pub fn ordinary_caps(manifest: &Value, file: &str) -> Result<ShapeCaps, CoreMlEr
     Ok(ShapeCaps { batch_size, max_length, min_length, max_options, mode })
 }
 
+/// The shapes an ordinary export runs with: when the command asks for one fixed length that the
+/// graph accepts (an enumerated length, a multiple of 16 inside a range, or the fixed length),
+/// that length, fixed; otherwise the graph's own shapes. Batch size and marker slots are always
+/// the graph's.
+pub fn ordinary_run_caps(graph: &ShapeCaps, requested: Option<&ShapeCaps>) -> ShapeCaps {
+    let fixed_at =
+        |l: usize| ShapeCaps { min_length: l, max_length: l, mode: ShapeMode::Fixed, ..graph.clone() };
+    match requested {
+        Some(r) if r.mode == ShapeMode::Fixed => {
+            let l = r.max_length;
+            let accepted = match &graph.mode {
+                ShapeMode::Enumerated(lengths) => lengths.contains(&l),
+                ShapeMode::Range => l % 16 == 0 && (graph.min_length..=graph.max_length).contains(&l),
+                ShapeMode::Fixed => l == graph.max_length,
+            };
+            if accepted {
+                fixed_at(l)
+            } else {
+                graph.clone()
+            }
+        }
+        _ => graph.clone(),
+    }
+}
+
 /// The ordinary export's int32 inputs taken straight from the packed batch: name, shape, data.
 pub fn ordinary_inputs(batch: &PreparedBatch) -> Vec<(&'static str, Vec<usize>, &[i32])> {
     let (b, l, k) = (batch.batch, batch.length, batch.max_options);
@@ -663,14 +688,16 @@ pub fn compute_plan_for(bundle: &Path, units: ComputeUnits) -> Result<ComputePla
 
 /// Open a Core ML backend for a validated bundle (macOS only): compile once (cached), load
 /// with the compute units, check the signature and warm nothing (warm-up is the protocol's).
+/// `requested` shapes only matter for the ordinary export ([`ordinary_run_caps`]).
 #[cfg(target_os = "macos")]
 pub fn open(
     spec: &CoreMlSpec,
     bundle: &crate::laya::bundle::CoreMlBundle,
     encoder: &crate::laya::config::EncoderConfig,
     parallel: bool,
+    requested: Option<&ShapeCaps>,
 ) -> Result<Box<dyn super::Backend>, CoreMlError> {
-    Ok(Box::new(macos::CoreMlBackend::load(spec, bundle, encoder, parallel)?))
+    Ok(Box::new(macos::CoreMlBackend::load(spec, bundle, encoder, parallel, requested)?))
 }
 
 #[cfg(test)]

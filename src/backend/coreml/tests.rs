@@ -338,6 +338,25 @@ fn ordinary_signature_and_shapes() {
     let e = check_ordinary_signature(&caps, false, &inputs, &outputs[..1]).unwrap_err().to_string();
     assert!(e.contains("output `action_logits` is missing"), "{e}");
 
+    let fixed = |l: usize| ShapeCaps {
+        batch_size: 1,
+        max_length: l,
+        min_length: l,
+        max_options: 32,
+        mode: ShapeMode::Fixed,
+    };
+    let run = ordinary_run_caps(&caps, Some(&fixed(48)));
+    assert_eq!(
+        (run.mode.clone(), run.max_length, run.min_length, run.batch_size),
+        (ShapeMode::Fixed, 48, 48, 1)
+    );
+    assert_eq!(ordinary_run_caps(&caps, Some(&fixed(96))), caps, "96 is not an enumerated length");
+    assert_eq!(ordinary_run_caps(&caps, None), caps);
+    let range_caps = ordinary_caps(&range, "m").unwrap();
+    assert_eq!(ordinary_run_caps(&range_caps, Some(&fixed(96))).max_length, 96);
+    assert_eq!(ordinary_run_caps(&range_caps, Some(&fixed(100))), range_caps, "not a multiple of 16");
+    assert_eq!(ordinary_run_caps(&range_caps, Some(&fixed(96))).batch_size, 4, "the graph's batch size");
+
     let mut batch = PreparedBatch::default();
     batch.reset(1, 16, 32, 0, true);
     let names: Vec<&str> = ordinary_inputs(&batch).iter().map(|(n, _, _)| *n).collect();
