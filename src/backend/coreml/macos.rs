@@ -242,8 +242,9 @@ fn predict(model: &MLModel, inputs: &[Input<'_>], outputs: &mut [Output]) -> Res
 
 /// What the loaded package is and the host state it needs.
 enum Kind {
-    /// ANE bundle: host tensors, FP32 staging when the package takes FP32 inputs.
-    Ane { host: Box<AneHost>, fp32_inputs: bool, staging: Vec<Vec<f32>> },
+    /// ANE bundle: host tensors; per input (in `AneInputs::tensors` order) whether the package
+    /// declares it FP32, and its FP32 staging buffer.
+    Ane { host: Box<AneHost>, fp32_inputs: Vec<bool>, staging: Vec<Vec<f32>> },
     /// Ordinary export: int32 inputs straight from the batch.
     Ordinary { scratch: Vec<f32> },
 }
@@ -301,7 +302,12 @@ impl CoreMlBackend {
                 let shapes: Vec<(&str, &[usize])> =
                     outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())).collect();
                 super::decode::identify_ane_outputs(&shapes, host.shape().width)?;
-                let fp32_inputs = inputs.iter().any(|f| f.dtype == ArrayType::Float32);
+                let fp32_inputs: Vec<bool> = host
+                    .shape()
+                    .input_shapes()
+                    .iter()
+                    .map(|(name, _)| inputs.iter().any(|f| f.name == *name && f.dtype == ArrayType::Float32))
+                    .collect();
                 let l = bundle.max_length;
                 let caps = ShapeCaps {
                     batch_size: 1,
@@ -352,8 +358,10 @@ impl CoreMlBackend {
             Kind::Ane { host, fp32_inputs, staging } => {
                 let tensors = host.prepare(batch)?.tensors();
                 let mut inputs = Vec::with_capacity(tensors.len());
-                for ((name, shape, data), wide) in tensors.iter().zip(staging.iter_mut()) {
-                    let (data, dtype) = if *fp32_inputs {
+                for (((name, shape, data), wide), fp32) in
+                    tensors.iter().zip(staging.iter_mut()).zip(fp32_inputs.iter())
+                {
+                    let (data, dtype) = if *fp32 {
                         super::layout::widen_f16(data, wide);
                         (NonNull::from(wide.as_slice()).cast::<c_void>(), ArrayType::Float32)
                     } else {
