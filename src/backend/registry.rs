@@ -35,8 +35,8 @@ pub enum RegistryError {
     #[error("backend `{spec}`: {reason}")]
     BadSpec { spec: String, reason: String },
     /// A Core ML bundle or package that cannot be loaded.
-    #[error("backend `{spec}`: {source}")]
-    CoreMl { spec: String, source: CoreMlError },
+    #[error("backend `{spec}`: {error}")]
+    CoreMl { spec: String, error: CoreMlError },
 }
 
 /// Portable weight precisions. Activations are FP32 in every arm (the BF16 arm's pair-dot
@@ -311,7 +311,7 @@ fn build_coreml(
         }
         let parallel = a.option_layout == crate::laya::config::OptionLayout::Parallel;
         super::coreml::open(cm, core, e, parallel, shapes)
-            .map_err(|source| RegistryError::CoreMl { spec: spec_text.into(), source })
+            .map_err(|error| RegistryError::CoreMl { spec: spec_text.into(), error })
     }
 }
 
