@@ -144,24 +144,21 @@ impl RawArray<'_> {
 /// Which outputs of the ANE package are the option logits `(1, 1, 1, 32)` and the pooled CLS
 /// `(1, D, 1, 1)`: like the reference, the first output whose `shape[1] == 1` is the logits and
 /// the first whose `shape[1] != 1` is the CLS; both must also have the right element counts.
-pub fn identify_ane_outputs(
-    shapes: &[(&str, &[usize])],
-    width: usize,
-) -> Result<(usize, usize), CoreMlError> {
-    let describe = || shapes.iter().map(|(n, s)| format!("{n} {s:?}")).collect::<Vec<_>>().join(", ");
+pub fn identify_ane_outputs<'a, I>(shapes: I, width: usize) -> Result<(usize, usize), CoreMlError>
+where
+    I: IntoIterator<Item = (&'a str, &'a [usize])>,
+    I::IntoIter: Clone,
+{
+    let shapes = shapes.into_iter();
     let dim1 = |s: &[usize]| s.get(1).copied();
-    let logits = shapes.iter().position(|(_, s)| dim1(s) == Some(1));
-    let pooled = shapes.iter().position(|(_, s)| dim1(s).is_some_and(|d| d != 1));
+    let logits = shapes.clone().position(|(_, s)| dim1(s) == Some(1));
+    let pooled = shapes.clone().position(|(_, s)| dim1(s).is_some_and(|d| d != 1));
+    let numel = |i: usize| shapes.clone().nth(i).map_or(0, |(_, s)| s.iter().product::<usize>());
     match (logits, pooled) {
-        (Some(l), Some(p))
-            if shapes[l].1.iter().product::<usize>() == ANE_SLOTS
-                && shapes[p].1.iter().product::<usize>() == width =>
-        {
-            Ok((l, p))
-        }
+        (Some(l), Some(p)) if numel(l) == ANE_SLOTS && numel(p) == width => Ok((l, p)),
         _ => Err(CoreMlError::Signature(format!(
             "the ANE package must output logits (1, 1, 1, {ANE_SLOTS}) and the pooled CLS (1, {width}, 1, 1) (told apart by shape[1]); it outputs {}. Re-export the bundle with laya-coreml 0.5",
-            describe()
+            shapes.map(|(n, s)| format!("{n} {s:?}")).collect::<Vec<_>>().join(", ")
         ))),
     }
 }
@@ -304,10 +301,10 @@ mod tests {
     fn ane_outputs_are_told_apart_by_the_second_dimension() {
         let logits = [1usize, 1, 1, 32];
         let cls = [1usize, 8, 1, 1];
-        assert_eq!(identify_ane_outputs(&[("var_1", &cls), ("var_2", &logits)], 8).unwrap(), (1, 0));
-        assert_eq!(identify_ane_outputs(&[("a", &logits), ("b", &cls)], 8).unwrap(), (0, 1));
-        let e = identify_ane_outputs(&[("a", &logits)], 8).unwrap_err().to_string();
+        assert_eq!(identify_ane_outputs([("var_1", &cls[..]), ("var_2", &logits[..])], 8).unwrap(), (1, 0));
+        assert_eq!(identify_ane_outputs([("a", &logits[..]), ("b", &cls[..])], 8).unwrap(), (0, 1));
+        let e = identify_ane_outputs([("a", &logits[..])], 8).unwrap_err().to_string();
         assert!(e.contains("a [1, 1, 1, 32]") && e.contains("pooled CLS (1, 8, 1, 1)"), "{e}");
-        assert!(identify_ane_outputs(&[("a", &logits), ("b", &[1, 4, 1, 1])], 8).is_err());
+        assert!(identify_ane_outputs([("a", &logits[..]), ("b", &[1, 4, 1, 1][..])], 8).is_err());
     }
 }

@@ -299,9 +299,10 @@ impl CoreMlBackend {
                     encoder.local_attention,
                 );
                 check_ane_signature(host.shape(), &inputs)?;
-                let shapes: Vec<(&str, &[usize])> =
-                    outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())).collect();
-                super::decode::identify_ane_outputs(&shapes, host.shape().width)?;
+                super::decode::identify_ane_outputs(
+                    outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())),
+                    host.shape().width,
+                )?;
                 let fp32_inputs: Vec<bool> = host
                     .shape()
                     .input_shapes()

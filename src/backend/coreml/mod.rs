@@ -319,8 +319,8 @@ impl AneHost {
         outputs: &[RawArray<'_>],
         out: &mut ForwardOutput,
     ) -> Result<(), CoreMlError> {
-        let shapes: Vec<(&str, &[usize])> = outputs.iter().map(|o| (o.name, o.shape)).collect();
-        let (li, ci) = decode::identify_ane_outputs(&shapes, self.weights.width())?;
+        let (li, ci) =
+            decode::identify_ane_outputs(outputs.iter().map(|o| (o.name, o.shape)), self.weights.width())?;
         outputs[li].read_f32(&mut self.raw_logits)?;
         outputs[ci].read_f32(&mut self.cls)?;
         decode::finish_ane_row(
