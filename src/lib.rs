@@ -5,6 +5,9 @@
 //! `bounds` is the FLOP / bandwidth / Amdahl contract. Nothing below `commands` prints or exits.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// Type-checking mirror of the Apple framework crates (`--features apple-shim`, non-Apple only).
+#[cfg(all(not(target_os = "macos"), feature = "apple-shim"))]
+pub mod apple_shim;
 pub mod backend;
 pub mod bounds;
 pub mod cli;

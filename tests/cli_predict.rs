@@ -128,11 +128,10 @@ fn unknown_model_and_backend_specs_exit_2() {
         2,
         "unknown backend `gpu:fast`",
     );
-    #[cfg(not(target_os = "macos"))]
     assert_exit(
         &laya_bench(&["predict", "--backend", "coreml:x", "--state", "x", "--questions", NOUL]),
         2,
-        "needs macOS",
+        "x: is not a folder",
     );
 }
 
@@ -282,4 +281,46 @@ fn ane_bundles_are_verified_and_explain_where_they_run() {
     assert_exit(&predict_dir(&batched), 2, "ANE runtime requires a fixed B1/K32 bundle");
     let version = ane_bundle(&dir.path().join("version"), |m| m["format_version"] = 2.into());
     assert_exit(&predict_dir(&version), 2, "Unsupported ANE bundle format");
+}
+
+#[test]
+fn coreml_specs_verify_the_bundle_before_saying_they_need_macos() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = ane_bundle(&dir.path().join("good"), |_| {});
+    let run = |spec: String, model: &Path| {
+        laya_bench(&[
+            "predict",
+            "--model",
+            model.to_str().unwrap(),
+            "--backend",
+            &spec,
+            "--state",
+            "x",
+            "--questions",
+            NOUL,
+        ])
+    };
+    let g = good.display();
+    #[cfg(not(target_os = "macos"))]
+    for spec in [format!("coreml:{g}"), format!("coreml:{g}:cpu_ne"), format!("coreml:{g}:cpu")] {
+        assert_exit(&run(spec, &good), 2, "needs macOS with Core ML");
+    }
+    assert_exit(&run(format!("coreml:{g}:gpu"), &good), 2, "use one of cpu_ne, cpu_gpu, all, cpu");
+    let tampered = ane_bundle(&dir.path().join("tampered"), |_| {});
+    std::fs::write(tampered.join("host_weights.safetensors"), b"\x00").unwrap();
+    assert_exit(
+        &run(format!("coreml:{}", tampered.display()), Path::new(FIXTURE)),
+        2,
+        "Bundle file does not match its manifest: host_weights.safetensors",
+    );
+    assert_exit(&run(format!("coreml:{FIXTURE}"), Path::new(FIXTURE)), 2, "not a Core ML bundle");
+    let ordinary = ane_bundle(&dir.path().join("ordinary"), |m| {
+        m["format"] = "laya-coreml".into();
+        m["shape"] = serde_json::json!({"batch_size": 1, "max_length": 512, "max_options": 32,
+            "flexible": true, "mode": "enumerated", "lengths": [16, 32, 64, 128, 512]});
+    });
+    #[cfg(not(target_os = "macos"))]
+    assert_exit(&run(format!("coreml:{}:all", ordinary.display()), &ordinary), 2, "needs macOS with Core ML");
+    let version = ane_bundle(&dir.path().join("version"), |m| m["format_version"] = 7.into());
+    assert_exit(&run(format!("coreml:{}", version.display()), &good), 2, "Unsupported ANE bundle format");
 }

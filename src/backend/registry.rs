@@ -4,9 +4,10 @@
 
 use std::path::PathBuf;
 
+use super::coreml::{CoreMlError, CoreMlSpec};
 use super::portable::PortableBackend;
 use super::{Backend, ShapeCaps, ShapeMode};
-use crate::laya::bundle::{sha256_hex, Bundle, Weights};
+use crate::laya::bundle::{sha256_hex, Bundle, ModelSpec, Weights};
 use crate::model::lowp::HalfKind;
 use crate::model::palettize::{
     palettize, read_palette, read_palette_meta, PaletteConfig, PaletteError, PaletteReport,
@@ -30,6 +31,12 @@ pub enum RegistryError {
     /// The weights failed to load.
     #[error("{0}")]
     Weights(String),
+    /// A spec of a known kind with a bad argument (e.g. Core ML compute units).
+    #[error("backend `{spec}`: {reason}")]
+    BadSpec { spec: String, reason: String },
+    /// A Core ML bundle or package that cannot be loaded.
+    #[error("backend `{spec}`: {error}")]
+    CoreMl { spec: String, error: CoreMlError },
 }
 
 /// Portable weight precisions. Activations are FP32 in every arm (the BF16 arm's pair-dot
@@ -112,6 +119,9 @@ pub enum BackendSpec {
         /// Index width the spec asked for (`w8` → 8); `None` (`palette:`) accepts any.
         bits: Option<u8>,
     },
+    /// A Core ML bundle (`coreml:BUNDLE[:cpu_ne|cpu_gpu|all|cpu]`); parsed on every OS, built
+    /// only on macOS.
+    CoreMl(CoreMlSpec),
 }
 
 /// The specs this build can run, for messages.
@@ -170,11 +180,9 @@ impl BackendSpec {
                 }
                 Ok(Self::Mock { drift_after, fail_after, delay_us })
             }
-            "coreml" if !cfg!(target_os = "macos") => Err(RegistryError::Unavailable {
-                spec: spec.into(),
-                needs: "macOS with Core ML (Apple silicon for the Neural Engine)",
-                os: std::env::consts::OS,
-            }),
+            "coreml" => CoreMlSpec::parse(rest)
+                .map(Self::CoreMl)
+                .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() }),
             "mlx" if !cfg!(target_os = "macos") => Err(RegistryError::Unavailable {
                 spec: spec.into(),
                 needs: "macOS on Apple silicon with MLX",
@@ -217,9 +225,17 @@ pub fn survey() -> Vec<BackendStatus> {
     ] {
         out.push(BackendStatus { spec: spec.into(), usable: true, detail: detail.into() });
     }
-    for (spec, what) in
-        [("coreml:BUNDLE", "Core ML (Neural Engine) bundle"), ("mlx:CHECKPOINT", "MLX on Apple silicon")]
-    {
+    out.push(BackendStatus {
+        spec: "coreml:BUNDLE".into(),
+        usable: cfg!(target_os = "macos"),
+        detail: if cfg!(target_os = "macos") {
+            "Core ML bundle (laya-coreml-ane or laya-coreml), compute units :cpu_ne|cpu_gpu|all|cpu; runs when the bundle verifies and its package signature matches".into()
+        } else {
+            format!("Core ML (Neural Engine) bundle: needs {COREML_NEEDS}; this build runs on {}", std::env::consts::OS)
+        },
+    });
+    #[allow(clippy::single_element_loop)] // the MLX adapter's own entry replaces this loop
+    for (spec, what) in [("mlx:CHECKPOINT", "MLX on Apple silicon")] {
         let detail = match BackendSpec::parse(spec) {
             Err(RegistryError::Unavailable { needs, os, .. }) => {
                 format!("{what}: needs {needs}; this build runs on {os}")
@@ -241,6 +257,62 @@ pub fn survey() -> Vec<BackendStatus> {
         detail: "scripted outputs for tests and smoke runs (also mock:drift-after=N, mock:fail-after=N, :delay-us=D); never a measurement of a model".into(),
     });
     out
+}
+
+/// What a Core ML spec needs that other OSes lack.
+const COREML_NEEDS: &str = "macOS with Core ML (Apple silicon for the Neural Engine)";
+
+/// Validate a Core ML bundle (manifest, file hashes, host weights) on any OS, then build its
+/// backend on macOS; elsewhere answer that it needs macOS. The host path keeps the tokenizer
+/// and configs of `--model`, which must describe the same checkpoint.
+fn build_coreml(
+    cm: &CoreMlSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+    shapes: Option<&ShapeCaps>,
+) -> Result<Box<dyn Backend>, RegistryError> {
+    let loaded = Bundle::load(&ModelSpec::Dir(cm.bundle.clone()), |_| None)
+        .map_err(|e| RegistryError::Weights(e.to_string()))?;
+    let Weights::CoreMl(core) = &loaded.weights else {
+        return Err(RegistryError::Incompatible {
+            spec: spec_text.into(),
+            model: loaded.source.clone(),
+            reason: "it has no coreml_config.json, so it is not a Core ML bundle; run an original checkpoint with portable:f32".into(),
+        });
+    };
+    #[cfg(not(target_os = "macos"))]
+    {
+        let _ = (cm, core, bundle, shapes);
+        Err(RegistryError::Unavailable {
+            spec: spec_text.into(),
+            needs: COREML_NEEDS,
+            os: std::env::consts::OS,
+        })
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let (e, a) = (&loaded.encoder, &loaded.agent);
+        if (e.vocab_size, e.hidden_size, a.num_actions, a.option_layout)
+            != (
+                bundle.encoder.vocab_size,
+                bundle.encoder.hidden_size,
+                bundle.agent.num_actions,
+                bundle.agent.option_layout,
+            )
+        {
+            return Err(RegistryError::Incompatible {
+                spec: spec_text.into(),
+                model: bundle.source.clone(),
+                reason: format!(
+                    "the Core ML bundle {} is another checkpoint (vocabulary, width, actions or option layout differ); pass --model {} so prompts use its tokenizer and configs",
+                    loaded.source, loaded.source
+                ),
+            });
+        }
+        let parallel = a.option_layout == crate::laya::config::OptionLayout::Parallel;
+        super::coreml::open(cm, core, e, parallel, shapes)
+            .map_err(|error| RegistryError::CoreMl { spec: spec_text.into(), error })
+    }
 }
 
 /// Threads the portable engine uses: all available cores.
@@ -279,6 +351,9 @@ pub fn build(
         b.fail_after = *fail_after;
         return Ok(Box::new(b));
     }
+    if let BackendSpec::CoreMl(cm) = spec {
+        return build_coreml(cm, spec_text, bundle, shapes.as_ref());
+    }
     let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
     Ok(Box::new(backend))
 }
@@ -299,11 +374,11 @@ pub fn build_portable(
 ) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
     let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
     let (weights, fingerprint, name, report) = match spec {
-        BackendSpec::Mock { .. } => {
+        BackendSpec::Mock { .. } | BackendSpec::CoreMl(_) => {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),
                 model: bundle.source.clone(),
-                reason: "a mock spec has no portable engine".into(),
+                reason: "a mock or Core ML spec has no portable engine".into(),
             })
         }
         BackendSpec::Portable(precision) => {
@@ -462,8 +537,20 @@ mod tests {
         assert_eq!(BackendSpec::parse("portable:f32").unwrap(), BackendSpec::Portable(Precision::F32));
         assert_eq!(BackendSpec::parse("portable").unwrap(), BackendSpec::Portable(Precision::F32));
         assert!(matches!(BackendSpec::parse("gpu:fast"), Err(RegistryError::Unknown { .. })));
-        #[cfg(not(target_os = "macos"))]
-        assert!(matches!(BackendSpec::parse("coreml:bundle"), Err(RegistryError::Unavailable { .. })));
+        assert_eq!(
+            BackendSpec::parse("coreml:bundle").unwrap(),
+            BackendSpec::CoreMl(CoreMlSpec { bundle: "bundle".into(), units: None })
+        );
+        assert_eq!(
+            BackendSpec::parse("coreml:/b/w8:cpu_gpu").unwrap(),
+            BackendSpec::CoreMl(CoreMlSpec {
+                bundle: "/b/w8".into(),
+                units: Some(crate::backend::coreml::ComputeUnits::CpuGpu)
+            })
+        );
+        let e = BackendSpec::parse("coreml:b:gpu").unwrap_err().to_string();
+        assert!(e.contains("backend `coreml:b:gpu`") && e.contains("cpu_ne, cpu_gpu, all, cpu"), "{e}");
+        assert!(BackendSpec::parse("coreml:").is_err());
     }
 
     #[test]

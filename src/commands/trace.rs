@@ -687,16 +687,30 @@ fn xcrun(tools: &RecordTools, args: &[OsString], what: &str) -> Result<(), Failu
 
 /// Compute-plan evidence for the traced arm, shown next to the trace summary.
 ///
-/// Hook: for a Core ML arm this is where the arm's `MLComputePlan` placement belongs, as the
-/// [`crate::trace::ComputePlanReport`] that `convert-check` also prints (built with
-/// [`crate::trace::build_compute_plan_report`] from the rows the Core ML leaf reads). The Core
-/// ML backend does not exist yet, so no arm has a plan: this only says why there is none.
+/// For a Core ML arm, the one-line summary of its `MLComputePlan` placement
+/// ([`crate::backend::coreml::compute_plan_for`], the [`crate::trace::ComputePlanReport`] that
+/// `convert-check` also prints); for other arms, why there is none.
 fn compute_plan_evidence(choice: &ArmChoice) -> String {
-    match choice.parsed {
-        BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. } | BackendSpec::Mock { .. } => format!(
-            "not applicable: arm `{}` is {}, not a Core ML arm (the Core ML backend is not built yet)",
-            choice.name, choice.spec
-        ),
+    match &choice.parsed {
+        BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. } | BackendSpec::Mock { .. } => {
+            format!("not applicable: arm `{}` is {}, not a Core ML arm", choice.name, choice.spec)
+        }
+        BackendSpec::CoreMl(cm) => {
+            let units = cm.units.unwrap_or_else(|| crate::backend::coreml::default_units_for(&cm.bundle));
+            match crate::backend::coreml::compute_plan_for(&cm.bundle, units) {
+                Ok(r) => format!(
+                    "MLComputePlan ({}): {} operations, {} placed, Neural Engine share of placed {}",
+                    units.name(),
+                    r.op_count,
+                    r.placed_op_count,
+                    r.neural_engine_share_of_placed_fraction.map_or_else(
+                        || "n/a (nothing placed)".to_string(),
+                        |f| format!("{:.1} %", f * 100.0)
+                    )
+                ),
+                Err(e) => format!("unavailable for arm `{}`: {e}", choice.name),
+            }
+        }
     }
 }
 

@@ -598,7 +598,7 @@ fn more(n: usize) -> String {
 }
 
 /// Convert little-endian F32/F16/BF16 bytes to f32.
-fn to_f32(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
+pub(crate) fn to_f32(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
     match dtype {
         Dtype::F32 => {
             Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())

@@ -1,0 +1,20 @@
+//! A type-checking mirror of the Apple framework crates, for `cargo check --features
+//! apple-shim` on non-Apple targets (see docs/coreml.md, "Compiling blind").
+//!
+//! Each item mirrors, by name and signature, exactly one item of `objc2` 0.6.5,
+//! `objc2-foundation` 0.3.2, `objc2-core-ml` 0.3.2 or `block2` 0.6.2 that a macOS leaf file
+//! uses (each item's doc names the crate file). The macOS leaves import either the real crates
+//! or these modules under the same aliases, so one source file type-checks against both. The
+//! bodies never run: no code path constructs a shim value (the registry answers "needs macOS"
+//! on other OSes), and every function that would produce one diverges through [`never`].
+//! Generic bounds are simplified where the real ones only encode Objective-C message rules.
+
+pub mod block2;
+pub mod core_ml;
+pub mod foundation;
+pub mod objc2;
+
+/// The body of every mirrored function: the shim exists only for type checking.
+pub(crate) fn never() -> ! {
+    unreachable!("crate::apple_shim mirrors Apple frameworks for type checking only; it never runs")
+}

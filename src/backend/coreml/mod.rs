@@ -1,0 +1,706 @@
+//! The Core ML backend (`coreml:BUNDLE[:cpu_ne|cpu_gpu|all|cpu]`): everything that is not a
+//! framework call, portable and tested on every OS.
+//!
+//! - [`layout`]: the ANE bundle's FP16 BC1L input tensors from a [`PreparedBatch`];
+//! - [`decode`]: outputs by shape (ANE) or name (ordinary export), strided reads, the FP32 host
+//!   action tail;
+//! - this file: the spec, compute units, the host weights, the load-time signature checks, the
+//!   ordinary export's shapes and inputs, the compiled-model cache and the compute-plan entry.
+//!
+//! The framework calls live in `macos.rs` (compiled on macOS, and on other OSes only for type
+//! checking against `crate::apple_shim` with `--features apple-shim`). See docs/coreml.md.
+
+pub mod decode;
+pub mod layout;
+#[cfg(any(target_os = "macos", feature = "apple-shim"))]
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+mod macos;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use self::decode::{ArrayType, RawArray};
+use self::layout::{AneInputs, AneShape};
+use super::{ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use crate::laya::bundle::tree_sha256;
+use crate::model::tail::ActionHead;
+use crate::model::weights::{Linear, Matrix};
+use crate::trace::compute_plan::ComputePlanReport;
+
+/// Marker slots of every ANE bundle (`K`).
+pub const ANE_SLOTS: usize = 32;
+
+/// Why the Core ML adapter cannot load or run, naming the input, file or step.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreMlError {
+    /// A compute-unit name that Core ML does not have.
+    #[error("unknown Core ML compute units `{0}`; use one of cpu_ne, cpu_gpu, all, cpu (e.g. coreml:BUNDLE:cpu_ne)")]
+    Units(String),
+    /// The spec names no bundle.
+    #[error("{0}")]
+    Spec(String),
+    /// A bundle or package file is missing or unusable.
+    #[error("{path}: {detail}")]
+    Bundle {
+        /// The file or folder.
+        path: String,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+    /// A prepared batch that the fixed ANE signature rejects (the reference's messages).
+    #[error("{0}")]
+    Batch(String),
+    /// The package's inputs or outputs are not the ones the bundle format promises.
+    #[error("{0}")]
+    Signature(String),
+    /// A prediction output that cannot be decoded.
+    #[error("Core ML output `{name}` {detail}")]
+    Output {
+        /// The output.
+        name: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// This OS has no Core ML (or no compute plan).
+    #[error("{0}; this build runs on {os}", os = std::env::consts::OS)]
+    NeedsMacOs(&'static str),
+    /// A Core ML call failed.
+    #[error("Core ML could not {step}: {detail}")]
+    Framework {
+        /// What was attempted, e.g. `compile model.mlpackage`.
+        step: String,
+        /// The framework's own description.
+        detail: String,
+    },
+}
+
+/// Where Core ML may run the model (`MLComputeUnits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ComputeUnits {
+    /// CPU and Neural Engine (`CPUAndNeuralEngine`); the ANE bundle's default.
+    CpuNe,
+    /// CPU and GPU (`CPUAndGPU`).
+    CpuGpu,
+    /// Everything (`All`); the ordinary export's default.
+    All,
+    /// CPU only (`CPUOnly`).
+    Cpu,
+}
+
+impl ComputeUnits {
+    /// Every value, in spec order.
+    pub const ALL: [ComputeUnits; 4] =
+        [ComputeUnits::CpuNe, ComputeUnits::CpuGpu, ComputeUnits::All, ComputeUnits::Cpu];
+
+    /// Spec name (`cpu_ne`, `cpu_gpu`, `all`, `cpu`), as laya-coreml spells them.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeUnits::CpuNe => "cpu_ne",
+            ComputeUnits::CpuGpu => "cpu_gpu",
+            ComputeUnits::All => "all",
+            ComputeUnits::Cpu => "cpu",
+        }
+    }
+
+    /// The value with spec name `name`.
+    pub fn parse(name: &str) -> Result<Self, CoreMlError> {
+        Self::ALL.into_iter().find(|u| u.name() == name).ok_or_else(|| CoreMlError::Units(name.into()))
+    }
+
+    /// `MLComputeUnits` raw value (CPUOnly 0, CPUAndGPU 1, All 2, CPUAndNeuralEngine 3).
+    pub fn code(self) -> isize {
+        match self {
+            ComputeUnits::Cpu => 0,
+            ComputeUnits::CpuGpu => 1,
+            ComputeUnits::All => 2,
+            ComputeUnits::CpuNe => 3,
+        }
+    }
+
+    /// What it means, for `BackendInfo::device`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ComputeUnits::CpuNe => "Core ML, CPU and Neural Engine",
+            ComputeUnits::CpuGpu => "Core ML, CPU and GPU",
+            ComputeUnits::All => "Core ML, CPU, GPU and Neural Engine",
+            ComputeUnits::Cpu => "Core ML, CPU only",
+        }
+    }
+}
+
+/// The two Core ML bundle formats of host-contract.md §1.6/§1.7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BundleFormat {
+    /// `laya-coreml-ane`: fixed B1/K32/L, FP16 BC1L inputs, host gather and action tail.
+    Ane,
+    /// `laya-coreml`: int32 inputs, flexible lengths, logits and action logits in-graph.
+    Ordinary,
+}
+
+impl BundleFormat {
+    /// From the manifest's `format`.
+    pub fn from_manifest(format: &str) -> Option<Self> {
+        match format {
+            "laya-coreml-ane" => Some(BundleFormat::Ane),
+            "laya-coreml" => Some(BundleFormat::Ordinary),
+            _ => None,
+        }
+    }
+    /// Compute units when the spec names none: `cpu_ne` for ANE bundles, `all` otherwise.
+    pub fn default_units(self) -> ComputeUnits {
+        match self {
+            BundleFormat::Ane => ComputeUnits::CpuNe,
+            BundleFormat::Ordinary => ComputeUnits::All,
+        }
+    }
+}
+
+/// A parsed `coreml:BUNDLE[:UNITS]` spec (the part after `coreml:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreMlSpec {
+    /// The bundle folder.
+    pub bundle: PathBuf,
+    /// Compute units, when given.
+    pub units: Option<ComputeUnits>,
+}
+
+impl CoreMlSpec {
+    /// Parse `BUNDLE[:UNITS]`. The text after the last `:` is the units when it is a bare word
+    /// (letters, digits, `_`); an unknown word is an error listing the allowed ones. A bundle
+    /// path that itself ends in `:word` takes an explicit units suffix (`a:b:cpu_ne`).
+    pub fn parse(rest: &str) -> Result<Self, CoreMlError> {
+        let (path, units) = match rest.rsplit_once(':') {
+            Some((path, word))
+                if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                (path, Some(ComputeUnits::parse(word)?))
+            }
+            _ => (rest, None),
+        };
+        if path.is_empty() {
+            return Err(CoreMlError::Spec(
+                "coreml: needs a bundle folder: coreml:BUNDLE[:cpu_ne|cpu_gpu|all|cpu]".into(),
+            ));
+        }
+        Ok(Self { bundle: PathBuf::from(path), units })
+    }
+}
+
+/// The ANE host tensors of `host_weights.safetensors` (host-contract.md §1.7), ready to copy:
+/// the embedding and type tables as FP16 bits (numpy's `astype(float16)`, round to nearest
+/// even), the action head as FP32.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostWeights {
+    width: usize,
+    vocab: usize,
+    embedding: Vec<u16>,
+    type_embedding: Vec<u16>,
+    head: ActionHead,
+}
+
+impl HostWeights {
+    /// Read the six tensors (F16 or F32) from safetensors bytes; `file` names the file in errors.
+    pub fn from_safetensors(bytes: &[u8], file: &str) -> Result<Self, CoreMlError> {
+        let bad = |detail: String| CoreMlError::Bundle { path: file.to_string(), detail };
+        let st = safetensors::SafeTensors::deserialize(bytes)
+            .map_err(|e| bad(format!("not a valid safetensors file ({e}); fetch the bundle again")))?;
+        let get = |name: &str, rank: usize| -> Result<(Vec<usize>, Vec<f32>), CoreMlError> {
+            let t = st
+                .tensor(name)
+                .map_err(|_| bad(format!("tensor `{name}` is missing; the ANE host needs it")))?;
+            let values = match t.dtype() {
+                safetensors::Dtype::F16 | safetensors::Dtype::F32 => {
+                    crate::model::weights::to_f32(t.dtype(), t.data())
+                }
+                _ => None,
+            }
+            .ok_or_else(|| {
+                bad(format!("tensor `{name}` is {:?}; the ANE host reads F16 or F32 only", t.dtype()))
+            })?;
+            if t.shape().len() != rank {
+                return Err(bad(format!("tensor `{name}` has shape {:?}, expected rank {rank}", t.shape())));
+            }
+            Ok((t.shape().to_vec(), values))
+        };
+        let (eshape, emb) = get("encoder.embeddings.tok_embeddings.weight", 2)?;
+        let (tshape, types) = get("type_emb.weight", 2)?;
+        let (w0shape, w0) = get("act_head.0.weight", 2)?;
+        let (_, b0) = get("act_head.0.bias", 1)?;
+        let (w2shape, w2) = get("act_head.2.weight", 2)?;
+        let (_, b2) = get("act_head.2.bias", 1)?;
+        let (vocab, width) = (eshape[0], eshape[1]);
+        if tshape != [3, width] || w0shape[1] != width + 4 {
+            return Err(bad(format!(
+                "type_emb.weight {tshape:?} and act_head.0.weight {w0shape:?} do not fit the embedding width {width} (expected [3, {width}] and [H, {}])",
+                width + 4
+            )));
+        }
+        let linear = |rows: usize, cols: usize, w: Vec<f32>, b: Vec<f32>, name: &str| {
+            Matrix::f32_row_major(rows, cols, w)
+                .map(|weight| Linear { weight, bias: Some(b) })
+                .ok_or_else(|| bad(format!("tensor `{name}` has the wrong number of values")))
+        };
+        let head = ActionHead::new(
+            linear(w0shape[0], w0shape[1], w0, b0, "act_head.0.weight")?,
+            linear(w2shape[0], w2shape[1], w2, b2, "act_head.2.weight")?,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        let to_bits = |v: Vec<f32>| v.into_iter().map(|x| half::f16::from_f32(x).to_bits()).collect();
+        Ok(Self { width, vocab, embedding: to_bits(emb), type_embedding: to_bits(types), head })
+    }
+
+    /// `D`.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    /// `V`.
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+    /// Row `id` of the embedding table as FP16 bits (`id < V`, checked by the caller).
+    pub fn embedding_row(&self, id: usize) -> &[u16] {
+        &self.embedding[id * self.width..(id + 1) * self.width]
+    }
+    /// Row `qtype` of the type table as FP16 bits (`qtype <= 2`, checked by the caller).
+    pub fn type_row(&self, qtype: usize) -> &[u16] {
+        &self.type_embedding[qtype * self.width..(qtype + 1) * self.width]
+    }
+    /// The FP32 action head.
+    pub fn action_head(&self) -> &ActionHead {
+        &self.head
+    }
+}
+
+/// Everything an ANE call does on the host: tensors in, decoding out, with reused buffers.
+#[derive(Debug, Clone)]
+pub struct AneHost {
+    inputs: AneInputs,
+    weights: HostWeights,
+    raw_logits: Vec<f32>,
+    cls: Vec<f32>,
+    scratch: Vec<f32>,
+}
+
+impl AneHost {
+    /// Buffers for a bundle of fixed length `length` and window `local_attention`.
+    pub fn new(weights: HostWeights, length: usize, local_attention: usize) -> Self {
+        let shape = AneShape {
+            length,
+            width: weights.width(),
+            vocab: weights.vocab(),
+            half_window: local_attention / 2,
+        };
+        Self {
+            inputs: AneInputs::new(shape),
+            weights,
+            raw_logits: Vec::new(),
+            cls: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+    /// The fixed signature.
+    pub fn shape(&self) -> AneShape {
+        self.inputs.shape()
+    }
+    /// Validate `batch` and write the five input tensors.
+    pub fn prepare(&mut self, batch: &PreparedBatch) -> Result<&AneInputs, CoreMlError> {
+        self.inputs.build(batch, &self.weights)?;
+        Ok(&self.inputs)
+    }
+    /// The tensors last written by [`Self::prepare`].
+    pub fn inputs(&self) -> &AneInputs {
+        &self.inputs
+    }
+    /// Decode the package's outputs (logits and pooled CLS, told apart by shape) into `out`.
+    pub fn finish(
+        &mut self,
+        batch: &PreparedBatch,
+        outputs: &[RawArray<'_>],
+        out: &mut ForwardOutput,
+    ) -> Result<(), CoreMlError> {
+        let (li, ci) =
+            decode::identify_ane_outputs(outputs.iter().map(|o| (o.name, o.shape)), self.weights.width())?;
+        outputs[li].read_f32(&mut self.raw_logits)?;
+        outputs[ci].read_f32(&mut self.cls)?;
+        decode::finish_ane_row(
+            &self.raw_logits,
+            &self.cls,
+            &batch.marker_mask,
+            &self.weights,
+            &mut self.scratch,
+            out,
+        )
+    }
+}
+
+/// One input or output of a package's model description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureSig {
+    /// Feature name.
+    pub name: String,
+    /// Default shape of its multi-array constraint (empty when it is not a multi-array).
+    pub shape: Vec<usize>,
+    /// Element type.
+    pub dtype: ArrayType,
+}
+
+fn py_tuple(dims: &[usize]) -> String {
+    match dims {
+        [one] => format!("({one},)"),
+        _ => format!("({})", dims.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+fn py_shapes<'a>(items: impl Iterator<Item = (&'a str, &'a [usize])>) -> String {
+    let parts: Vec<String> = items.map(|(n, s)| format!("'{n}': {}", py_tuple(s))).collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// The ANE package's inputs must be exactly the five tensors of `shape`, FP16 or FP32 (the
+/// reference's check, then which input differs and how).
+pub fn check_ane_signature(shape: AneShape, actual: &[FeatureSig]) -> Result<(), CoreMlError> {
+    let expected = shape.input_shapes();
+    let mismatch = |detail: String| {
+        CoreMlError::Signature(format!(
+            "Package signature mismatch: expected {}, got {}; {detail}. The package does not belong to this bundle's config; fetch the bundle again",
+            py_shapes(expected.iter().map(|(n, s)| (*n, s.as_slice()))),
+            py_shapes(actual.iter().map(|f| (f.name.as_str(), f.shape.as_slice()))),
+        ))
+    };
+    for (name, dims) in &expected {
+        match actual.iter().find(|f| f.name == *name) {
+            None => return Err(mismatch(format!("input `{name}` is missing"))),
+            Some(f) if f.shape != dims => {
+                return Err(mismatch(format!(
+                    "input `{name}` has shape {}, expected {}",
+                    py_tuple(&f.shape),
+                    py_tuple(dims)
+                )))
+            }
+            Some(f) if !matches!(f.dtype, ArrayType::Float16 | ArrayType::Float32) => {
+                return Err(mismatch(format!("input `{name}` is {}, expected float16", f.dtype.name())))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(extra) = actual.iter().find(|f| !expected.iter().any(|(n, _)| *n == f.name)) {
+        return Err(mismatch(format!("input `{}` is not part of the ANE signature", extra.name)));
+    }
+    Ok(())
+}
+
+/// Names of the ordinary export's inputs, in [`ordinary_inputs`] order.
+pub fn ordinary_input_names(parallel: bool) -> &'static [&'static str] {
+    const SEQ: [&str; 7] =
+        ["input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype", "position_ids", "option_ids"];
+    if parallel {
+        &SEQ
+    } else {
+        &SEQ[..5]
+    }
+}
+
+/// The ordinary export's inputs: `[B, L]`, `[B, K]` and `[B]` int32, `L` flexible; outputs
+/// `logits [B, K]` and `action_logits [B, A]`. Checks names, types and the fixed dimensions.
+pub fn check_ordinary_signature(
+    caps: &ShapeCaps,
+    parallel: bool,
+    inputs: &[FeatureSig],
+    outputs: &[FeatureSig],
+) -> Result<(), CoreMlError> {
+    let (b, k) = (caps.batch_size, caps.max_options);
+    let mismatch = |what: &str, name: &str, detail: String| {
+        CoreMlError::Signature(format!(
+            "Package signature mismatch: {what} `{name}` {detail}; re-export the bundle with laya-coreml 0.5 (laya-coreml format, option layout {})",
+            if parallel { "parallel" } else { "sequential" }
+        ))
+    };
+    for name in ordinary_input_names(parallel) {
+        let f = inputs
+            .iter()
+            .find(|f| f.name == *name)
+            .ok_or_else(|| mismatch("input", name, "is missing".into()))?;
+        let want: Option<usize> = match *name {
+            "marker_pos" | "marker_mask" => Some(k),
+            _ => None,
+        };
+        let rank = if *name == "qtype" { 1 } else { 2 };
+        let shape_ok = f.shape.len() == rank && f.shape[0] == b && want.is_none_or(|k| f.shape[1] == k);
+        if !shape_ok {
+            let expected = match (*name, want) {
+                ("qtype", _) => format!("({b},)"),
+                (_, Some(k)) => format!("({b}, {k})"),
+                _ => format!("({b}, L)"),
+            };
+            return Err(mismatch(
+                "input",
+                name,
+                format!("has shape {}, expected {expected}", py_tuple(&f.shape)),
+            ));
+        }
+        if f.dtype != ArrayType::Int32 {
+            return Err(mismatch("input", name, format!("is {}, expected int32", f.dtype.name())));
+        }
+    }
+    if let Some(extra) = inputs.iter().find(|f| !ordinary_input_names(parallel).contains(&f.name.as_str())) {
+        return Err(mismatch("input", &extra.name, "is not part of the laya-coreml signature".into()));
+    }
+    for name in ["logits", "action_logits"] {
+        let f = outputs
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| mismatch("output", name, "is missing".into()))?;
+        let ok = f.shape.len() == 2 && f.shape[0] == b && (name != "logits" || f.shape[1] == k);
+        if !ok {
+            return Err(mismatch(
+                "output",
+                name,
+                format!(
+                    "has shape {}, expected ({b}, {})",
+                    py_tuple(&f.shape),
+                    if name == "logits" { k.to_string() } else { "A".into() }
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The ordinary export's shapes from its `coreml_config.json` `shape` object (host-contract.md
+/// §1.6): `mode` enumerated (with `lengths`), range, or fixed (also when `flexible` is false).
+pub fn ordinary_caps(manifest: &Value, file: &str) -> Result<ShapeCaps, CoreMlError> {
+    let bad = |detail: &str| CoreMlError::Bundle { path: file.to_string(), detail: detail.to_string() };
+    let shape = manifest.get("shape").and_then(Value::as_object).ok_or_else(|| bad("`shape` is missing"))?;
+    let get = |key: &str| shape.get(key).and_then(Value::as_u64).map(|v| v as usize);
+    let batch_size = get("batch_size")
+        .filter(|&b| b > 0)
+        .ok_or_else(|| bad("shape.batch_size must be a positive integer"))?;
+    let max_length = get("max_length")
+        .filter(|&l| l > 0)
+        .ok_or_else(|| bad("shape.max_length must be a positive integer"))?;
+    let min_length = get("min_length").unwrap_or(16).min(max_length);
+    let max_options = get("max_options").unwrap_or(32);
+    let flexible = shape.get("flexible").and_then(Value::as_bool).unwrap_or(true);
+    let mode = match (flexible, shape.get("mode").and_then(Value::as_str)) {
+        (false, _) | (_, Some("fixed")) => ShapeMode::Fixed,
+        (_, Some("range")) => ShapeMode::Range,
+        (_, Some("enumerated")) | (_, None) => {
+            let lengths: Vec<usize> = shape
+                .get("lengths")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_u64)
+                        .map(|v| v as usize)
+                        .filter(|&l| l <= max_length)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if lengths.is_empty() {
+                return Err(bad("shape.lengths must list the enumerated lengths"));
+            }
+            ShapeMode::Enumerated(lengths)
+        }
+        (_, Some(other)) => {
+            return Err(bad(&format!("shape.mode `{other}` is not enumerated, range or fixed")));
+        }
+    };
+    Ok(ShapeCaps { batch_size, max_length, min_length, max_options, mode })
+}
+
+/// The shapes an ordinary export runs with: when the command asks for one fixed length that the
+/// graph accepts (an enumerated length, a multiple of 16 inside a range, or the fixed length),
+/// that length, fixed; otherwise the graph's own shapes. Batch size and marker slots are always
+/// the graph's.
+pub fn ordinary_run_caps(graph: &ShapeCaps, requested: Option<&ShapeCaps>) -> ShapeCaps {
+    let fixed_at =
+        |l: usize| ShapeCaps { min_length: l, max_length: l, mode: ShapeMode::Fixed, ..graph.clone() };
+    match requested {
+        Some(r) if r.mode == ShapeMode::Fixed => {
+            let l = r.max_length;
+            let accepted = match &graph.mode {
+                ShapeMode::Enumerated(lengths) => lengths.contains(&l),
+                ShapeMode::Range => l % 16 == 0 && (graph.min_length..=graph.max_length).contains(&l),
+                ShapeMode::Fixed => l == graph.max_length,
+            };
+            if accepted {
+                fixed_at(l)
+            } else {
+                graph.clone()
+            }
+        }
+        _ => graph.clone(),
+    }
+}
+
+/// The ordinary export's int32 inputs taken straight from the packed batch: name, shape, data.
+pub fn ordinary_inputs(batch: &PreparedBatch) -> Vec<(&'static str, Vec<usize>, &[i32])> {
+    let (b, l, k) = (batch.batch, batch.length, batch.max_options);
+    let mut v: Vec<(&'static str, Vec<usize>, &[i32])> = vec![
+        ("input_ids", vec![b, l], &batch.input_ids),
+        ("attention_mask", vec![b, l], &batch.attention_mask),
+        ("marker_pos", vec![b, k], &batch.marker_pos),
+        ("marker_mask", vec![b, k], &batch.marker_mask),
+        ("qtype", vec![b], &batch.qtype),
+    ];
+    if let (Some(p), Some(o)) = (&batch.position_ids, &batch.option_ids) {
+        v.push(("position_ids", vec![b, l], p));
+        v.push(("option_ids", vec![b, l], o));
+    }
+    v
+}
+
+/// Row-major strides (in elements) of a contiguous array of `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+/// Where compiled models are cached: `$HOME/Library/Caches/laya-bench/coreml`, or
+/// `TEMP/laya-bench-coreml` without a home folder.
+pub fn cache_root(home: Option<&Path>, temp: &Path) -> PathBuf {
+    match home {
+        Some(h) if !h.as_os_str().is_empty() => h.join("Library/Caches/laya-bench/coreml"),
+        _ => temp.join("laya-bench-coreml"),
+    }
+}
+
+/// The cached compiled model of a package with this content hash: `ROOT/<sha256>/model.mlmodelc`.
+pub fn compiled_path(root: &Path, package_sha256: &str) -> PathBuf {
+    root.join(package_sha256).join("model.mlmodelc")
+}
+
+/// The content hash that keys the cache: [`tree_sha256`] over the `.mlpackage` folder.
+pub fn package_sha256(package: &Path) -> Result<String, CoreMlError> {
+    if !package.is_dir() {
+        return Err(CoreMlError::Bundle {
+            path: package.display().to_string(),
+            detail: "is not a folder; a Core ML bundle holds its model in model.mlpackage/".into(),
+        });
+    }
+    tree_sha256(package)
+        .map_err(|e| CoreMlError::Bundle { path: package.display().to_string(), detail: e.to_string() })
+}
+
+/// Move a freshly compiled `.mlmodelc` (Core ML's temporary folder) to `dest`, atomically: it
+/// lands beside `dest` first and is renamed into place; when another process got there first
+/// the existing copy is kept. Falls back to a recursive copy across file systems.
+pub fn install_compiled(tmp: &Path, dest: &Path) -> Result<(), CoreMlError> {
+    let fail = |what: &str, e: std::io::Error| CoreMlError::Bundle {
+        path: dest.display().to_string(),
+        detail: format!("cannot {what} the compiled model ({e}); check that the cache folder is writable"),
+    };
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| fail("create the folder of", e))?;
+    let staging = parent.join(format!(".model.mlmodelc.{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| fail("clear the staging copy of", e))?;
+    }
+    if std::fs::rename(tmp, &staging).is_err() {
+        copy_tree(tmp, &staging).map_err(|e| fail("copy", e))?;
+        // Core ML's temporary folder is its own to clean; a failure here loses nothing.
+        let _ = std::fs::remove_dir_all(tmp);
+    }
+    if dest.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| fail("remove the duplicate of", e))?;
+        return Ok(());
+    }
+    std::fs::rename(&staging, dest).map_err(|e| fail("move into place", e))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The compute units a bundle runs with when the spec names none: by its manifest's `format`
+/// ([`BundleFormat::default_units`]); `cpu_ne` when the manifest cannot be read.
+pub fn default_units_for(bundle: &Path) -> ComputeUnits {
+    std::fs::read_to_string(bundle.join("coreml_config.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|m| m.get("format").and_then(Value::as_str).and_then(BundleFormat::from_manifest))
+        .map_or(ComputeUnits::CpuNe, BundleFormat::default_units)
+}
+
+/// A model that Core ML can load: a compiled `.mlmodelc`, or a package to compile first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    /// A compiled `.mlmodelc` folder, used as is.
+    Compiled(PathBuf),
+    /// An `.mlpackage` folder, compiled once and cached.
+    Package(PathBuf),
+}
+
+/// Resolve a path given to `trace`/`convert-check`: a `.mlmodelc`, a `.mlpackage`, or a bundle
+/// folder holding `model.mlpackage`.
+pub fn resolve_model(path: &Path) -> Result<ModelSource, CoreMlError> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let bad = |detail: &str| CoreMlError::Bundle { path: path.display().to_string(), detail: detail.into() };
+    if !path.is_dir() {
+        return Err(bad(
+            "is not a folder; pass a Core ML bundle folder, a .mlpackage or a compiled .mlmodelc",
+        ));
+    }
+    match ext {
+        "mlmodelc" => Ok(ModelSource::Compiled(path.to_path_buf())),
+        "mlpackage" => Ok(ModelSource::Package(path.to_path_buf())),
+        _ if path.join("model.mlpackage").is_dir() => Ok(ModelSource::Package(path.join("model.mlpackage"))),
+        _ => Err(bad(
+            "holds no model.mlpackage; pass a Core ML bundle folder, a .mlpackage or a compiled .mlmodelc",
+        )),
+    }
+}
+
+/// The `MLComputePlan` placement report of a Core ML model (bundle folder, `.mlpackage` or
+/// `.mlmodelc`) for `units`: per-operation preferred device and estimated cost, aggregated by
+/// [`crate::trace::compute_plan::build_compute_plan_report`]. Needs macOS 14.4+.
+pub fn compute_plan_for(bundle: &Path, units: ComputeUnits) -> Result<ComputePlanReport, CoreMlError> {
+    let source = resolve_model(bundle)?;
+    #[cfg(target_os = "macos")]
+    {
+        let compiled = macos::compiled_model(&source)?;
+        let ops = macos::compute_plan(&compiled, units)?;
+        crate::trace::compute_plan::build_compute_plan_report(&ops).map_err(|e| CoreMlError::Framework {
+            step: "summarize the compute plan".into(),
+            detail: e.to_string(),
+        })
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        let _ = (source, units);
+        Err(CoreMlError::NeedsMacOs("a Core ML compute plan (MLComputePlan) needs macOS 14.4+ with Core ML"))
+    }
+}
+
+/// Open a Core ML backend for a validated bundle (macOS only): compile once (cached), load
+/// with the compute units, check the signature and warm nothing (warm-up is the protocol's).
+/// `requested` shapes only matter for the ordinary export ([`ordinary_run_caps`]).
+#[cfg(target_os = "macos")]
+pub fn open(
+    spec: &CoreMlSpec,
+    bundle: &crate::laya::bundle::CoreMlBundle,
+    encoder: &crate::laya::config::EncoderConfig,
+    parallel: bool,
+    requested: Option<&ShapeCaps>,
+) -> Result<Box<dyn super::Backend>, CoreMlError> {
+    Ok(Box::new(macos::CoreMlBackend::load(spec, bundle, encoder, parallel, requested)?))
+}
+
+#[cfg(test)]
+mod emulation_tests;
+#[cfg(test)]
+mod tests;
