@@ -63,13 +63,24 @@ fn compute_placement(candidate: &SideInfo) -> (Option<ComputePlanReport>, String
             ),
         );
     }
-    (
-        None,
-        format!(
-            "not computed: the compute plan needs the Core ML backend on macOS, which this build ({}) does not have",
-            std::env::consts::OS
+    let units = candidate
+        .spec
+        .strip_prefix("coreml:")
+        .and_then(|rest| crate::backend::coreml::CoreMlSpec::parse(rest).ok())
+        .and_then(|s| s.units);
+    let bundle = Path::new(&candidate.model);
+    let units = units.unwrap_or_else(|| crate::backend::coreml::default_units_for(bundle));
+    match crate::backend::coreml::compute_plan_for(bundle, units) {
+        Ok(report) => (
+            Some(report),
+            format!(
+                "expected placement from MLComputePlan with compute units {} (what Core ML prefers \
+                 before running; not proof that the accelerator ran: use `laya-bench trace` for that)",
+                units.name()
+            ),
         ),
-    )
+        Err(e) => (None, format!("not computed: {e}")),
+    }
 }
 
 pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
