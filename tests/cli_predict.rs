@@ -314,13 +314,19 @@ fn coreml_specs_verify_the_bundle_before_saying_they_need_macos() {
         "Bundle file does not match its manifest: host_weights.safetensors",
     );
     assert_exit(&run(format!("coreml:{FIXTURE}"), Path::new(FIXTURE)), 2, "not a Core ML bundle");
-    let ordinary = ane_bundle(&dir.path().join("ordinary"), |m| {
-        m["format"] = "laya-coreml".into();
-        m["shape"] = serde_json::json!({"batch_size": 1, "max_length": 512, "max_options": 32,
-            "flexible": true, "mode": "enumerated", "lengths": [16, 32, 64, 128, 512]});
-    });
     #[cfg(not(target_os = "macos"))]
-    assert_exit(&run(format!("coreml:{}:all", ordinary.display()), &ordinary), 2, "needs macOS with Core ML");
+    {
+        let ordinary = ane_bundle(&dir.path().join("ordinary"), |m| {
+            m["format"] = "laya-coreml".into();
+            m["shape"] = serde_json::json!({"batch_size": 1, "max_length": 512, "max_options": 32,
+                "flexible": true, "mode": "enumerated", "lengths": [16, 32, 64, 128, 512]});
+        });
+        assert_exit(
+            &run(format!("coreml:{}:all", ordinary.display()), &ordinary),
+            2,
+            "needs macOS with Core ML",
+        );
+    }
     let version = ane_bundle(&dir.path().join("version"), |m| m["format_version"] = 7.into());
     assert_exit(&run(format!("coreml:{}", version.display()), &good), 2, "Unsupported ANE bundle format");
 }
