@@ -5,6 +5,8 @@
 //! `bounds` is the FLOP / bandwidth / Amdahl contract. Nothing below `commands` prints or exits.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[cfg(all(feature = "apple-shim", not(target_os = "macos")))]
+pub mod apple_shim;
 pub mod backend;
 pub mod bounds;
 pub mod cli;
