@@ -3,6 +3,7 @@
 //! The host path (prompt, tokens, packing, decoding) lives in `laya/` and is the same code for
 //! every backend, so each backend is timed over the same boundary.
 
+pub mod mlx;
 pub mod mock;
 pub mod portable;
 pub mod registry;
