@@ -112,6 +112,8 @@ pub enum BackendSpec {
         /// Index width the spec asked for (`w8` → 8); `None` (`palette:`) accepts any.
         bits: Option<u8>,
     },
+    /// The compiled MLX graph on Apple silicon (`mlx:fp16|fp32:SRC`, macOS, feature `mlx`).
+    Mlx(super::mlx::MlxSpec),
 }
 
 /// The specs this build can run, for messages.
@@ -180,6 +182,14 @@ impl BackendSpec {
                 needs: "macOS on Apple silicon with MLX",
                 os: std::env::consts::OS,
             }),
+            "mlx" if !cfg!(feature = "mlx") => Err(RegistryError::Unavailable {
+                spec: spec.into(),
+                needs: "a build with `--features mlx` (MLX is compiled in only then)",
+                os: std::env::consts::OS,
+            }),
+            "mlx" => super::mlx::MlxSpec::parse(rest)
+                .map(Self::Mlx)
+                .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e }),
             _ => Err(unknown()),
         }
     }
@@ -279,8 +289,35 @@ pub fn build(
         b.fail_after = *fail_after;
         return Ok(Box::new(b));
     }
+    if let BackendSpec::Mlx(mlx) = spec {
+        return build_mlx(mlx, spec_text, bundle, shapes);
+    }
     let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
     Ok(Box::new(backend))
+}
+
+#[cfg(all(target_os = "macos", feature = "mlx"))]
+fn build_mlx(
+    spec: &super::mlx::MlxSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+    shapes: Option<ShapeCaps>,
+) -> Result<Box<dyn Backend>, RegistryError> {
+    Ok(Box::new(super::mlx::graph::MlxBackend::build(spec, spec_text, bundle, shapes)?))
+}
+
+#[cfg(not(all(target_os = "macos", feature = "mlx")))]
+fn build_mlx(
+    _spec: &super::mlx::MlxSpec,
+    spec_text: &str,
+    _bundle: &Bundle,
+    _shapes: Option<ShapeCaps>,
+) -> Result<Box<dyn Backend>, RegistryError> {
+    Err(RegistryError::Unavailable {
+        spec: spec_text.into(),
+        needs: "macOS on Apple silicon and a build with `--features mlx`",
+        os: std::env::consts::OS,
+    })
 }
 
 /// Build the portable engine for a bundle with `threads` workers, with the palettizer's report
@@ -299,11 +336,11 @@ pub fn build_portable(
 ) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
     let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
     let (weights, fingerprint, name, report) = match spec {
-        BackendSpec::Mock { .. } => {
+        BackendSpec::Mock { .. } | BackendSpec::Mlx(_) => {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),
                 model: bundle.source.clone(),
-                reason: "a mock spec has no portable engine".into(),
+                reason: "a mock or MLX spec has no portable engine".into(),
             })
         }
         BackendSpec::Portable(precision) => {
@@ -464,6 +501,21 @@ mod tests {
         assert!(matches!(BackendSpec::parse("gpu:fast"), Err(RegistryError::Unknown { .. })));
         #[cfg(not(target_os = "macos"))]
         assert!(matches!(BackendSpec::parse("coreml:bundle"), Err(RegistryError::Unavailable { .. })));
+    }
+
+    #[test]
+    #[cfg(not(all(target_os = "macos", feature = "mlx")))]
+    fn mlx_specs_say_what_they_need_here() {
+        let e = BackendSpec::parse("mlx:fp16:builtin:tiny").unwrap_err();
+        assert!(matches!(e, RegistryError::Unavailable { .. }), "{e}");
+        assert!(e.to_string().contains("needs macOS") || e.to_string().contains("--features mlx"), "{e}");
+        let bundle =
+            crate::laya::bundle::Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
+        let spec = BackendSpec::Mlx(crate::backend::mlx::MlxSpec::parse("fp16:builtin:tiny").unwrap());
+        let e = build(&spec, "mlx:fp16:builtin:tiny", &bundle, None).err().expect("no MLX in this build");
+        assert!(e.to_string().contains("--features mlx"), "{e}");
+        let e = build_portable(&spec, "mlx:fp16:builtin:tiny", &bundle, None, 1).err().unwrap();
+        assert!(e.to_string().contains("no portable engine"), "{e}");
     }
 
     #[test]

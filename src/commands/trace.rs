@@ -693,7 +693,10 @@ fn xcrun(tools: &RecordTools, args: &[OsString], what: &str) -> Result<(), Failu
 /// ML backend does not exist yet, so no arm has a plan: this only says why there is none.
 fn compute_plan_evidence(choice: &ArmChoice) -> String {
     match choice.parsed {
-        BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. } | BackendSpec::Mock { .. } => format!(
+        BackendSpec::Portable(_)
+        | BackendSpec::PortablePalette { .. }
+        | BackendSpec::Mock { .. }
+        | BackendSpec::Mlx(_) => format!(
             "not applicable: arm `{}` is {}, not a Core ML arm (the Core ML backend is not built yet)",
             choice.name, choice.spec
         ),

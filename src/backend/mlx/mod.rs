@@ -114,8 +114,9 @@ pub fn default_shapes(agent: &AgentConfig) -> ShapeCaps {
 /// head attention `in_proj_weight`/`in_proj_bias` become `in_proj.weight`/`in_proj.bias`, and
 /// the `scorer`/`act_head` sequential indices move under `.layers.`.
 pub fn mlx_parameter_name(checkpoint_name: &str) -> String {
-    let mut name =
-        checkpoint_name.replace(".in_proj_weight", ".in_proj.weight").replace(".in_proj_bias", ".in_proj.bias");
+    let mut name = checkpoint_name
+        .replace(".in_proj_weight", ".in_proj.weight")
+        .replace(".in_proj_bias", ".in_proj.bias");
     for prefix in ["scorer", "act_head"] {
         if let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) {
             if !rest.starts_with("layers.") {
@@ -150,8 +151,11 @@ pub fn fingerprint(source_fingerprint: &str, dtype: MlxDtype) -> String {
     match dtype {
         MlxDtype::F32 => source_fingerprint.to_string(),
         MlxDtype::F16 => sha256_hex(
-            format!("laya-bench-mlx/1\nsource={source_fingerprint}\ndtype={}\ncast=all-parameters\n", dtype.mlx_name())
-                .as_bytes(),
+            format!(
+                "laya-bench-mlx/1\nsource={source_fingerprint}\ndtype={}\ncast=all-parameters\n",
+                dtype.mlx_name()
+            )
+            .as_bytes(),
         ),
     }
 }
@@ -180,8 +184,7 @@ impl RopeTables {
     /// Tables for `positions` (`[B, L]`) with head dimension `head_dim` and base `base`.
     pub fn new(positions: &[i32], head_dim: usize, base: f64) -> Self {
         let half = head_dim / 2;
-        let inv: Vec<f32> =
-            (0..half).map(|m| 1.0 / (base as f32).powf(m as f32 / half as f32)).collect();
+        let inv: Vec<f32> = (0..half).map(|m| 1.0 / (base as f32).powf(m as f32 / half as f32)).collect();
         let mut t = RopeTables { cos: Vec::with_capacity(positions.len() * half), sin: Vec::new() };
         t.sin.reserve(positions.len() * half);
         for &p in positions {
@@ -233,13 +236,20 @@ impl MlxInputs {
     pub fn fill(&mut self, b: &PreparedBatch, enc: &EncoderConfig, pad_id: i32) -> Result<(), BackendError> {
         let (n, l, k) = (b.batch, b.length, b.max_options);
         if b.input_ids.len() != n * l || b.attention_mask.len() != n * l {
-            return Err(shape_err(format!("input_ids/attention_mask hold {} values, expected B·L = {}", b.input_ids.len(), n * l)));
+            return Err(shape_err(format!(
+                "input_ids/attention_mask hold {} values, expected B·L = {}",
+                b.input_ids.len(),
+                n * l
+            )));
         }
         if b.marker_pos.len() != n * k || b.marker_mask.len() != n * k || b.qtype.len() != n {
             return Err(shape_err("marker_pos/marker_mask must be [B, K] and qtype [B]".into()));
         }
         if let Some(bad) = b.input_ids.iter().find(|&&id| id < 0 || id as usize >= enc.vocab_size) {
-            return Err(shape_err(format!("token id {bad} is outside the vocabulary [0, {})", enc.vocab_size)));
+            return Err(shape_err(format!(
+                "token id {bad} is outside the vocabulary [0, {})",
+                enc.vocab_size
+            )));
         }
         if let Some(bad) = b.qtype.iter().find(|&&q| !(0..3).contains(&q)) {
             return Err(shape_err(format!("qtype {bad} is not 0 (choice), 1 (score) or 2 (noul)")));
@@ -288,7 +298,11 @@ impl MlxInputs {
         self.marker_mask.clear();
         for row in 0..n {
             for j in 0..k2 {
-                let (pos, used) = if j < k { (b.marker_pos[row * k + j], b.marker_mask[row * k + j] != 0) } else { (0, false) };
+                let (pos, used) = if j < k {
+                    (b.marker_pos[row * k + j], b.marker_mask[row * k + j] != 0)
+                } else {
+                    (0, false)
+                };
                 self.marker_pos.push(pos.max(0));
                 self.marker_mask.push(used);
             }

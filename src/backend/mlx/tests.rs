@@ -218,7 +218,8 @@ fn only_an_mlx_backend_turns_on_the_prefix_cache() {
         shapes: default_shapes(&b.agent),
         fingerprint: String::new(),
     };
-    let host = |name: &str| configure_host(Host::new(&b.tokenizer, &b.agent, default_shapes(&b.agent)), &info(name));
+    let host =
+        |name: &str| configure_host(Host::new(&b.tokenizer, &b.agent, default_shapes(&b.agent)), &info(name));
     assert!(host(NAME).prefix_cache.is_some());
     assert!(host("portable").prefix_cache.is_none());
 }
