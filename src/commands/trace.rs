@@ -229,7 +229,10 @@ fn build_arm<'b>(bundle: &'b Bundle, choice: &ArmChoice, length: usize) -> Resul
             caps.max_length
         )));
     }
-    let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
+    let host = crate::backend::mlx::configure_host(
+        Host::new(&bundle.tokenizer, &bundle.agent, caps),
+        backend.info(),
+    );
     Ok(Arm { name: choice.name.clone(), spec: choice.spec.clone(), backend, host })
 }
 
