@@ -3,6 +3,8 @@
 mod bench;
 pub mod bounds;
 pub mod doctor;
+#[cfg(target_os = "macos")]
+mod doctor_apple;
 pub mod energy;
 mod interrupt;
 pub mod palettize;
