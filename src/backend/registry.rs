@@ -227,10 +227,13 @@ pub fn survey() -> Vec<BackendStatus> {
     ] {
         out.push(BackendStatus { spec: spec.into(), usable: true, detail: detail.into() });
     }
-    for (spec, what) in
-        [("coreml:BUNDLE", "Core ML (Neural Engine) bundle"), ("mlx:CHECKPOINT", "MLX on Apple silicon")]
-    {
-        let detail = match BackendSpec::parse(spec) {
+    for (spec, what) in [
+        ("coreml:BUNDLE", "Core ML (Neural Engine) bundle"),
+        ("mlx:CHECKPOINT", "MLX on Apple silicon (mlx:fp16|fp32:CHECKPOINT)"),
+    ] {
+        // The MLX spec needs a precision to parse: `mlx:fp16|fp32:CHECKPOINT`.
+        let probe = spec.replace("mlx:CHECKPOINT", "mlx:fp16:CHECKPOINT");
+        let detail = match BackendSpec::parse(&probe) {
             Err(RegistryError::Unavailable { needs, os, .. }) => {
                 format!("{what}: needs {needs}; this build runs on {os}")
             }
@@ -242,7 +245,7 @@ pub fn survey() -> Vec<BackendStatus> {
             Err(e) => e.to_string(),
             Ok(_) => format!("{what}: available"),
         };
-        let usable = BackendSpec::parse(spec).is_ok();
+        let usable = BackendSpec::parse(&probe).is_ok();
         out.push(BackendStatus { spec: spec.into(), usable, detail });
     }
     out.push(BackendStatus {
