@@ -196,8 +196,11 @@ fn forward(p: &Params, c: &Cfg, inputs: &[Array]) -> Result<Vec<Array>, Exceptio
     Ok(vec![logits, action])
 }
 
+/// The compiled forward's callable: inputs in, outputs (lazy) out.
+type ForwardFn = dyn for<'a> FnMut(&'a [Array]) -> Result<Vec<Array>, Exception>;
+
 /// The compiled forward, owned by one backend.
-struct CompiledForward(Box<dyn for<'a> FnMut(&'a [Array]) -> Result<Vec<Array>, Exception>>);
+struct CompiledForward(Box<ForwardFn>);
 
 // SAFETY: mlx-rs marks its compiled closure !Send only through a `PhantomData<Rc<()>>`
 // marker; the closure here owns its state (the parameters and a compile id) outright and is
