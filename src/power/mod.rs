@@ -26,7 +26,7 @@ pub mod rapl;
 pub mod replay;
 pub mod sampler;
 pub mod smc;
-#[cfg(any(target_os = "macos", all(feature = "apple-shim", not(target_os = "macos"))))]
+#[cfg(any(target_os = "macos", feature = "apple-shim"))]
 pub mod smc_iokit;
 mod spec;
 
