@@ -219,6 +219,12 @@ pub struct DoctorArgs {
     /// Print one JSON document (schema_version 1).
     #[arg(long)]
     pub json: bool,
+    /// Also load this backend spec for `--model` and say whether it loads (repeatable).
+    #[arg(long = "backend", value_name = "SPEC")]
+    pub backends: Vec<String>,
+    /// The model `--backend` specs are loaded for.
+    #[arg(long, default_value = "builtin:tiny", value_name = "SPEC")]
+    pub model: String,
 }
 
 /// `laya-bench bounds`.

@@ -12,6 +12,10 @@
 pub mod block2;
 pub mod core_ml;
 pub mod foundation;
+/// `objc2-io-kit` 0.3.2 items used by the PSTR leaf (src/power/smc_iokit.rs); extern
+/// declarations of the same IOKit symbols, which exist only on macOS.
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, missing_docs)]
+pub mod io_kit;
 pub mod objc2;
 
 /// The body of every mirrored function: the shim exists only for type checking.

@@ -4,6 +4,7 @@
 //! every backend, so each backend is timed over the same boundary.
 
 pub mod coreml;
+pub mod mlx;
 pub mod mock;
 pub mod portable;
 pub mod registry;

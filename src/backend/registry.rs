@@ -122,6 +122,8 @@ pub enum BackendSpec {
     /// A Core ML bundle (`coreml:BUNDLE[:cpu_ne|cpu_gpu|all|cpu]`); parsed on every OS, built
     /// only on macOS.
     CoreMl(CoreMlSpec),
+    /// The compiled MLX graph on Apple silicon (`mlx:fp16|fp32:SRC`, macOS, feature `mlx`).
+    Mlx(super::mlx::MlxSpec),
 }
 
 /// The specs this build can run, for messages.
@@ -188,6 +190,14 @@ impl BackendSpec {
                 needs: "macOS on Apple silicon with MLX",
                 os: std::env::consts::OS,
             }),
+            "mlx" if !cfg!(feature = "mlx") => Err(RegistryError::Unavailable {
+                spec: spec.into(),
+                needs: "a build with `--features mlx` (MLX is compiled in only then)",
+                os: std::env::consts::OS,
+            }),
+            "mlx" => super::mlx::MlxSpec::parse(rest)
+                .map(Self::Mlx)
+                .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e }),
             _ => Err(unknown()),
         }
     }
@@ -234,23 +244,14 @@ pub fn survey() -> Vec<BackendStatus> {
             format!("Core ML (Neural Engine) bundle: needs {COREML_NEEDS}; this build runs on {}", std::env::consts::OS)
         },
     });
-    #[allow(clippy::single_element_loop)] // the MLX adapter's own entry replaces this loop
-    for (spec, what) in [("mlx:CHECKPOINT", "MLX on Apple silicon")] {
-        let detail = match BackendSpec::parse(spec) {
-            Err(RegistryError::Unavailable { needs, os, .. }) => {
-                format!("{what}: needs {needs}; this build runs on {os}")
-            }
-            Err(RegistryError::Unknown { .. }) => {
-                format!(
-                    "{what}: not built into this binary yet (the macOS adapter is a separate piece of work)"
-                )
-            }
-            Err(e) => e.to_string(),
-            Ok(_) => format!("{what}: available"),
-        };
-        let usable = BackendSpec::parse(spec).is_ok();
-        out.push(BackendStatus { spec: spec.into(), usable, detail });
-    }
+    let (usable, detail) = if cfg!(all(target_os = "macos", feature = "mlx")) {
+        (true, "compiled MLX graph (mlx:fp16|fp32:CHECKPOINT); runs on the Metal GPU, or MLX's CPU device where Metal is missing".to_string())
+    } else if cfg!(target_os = "macos") {
+        (false, "MLX (mlx:fp16|fp32:CHECKPOINT): this binary was built without it; rebuild with `cargo build --release --features mlx` (needs cmake and Xcode)".to_string())
+    } else {
+        (false, format!("MLX on Apple silicon (mlx:fp16|fp32:CHECKPOINT): needs macOS on Apple silicon and a build with `--features mlx`; this build runs on {}", std::env::consts::OS))
+    };
+    out.push(BackendStatus { spec: "mlx:CHECKPOINT".into(), usable, detail });
     out.push(BackendStatus {
         spec: "mock:ok".into(),
         usable: true,
@@ -354,8 +355,35 @@ pub fn build(
     if let BackendSpec::CoreMl(cm) = spec {
         return build_coreml(cm, spec_text, bundle, shapes.as_ref());
     }
+    if let BackendSpec::Mlx(mlx) = spec {
+        return build_mlx(mlx, spec_text, bundle, shapes);
+    }
     let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
     Ok(Box::new(backend))
+}
+
+#[cfg(all(target_os = "macos", feature = "mlx"))]
+fn build_mlx(
+    spec: &super::mlx::MlxSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+    shapes: Option<ShapeCaps>,
+) -> Result<Box<dyn Backend>, RegistryError> {
+    Ok(Box::new(super::mlx::graph::MlxBackend::build(spec, spec_text, bundle, shapes)?))
+}
+
+#[cfg(not(all(target_os = "macos", feature = "mlx")))]
+fn build_mlx(
+    _spec: &super::mlx::MlxSpec,
+    spec_text: &str,
+    _bundle: &Bundle,
+    _shapes: Option<ShapeCaps>,
+) -> Result<Box<dyn Backend>, RegistryError> {
+    Err(RegistryError::Unavailable {
+        spec: spec_text.into(),
+        needs: "macOS on Apple silicon and a build with `--features mlx`",
+        os: std::env::consts::OS,
+    })
 }
 
 /// Build the portable engine for a bundle with `threads` workers, with the palettizer's report
@@ -374,11 +402,11 @@ pub fn build_portable(
 ) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
     let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
     let (weights, fingerprint, name, report) = match spec {
-        BackendSpec::Mock { .. } | BackendSpec::CoreMl(_) => {
+        BackendSpec::Mock { .. } | BackendSpec::CoreMl(_) | BackendSpec::Mlx(_) => {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),
                 model: bundle.source.clone(),
-                reason: "a mock or Core ML spec has no portable engine".into(),
+                reason: "a mock, Core ML or MLX spec has no portable engine".into(),
             })
         }
         BackendSpec::Portable(precision) => {
@@ -551,6 +579,21 @@ mod tests {
         let e = BackendSpec::parse("coreml:b:gpu").unwrap_err().to_string();
         assert!(e.contains("backend `coreml:b:gpu`") && e.contains("cpu_ne, cpu_gpu, all, cpu"), "{e}");
         assert!(BackendSpec::parse("coreml:").is_err());
+    }
+
+    #[test]
+    #[cfg(not(all(target_os = "macos", feature = "mlx")))]
+    fn mlx_specs_say_what_they_need_here() {
+        let e = BackendSpec::parse("mlx:fp16:builtin:tiny").unwrap_err();
+        assert!(matches!(e, RegistryError::Unavailable { .. }), "{e}");
+        assert!(e.to_string().contains("needs macOS") || e.to_string().contains("--features mlx"), "{e}");
+        let bundle =
+            crate::laya::bundle::Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
+        let spec = BackendSpec::Mlx(crate::backend::mlx::MlxSpec::parse("fp16:builtin:tiny").unwrap());
+        let e = build(&spec, "mlx:fp16:builtin:tiny", &bundle, None).err().expect("no MLX in this build");
+        assert!(e.to_string().contains("--features mlx"), "{e}");
+        let e = build_portable(&spec, "mlx:fp16:builtin:tiny", &bundle, None, 1).err().unwrap();
+        assert!(e.to_string().contains("no portable engine"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
 use super::Failure;
+use crate::backend::mlx;
 use crate::backend::registry::{self, portable_precisions, BackendSpec};
 use crate::backend::{ShapeCaps, ShapeMode};
 use crate::cli::RunArgs;
@@ -159,7 +160,7 @@ pub(crate) fn build_setup<'b>(
                 caps.max_length
             )));
         }
-        let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
+        let host = mlx::configure_host(Host::new(&bundle.tokenizer, &bundle.agent, caps), backend.info());
         arms.push(Arm { name: name.clone(), spec: spec.clone(), backend, host });
     }
     let (built, workload) = build_workload(&arms[0].host, &args.workload, args.tokens, args.length)?;

@@ -4,6 +4,8 @@ mod bench;
 pub mod bounds;
 pub mod convert_check;
 pub mod doctor;
+#[cfg(target_os = "macos")]
+mod doctor_apple;
 pub mod energy;
 mod interrupt;
 pub mod palettize;

@@ -6,6 +6,7 @@ use anyhow::{anyhow, Context};
 use serde_json::{json, Value};
 
 use super::{Failure, Outcome};
+use crate::backend::mlx;
 use crate::backend::registry::{self, BackendSpec};
 use crate::backend::{Backend, PreparedBatch};
 use crate::cli::PredictArgs;
@@ -40,7 +41,10 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
     let requests = read_requests(args)?;
     let bundle = load_bundle(&args.model.model)?;
     let mut backend = build_backend(&args.backend, &bundle)?;
-    let host = Host::new(&bundle.tokenizer, &bundle.agent, backend.info().shapes.clone());
+    let host = mlx::configure_host(
+        Host::new(&bundle.tokenizer, &bundle.agent, backend.info().shapes.clone()),
+        backend.info(),
+    );
     for w in host.load_warnings() {
         eprintln!("warning: {w}");
     }

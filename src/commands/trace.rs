@@ -229,7 +229,10 @@ fn build_arm<'b>(bundle: &'b Bundle, choice: &ArmChoice, length: usize) -> Resul
             caps.max_length
         )));
     }
-    let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
+    let host = crate::backend::mlx::configure_host(
+        Host::new(&bundle.tokenizer, &bundle.agent, caps),
+        backend.info(),
+    );
     Ok(Arm { name: choice.name.clone(), spec: choice.spec.clone(), backend, host })
 }
 
@@ -692,7 +695,10 @@ fn xcrun(tools: &RecordTools, args: &[OsString], what: &str) -> Result<(), Failu
 /// `convert-check` also prints); for other arms, why there is none.
 fn compute_plan_evidence(choice: &ArmChoice) -> String {
     match &choice.parsed {
-        BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. } | BackendSpec::Mock { .. } => {
+        BackendSpec::Portable(_)
+        | BackendSpec::PortablePalette { .. }
+        | BackendSpec::Mock { .. }
+        | BackendSpec::Mlx(_) => {
             format!("not applicable: arm `{}` is {}, not a Core ML arm", choice.name, choice.spec)
         }
         BackendSpec::CoreMl(cm) => {

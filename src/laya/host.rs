@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::config::{AgentConfig, OptionLayout};
 use super::decode::{decode_answer, softmax_f32, Answer, MinConfidence, Temperatures};
-use super::prompt::{build_head, build_row, encode_question, OptionStats, Row};
+use super::prompt::{build_head, build_row, encode_question, Head, OptionStats, Row};
 use super::pyjson::write_dumps;
 use super::question::{compile_questions, Question, RequestError};
 use super::tokenizer::{Tokenizer, TokenizerError};
@@ -158,6 +158,9 @@ pub struct Host<'t> {
     pub temperatures: Temperatures,
     /// Parallel option layout.
     pub parallel: bool,
+    /// Question-head cache of the MLX baseline ([`Host::with_prefix_cache`]); `None` builds
+    /// every head on every call.
+    pub prefix_cache: Option<std::sync::Mutex<super::prefix::PrefixCache>>,
 }
 
 impl<'t> Host<'t> {
@@ -170,6 +173,23 @@ impl<'t> Host<'t> {
             temperatures: Temperatures::from_config(agent),
             parallel: agent.option_layout == OptionLayout::Parallel,
             shapes,
+            prefix_cache: None,
+        }
+    }
+
+    /// Reuse question heads across calls through a bounded cache (the published MLX
+    /// baseline's prompt-prefix cache; results are unchanged, see [`super::prefix`]).
+    pub fn with_prefix_cache(mut self, capacity: usize) -> Self {
+        self.prefix_cache = Some(std::sync::Mutex::new(super::prefix::PrefixCache::new(capacity)));
+        self
+    }
+
+    /// The head of `q`, from the prefix cache when there is one.
+    fn head(&self, q: &Question, head_max_len: usize) -> Result<std::sync::Arc<Head>, TokenizerError> {
+        let tok = self.tokenizer;
+        match &self.prefix_cache {
+            Some(cache) => cache.lock().unwrap_or_else(|e| e.into_inner()).head(tok, q, head_max_len),
+            None => Ok(std::sync::Arc::new(build_head(tok, &encode_question(tok, q)?, q, head_max_len))),
         }
     }
 
@@ -255,10 +275,8 @@ impl<'t> Host<'t> {
         let max_len = opts.max_len.unwrap_or(self.max_len);
         let head_max_len = opts.head_max_len.unwrap_or(self.head_max_len);
         let tok = self.tokenizer;
-        let heads = qs
-            .iter()
-            .map(|q| Ok(build_head(tok, &encode_question(tok, q)?, q, head_max_len)))
-            .collect::<Result<Vec<_>, TokenizerError>>()?;
+        let heads =
+            qs.iter().map(|q| self.head(q, head_max_len)).collect::<Result<Vec<_>, TokenizerError>>()?;
         let mut rows = Vec::with_capacity(states.len() * qs.len());
         let mut text = String::new();
         let mut state_ids = Vec::new();

@@ -5,6 +5,7 @@ pub mod bundle;
 pub mod config;
 pub mod decode;
 pub mod host;
+pub mod prefix;
 pub mod prompt;
 pub mod pyjson;
 pub mod question;

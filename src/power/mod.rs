@@ -26,6 +26,8 @@ pub mod rapl;
 pub mod replay;
 pub mod sampler;
 pub mod smc;
+#[cfg(any(target_os = "macos", feature = "apple-shim"))]
+pub mod smc_iokit;
 mod spec;
 
 pub use spec::{parse_duration, DurationError, SensorSpec, SpecError};
@@ -207,7 +209,9 @@ pub struct SensorInfo {
     pub device: String,
     /// `false` for replayed or scripted readings: never a live measurement.
     pub live: bool,
-    /// Program provenance for sensors that are programs (`exec:`); `None` for in-process ones.
+    /// Program provenance for sensors that are programs (`exec:`) and for the in-process
+    /// IOKit reader of `pstr` (its source file's sha256 and the crate version); `None` for the
+    /// other in-process sensors.
     pub program: Option<ProgramProvenance>,
     /// Free-form facts worth keeping (driver version, zones skipped, caveats).
     pub notes: Vec<String>,
@@ -401,20 +405,18 @@ impl<S: Sensor + ?Sized> Sensor for Box<S> {
 
 /// Open the sensor a spec names, on this platform and build.
 ///
-/// `pstr` is not opened here: its IOKit leaf lives outside this module's portable code, so this
-/// returns [`SensorError::Unavailable`] for it until that leaf is wired in.
+/// `pstr` opens the IOKit leaf ([`smc_iokit`]) on macOS and is [`SensorError::Unavailable`]
+/// elsewhere.
 /// `replay` needs a raw-file reader and is built with [`replay::ReplaySensor::new`].
 pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Sensor>, SensorError> {
     match spec {
+        #[cfg(target_os = "macos")]
+        SensorSpec::Pstr => Ok(Box::new(smc_iokit::open_pstr()?)),
+        #[cfg(not(target_os = "macos"))]
         SensorSpec::Pstr => Err(SensorError::Unavailable {
             sensor: spec.to_string(),
-            reason: if cfg!(target_os = "macos") {
-                "the IOKit SMC reader is not built into this binary yet; use exec:CMD with an external meter"
-                    .to_string()
-            } else {
-                "PSTR is an Apple SMC key and exists only on macOS; on Linux use rapl, nvml or exec:CMD"
-                    .to_string()
-            },
+            reason: "PSTR is an Apple SMC key and exists only on macOS; on Linux use rapl, nvml or exec:CMD"
+                .to_string(),
         }),
         SensorSpec::Rapl { root } => {
             let root = root.clone().unwrap_or_else(|| PathBuf::from(rapl::DEFAULT_POWERCAP_ROOT));
@@ -650,6 +652,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(target_os = "macos"))]
     fn open_pstr_on_linux_is_a_clear_unavailable_error() {
         let e = open(&SensorSpec::Pstr, Duration::from_secs(2)).err().expect("pstr cannot open here");
         assert_eq!(e.kind(), FaultKind::Unavailable);

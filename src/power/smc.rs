@@ -13,7 +13,7 @@
 //! little-endian here. The payload in `bytes` uses the SMC's per-type order: integers and
 //! fixed-point are big-endian, `flt ` is little-endian on Apple Silicon.
 
-use super::{Reading, Sensor, SensorError, SensorInfo, SensorKind};
+use super::{ProgramProvenance, Reading, Sensor, SensorError, SensorInfo, SensorKind};
 use std::fmt;
 
 /// Size of `SMCParamStruct`; any other size makes IOKit return `kIOReturnBadArgument`.
@@ -24,6 +24,8 @@ pub const SMC_SELECTOR: u32 = 2;
 pub const SMC_SERVICE_CLASS: &str = "AppleSMC";
 /// Registry name of the service to open on Apple Silicon (several services match the class).
 pub const SMC_KEYS_ENDPOINT: &str = "AppleSMCKeysEndpoint";
+/// [`SMC_KEYS_ENDPOINT`] as a C string, for `IOServiceNameMatching`.
+pub const SMC_KEYS_ENDPOINT_C: &std::ffi::CStr = c"AppleSMCKeysEndpoint";
 /// Length of the payload `bytes` field.
 pub const PAYLOAD_LEN: usize = 32;
 
@@ -658,6 +660,29 @@ impl<T: SmcTransport> PstrSensor<T> {
     }
 }
 
+impl<T: SmcTransport> PstrSensor<T> {
+    /// Record the reader's provenance (source file hash and version) in the sensor info.
+    pub fn with_provenance(mut self, provenance: ProgramProvenance) -> Self {
+        self.info.program = Some(provenance);
+        self
+    }
+}
+
+/// Provenance of the in-process IOKit reader: the repository path and lowercase-hex sha256 of
+/// its source file, and the crate version it was built as. `command` says what it does.
+pub fn reader_provenance(source_path: &str, source: &[u8], version: &str) -> ProgramProvenance {
+    use sha2::{Digest, Sha256};
+    ProgramProvenance {
+        command: format!(
+            "in-process IOKit reader: {SMC_KEYS_ENDPOINT}, IOConnectCallStructMethod selector {SMC_SELECTOR}, key info then bytes of PSTR, read-only"
+        ),
+        executable: Some(std::path::PathBuf::from(source_path)),
+        sha256: Some(hex(&Sha256::digest(source))),
+        version: Some(format!("laya-bench {version}")),
+        missing_reasons: Vec::new(),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -1128,5 +1153,43 @@ mod tests {
             read_key(&mut smc, KEY_PSTR, Some(wrong)),
             Err(SmcError::Result { code: 0x87, .. })
         ));
+    }
+
+    #[test]
+    fn reader_provenance_hashes_the_source_and_names_the_version() {
+        let p = reader_provenance("src/power/smc_iokit.rs", b"abc", "1.2.3");
+        // sha256("abc") from FIPS 180-2, appendix B.1.
+        assert_eq!(
+            p.sha256.as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        assert_eq!(p.version.as_deref(), Some("laya-bench 1.2.3"));
+        assert_eq!(p.executable, Some(std::path::PathBuf::from("src/power/smc_iokit.rs")));
+        assert!(
+            p.command.contains("AppleSMCKeysEndpoint") && p.command.contains("selector 2"),
+            "{}",
+            p.command
+        );
+        assert!(p.missing_reasons.is_empty());
+        let other = reader_provenance("src/power/smc_iokit.rs", b"abd", "1.2.3");
+        assert_ne!(other.sha256, p.sha256);
+    }
+
+    #[test]
+    fn pstr_sensor_carries_the_reader_provenance() {
+        let smc = fake(Some((flt4(), 7f32.to_le_bytes().to_vec())));
+        let s = PstrSensor::open(smc, "x").unwrap();
+        assert_eq!(s.info().program, None);
+        let s = s.with_provenance(reader_provenance("f.rs", b"", "0.1.0"));
+        let prog = s.info().program.clone().expect("provenance recorded");
+        assert_eq!(
+            prog.sha256.as_deref(),
+            Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        );
+    }
+
+    #[test]
+    fn the_endpoint_c_string_matches_the_name() {
+        assert_eq!(SMC_KEYS_ENDPOINT_C.to_str(), Ok(SMC_KEYS_ENDPOINT));
     }
 }

@@ -11,7 +11,7 @@
 //! (part of the measured boundary) and reuses scratch buffers, so after the first call at a
 //! shape it allocates nothing of its own.
 
-mod attention;
+pub(crate) mod attention;
 mod bf16dot;
 mod f32panel;
 mod linalg;

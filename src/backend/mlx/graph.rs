@@ -1,0 +1,370 @@
+//! macOS leaf (feature `mlx`): the DecisionModel forward (host-contract.md §2) as `mlx-rs`
+//! ops on the original checkpoint's weights, compiled with `mlx_rs::transforms::compile`.
+//!
+//! Thin: the inputs of a call (bucket padding, masks, slots, RoPE tables) come from the
+//! portable [`super::MlxInputs`]; this file turns them into arrays, runs the compiled graph,
+//! evaluates its lazy outputs inside the call and copies them out. Written against the
+//! signatures of mlx-rs 0.33.0 read in the cargo registry; type-checked for
+//! aarch64-apple-darwin, never run in this project (see README, "Apple hardware").
+
+use std::collections::HashMap;
+
+use mlx_rs::error::Exception;
+use mlx_rs::ops::indexing::{take_along_axis, take_axis};
+use mlx_rs::ops::{
+    add, broadcast_to, concatenate, divide, erf, expand_dims, log, matmul, maximum, multiply, negative,
+    select, softmax_axis, sort_axis, split_equal, squeeze_axes, subtract, sum_axis,
+};
+use mlx_rs::{fast, transforms, Array, Device, DeviceType, Dtype};
+
+use super::{copy_outputs, default_shapes, fingerprint, parameter_names, MlxDtype, MlxInputs, MlxSpec, NAME};
+use crate::backend::registry::{load_source, RegistryError};
+use crate::backend::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
+use crate::laya::bundle::{Bundle, ModelSpec};
+use crate::laya::config::{EncoderConfig, LayerKind, OptionLayout};
+use crate::model::synthetic::published_shape;
+
+/// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
+const HEAD_EPS: f32 = 1e-5;
+
+/// The graph's parameters by MLX name, in the graph dtype.
+struct Params(HashMap<String, Array>);
+
+impl Params {
+    fn get(&self, name: &str) -> Result<&Array, Exception> {
+        self.0.get(name).ok_or_else(|| Exception::custom(format!("missing MLX parameter `{name}`")))
+    }
+}
+
+/// Static facts of the graph.
+struct Cfg {
+    heads: i32,
+    head_dim: i32,
+    layers: Vec<(LayerKind, f32)>,
+    head_layers: usize,
+    head_heads: i32,
+    norm_eps: f32,
+    dtype: Dtype,
+    parallel: bool,
+}
+
+fn scalar(v: f32, dtype: Dtype) -> Result<Array, Exception> {
+    Array::from_f32(v).as_dtype(dtype)
+}
+
+fn linear(p: &Params, x: &Array, prefix: &str) -> Result<Array, Exception> {
+    let y = matmul(x, p.get(&format!("{prefix}.weight"))?.t())?;
+    match p.0.get(&format!("{prefix}.bias")) {
+        Some(b) => add(&y, b),
+        None => Ok(y),
+    }
+}
+
+fn layer_norm(p: &Params, x: &Array, prefix: &str, eps: f32) -> Result<Array, Exception> {
+    let w = p.get(&format!("{prefix}.weight"))?;
+    fast::layer_norm(x, w, p.0.get(&format!("{prefix}.bias")), eps)
+}
+
+/// Exact GELU `x·(1 + erf(x/√2))/2` with constants in the input's dtype (as Python's weak
+/// scalars keep an FP16 graph in FP16).
+fn gelu(x: &Array) -> Result<Array, Exception> {
+    let dt = x.dtype();
+    let inner = erf(multiply(x, scalar(std::f32::consts::FRAC_1_SQRT_2, dt)?)?)?;
+    multiply(multiply(x, add(scalar(1.0, dt)?, inner)?)?, scalar(0.5, dt)?)
+}
+
+fn relu(x: &Array) -> Result<Array, Exception> {
+    maximum(x, scalar(0.0, x.dtype())?)
+}
+
+/// `[B, L, heads·dh]` → `[B, heads, L, dh]`.
+fn split_heads(t: &Array, b: i32, l: i32, heads: i32, dh: i32) -> Result<Array, Exception> {
+    t.reshape(&[b, l, heads, dh])?.transpose_axes(&[0, 2, 1, 3])
+}
+
+/// `[B, heads, L, dh]` → `[B, L, heads·dh]`.
+fn merge_heads(t: &Array, b: i32, l: i32) -> Result<Array, Exception> {
+    t.transpose_axes(&[0, 2, 1, 3])?.reshape(&[b, l, -1])
+}
+
+/// Rotate-half RoPE with explicit `[B, 1, L, dh/2]` tables (parallel layout).
+fn rope_tables(x: &Array, cos: &Array, sin: &Array) -> Result<Array, Exception> {
+    let halves = split_equal(x, 2, -1)?;
+    let (u, w) = (&halves[0], &halves[1]);
+    let (cos, sin) = (cos.as_dtype(x.dtype())?, sin.as_dtype(x.dtype())?);
+    concatenate(
+        &[subtract(multiply(u, &cos)?, multiply(w, &sin)?)?, add(multiply(w, &cos)?, multiply(u, &sin)?)?],
+        -1,
+    )
+}
+
+fn attention(q: &Array, k: &Array, v: &Array, head_dim: i32, mask: &Array) -> Result<Array, Exception> {
+    let scale = (head_dim as f32).powf(-0.5);
+    fast::scaled_dot_product_attention(q, k, v, scale, mask, None::<&Array>)
+}
+
+/// Inputs (see `MlxBackend::forward`): ids, full, local and head masks, marker positions and
+/// mask, qtype, then for the parallel layout cos/sin of full and of sliding layers.
+fn forward(p: &Params, c: &Cfg, inputs: &[Array]) -> Result<Vec<Array>, Exception> {
+    let need = if c.parallel { 11 } else { 7 };
+    if inputs.len() != need {
+        return Err(Exception::custom(format!("the MLX graph takes {need} inputs, got {}", inputs.len())));
+    }
+    let (ids, full, local, head_mask) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3]);
+    let (marker_pos, marker_mask, qtype) = (&inputs[4], &inputs[5], &inputs[6]);
+    let (b, l) = (ids.shape()[0], ids.shape()[1]);
+    let k = marker_pos.shape()[1];
+
+    // Steps 1–4: embeddings, encoder layers, final norm.
+    let emb = take_axis(p.get("encoder.embeddings.tok_embeddings.weight")?, ids, 0)?;
+    let mut x = layer_norm(p, &emb, "encoder.embeddings.norm", c.norm_eps)?;
+    for (i, &(kind, base)) in c.layers.iter().enumerate() {
+        let pre = format!("encoder.layers.{i}");
+        let a = if i == 0 { x.clone() } else { layer_norm(p, &x, &format!("{pre}.attn_norm"), c.norm_eps)? };
+        let qkv = split_equal(linear(p, &a, &format!("{pre}.attn.Wqkv"))?, 3, -1)?;
+        let mut q = split_heads(&qkv[0], b, l, c.heads, c.head_dim)?;
+        let mut kk = split_heads(&qkv[1], b, l, c.heads, c.head_dim)?;
+        let v = split_heads(&qkv[2], b, l, c.heads, c.head_dim)?;
+        if c.parallel {
+            let (cos, sin) = match kind {
+                LayerKind::Full => (&inputs[7], &inputs[8]),
+                LayerKind::Sliding => (&inputs[9], &inputs[10]),
+            };
+            q = rope_tables(&q, cos, sin)?;
+            kk = rope_tables(&kk, cos, sin)?;
+        } else {
+            q = fast::rope(&q, c.head_dim, false, base, 1.0, 0, None::<&Array>)?;
+            kk = fast::rope(&kk, c.head_dim, false, base, 1.0, 0, None::<&Array>)?;
+        }
+        let mask = match kind {
+            LayerKind::Full => full,
+            LayerKind::Sliding => local,
+        };
+        let o = merge_heads(&attention(&q, &kk, &v, c.head_dim, mask)?, b, l)?;
+        x = add(&x, linear(p, &o, &format!("{pre}.attn.Wo"))?)?;
+        let m =
+            linear(p, &layer_norm(p, &x, &format!("{pre}.mlp_norm"), c.norm_eps)?, &format!("{pre}.mlp.Wi"))?;
+        let vg = split_equal(&m, 2, -1)?;
+        x = add(&x, linear(p, &multiply(gelu(&vg[0])?, &vg[1])?, &format!("{pre}.mlp.Wo"))?)?;
+    }
+    let mut h = layer_norm(p, &x, "encoder.final_norm", c.norm_eps)?;
+
+    // Step 5: type embedding; step 6: the decision head (ReLU, key-padding mask, no RoPE).
+    h = add(&h, expand_dims(take_axis(p.get("type_emb.weight")?, qtype, 0)?, 1)?)?;
+    let hdh = h.shape()[2] / c.head_heads;
+    for j in 0..c.head_layers {
+        let pre = format!("head.layers.{j}");
+        let hn = layer_norm(p, &h, &format!("{pre}.norm1"), HEAD_EPS)?;
+        let qkv = split_equal(linear(p, &hn, &format!("{pre}.self_attn.in_proj"))?, 3, -1)?;
+        let q = split_heads(&qkv[0], b, l, c.head_heads, hdh)?;
+        let kk = split_heads(&qkv[1], b, l, c.head_heads, hdh)?;
+        let v = split_heads(&qkv[2], b, l, c.head_heads, hdh)?;
+        let o = merge_heads(&attention(&q, &kk, &v, hdh, head_mask)?, b, l)?;
+        h = add(&h, linear(p, &o, &format!("{pre}.self_attn.out_proj"))?)?;
+        let f = layer_norm(p, &h, &format!("{pre}.norm2"), HEAD_EPS)?;
+        let f = relu(&linear(p, &f, &format!("{pre}.linear1"))?)?;
+        h = add(&h, linear(p, &f, &format!("{pre}.linear2"))?)?;
+    }
+
+    // Steps 7–9: marker gather, scorer, option mask (f32).
+    let d = h.shape()[2];
+    let idx = broadcast_to(expand_dims(marker_pos, -1)?, &[b, k, d])?;
+    let markers = take_along_axis(&h, &idx, 1)?;
+    let s = layer_norm(p, &markers, "scorer.layers.0", HEAD_EPS)?;
+    let s = gelu(&linear(p, &s, "scorer.layers.1")?)?;
+    let s = squeeze_axes(&linear(p, &s, "scorer.layers.3")?, &[-1])?.as_dtype(Dtype::Float32)?;
+    let logits = select(marker_mask, &s, Array::from_f32(-1e4))?;
+
+    // Step 10: action features over all K slots (K ≥ 2 by construction).
+    let probs = softmax_axis(&logits, -1, None)?;
+    let kf = maximum(sum_axis(marker_mask.as_dtype(Dtype::Float32)?, -1, true)?, Array::from_f32(2.0))?;
+    let plogp = multiply(&probs, log(maximum(&probs, Array::from_f32(1e-9))?)?)?;
+    let entropy = divide(negative(sum_axis(&plogp, -1, true)?)?, log(&kf)?)?;
+    let last_two = Array::from_slice(&[k - 2, k - 1], &[2]);
+    let top = split_equal(take_axis(sort_axis(&probs, -1)?, &last_two, -1)?, 2, -1)?;
+    let (top2, top1) = (&top[0], &top[1]);
+    let features = concatenate(
+        &[top1.clone(), subtract(top1, top2)?, entropy, divide(&kf, Array::from_f32(255.0))?],
+        -1,
+    )?;
+
+    // Step 11: action head on [h[:, 0] (f32), features], in the graph dtype like the baseline.
+    let cls = take_axis(&h, Array::from_int(0), 1)?.as_dtype(Dtype::Float32)?;
+    let pooled = concatenate(&[cls, features], -1)?.as_dtype(c.dtype)?;
+    let a = gelu(&linear(p, &pooled, "act_head.layers.0")?)?;
+    let action = linear(p, &a, "act_head.layers.2")?.as_dtype(Dtype::Float32)?;
+    Ok(vec![logits, action])
+}
+
+/// The compiled forward's callable: inputs in, outputs (lazy) out.
+type ForwardFn = dyn for<'a> FnMut(&'a [Array]) -> Result<Vec<Array>, Exception>;
+
+/// The compiled forward, owned by one backend.
+struct CompiledForward(Box<ForwardFn>);
+
+// SAFETY: mlx-rs marks its compiled closure !Send only through a `PhantomData<Rc<()>>`
+// marker; the closure here owns its state (the parameters and a compile id) outright and is
+// never shared: the backend that owns it is moved to the thread that runs it, and MLX arrays
+// are themselves `Send` (mlx-rs `array/mod.rs`).
+unsafe impl Send for CompiledForward {}
+
+/// The MLX backend.
+pub struct MlxBackend {
+    info: BackendInfo,
+    compiled: CompiledForward,
+    inputs: MlxInputs,
+    encoder: EncoderConfig,
+    pad_id: i32,
+    num_actions: usize,
+    parallel: bool,
+}
+
+fn runtime(e: Exception) -> BackendError {
+    BackendError::Runtime(format!("MLX: {e}"))
+}
+
+fn weights_err(spec_text: &str, e: impl std::fmt::Display) -> RegistryError {
+    RegistryError::Weights(format!("{spec_text}: {e}"))
+}
+
+fn device_name() -> String {
+    match Device::try_default().and_then(|d| d.get_type()) {
+        Ok(DeviceType::Gpu) => "gpu (Metal, MLX default device)".into(),
+        Ok(DeviceType::Cpu) => "cpu (MLX default device)".into(),
+        Err(e) => format!("unknown MLX device ({e})"),
+    }
+}
+
+/// Run one tiny computation on the GPU: `Ok` with the device name, or why Metal is unusable.
+pub fn metal_probe() -> Result<String, String> {
+    mlx_rs::with_device(Device::gpu(), || {
+        let x = add(Array::from_int(2), Array::from_int(3)).map_err(|e| e.to_string())?;
+        x.eval().map_err(|e| e.to_string())?;
+        match x.try_as_slice::<i32>() {
+            Ok([5]) => Ok("Metal GPU evaluated 2 + 3 = 5".to_string()),
+            Ok(other) => Err(format!("Metal GPU returned {other:?} for 2 + 3")),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+}
+
+impl MlxBackend {
+    /// Load `spec.source`, cast its weights to the graph dtype and compile the forward. The
+    /// source must have the same configs as the `--model` bundle the host runs.
+    pub fn build(
+        spec: &MlxSpec,
+        spec_text: &str,
+        bundle: &Bundle,
+        shapes: Option<ShapeCaps>,
+    ) -> Result<Self, RegistryError> {
+        let model = ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?;
+        let src = Bundle::load(&model, published_shape).map_err(|e| weights_err(spec_text, e))?;
+        if src.encoder != bundle.encoder
+            || src.agent.num_actions != bundle.agent.num_actions
+            || src.agent.head_layers != bundle.agent.head_layers
+            || src.agent.option_layout != bundle.agent.option_layout
+        {
+            return Err(RegistryError::Incompatible {
+                spec: spec_text.into(),
+                model: bundle.source.clone(),
+                reason: format!(
+                    "its checkpoint {} has other encoder or head settings than --model; point SRC at the checkpoint --model was converted from",
+                    spec.source
+                ),
+            });
+        }
+        let (weights, source_fp) = load_source(spec_text, &src)?;
+        let dtype = match spec.dtype {
+            MlxDtype::F16 => Dtype::Float16,
+            MlxDtype::F32 => Dtype::Float32,
+        };
+        let tensors = weights.named_tensors();
+        let names = parameter_names(tensors.iter().map(|(n, _, _)| n.as_str()))
+            .map_err(|e| weights_err(spec_text, e))?;
+        let mut params = HashMap::with_capacity(tensors.len());
+        for ((_, shape, values), (_, mlx_name)) in tensors.iter().zip(names) {
+            let shape: Vec<i32> = shape.iter().map(|&s| s as i32).collect();
+            let a =
+                Array::from_slice(values, &shape).as_dtype(dtype).map_err(|e| weights_err(spec_text, e))?;
+            params.insert(mlx_name, a);
+        }
+        transforms::eval(params.values()).map_err(|e| weights_err(spec_text, e))?;
+        let enc = &bundle.encoder;
+        let cfg = Cfg {
+            heads: enc.num_heads as i32,
+            head_dim: enc.head_dim() as i32,
+            layers: enc.layer_kinds.iter().map(|&k| (k, enc.rope_theta(k) as f32)).collect(),
+            head_layers: bundle.agent.head_layers,
+            head_heads: (enc.hidden_size / 64).max(1) as i32,
+            norm_eps: enc.norm_eps as f32,
+            dtype,
+            parallel: bundle.agent.option_layout == OptionLayout::Parallel,
+        };
+        let parallel = cfg.parallel;
+        let params = Params(params);
+        let f = move |inputs: &[Array]| -> Result<Vec<Array>, Exception> { forward(&params, &cfg, inputs) };
+        let compiled = CompiledForward(Box::new(transforms::compile::compile(f, false)));
+        let info = BackendInfo {
+            name: NAME.into(),
+            precision: spec.dtype.name().into(),
+            device: device_name(),
+            shapes: shapes.unwrap_or_else(|| default_shapes(&bundle.agent)),
+            fingerprint: fingerprint(&source_fp, spec.dtype),
+        };
+        Ok(MlxBackend {
+            info,
+            compiled,
+            inputs: MlxInputs::default(),
+            encoder: enc.clone(),
+            pad_id: bundle.tokenizer.pad.id as i32,
+            num_actions: bundle.agent.num_actions,
+            parallel,
+        })
+    }
+}
+
+impl Backend for MlxBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError> {
+        if batch.position_ids.is_some() != self.parallel {
+            return Err(BackendError::Shape(
+                "the batch's option layout (position_ids/option_ids) does not match the checkpoint's option_layout"
+                    .into(),
+            ));
+        }
+        self.inputs.fill(batch, &self.encoder, self.pad_id)?;
+        let x = &self.inputs;
+        let (b, l, k) = (x.batch as i32, x.length as i32, x.slots as i32);
+        let mut args = vec![
+            Array::from_slice(&x.input_ids, &[b, l]),
+            Array::from_slice(&x.full_mask, &[b, 1, l, l]),
+            Array::from_slice(&x.local_mask, &[b, 1, l, l]),
+            Array::from_slice(&x.head_mask, &[b, 1, l, l]),
+            Array::from_slice(&x.marker_pos, &[b, k]),
+            Array::from_slice(&x.marker_mask, &[b, k]),
+            Array::from_slice(&x.qtype, &[b]),
+        ];
+        if let Some((full, sliding)) = &x.rope {
+            let half = self.encoder.head_dim() as i32 / 2;
+            for t in [full, sliding] {
+                args.push(Array::from_slice(&t.cos, &[b, 1, l, half]));
+                args.push(Array::from_slice(&t.sin, &[b, 1, l, half]));
+            }
+        }
+        let outs = (self.compiled.0)(&args).map_err(runtime)?;
+        // The outputs are lazy: evaluate them here, inside the timed call.
+        transforms::eval(outs.iter()).map_err(runtime)?;
+        let [logits, actions] = outs.as_slice() else {
+            return Err(BackendError::Runtime(format!(
+                "MLX graph returned {} outputs, expected 2",
+                outs.len()
+            )));
+        };
+        let logits = logits.try_as_slice::<f32>().map_err(|e| BackendError::Runtime(e.to_string()))?;
+        let actions = actions.try_as_slice::<f32>().map_err(|e| BackendError::Runtime(e.to_string()))?;
+        copy_outputs(logits, actions, &self.inputs, batch, self.num_actions, out)
+    }
+}
