@@ -502,6 +502,9 @@ impl RunSummary {
             }
         } else {
             out.push_str(&self.table_markdown(level));
+            if let Some(r) = &self.bootstrap_missing_reason {
+                out.push_str(&format!("No bootstrap intervals: {r}.\n\n"));
+            }
         }
         if let Some(c) = &self.claim {
             out.push_str(&format!("### Claim rule (target {}×)\n\n{}\n\n", c.target, c.rule));
