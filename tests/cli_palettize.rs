@@ -2,15 +2,9 @@
 //! checkpoint only.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn laya_bench(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run laya-bench")
-}
+mod common;
+use common::laya_bench;
 
 const Q: &str = r#"{"r": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}"#;
 

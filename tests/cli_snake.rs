@@ -3,28 +3,15 @@
 //! refused with exit 2.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use laya_bench::snake::paired::PairedReport;
 use laya_bench::snake::rate::RateReport;
 use laya_bench::snake::recording::{read_recording, Record};
 use serde_json::Value;
 
-fn laya_bench(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run laya-bench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+mod common;
+use common::{laya_bench, stderr, stdout};
 
 fn assert_exit(o: &Output, code: i32, needle: &str) {
     let err = stderr(o);

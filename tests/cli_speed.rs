@@ -1,23 +1,13 @@
 //! `laya-bench speed` as a user runs it: the raw record, the report, exports, and every bad
 //! input refused before measuring.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use laya_bench::report::raw::{self, Record};
 use serde_json::Value;
 
-fn laya_bench(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run laya-bench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{laya_bench, stderr};
 
 fn assert_exit(o: &Output, code: i32, needle: &str) {
     let err = stderr(o);

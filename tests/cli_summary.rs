@@ -4,11 +4,14 @@
 //! 2 naming the line, corrections round-trip, several runs are compared, and every SVG parses.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use laya_bench::report::energy::EnergyReport;
 use laya_bench::report::raw;
 use laya_bench::report::summary::{CheckOutcome, SummaryReport, SummaryStatus};
+
+mod common;
+use common::{laya_bench, stderr};
 
 /// Short energy runs: 300 ms blocks, 200 ms idle windows, a reading every 50 ms.
 const ENERGY: &[&str] = &[
@@ -28,18 +31,6 @@ const ENERGY: &[&str] = &[
 
 /// A meter printing 31.5 … 37.5 W in turn every 50 ms.
 const METER: &str = "exec:i=0; while true; do i=$((i+1)); echo \"$((30 + i % 7)).5\"; sleep 0.05; done";
-
-fn laya_bench(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run laya-bench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// An energy run writing `NAME.raw.jsonl` and `NAME.json`.
 fn energy_run(dir: &Path, name: &str, meter: &str, slow_us: u32, cycles: &str) -> Output {

@@ -9,22 +9,13 @@ use laya_bench::report::raw::{self, Record};
 use laya_bench::trace::recorder::ReadyFile;
 use laya_bench::trace::TraceSummary;
 
+mod common;
+use common::{laya_bench, stderr, stdout};
+
 const BIN: &str = env!("CARGO_BIN_EXE_laya-bench");
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/trace").join(name)
-}
-
-fn laya_bench(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN).current_dir(dir).args(args).output().expect("run laya-bench")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn assert_exit(o: &Output, code: i32, needle: &str) {
