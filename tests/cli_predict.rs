@@ -225,14 +225,7 @@ fn ane_bundle(dir: &Path, edit: impl Fn(&mut Value)) -> PathBuf {
     std::fs::write(root.join("model.mlpackage/Data/weights.bin"), b"\x00\x01").unwrap();
     let bytes = std::fs::read(Path::new(FIXTURE).join("model.safetensors")).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let keep = [
-        "encoder.embeddings.tok_embeddings.weight",
-        "type_emb.weight",
-        "act_head.0.weight",
-        "act_head.0.bias",
-        "act_head.2.weight",
-        "act_head.2.bias",
-    ];
+    let keep = laya_bench::laya::bundle::ANE_HOST_TENSORS;
     let views: Vec<(String, safetensors::tensor::TensorView<'_>)> =
         keep.iter().map(|n| (n.to_string(), st.tensor(n).unwrap())).collect();
     std::fs::write(root.join("host_weights.safetensors"), safetensors::serialize(views, None).unwrap())
