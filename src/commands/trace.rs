@@ -393,13 +393,13 @@ fn summarize(args: &TraceSummarizeArgs) -> Outcome {
     // The error's message already holds its cause; `anyhow!(e)` would print the cause twice.
     .map_err(|e| Failure::input(anyhow!("cannot summarize the xctrace exports: {e}")))?;
     if let Some(path) = &args.output {
-        write_summary_json(&summary, path)?;
+        write_json(&summary, path)?;
     }
     print_summary(&summary, args.json)
 }
 
-fn write_summary_json(summary: &TraceSummary, path: &Path) -> Result<(), Failure> {
-    let json = serde_json::to_vec_pretty(summary).map_err(|e| Failure::run(anyhow!(e)))?;
+fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<(), Failure> {
+    let json = serde_json::to_vec_pretty(value).map_err(|e| Failure::run(anyhow!(e)))?;
     write_atomic(path, &json)
         .with_context(|| format!("cannot write {}", path.display()))
         .map_err(Failure::run)
@@ -692,29 +692,34 @@ fn xcrun(tools: &RecordTools, args: &[OsString], what: &str) -> Result<(), Failu
 ///
 /// For a Core ML arm, the one-line summary of its `MLComputePlan` placement
 /// ([`crate::backend::coreml::compute_plan_for`], the [`crate::trace::ComputePlanReport`] that
-/// `convert-check` also prints); for other arms, why there is none.
-fn compute_plan_evidence(choice: &ArmChoice) -> String {
+/// `convert-check` also prints) with the report itself; for other arms, why there is none.
+fn compute_plan_evidence(choice: &ArmChoice) -> (String, Option<crate::trace::ComputePlanReport>) {
     match &choice.parsed {
         BackendSpec::Portable(_)
         | BackendSpec::PortablePalette { .. }
         | BackendSpec::Mock { .. }
         | BackendSpec::Mlx(_) => {
-            format!("not applicable: arm `{}` is {}, not a Core ML arm", choice.name, choice.spec)
+            (format!("not applicable: arm `{}` is {}, not a Core ML arm", choice.name, choice.spec), None)
         }
         BackendSpec::CoreMl(cm) => {
             let units = cm.units.unwrap_or_else(|| crate::backend::coreml::default_units_for(&cm.bundle));
             match crate::backend::coreml::compute_plan_for(&cm.bundle, units) {
-                Ok(r) => format!(
-                    "MLComputePlan ({}): {} operations, {} placed, Neural Engine share of placed {}",
-                    units.name(),
-                    r.op_count,
-                    r.placed_op_count,
-                    r.neural_engine_share_of_placed_fraction.map_or_else(
-                        || "n/a (nothing placed)".to_string(),
-                        |f| format!("{:.1} %", f * 100.0)
-                    )
+                Ok(r) => (
+                    format!(
+                        "MLComputePlan ({}): {} operations, {} placed, Neural Engine share of placed {} \
+                         (expected placement before running, not proof of execution; the intervals \
+                         above are the execution evidence)",
+                        units.name(),
+                        r.op_count,
+                        r.placed_op_count,
+                        r.neural_engine_share_of_placed_fraction.map_or_else(
+                            || "n/a (nothing placed)".to_string(),
+                            |f| format!("{:.1} %", f * 100.0)
+                        )
+                    ),
+                    Some(r),
                 ),
-                Err(e) => format!("unavailable for arm `{}`: {e}", choice.name),
+                Err(e) => (format!("unavailable for arm `{}`: {e}", choice.name), None),
             }
         }
     }
@@ -809,17 +814,22 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
             ready.pid
         ));
     }
-    write_summary_json(&summary, &layout.summary_json())?;
+    write_json(&summary, &layout.summary_json())?;
+    let (plan_line, plan) = compute_plan_evidence(&choice);
+    if let Some(plan) = &plan {
+        write_json(plan, &layout.dir.join("compute-plan.json"))?;
+    }
     let status =
         child.finish().map_err(|e| Failure::run(anyhow!(e).context("cannot wait for `trace run`")))?;
     print_summary(&summary, args.json)?;
     if !args.json {
-        println!("\nCompute plan: {}", compute_plan_evidence(&choice));
+        println!("\nCompute plan: {plan_line}");
         println!(
-            "\nArtifacts: {} (run.trace, toc.xml, ane-hw-intervals.xml{}, summary.json, trace-run.raw.jsonl, \
+            "\nArtifacts: {} (run.trace, toc.xml, ane-hw-intervals.xml{}, summary.json{}, trace-run.raw.jsonl, \
              trace-run.log, ready.json)",
             layout.dir.display(),
-            if signpost_xml.is_some() { ", coreml-os-signpost.xml" } else { "" }
+            if signpost_xml.is_some() { ", coreml-os-signpost.xml" } else { "" },
+            if plan.is_some() { ", compute-plan.json" } else { "" }
         );
     }
     if !status.success() {
