@@ -222,8 +222,13 @@ pub fn survey() -> Vec<BackendStatus> {
             spec: format!("portable:{}", p.name()),
             usable: true,
             detail: format!(
-                "portable CPU engine, {} weights, FP32 activations and compute, {} thread(s)",
+                "portable CPU engine, {} weights, {}, {} thread(s)",
                 p.name().to_uppercase(),
+                if p.name() == "bf16" && super::portable::bf16dot::available() {
+                    "activations rounded to BF16 at each product (AVX-512 BF16 pair-dot), FP32 sums"
+                } else {
+                    "FP32 activations and compute"
+                },
                 default_threads()
             ),
         })

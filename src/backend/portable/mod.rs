@@ -12,7 +12,7 @@
 //! shape it allocates nothing of its own.
 
 pub(crate) mod attention;
-mod bf16dot;
+pub(crate) mod bf16dot;
 mod f32panel;
 mod linalg;
 
