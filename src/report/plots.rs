@@ -344,7 +344,9 @@ fn draw_energy(
     if !lo.is_finite() || !hi.is_finite() {
         return Err("no block energy to draw".into());
     }
-    let (y0, y1) = pad(lo.min(0.0), hi, 0.08);
+    // Headroom above the data for the legend (one row per arm), so it hides no point.
+    let legend_room = (hi - lo.min(0.0)) * 0.07 * arms.len() as f64;
+    let (y0, y1) = pad(lo.min(0.0), hi + legend_room, 0.08);
     let n = blocks.iter().map(|b| b.index).max().map(|m| m as f64 + 1.0).unwrap_or(1.0);
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 18))
@@ -356,6 +358,14 @@ fn draw_energy(
     chart
         .configure_mesh()
         .x_desc("block (run order)")
+        .x_label_formatter(&|x| {
+            // Block indices are whole numbers: label those, leave the ticks between them blank.
+            if (x - x.round()).abs() < 1e-9 && *x >= 0.0 {
+                format!("{}", x.round() as u64)
+            } else {
+                String::new()
+            }
+        })
         .y_desc("energy per decision [J]")
         .draw()
         .map_err(|x| e(&x))?;
