@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
-use super::bench::{model_json, refuse_existing, timestamp_stem, unix_now};
+use super::bench::{self, model_json, refuse_existing, timestamp_stem, unix_now};
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
 use crate::backend::registry::{self, BackendSpec};
@@ -23,7 +23,7 @@ use crate::cli::{
 };
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{Host, HostError, StateResult};
-use crate::protocol::{self, answer_label, Arm, BlockLimit, Clock, Observer, Plan, RunError};
+use crate::protocol::{self, Arm, BlockLimit, Clock, Observer, Plan, RunError};
 use crate::report::raw::{
     self, ArmInfo, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo,
 };
@@ -90,7 +90,8 @@ fn check_shape(w: &TraceWorkloadArgs) -> Result<(), Failure> {
 /// Receives the run's records, writes them to the raw file, and writes the ready file once warm.
 struct TraceObserver {
     raw: RawWriter,
-    answers: Vec<String>,
+    /// Warm-up answers per arm (one arm here), as [`bench::block_records`] reads them.
+    answers: Vec<Vec<String>>,
     total_calls: u64,
     ready: Option<(PathBuf, ReadyFile)>,
     ready_error: Option<String>,
@@ -98,16 +99,10 @@ struct TraceObserver {
 
 impl Observer for TraceObserver {
     fn warmup(&mut self, arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> std::io::Result<()> {
-        let answers: Vec<String> = rec.results.iter().map(answer_label).collect();
-        self.raw.write(&Record::Warmup {
-            arm: arms[rec.arm].name.clone(),
-            calls: rec.calls,
-            start_ns: rec.start_ns,
-            end_ns: rec.end_ns,
-            answers: answers.clone(),
-        })?;
+        let (record, answers) = bench::warmup_record(arms, rec);
+        self.raw.write(&record)?;
         self.raw.sync()?;
-        self.answers = answers;
+        self.answers.push(answers);
         if let Some((path, ready)) = &mut self.ready {
             ready.ready_unix_s = unix_now();
             if let Err(e) = write_atomic(path, &ready.to_bytes()) {
@@ -126,40 +121,8 @@ impl Observer for TraceObserver {
         calls: &[protocol::CallRecord],
         unstable: &[(usize, StateResult)],
     ) -> std::io::Result<()> {
-        let name = &arms[rec.arm].name;
-        self.raw.write(&Record::Block {
-            index: rec.index,
-            cycle: rec.cycle,
-            arm: name.clone(),
-            start_ns: rec.start_ns,
-            end_ns: rec.end_ns,
-            calls: rec.calls,
-            unstable_calls: rec.unstable_calls,
-            rss_bytes: raw::current_rss_bytes(),
-            scheduled_calls: None,
-            missed_deadlines: None,
-            ended_early: false,
-        })?;
-        let mut unstable_iter = unstable.iter().peekable();
-        for (i, c) in calls.iter().enumerate() {
-            let answer = match unstable_iter.peek() {
-                Some((j, r)) if *j == i => {
-                    unstable_iter.next();
-                    answer_label(r)
-                }
-                _ => self.answers.get(c.state as usize).cloned().unwrap_or_default(),
-            };
-            self.raw.write(&Record::Call {
-                block: c.block,
-                arm: name.clone(),
-                state: c.state,
-                start_ns: c.start_ns,
-                duration_ns: c.duration_ns,
-                answer,
-                stable: c.stable,
-                scheduled_ns: None,
-                missed_deadline: false,
-            })?;
+        for r in bench::block_records(arms, rec, calls, unstable, &self.answers) {
+            self.raw.write(&r)?;
         }
         self.total_calls += calls.len() as u64;
         self.raw.sync()
