@@ -139,6 +139,22 @@ fn pad(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
+/// Draw the chart's legend (white, bordered) at `position` and write the picture.
+fn legend_and_present<'a, 'b: 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    root: &Area<'b>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|x| x.to_string())?;
+    root.present().map_err(|x| x.to_string())
+}
+
 /// Watts over time with blocks, idle windows, discarded seconds and rejected samples.
 pub fn power_timeline(p: &PowerTimeline) -> Result<String, PlotError> {
     let what = "the power timeline";
@@ -234,14 +250,7 @@ fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
             .label("rejected sample")
             .legend(|(x, y)| Circle::new((x + 6, y), 5, REJECTED.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))
+    legend_and_present(&mut chart, root, SeriesLabelPosition::UpperRight)
 }
 
 /// Cumulative distribution of call latency per arm (x up to the largest 99.9th percentile).
@@ -301,14 +310,7 @@ fn draw_cdf(root: &Area<'_>, title: &str, series: &[LatencySeries]) -> Result<()
             ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))
+    legend_and_present(&mut chart, root, SeriesLabelPosition::LowerRight)
 }
 
 /// Energy per decision of every block, with each arm's estimate and bootstrap interval.
@@ -400,14 +402,7 @@ fn draw_energy(
             .label(label)
             .legend(move |(x, y)| Circle::new((x + 6, y), 5, color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))
+    legend_and_present(&mut chart, root, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]
