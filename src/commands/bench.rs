@@ -229,23 +229,7 @@ pub(crate) fn header(kind: &str, bundle: &Bundle, setup: &Setup<'_>, args: &RunA
         clock: "monotonic ns since started_unix_s".into(),
         host: HostInfo::detect(),
         model: model_json(bundle),
-        arms: arms
-            .iter()
-            .map(|a| {
-                let i = a.backend.info();
-                ArmInfo {
-                    name: a.name.clone(),
-                    spec: a.spec.clone(),
-                    backend: i.name.clone(),
-                    precision: i.precision.clone(),
-                    device: i.device.clone(),
-                    fingerprint: i.fingerprint.clone(),
-                    batch: i.shapes.batch_size,
-                    length: i.shapes.max_length,
-                    max_options: i.shapes.max_options,
-                }
-            })
-            .collect(),
+        arms: arms.iter().map(arm_info).collect(),
         workload: WorkloadInfo {
             name: setup.built.name.clone(),
             requests: setup.built.requests.len(),
@@ -368,4 +352,21 @@ pub(crate) fn write_outputs(
             .map_err(Failure::run)?;
     }
     Ok(())
+}
+
+/// An arm's identity for the raw header: name, spec, backend, precision, device, fingerprint
+/// and shape.
+pub(crate) fn arm_info(arm: &Arm<'_>) -> ArmInfo {
+    let i = arm.backend.info();
+    ArmInfo {
+        name: arm.name.clone(),
+        spec: arm.spec.clone(),
+        backend: i.name.clone(),
+        precision: i.precision.clone(),
+        device: i.device.clone(),
+        fingerprint: i.fingerprint.clone(),
+        batch: i.shapes.batch_size,
+        length: i.shapes.max_length,
+        max_options: i.shapes.max_options,
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
-use super::bench::{self, model_json, refuse_existing, timestamp_stem, unix_now};
+use super::bench::{self, arm_info, model_json, refuse_existing, timestamp_stem, unix_now};
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
 use crate::backend::registry::{self, BackendSpec};
@@ -24,9 +24,7 @@ use crate::cli::{
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{Host, HostError, StateResult};
 use crate::protocol::{self, Arm, BlockLimit, Clock, Observer, Plan, RunError};
-use crate::report::raw::{
-    self, ArmInfo, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo,
-};
+use crate::report::raw::{self, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo};
 use crate::report::write_atomic;
 use crate::stats::LatencySummary;
 use crate::trace::recorder::{
@@ -156,21 +154,6 @@ fn prepare_ready(path: &Path) -> Result<(), Failure> {
         Err(e) => {
             Err(Failure::input(anyhow!("--ready {}: cannot remove the stale file: {e}", path.display())))
         }
-    }
-}
-
-fn arm_info(arm: &Arm<'_>) -> ArmInfo {
-    let i = arm.backend.info();
-    ArmInfo {
-        name: arm.name.clone(),
-        spec: arm.spec.clone(),
-        backend: i.name.clone(),
-        precision: i.precision.clone(),
-        device: i.device.clone(),
-        fingerprint: i.fingerprint.clone(),
-        batch: i.shapes.batch_size,
-        length: i.shapes.max_length,
-        max_options: i.shapes.max_options,
     }
 }
 
