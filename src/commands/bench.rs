@@ -357,16 +357,5 @@ pub(crate) fn write_outputs(
 /// An arm's identity for the raw header: name, spec, backend, precision, device, fingerprint
 /// and shape.
 pub(crate) fn arm_info(arm: &Arm<'_>) -> ArmInfo {
-    let i = arm.backend.info();
-    ArmInfo {
-        name: arm.name.clone(),
-        spec: arm.spec.clone(),
-        backend: i.name.clone(),
-        precision: i.precision.clone(),
-        device: i.device.clone(),
-        fingerprint: i.fingerprint.clone(),
-        batch: i.shapes.batch_size,
-        length: i.shapes.max_length,
-        max_options: i.shapes.max_options,
-    }
+    ArmInfo::describe(&arm.name, &arm.spec, arm.backend.info())
 }

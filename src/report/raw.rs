@@ -113,6 +113,23 @@ pub struct ArmInfo {
     pub max_options: usize,
 }
 
+impl ArmInfo {
+    /// The header entry of an arm named `name`, built from `spec`, whose backend reports `info`.
+    pub fn describe(name: &str, spec: &str, info: &crate::backend::BackendInfo) -> Self {
+        Self {
+            name: name.to_string(),
+            spec: spec.to_string(),
+            backend: info.name.clone(),
+            precision: info.precision.clone(),
+            device: info.device.clone(),
+            fingerprint: info.fingerprint.clone(),
+            batch: info.shapes.batch_size,
+            length: info.shapes.max_length,
+            max_options: info.shapes.max_options,
+        }
+    }
+}
+
 /// The workload as the header records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadInfo {

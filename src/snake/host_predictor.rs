@@ -56,17 +56,7 @@ impl<'b> HostPredictor<'b> {
     /// Wrap an already built backend.
     pub fn from_backend(name: &str, spec: &str, bundle: &'b Bundle, backend: Box<dyn Backend>) -> Self {
         let info = backend.info();
-        let identity = ArmInfo {
-            name: name.to_string(),
-            spec: spec.to_string(),
-            backend: info.name.clone(),
-            precision: info.precision.clone(),
-            device: info.device.clone(),
-            fingerprint: info.fingerprint.clone(),
-            batch: info.shapes.batch_size,
-            length: info.shapes.max_length,
-            max_options: info.shapes.max_options,
-        };
+        let identity = ArmInfo::describe(name, spec, info);
         let host = Host::new(&bundle.tokenizer, &bundle.agent, info.shapes.clone());
         Self { host, backend, options: CallOptions::default(), identity, decisions: 0, truncated: 0 }
     }
