@@ -1,13 +1,13 @@
 //! Parity of the portable FP32 engine with PyTorch goldens (`laya_coreml.torch_model`, explicit
 //! attention, float32, CPU) on the tiny fixture checkpoint, and proof that the check bites.
 
-use std::path::Path;
-
 use laya_bench::backend::portable::{Ablation, PortableBackend};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
-use laya_bench::laya::config::{AgentConfig, EncoderConfig, OptionLayout};
 use laya_bench::model::weights::{fingerprint, DecisionWeights};
 use serde_json::Value;
+
+mod common;
+use common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
 
 const TOL: f64 = 1e-4;
 
@@ -20,17 +20,6 @@ struct Case {
     action_logits: Vec<f64>,
 }
 
-fn fixture(rel: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn ints(v: &Value) -> Vec<i32> {
-    match v {
-        Value::Array(items) => items.iter().flat_map(ints).collect(),
-        x => vec![x.as_i64().expect("integer") as i32],
-    }
-}
-
 fn floats(v: &Value) -> Vec<f64> {
     match v {
         Value::Array(items) => items.iter().flat_map(floats).collect(),
@@ -39,30 +28,10 @@ fn floats(v: &Value) -> Vec<f64> {
 }
 
 fn cases() -> Vec<Case> {
-    let text = std::fs::read_to_string(fixture("fixtures/goldens/forward.json")).expect("goldens");
-    let doc: Value = serde_json::from_str(&text).expect("goldens json");
-    doc["cases"]
-        .as_array()
-        .expect("cases")
+    forward_golden_cases()
         .iter()
         .map(|c| {
-            let a = &c["arrays"];
-            let ids = &a["input_ids"];
-            let b = ids.as_array().expect("rows").len();
-            let l = ids[0].as_array().expect("row").len();
-            let k = a["marker_pos"][0].as_array().expect("row").len();
-            let batch = PreparedBatch {
-                batch: b,
-                length: l,
-                max_options: k,
-                input_ids: ints(ids),
-                attention_mask: ints(&a["attention_mask"]),
-                marker_pos: ints(&a["marker_pos"]),
-                marker_mask: ints(&a["marker_mask"]),
-                qtype: ints(&a["qtype"]),
-                position_ids: a.get("position_ids").map(ints),
-                option_ids: a.get("option_ids").map(ints),
-            };
+            let batch = golden_batch(c);
             Case {
                 name: c["name"].as_str().expect("name").to_string(),
                 parallel: batch.position_ids.is_some(),
@@ -82,13 +51,7 @@ fn cases() -> Vec<Case> {
 
 fn engine(parallel: bool) -> PortableBackend {
     let dir = fixture("fixtures/tiny");
-    let enc_text = std::fs::read_to_string(dir.join("encoder/config.json")).expect("config");
-    let agent_text = std::fs::read_to_string(dir.join("rl_agent_config.json")).expect("agent config");
-    let enc = EncoderConfig::from_json(&enc_text, "encoder/config.json").expect("encoder config");
-    let mut agent = AgentConfig::from_json(&agent_text, "rl_agent_config.json").expect("agent config");
-    if parallel {
-        agent.option_layout = OptionLayout::Parallel;
-    }
+    let (enc, agent) = tiny_configs(parallel);
     let bytes = std::fs::read(dir.join("model.safetensors")).expect("weights");
     let w =
         DecisionWeights::from_safetensors(&bytes, &enc, &agent, "model.safetensors").expect("weights load");

@@ -6,70 +6,29 @@
 //! (D = 64: the largest is 256 × 64), so the palettized arms here use `above_elements = 0` to
 //! palettize every projection; the registry's default (threshold 65,536) leaves them FP32.
 
-use std::path::Path;
-
 use laya_bench::backend::portable::{Bf16Kernel, PortableBackend, Tuning};
 use laya_bench::backend::registry::{build_portable, converted_fingerprint, BackendSpec, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::laya::bundle::{Bundle, ModelSpec};
-use laya_bench::laya::config::{AgentConfig, EncoderConfig, OptionLayout};
 use laya_bench::model::lowp::HalfKind;
 use laya_bench::model::palettize::{
     palettize, read_palette, write_palette, PaletteConfig, PaletteMeta, PaletteReport,
 };
 use laya_bench::model::weights::{fingerprint, DecisionWeights, Matrix};
-use serde_json::Value;
 
-fn fixture(rel: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn ints(v: &Value) -> Vec<i32> {
-    match v {
-        Value::Array(items) => items.iter().flat_map(ints).collect(),
-        x => vec![x.as_i64().expect("integer") as i32],
-    }
-}
+mod common;
+use common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
 
 /// The golden request batches (inputs only), with whether each is a parallel-layout case.
 fn batches() -> Vec<(String, PreparedBatch, bool)> {
-    let text = std::fs::read_to_string(fixture("fixtures/goldens/forward.json")).expect("goldens");
-    let doc: Value = serde_json::from_str(&text).expect("goldens json");
-    doc["cases"]
-        .as_array()
-        .expect("cases")
+    forward_golden_cases()
         .iter()
         .map(|c| {
-            let a = &c["arrays"];
-            let ids = &a["input_ids"];
-            let batch = PreparedBatch {
-                batch: ids.as_array().expect("rows").len(),
-                length: ids[0].as_array().expect("row").len(),
-                max_options: a["marker_pos"][0].as_array().expect("row").len(),
-                input_ids: ints(ids),
-                attention_mask: ints(&a["attention_mask"]),
-                marker_pos: ints(&a["marker_pos"]),
-                marker_mask: ints(&a["marker_mask"]),
-                qtype: ints(&a["qtype"]),
-                position_ids: a.get("position_ids").map(ints),
-                option_ids: a.get("option_ids").map(ints),
-            };
+            let batch = golden_batch(c);
             let parallel = batch.position_ids.is_some();
             (c["name"].as_str().expect("name").to_string(), batch, parallel)
         })
         .collect()
-}
-
-fn configs(parallel: bool) -> (EncoderConfig, AgentConfig) {
-    let dir = fixture("fixtures/tiny");
-    let enc_text = std::fs::read_to_string(dir.join("encoder/config.json")).expect("config");
-    let agent_text = std::fs::read_to_string(dir.join("rl_agent_config.json")).expect("agent config");
-    let enc = EncoderConfig::from_json(&enc_text, "encoder/config.json").expect("encoder config");
-    let mut agent = AgentConfig::from_json(&agent_text, "rl_agent_config.json").expect("agent config");
-    if parallel {
-        agent.option_layout = OptionLayout::Parallel;
-    }
-    (enc, agent)
 }
 
 fn source_bytes() -> Vec<u8> {
@@ -77,7 +36,7 @@ fn source_bytes() -> Vec<u8> {
 }
 
 fn fp32_weights() -> DecisionWeights {
-    let (enc, agent) = configs(false);
+    let (enc, agent) = tiny_configs(false);
     DecisionWeights::from_safetensors(&source_bytes(), &enc, &agent, "model.safetensors")
         .expect("weights load")
 }
@@ -87,7 +46,7 @@ fn engine(w: DecisionWeights, parallel: bool) -> PortableBackend {
 }
 
 fn engine_tuned(w: DecisionWeights, parallel: bool, tuning: Tuning) -> PortableBackend {
-    let (enc, agent) = configs(parallel);
+    let (enc, agent) = tiny_configs(parallel);
     let caps = ShapeCaps {
         batch_size: 8,
         max_length: agent.max_len,
@@ -217,7 +176,7 @@ fn palettizer_is_deterministic_per_seed() {
 
 #[test]
 fn palette_file_round_trips_bit_identically() {
-    let (enc, agent) = configs(false);
+    let (enc, agent) = tiny_configs(false);
     for bits in [8u8, 6, 4] {
         let cfg = all_matrices(bits);
         let (w, _) = palettize(fp32_weights(), &cfg).unwrap();
@@ -320,7 +279,7 @@ fn registry_builds_every_precision_with_its_name_and_fingerprint() {
 
 #[test]
 fn corrupt_or_foreign_palette_bytes_are_errors_not_panics() {
-    let (enc, agent) = configs(false);
+    let (enc, agent) = tiny_configs(false);
     let cfg = all_matrices(4);
     let (w, _) = palettize(fp32_weights(), &cfg).unwrap();
     let bytes = write_palette(&w, &PaletteMeta::new(&cfg, "x")).unwrap();

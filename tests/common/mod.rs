@@ -23,3 +23,60 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A path inside the repository.
+pub fn fixture(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// A nested JSON array of integers, flattened row-major.
+pub fn ints(v: &serde_json::Value) -> Vec<i32> {
+    match v {
+        serde_json::Value::Array(items) => items.iter().flat_map(ints).collect(),
+        x => vec![x.as_i64().expect("integer") as i32],
+    }
+}
+
+/// The cases of `fixtures/goldens/forward.json` (made by scripts/make_forward_goldens.py).
+pub fn forward_golden_cases() -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(fixture("fixtures/goldens/forward.json")).expect("goldens");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).expect("goldens json");
+    match doc["cases"].take() {
+        serde_json::Value::Array(cases) => cases,
+        _ => panic!("forward.json: `cases` is not an array"),
+    }
+}
+
+/// A forward golden case's packed input arrays as the engine takes them.
+pub fn golden_batch(case: &serde_json::Value) -> laya_bench::backend::PreparedBatch {
+    let a = &case["arrays"];
+    let ids = &a["input_ids"];
+    laya_bench::backend::PreparedBatch {
+        batch: ids.as_array().expect("rows").len(),
+        length: ids[0].as_array().expect("row").len(),
+        max_options: a["marker_pos"][0].as_array().expect("row").len(),
+        input_ids: ints(ids),
+        attention_mask: ints(&a["attention_mask"]),
+        marker_pos: ints(&a["marker_pos"]),
+        marker_mask: ints(&a["marker_mask"]),
+        qtype: ints(&a["qtype"]),
+        position_ids: a.get("position_ids").map(ints),
+        option_ids: a.get("option_ids").map(ints),
+    }
+}
+
+/// The tiny fixture's encoder and agent configs, switched to the parallel layout if asked.
+pub fn tiny_configs(
+    parallel: bool,
+) -> (laya_bench::laya::config::EncoderConfig, laya_bench::laya::config::AgentConfig) {
+    use laya_bench::laya::config::{AgentConfig, EncoderConfig, OptionLayout};
+    let dir = fixture("fixtures/tiny");
+    let enc_text = std::fs::read_to_string(dir.join("encoder/config.json")).expect("config");
+    let agent_text = std::fs::read_to_string(dir.join("rl_agent_config.json")).expect("agent config");
+    let enc = EncoderConfig::from_json(&enc_text, "encoder/config.json").expect("encoder config");
+    let mut agent = AgentConfig::from_json(&agent_text, "rl_agent_config.json").expect("agent config");
+    if parallel {
+        agent.option_layout = OptionLayout::Parallel;
+    }
+    (enc, agent)
+}
