@@ -10,8 +10,7 @@ use laya_bench::report::energy::EnergyReport;
 use laya_bench::report::raw;
 use laya_bench::report::summary::{CheckOutcome, SummaryReport, SummaryStatus};
 
-mod common;
-use common::{laya_bench, stderr};
+use crate::common::{laya_bench, stderr};
 
 /// Short energy runs: 300 ms blocks, 200 ms idle windows, a reading every 50 ms.
 const ENERGY: &[&str] = &[

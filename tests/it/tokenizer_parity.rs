@@ -33,13 +33,13 @@ fn fast_path_is_active_for_the_builtin_tokenizer() {
 #[test]
 fn fast_path_matches_tokenizers_on_corpus_lines_and_goldens() {
     let tok = builtin_tokenizer().unwrap();
-    let corpus = include_str!("../scripts/fixture_corpus.txt");
+    let corpus = include_str!("../../scripts/fixture_corpus.txt");
     for line in corpus.lines() {
         check(&tok, line);
     }
     check(&tok, corpus);
     let goldens: serde_json::Value =
-        serde_json::from_str(include_str!("../fixtures/goldens/host.json")).unwrap();
+        serde_json::from_str(include_str!("../../fixtures/goldens/host.json")).unwrap();
     for case in goldens["cases"].as_array().unwrap() {
         let call = &case["call"];
         for state in std::iter::once(&call["state"]).chain(call["states"].as_array().into_iter().flatten()) {
@@ -143,8 +143,8 @@ fn fast_path_matches_tokenizers_on_random_unicode() {
 #[test]
 fn fast_path_matches_tokenizers_with_prefix_space_and_ignore_merges() {
     let base: serde_json::Value =
-        serde_json::from_str(include_str!("../fixtures/tiny/tokenizer/tokenizer.json")).unwrap();
-    let config = include_bytes!("../fixtures/tiny/tokenizer/tokenizer_config.json");
+        serde_json::from_str(include_str!("../../fixtures/tiny/tokenizer/tokenizer.json")).unwrap();
+    let config = include_bytes!("../../fixtures/tiny/tokenizer/tokenizer_config.json");
     for (prefix, ignore) in [(true, false), (false, true), (true, true)] {
         let mut json = base.clone();
         json["pre_tokenizer"]["add_prefix_space"] = serde_json::Value::Bool(prefix);

@@ -16,8 +16,7 @@ use laya_bench::model::palettize::{
 };
 use laya_bench::model::weights::{fingerprint, DecisionWeights, Matrix};
 
-mod common;
-use common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
+use crate::common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
 
 /// The golden request batches (inputs only), with whether each is a parallel-layout case.
 fn batches() -> Vec<(String, PreparedBatch, bool)> {

@@ -10,8 +10,7 @@ use laya_bench::snake::rate::RateReport;
 use laya_bench::snake::recording::{read_recording, Record};
 use serde_json::Value;
 
-mod common;
-use common::{laya_bench, stderr, stdout};
+use crate::common::{laya_bench, stderr, stdout};
 
 fn assert_exit(o: &Output, code: i32, needle: &str) {
     let err = stderr(o);

@@ -9,8 +9,7 @@ use laya_bench::report::raw::{self, Record};
 use laya_bench::trace::recorder::ReadyFile;
 use laya_bench::trace::TraceSummary;
 
-mod common;
-use common::{laya_bench, stderr, stdout};
+use crate::common::{laya_bench, stderr, stdout};
 
 const BIN: &str = env!("CARGO_BIN_EXE_laya-bench");
 

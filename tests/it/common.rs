@@ -1,7 +1,5 @@
 //! Helpers shared by the integration tests that run the binary.
 
-#![allow(dead_code)] // each test crate uses its own subset
-
 use std::path::Path;
 use std::process::{Command, Output};
 

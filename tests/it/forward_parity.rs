@@ -6,8 +6,7 @@ use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, Shap
 use laya_bench::model::weights::{fingerprint, DecisionWeights};
 use serde_json::Value;
 
-mod common;
-use common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
+use crate::common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
 
 const TOL: f64 = 1e-4;
 

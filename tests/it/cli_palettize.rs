@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-mod common;
-use common::laya_bench;
+use crate::common::laya_bench;
 
 const Q: &str = r#"{"r": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}"#;
 

@@ -6,8 +6,7 @@ use std::process::Output;
 use laya_bench::report::raw::{self, Record};
 use serde_json::Value;
 
-mod common;
-use common::{laya_bench, stderr};
+use crate::common::{laya_bench, stderr};
 
 fn assert_exit(o: &Output, code: i32, needle: &str) {
     let err = stderr(o);

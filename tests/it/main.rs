@@ -1,0 +1,20 @@
+//! The integration tests, built as one test binary: every binary target links the whole
+//! dependency tree, so one binary keeps a cold `cargo test` fast and its disk use small.
+//! Each module runs `laya-bench` as a user would, or checks parity with the reference goldens.
+
+mod common;
+
+mod cli_bounds;
+mod cli_convert_check;
+mod cli_doctor;
+mod cli_energy;
+mod cli_palettize;
+mod cli_predict;
+mod cli_snake;
+mod cli_speed;
+mod cli_summary;
+mod cli_trace;
+mod forward_parity;
+mod host_parity;
+mod precision;
+mod tokenizer_parity;
