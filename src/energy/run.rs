@@ -494,11 +494,16 @@ pub struct Ratios {
     pub missing: BTreeMap<String, String>,
 }
 
+/// Why a ratio is missing when one of its inputs is (the input's own reason is listed too).
+pub const INPUT_MISSING: &str = "a figure it needs is missing";
+/// Why S × R is missing when S or R is.
+pub const S_OR_R_MISSING: &str = "S or R is missing";
+
 fn ratio(num: Option<f64>, den: Option<f64>) -> Result<f64, &'static str> {
     match (num, den) {
         (Some(n), Some(d)) if d != 0.0 && n.is_finite() && d.is_finite() => Ok(n / d),
         (Some(_), Some(_)) => Err("the denominator is zero or a figure is not finite"),
-        _ => Err("a figure it needs is missing"),
+        _ => Err(INPUT_MISSING),
     }
 }
 
@@ -516,7 +521,7 @@ pub fn ratios(base: &Aggregate, arm: &Aggregate) -> Ratios {
     let power_ratio = keep("power_ratio", ratio(base.mean_power_w, arm.mean_power_w));
     let energy_gain = match (speed_gain, power_ratio) {
         (Some(s), Some(r)) => Some(s * r),
-        _ => keep("energy_gain", Err("S or R is missing")),
+        _ => keep("energy_gain", Err(S_OR_R_MISSING)),
     };
     let (bi, ai) = (base.idle_subtracted_energy_per_decision_j, arm.idle_subtracted_energy_per_decision_j);
     let idle_subtracted_energy_gain = match (bi, ai) {
@@ -525,7 +530,7 @@ pub fn ratios(base: &Aggregate, arm: &Aggregate) -> Ratios {
             "idle_subtracted_energy_gain",
             Err("an idle-subtracted energy is zero or negative (kept with its sign); a ratio of it would mislead"),
         ),
-        _ => keep("idle_subtracted_energy_gain", Err("a figure it needs is missing")),
+        _ => keep("idle_subtracted_energy_gain", Err(INPUT_MISSING)),
     };
     Ratios { speed_gain, power_ratio, energy_gain, idle_subtracted_energy_gain, missing }
 }

@@ -582,22 +582,58 @@ impl RunSummary {
         });
         row("unstable calls", &|a| a.unstable_calls.to_string());
         out.push_str(&format!("\n{RATIO_RULE}\n\n{IDLE_BOUNDARY}\n\n"));
-        let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for a in &self.arms {
-            let all = a.totals.missing.iter().chain(&a.vs_baseline.missing).chain(&a.intervals.missing);
-            for (field, why) in all {
-                missing.entry(format!("{field}: {why}")).or_default().push(a.name.clone());
-            }
-        }
-        if !missing.is_empty() {
-            out.push_str("Missing values (n/a):\n\n");
-            for (what, arms) in missing {
-                out.push_str(&format!("- {what} (arms: {})\n", arms.join(", ")));
-            }
-            out.push('\n');
-        }
+        let arms: Vec<(&str, Vec<(&str, &str)>)> = self
+            .arms
+            .iter()
+            .map(|a| {
+                let all = a.totals.missing.iter().chain(&a.vs_baseline.missing).chain(&a.intervals.missing);
+                (a.name.as_str(), all.map(|(f, why)| (f.as_str(), why.as_str())).collect())
+            })
+            .collect();
+        out.push_str(&missing_markdown(&arms));
         out
     }
+}
+
+/// The "Missing values" list: one line per reason and set of arms, naming its fields.
+/// A field's generic "an input is missing" reason is left out where the same arm gives the
+/// input's own reason for that field; every field keeps at least one reason.
+fn missing_markdown(arms: &[(&str, Vec<(&str, &str)>)]) -> String {
+    use crate::energy::run::{INPUT_MISSING, S_OR_R_MISSING};
+    let generic = |why: &str| why == INPUT_MISSING || why == S_OR_R_MISSING;
+    // (reason, field) -> arms, in arm order and without repeats.
+    let mut by_reason: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for (arm, entries) in arms {
+        for &(field, why) in entries {
+            let specific = entries.iter().any(|&(f, w)| f == field && !generic(w));
+            if generic(why) && specific {
+                continue;
+            }
+            let list = by_reason.entry((why, field)).or_default();
+            if !list.contains(arm) {
+                list.push(arm);
+            }
+        }
+    }
+    if by_reason.is_empty() {
+        return String::new();
+    }
+    // (reason, arms) -> fields.
+    let mut lines: BTreeMap<(&str, Vec<&str>), Vec<&str>> = BTreeMap::new();
+    for ((why, field), list) in by_reason {
+        lines.entry((why, list)).or_default().push(field);
+    }
+    let mut out = String::from("Missing values (n/a):\n\n");
+    for ((why, list), fields) in lines {
+        let whose = if list.len() == arms.len() && arms.len() > 1 {
+            "all arms".to_string()
+        } else {
+            format!("arm{} {}", if list.len() == 1 { "" } else { "s" }, list.join(", "))
+        };
+        out.push_str(&format!("- {why}: {} ({whose})\n", fields.join(", ")));
+    }
+    out.push('\n');
+    out
 }
 
 impl Comparison {
@@ -634,5 +670,33 @@ impl Comparison {
         }
         out.push('\n');
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_markdown;
+    use crate::energy::run::{INPUT_MISSING, S_OR_R_MISSING};
+
+    #[test]
+    fn missing_values_are_grouped_by_reason_without_repeats() {
+        let none = "no power samples";
+        let arms = vec![
+            // A field listed twice for one arm (totals and intervals) names the arm once.
+            ("a", vec![("mean_power_w", none), ("mean_power_w", none), ("energy_gain", S_OR_R_MISSING)]),
+            ("b", vec![("mean_power_w", none), ("energy_gain", S_OR_R_MISSING), ("energy_gain", none)]),
+        ];
+        let md = missing_markdown(&arms);
+        assert_eq!(
+            md,
+            "Missing values (n/a):\n\n\
+             - S or R is missing: energy_gain (arm a)\n\
+             - no power samples: mean_power_w (all arms)\n\
+             - no power samples: energy_gain (arm b)\n\n"
+        );
+        // A generic reason alone stays: the field is still explained.
+        let md = missing_markdown(&[("x", vec![("power_ratio", INPUT_MISSING)])]);
+        assert_eq!(md, "Missing values (n/a):\n\n- a figure it needs is missing: power_ratio (arm x)\n\n");
+        assert_eq!(missing_markdown(&[("x", vec![])]), "");
     }
 }
