@@ -55,9 +55,7 @@ fn settings(args: &EnergyArgs) -> Result<Settings, Failure> {
         .map_err(|e| Failure::input(anyhow!("--idle-discard `{}`: {e}", args.idle_discard)))?;
     if idle_discard >= idle {
         return Err(Failure::input(anyhow!(
-            "--idle-discard {} leaves nothing of the {} idle window; shorten --idle-discard or lengthen --idle-seconds",
-            args.idle_discard,
-            args.idle_seconds
+            "--idle-discard {idle_discard:?} leaves nothing of the {idle:?} idle window; shorten --idle-discard or lengthen --idle-seconds"
         )));
     }
     if !(args.max_watts.is_finite() && args.max_watts > 0.0) {

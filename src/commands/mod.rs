@@ -27,9 +27,26 @@ pub struct Failure {
 }
 
 impl fmt::Display for Failure {
+    /// The error and its causes joined by ": ", leaving out a cause whose text the message
+    /// already holds (library errors often quote their source in their own text).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.error)
+        f.write_str(&error_chain(&self.error))
     }
+}
+
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 impl Failure {
@@ -60,5 +77,29 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Snake(args) => snake::run(&args),
         crate::cli::Command::ConvertCheck(args) => convert_check::run(&args),
         crate::cli::Command::Summary(args) => summary::run(&args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Failure;
+    use anyhow::Context;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct Quoting {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_quoted_by_its_error_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err: Result<(), Quoting> = Err(Quoting { path: "run.jsonl".into(), source: io });
+        let failure = Failure::input(err.context("cannot read the raw record").unwrap_err());
+        assert_eq!(failure.to_string(), "cannot read the raw record: run.jsonl: no such file");
+        // Causes that are not quoted are all kept, in order.
+        let err = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(Failure::run(err).to_string(), "outer: middle: inner");
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The export file could not be opened or read.
-    #[error("io: cannot read {path}: {source}")]
+    #[error("cannot read {path}: {source}")]
     Io {
         /// The file that was being read.
         path: PathBuf,
