@@ -458,9 +458,11 @@ pub struct SnakeGameArgs {
     pub prompt: String,
     /// Tokens per question row: the decision runs as one fixed batch of 3 rows × this length ×
     /// 4 option slots (64 = the published Snake bundle). A state that does not fit is cut and
-    /// counted.
-    #[arg(long, default_value_t = 64, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
-    pub row_length: u64,
+    /// counted. Default: the smallest multiple of 32, at least 64, that holds every row of a
+    /// 600-tick probe walk of this board with this model's tokenizer (64 for the published
+    /// checkpoints, 96 for builtin:tiny's byte-level tokenizer).
+    #[arg(long, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
+    pub row_length: Option<u64>,
 }
 
 /// `laya-bench snake play`.

@@ -7,11 +7,13 @@
 
 use serde_json::Value;
 
-use super::policy::{ModelError, Predictor};
+use super::game::Game;
+use super::policy::{prepare, ModelError, PolicyConfig, Predictor};
 use crate::backend::registry::{self, BackendSpec, RegistryError};
 use crate::backend::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
-use crate::laya::host::{CallOptions, Host};
+use crate::laya::host::{CallOptions, Host, HostError};
+use crate::laya::question::compile_questions;
 use crate::report::raw::ArmInfo;
 
 /// Rows per decision: move, risk, food.
@@ -21,6 +23,36 @@ pub const SNAKE_BATCH: usize = 3;
 pub const SNAKE_LENGTH: usize = 64;
 /// Option slots per row: four moves, or the two noul options.
 pub const SNAKE_OPTIONS: usize = 4;
+
+/// Decisions walked by [`probe_row_tokens`].
+pub const PROBE_STEPS: usize = 600;
+
+/// The longest row, in tokens, of the decisions along a probe walk of `game` (the first safe
+/// move each tick, up to [`PROBE_STEPS`] ticks or the end of the game) with `bundle`'s tokenizer,
+/// nothing cut (up to the model's `max_len`). Tokenization only: no model call.
+pub fn probe_row_tokens(bundle: &Bundle, mut game: Game, config: PolicyConfig) -> Result<usize, HostError> {
+    let host = Host::new(&bundle.tokenizer, &bundle.agent, snake_shapes(bundle.agent.max_len));
+    let options = CallOptions::default();
+    let mut longest = 0;
+    for _ in 0..PROBE_STEPS {
+        let Ok((features, prompt)) = prepare(&game, config) else { break };
+        let questions = compile_questions(&prompt.questions)?;
+        let rows = host.prepare_rows(std::slice::from_ref(&prompt.state), &questions, &options)?;
+        let needed = rows.iter().map(|r| r.ids.len() + r.state.state_tokens_dropped);
+        longest = longest.max(needed.max().unwrap_or(0));
+        let Some(&next) = features.safe.first() else { break };
+        if game.step(next).is_err() || game.finished() {
+            break;
+        }
+    }
+    Ok(longest)
+}
+
+/// The automatic row length: the smallest multiple of 32 that holds `longest` tokens, at least
+/// [`SNAKE_LENGTH`] (the published bundle's 64) and at most the model's `max_len`.
+pub fn auto_row_length(longest: usize, max_len: usize) -> usize {
+    longest.div_ceil(32).saturating_mul(32).max(SNAKE_LENGTH).min(max_len.max(SNAKE_LENGTH))
+}
 
 /// The Snake budget as graph shapes: one fixed B3/L/K4 forward per decision (L = 64 for the
 /// published Snake bundle).
@@ -101,8 +133,8 @@ mod tests {
     use super::*;
     use crate::laya::bundle::ModelSpec;
     use crate::model::synthetic::published_shape;
-    use crate::snake::game::Game;
-    use crate::snake::policy::{decide, PolicyConfig};
+    use crate::snake::policy::decide;
+    use crate::snake::prompt::PromptStyle;
 
     fn tiny() -> Bundle {
         Bundle::load(&ModelSpec::Builtin, published_shape).unwrap()
@@ -138,5 +170,39 @@ mod tests {
     fn unknown_spec_is_a_registry_error() {
         let bundle = tiny();
         assert!(HostPredictor::build("a", "nope:x", &bundle, SNAKE_LENGTH).is_err());
+    }
+
+    #[test]
+    fn the_automatic_row_length_is_the_next_multiple_of_32_from_64_to_max_len() {
+        assert_eq!(auto_row_length(0, 512), 64);
+        assert_eq!(auto_row_length(40, 512), 64);
+        assert_eq!(auto_row_length(64, 512), 64);
+        assert_eq!(auto_row_length(65, 512), 96);
+        assert_eq!(auto_row_length(81, 512), 96);
+        assert_eq!(auto_row_length(141, 512), 160);
+        assert_eq!(auto_row_length(600, 512), 512);
+        assert_eq!(auto_row_length(100, 48), 64);
+    }
+
+    #[test]
+    fn the_probe_walk_finds_the_longest_row_of_the_tiny_tokenizer() {
+        // Measured on the tiny checkpoint's byte-level tokenizer: the first compact decision
+        // needs 77 tokens, the longest along the walk 81 (scores and distances grow); detailed
+        // 124 and 141. The published multilingual tokenizer fits the compact rows in 64.
+        let bundle = tiny();
+        let compact = PolicyConfig { guarded: true, prompt: PromptStyle::Compact };
+        let detailed = PolicyConfig { guarded: true, prompt: PromptStyle::Detailed };
+        assert_eq!(probe_row_tokens(&bundle, Game::with_seed(101), compact).unwrap(), 81);
+        assert_eq!(probe_row_tokens(&bundle, Game::with_seed(101), detailed).unwrap(), 141);
+        let length = auto_row_length(81, bundle.agent.max_len);
+        assert_eq!(length, 96);
+        // At that length a decision is not cut.
+        let mut arm = HostPredictor::build("a", "portable:f32", &bundle, length).unwrap();
+        let mut game = Game::with_seed(101);
+        for _ in 0..20 {
+            let d = decide(&game, &mut arm, compact).unwrap();
+            game.step(d.executed).unwrap();
+        }
+        assert_eq!(arm.truncations(), (20, 0));
     }
 }

@@ -47,6 +47,7 @@ fn headless_play_records_a_run_that_replays() {
     );
     assert_exit(&o, 0, "");
     assert!(!stderr(&o).contains("warning"), "L96 holds every row: {}", stderr(&o));
+    assert!(!stderr(&o).contains("automatic"), "--row-length was given: {}", stderr(&o));
     let s = summary(&o);
     assert_eq!(s["steps"], 12);
     assert_eq!(s["inference_calls"], 12);
@@ -139,7 +140,10 @@ fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
         report.arms.iter().map(|a| (a.role.as_str(), a.identity.precision.as_str())).collect();
     assert_eq!(roles, [("A", "f32"), ("B", "f16")]);
     assert_ne!(report.arms[0].identity.fingerprint, report.arms[1].identity.fingerprint);
-    assert_eq!((report.arms[0].identity.batch, report.arms[0].identity.length), (3, 64));
+    // No --row-length: the probe walk finds builtin:tiny's longest row (81 tokens), so L96.
+    assert!(stderr(&o).contains("row length: 96 tokens (automatic"), "{}", stderr(&o));
+    assert_eq!((report.arms[0].identity.batch, report.arms[0].identity.length), (3, 96));
+    assert_eq!(report.settings.row_length_tokens, 96);
     assert_eq!(report.runs.len(), 2);
     for run in &report.runs {
         assert_eq!((run.steps, run.executed_agreement), (30, 30));
@@ -155,12 +159,20 @@ fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
     }
     assert_eq!(report.totals.steps, 60);
     assert_eq!(report.totals.deaths, 0);
-    // builtin:tiny's byte-level tokenizer needs 77 tokens for the move row: at L64 its state is
-    // cut in every decision, counted and warned about.
     for arm in &report.arms {
-        assert_eq!((arm.decisions, arm.state_truncated_decisions), (60, 60));
+        assert_eq!((arm.decisions, arm.state_truncated_decisions), (60, 0));
     }
-    assert_exit(&o, 0, "raise --row-length");
+    assert!(!stderr(&o).contains("raise --row-length"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_row_length_too_short_for_the_tokenizer_cuts_every_state_and_says_so() {
+    // builtin:tiny's byte-level tokenizer needs 77 tokens for the first move row: at L64 its
+    // state is cut in every decision, counted and warned about.
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["snake", "play", "--headless", "--max-speed", "--steps", "5", "--row-length", "64"];
+    let o = laya_bench(dir.path(), &args);
+    assert_exit(&o, 0, "the state was cut to fit 64 tokens per row in 5 of 5 decisions; raise --row-length");
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
 
-use super::{build_arm, iso_utc_now, policy, truncation_warning};
+use super::{build_arm, iso_utc_now, policy, row_length, truncation_warning};
 use crate::cli::SnakeCompareArgs;
 use crate::commands::bench::{model_json, named_arms, refuse_existing, timestamp_stem};
 use crate::commands::predict::load_bundle;
@@ -41,8 +41,9 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     let created_utc = iso_utc_now();
     let bundle = load_bundle(&args.model.model)?;
     let g = &args.game;
-    let mut a = build_arm(&bundle, name_a, spec_a, g)?;
-    let mut b = build_arm(&bundle, name_b, spec_b, g)?;
+    let length = row_length(&bundle, g, policy)?;
+    let mut a = build_arm(&bundle, name_a, spec_a, length)?;
+    let mut b = build_arm(&bundle, name_b, spec_b, length)?;
     for arm in [&mut a, &mut b] {
         let game = Game::new(g.width, g.height, WARMUP_SEED, g.initial_length).map_err(Failure::input)?;
         warm_up(game, policy, arm, WARMUP_DECISIONS).map_err(|e| {
@@ -79,7 +80,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
             width: g.width,
             height: g.height,
             initial_length: g.initial_length,
-            row_length_tokens: g.row_length,
+            row_length_tokens: length as u64,
             prompt: policy.prompt.as_str().into(),
             guarded: true,
             order: ORDER.into(),

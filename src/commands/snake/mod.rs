@@ -19,7 +19,7 @@ use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::laya::bundle::Bundle;
 use crate::report::raw::HostInfo;
 use crate::snake::game::{Game, RNG_IDENTITY};
-use crate::snake::host_predictor::HostPredictor;
+use crate::snake::host_predictor::{self, HostPredictor};
 use crate::snake::{PolicyConfig, PromptStyle};
 
 /// What the policy says it is, in recordings and reports.
@@ -64,15 +64,30 @@ fn policy(game: &SnakeGameArgs, guarded: bool) -> Result<PolicyConfig, Failure> 
     Ok(PolicyConfig { guarded, prompt })
 }
 
-/// Build an arm at the Snake budget with `--row-length` tokens per row (exit 2 for a spec that
+/// `--row-length`, or the automatic length for this model, board and prompt
+/// ([`host_predictor::auto_row_length`] of a probe walk); says on stderr which it is.
+fn row_length(bundle: &Bundle, game: &SnakeGameArgs, policy: PolicyConfig) -> Result<usize, Failure> {
+    if let Some(given) = game.row_length {
+        return Ok(usize::try_from(given).unwrap_or(usize::MAX));
+    }
+    let walk = Game::new(game.width, game.height, 0, game.initial_length).map_err(Failure::input)?;
+    let longest = host_predictor::probe_row_tokens(bundle, walk, policy)
+        .map_err(|e| Failure::input(anyhow!(e).context("probing the row length (pass --row-length L)")))?;
+    let length = host_predictor::auto_row_length(longest, bundle.agent.max_len);
+    eprintln!(
+        "row length: {length} tokens (automatic: the longest row of a probe walk has {longest}; --row-length sets it)"
+    );
+    Ok(length)
+}
+
+/// Build an arm at the Snake budget with rows of `length` tokens (exit 2 for a spec that
 /// cannot run); prints load warnings.
 fn build_arm<'b>(
     bundle: &'b Bundle,
     name: &str,
     spec: &str,
-    game: &SnakeGameArgs,
+    length: usize,
 ) -> Result<HostPredictor<'b>, Failure> {
-    let length = usize::try_from(game.row_length).unwrap_or(usize::MAX);
     let arm = HostPredictor::build(name, spec, bundle, length)
         .map_err(|e| Failure::input(anyhow!(e).context(format!("arm `{name}`"))))?;
     for w in arm.load_warnings() {
@@ -86,7 +101,7 @@ fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
     let (decisions, truncated) = arm.truncations();
     (truncated > 0).then(|| {
         format!(
-            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --row-length (builtin:tiny's byte-level tokenizer needs 96)",
+            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --row-length",
             arm.identity().name,
             arm.identity().length
         )

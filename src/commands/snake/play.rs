@@ -11,7 +11,9 @@ use anyhow::{anyhow, Context};
 use serde_json::{json, Map, Value};
 
 use super::tui::{adjust_fps, state_label, BoardView, Key, Tui, View, PLAY_KEYS};
-use super::{build_arm, hardware, iso_utc_now, load_single, model_metadata, policy, truncation_warning};
+use super::{
+    build_arm, hardware, iso_utc_now, load_single, model_metadata, policy, row_length, truncation_warning,
+};
 use crate::cli::SnakePlayArgs;
 use crate::commands::bench::positive_duration;
 use crate::commands::{interrupt, Failure, Outcome};
@@ -84,7 +86,8 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     }
     let headless = args.headless || !std::io::stdout().is_terminal();
     let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
-    let mut arm = build_arm(&bundle, &name, &spec, &args.game)?;
+    let length = row_length(&bundle, &args.game, policy)?;
+    let mut arm = build_arm(&bundle, &name, &spec, length)?;
     let warm = Game::new(
         args.game.width,
         args.game.height,
@@ -166,7 +169,7 @@ fn open_recording(
         "height": args.game.height,
         "initial_length": args.game.initial_length,
         "prompt": args.game.prompt,
-        "row_length": args.game.row_length,
+        "row_length": arm.identity().length,
         "seed": args.seed,
         "steps": args.steps,
         "duration": args.duration,

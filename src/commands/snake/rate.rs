@@ -11,7 +11,7 @@ use anyhow::{anyhow, Context};
 use serde_json::{json, Map, Value};
 
 use super::tui::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
-use super::{build_arm, iso_utc_now, load_single, policy, truncation_warning};
+use super::{build_arm, iso_utc_now, load_single, policy, row_length, truncation_warning};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::bench::{model_json, refuse_existing, timestamp_stem};
 use crate::commands::{interrupt, Failure, Outcome};
@@ -35,20 +35,24 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     if resumed.is_none() {
         refuse_existing(&output, args.overwrite)?;
     }
+    let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
     let settings = match &resumed {
         Some(r) => r.settings.clone(),
-        None => settings_from_args(args)?,
+        None => {
+            let length = row_length(&bundle, &args.game, policy(&args.game, true)?)?;
+            settings_from_args(args, length as u64)?
+        }
     };
     let game_args = SnakeGameArgs {
         width: settings.width,
         height: settings.height,
         initial_length: settings.initial_length,
         prompt: settings.prompt.clone(),
-        row_length: settings.row_length_tokens,
+        row_length: Some(settings.row_length_tokens),
     };
     let policy = policy(&game_args, true)?;
-    let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
-    let mut arm = build_arm(&bundle, &name, &spec, &game_args)?;
+    let length = usize::try_from(settings.row_length_tokens).unwrap_or(usize::MAX);
+    let mut arm = build_arm(&bundle, &name, &spec, length)?;
     let model = model_json(&bundle);
     let mut report = match resumed {
         Some(mut r) => {
@@ -155,8 +159,9 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     }
 }
 
-/// Settings of a new run (exit 2 for a bad rate list or no seeds).
-fn settings_from_args(args: &SnakeBenchArgs) -> Result<RateSettings, Failure> {
+/// Settings of a new run with rows of `row_length_tokens` (exit 2 for a bad rate list or no
+/// seeds).
+fn settings_from_args(args: &SnakeBenchArgs, row_length_tokens: u64) -> Result<RateSettings, Failure> {
     let rates_fps = parse_rates(&args.rates).map_err(|e| Failure::input(anyhow!(e)))?;
     if args.seeds.is_empty() {
         return Err(Failure::input(anyhow!("--seeds needs at least one seed, e.g. --seeds 101,102")));
@@ -166,7 +171,7 @@ fn settings_from_args(args: &SnakeBenchArgs) -> Result<RateSettings, Failure> {
         height: args.game.height,
         initial_length: args.game.initial_length,
         prompt: args.game.prompt.clone(),
-        row_length_tokens: args.game.row_length,
+        row_length_tokens,
         rates_fps,
         sweep_steps: args.sweep_steps,
         soak_steps: args.soak_steps,
