@@ -595,6 +595,19 @@ impl RunSummary {
     }
 }
 
+/// How a compared quantity is shown: the label of the per-run table, decimals and scale.
+fn quantity_display(quantity: &str) -> (&str, usize, f64) {
+    match quantity {
+        "time_per_decision_s" => ("t per decision [ms]", 3, 1000.0),
+        "mean_power_w" => ("mean system power [W]", 2, 1.0),
+        "energy_per_decision_j" => ("energy / decision [J]", 4, 1.0),
+        "speed_gain" => ("speed gain S", 3, 1.0),
+        "power_ratio" => ("power ratio R", 3, 1.0),
+        "energy_gain" => ("energy gain S × R", 3, 1.0),
+        other => (other, 4, 1.0),
+    }
+}
+
 /// The "Missing values" list: one line per reason and set of arms, naming its fields.
 /// A field's generic "an input is missing" reason is left out where the same arm gives the
 /// input's own reason for that field; every field keeps at least one reason.
@@ -653,9 +666,10 @@ impl Comparison {
         out.push_str(&"---:|".repeat(runs.len()));
         out.push_str(":---|\n");
         for row in &self.rows {
-            out.push_str(&format!("| `{}` | {} |", row.arm, row.quantity));
+            let (label, digits, scale) = quantity_display(&row.quantity);
+            out.push_str(&format!("| `{}` | {label} |", row.arm));
             for v in &row.runs {
-                out.push_str(&format!(" {} |", with_interval(v.value, v.interval.as_ref(), 4, 1.0)));
+                out.push_str(&format!(" {} |", with_interval(v.value, v.interval.as_ref(), digits, scale)));
             }
             let verdict = match (&row.overlap_missing_reason, row.non_overlapping.is_empty()) {
                 (Some(why), _) => format!("n/a ({why})"),

@@ -390,6 +390,16 @@ fn several_runs_are_compared_and_disjoint_intervals_flagged() {
     assert!(!same.intervals_disjoint);
     let md = c.to_markdown(&[a.clone(), a]);
     assert!(md.contains("**Intervals do not overlap**") && md.contains("⚠ disjoint: runs 0–1"), "{md}");
+    // Quantities carry the main table's labels; times are shown in ms.
+    assert!(md.contains("| t per decision [ms] |") && !md.contains("time_per_decision_s"), "{md}");
+    let t_ms = format!("{:.3}", a_t_s(&c) * 1000.0);
+    assert!(md.contains(&format!("| {t_ms} [")), "{md}");
+}
+
+/// The first compared time per decision, in seconds.
+fn a_t_s(c: &crate::report::summary::Comparison) -> f64 {
+    let row = c.rows.iter().find(|r| r.quantity == "time_per_decision_s").unwrap();
+    row.runs[0].value.unwrap()
 }
 
 #[test]
