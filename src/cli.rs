@@ -139,10 +139,12 @@ pub struct RunArgs {
     /// Warm-up calls per arm, outside every measured interval.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub warmup: usize,
-    /// Raw JSONL record (default: COMMAND-<UTC time>.raw.jsonl in the current folder).
+    /// Raw JSONL record (default: speed-<UTC time>.raw.jsonl or energy-<UTC time>.raw.jsonl in
+    /// the current folder, with -2, -3… when a run of the same second took that name).
     #[arg(long, value_name = "PATH")]
     pub raw: Option<std::path::PathBuf>,
-    /// Final report (default: the raw path with .json instead of .raw.jsonl).
+    /// Final report (default: the raw path with .json instead of .raw.jsonl, or with
+    /// .report.json added when --raw does not end in .raw.jsonl).
     #[arg(long, value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
     /// Also write a Markdown table.
@@ -151,7 +153,7 @@ pub struct RunArgs {
     /// Also write the table as CSV.
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<std::path::PathBuf>,
-    /// Replace existing raw/output files instead of refusing.
+    /// Replace existing raw, report and export files instead of refusing.
     #[arg(long)]
     pub overwrite: bool,
     /// No live progress bar.

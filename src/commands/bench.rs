@@ -97,18 +97,74 @@ pub(crate) fn timestamp_stem(prefix: &str) -> String {
     format!("{prefix}-{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// The raw and report paths: as given, or `PREFIX-<UTC time>.raw.jsonl` and its `.json`.
+/// The raw and report paths: as given, or `PREFIX-<UTC time>.raw.jsonl` and its `.json`
+/// (`PREFIX-<UTC time>-2…` when a run of the same second already took that name).
 pub(crate) fn output_paths(args: &RunArgs, prefix: &str) -> (PathBuf, PathBuf) {
-    let raw =
-        args.raw.clone().unwrap_or_else(|| PathBuf::from(format!("{}.raw.jsonl", timestamp_stem(prefix))));
-    let output = args.output.clone().unwrap_or_else(|| {
+    let report_for = |raw: &Path| {
         let s = raw.to_string_lossy();
         PathBuf::from(match s.strip_suffix(".raw.jsonl") {
             Some(stem) => format!("{stem}.json"),
             None => format!("{s}.report.json"),
         })
+    };
+    let raw = args.raw.clone().unwrap_or_else(|| {
+        first_free(&timestamp_stem(prefix), |raw| {
+            raw.exists() || args.output.is_none() && report_for(raw).exists()
+        })
     });
+    let output = args.output.clone().unwrap_or_else(|| report_for(&raw));
     (raw, output)
+}
+
+/// `STEM.raw.jsonl`, or `STEM-2.raw.jsonl`, `STEM-3…` when `taken`.
+fn first_free(stem: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
+    let mut raw = PathBuf::from(format!("{stem}.raw.jsonl"));
+    let mut n = 2;
+    while taken(&raw) {
+        raw = PathBuf::from(format!("{stem}-{n}.raw.jsonl"));
+        n += 1;
+    }
+    raw
+}
+
+/// Check every file a `speed`/`energy` run will write before anything is measured (exit 2):
+/// no two of the raw record, report and exports are the same file, none exists unless
+/// `--overwrite`, and each one's folder exists.
+pub(crate) fn check_output_files(args: &RunArgs, raw: &Path, output: &Path) -> Result<(), Failure> {
+    let mut files: Vec<(&str, &Path)> = vec![("--raw", raw), ("--output", output)];
+    if let Some(p) = &args.export_markdown {
+        files.push(("--export-markdown", p));
+    }
+    if let Some(p) = &args.export_csv {
+        files.push(("--export-csv", p));
+    }
+    let mut seen: Vec<(&str, PathBuf)> = Vec::new();
+    for (flag, path) in files {
+        let folder = match path.parent() {
+            Some(f) if !f.as_os_str().is_empty() => f,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(Failure::input(anyhow!(
+                "{flag} {}: the folder {} does not exist; create it or choose another path",
+                path.display(),
+                folder.display()
+            )));
+        }
+        let key = folder
+            .canonicalize()
+            .unwrap_or_else(|_| folder.to_path_buf())
+            .join(path.file_name().unwrap_or_default());
+        if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
+            return Err(Failure::input(anyhow!(
+                "{other} and {flag} both name {}: the raw record, the report and each export need their own file",
+                path.display()
+            )));
+        }
+        seen.push((flag, key));
+        refuse_existing(path, args.overwrite)?;
+    }
+    Ok(())
 }
 
 /// Refuse to replace an existing measurement unless `--overwrite` was given.
@@ -139,6 +195,14 @@ pub(crate) fn build_setup<'b>(
     specs: &[(String, String)],
     parsed: &[BackendSpec],
 ) -> Result<Setup<'b>, Failure> {
+    if args.length > bundle.agent.max_len {
+        return Err(Failure::input(anyhow!(
+            "--length {} is longer than the model's max_len {}: the host never builds a row that long; pass --length {} or less",
+            args.length,
+            bundle.agent.max_len,
+            bundle.agent.max_len
+        )));
+    }
     let shapes = ShapeCaps {
         batch_size: 1,
         max_length: args.length,
@@ -358,4 +422,18 @@ pub(crate) fn write_outputs(
 /// and shape.
 pub(crate) fn arm_info(arm: &Arm<'_>) -> ArmInfo {
     ArmInfo::describe(&arm.name, &arm.spec, arm.backend.info())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_free;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_default_name_taken_in_the_same_second_gets_a_suffix() {
+        let taken = ["speed-T.raw.jsonl", "speed-T-2.raw.jsonl"];
+        let free = first_free("speed-T", |p: &Path| taken.iter().any(|t| Path::new(t) == p));
+        assert_eq!(free, PathBuf::from("speed-T-3.raw.jsonl"));
+        assert_eq!(first_free("speed-T", |_: &Path| false), PathBuf::from("speed-T.raw.jsonl"));
+    }
 }

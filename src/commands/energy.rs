@@ -268,8 +268,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         None => None,
     };
     let (raw_path, output_path) = bench::output_paths(common, "energy");
-    bench::refuse_existing(&raw_path, common.overwrite)?;
-    bench::refuse_existing(&output_path, common.overwrite)?;
+    bench::check_output_files(common, &raw_path, &output_path)?;
     let bundle = load_bundle(&common.model.model)?;
     let setup = bench::build_setup(&bundle, common, &specs, &parsed)?;
     let stream_timeout = max_gap(settings.interval);
@@ -289,7 +288,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     header.sensor = Some(opened.clone());
     header.energy = Some(settings.info.clone());
     let Setup { mut arms, workload, .. } = setup;
-    let writer = RawWriter::create(&raw_path)
+    let writer = RawWriter::open(&raw_path, common.overwrite)
         .with_context(|| format!("cannot create the raw file {}", raw_path.display()))
         .map_err(Failure::input)?;
     let stop = match interrupt::install() {

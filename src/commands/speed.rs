@@ -98,13 +98,12 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let plan = plan(args)?;
     let parsed = bench::check_inputs(common, &specs)?;
     let (raw_path, output_path) = bench::output_paths(common, "speed");
-    bench::refuse_existing(&raw_path, common.overwrite)?;
-    bench::refuse_existing(&output_path, common.overwrite)?;
+    bench::check_output_files(common, &raw_path, &output_path)?;
     let bundle = load_bundle(&common.model.model)?;
     let setup = bench::build_setup(&bundle, common, &specs, &parsed)?;
     let mut header = bench::header("speed", &bundle, &setup, common, &plan);
     let Setup { mut arms, workload, .. } = setup;
-    let writer = RawWriter::create(&raw_path)
+    let writer = RawWriter::open(&raw_path, common.overwrite)
         .with_context(|| format!("cannot create the raw file {}", raw_path.display()))
         .map_err(Failure::input)?;
     let clock = Clock::start();

@@ -227,7 +227,7 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
         sensor: None,
         energy: None,
     };
-    let writer = RawWriter::create(&raw_path)
+    let writer = RawWriter::open(&raw_path, args.overwrite)
         .with_context(|| format!("cannot create the raw file {}", raw_path.display()))
         .map_err(Failure::input)?;
     let clock = Clock::start();

@@ -357,7 +357,20 @@ pub struct RawWriter {
 impl RawWriter {
     /// Create (truncate) the raw file.
     pub fn create(path: &Path) -> std::io::Result<Self> {
-        let file = File::create(path)?;
+        Self::open(path, true)
+    }
+
+    /// Create the raw file; unless `replace`, fail if it exists (so two runs that picked the
+    /// same name cannot write into one file).
+    pub fn open(path: &Path, replace: bool) -> std::io::Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true);
+        if replace {
+            options.create(true).truncate(true);
+        } else {
+            options.create_new(true);
+        }
+        let file = options.open(path)?;
         Ok(Self { out: BufWriter::with_capacity(1 << 20, file), path: path.to_path_buf() })
     }
 

@@ -138,16 +138,47 @@ fn bad_inputs_exit_2_before_measuring() {
     );
     assert_exit(&laya_bench(d, &["speed", "--tokens", "20", "--calls", "1"]), 2, "even with an empty `note`");
     assert_exit(
+        &laya_bench(d, &["speed", "--tokens", "500", "--length", "600", "--calls", "1"]),
+        2,
+        "--length 600 is longer than the model's max_len 512",
+    );
+    assert_exit(
         &laya_bench(d, &["speed", "--calls", "1", "--raw", "/nonexistent-dir/r.raw.jsonl"]),
         2,
-        "cannot create the raw file",
+        "--raw /nonexistent-dir/r.raw.jsonl: the folder /nonexistent-dir does not exist",
+    );
+    assert_exit(
+        &laya_bench(d, &["speed", "--calls", "1", "--export-csv", "/nonexistent-dir/x.csv"]),
+        2,
+        "--export-csv /nonexistent-dir/x.csv: the folder /nonexistent-dir does not exist",
+    );
+    // The report must not replace the raw record, nor an export either of them.
+    assert_exit(
+        &laya_bench(d, &["speed", "--calls", "1", "--raw", "same.json", "--output", "same.json"]),
+        2,
+        "--raw and --output both name same.json",
+    );
+    assert_exit(
+        &laya_bench(d, &["speed", "--calls", "1", "--raw", "r.raw.jsonl", "--export-markdown", "./r.json"]),
+        2,
+        "--output and --export-markdown both name ./r.json",
     );
     assert_exit(&laya_bench(d, &["speed", "--seconds", "fast"]), 2, "--seconds `fast`");
     std::fs::write(d.join("taken.raw.jsonl"), "x").unwrap();
     assert_exit(&laya_bench(d, &["speed", "--calls", "1", "--raw", "taken.raw.jsonl"]), 2, "--overwrite");
+    // An existing export is a measurement too.
+    std::fs::write(d.join("taken.md"), "x").unwrap();
+    assert_exit(
+        &laya_bench(d, &["speed", "--calls", "1", "--raw", "new.raw.jsonl", "--export-markdown", "taken.md"]),
+        2,
+        "taken.md exists",
+    );
+    assert_eq!(std::fs::read_to_string(d.join("taken.md")).unwrap(), "x");
     // Nothing was measured: no raw file appeared for the refused runs.
-    let raws: Vec<_> = std::fs::read_dir(d).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
-    assert_eq!(raws.len(), 1, "{raws:?}");
+    let mut files: Vec<_> =
+        std::fs::read_dir(d).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    files.sort();
+    assert_eq!(files, ["taken.md", "taken.raw.jsonl"], "{files:?}");
 }
 
 #[test]
