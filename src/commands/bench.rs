@@ -116,6 +116,26 @@ pub(crate) fn output_paths(args: &RunArgs, prefix: &str) -> (PathBuf, PathBuf) {
     (raw, output)
 }
 
+/// The folder `path` will be written in (`.` for a bare file name); exit 2 naming `flag` when
+/// it does not exist, so a run never measures first and then fails to save.
+pub(crate) fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, Failure> {
+    let folder = match path.parent() {
+        Some(f) if !f.as_os_str().is_empty() => f,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(Failure::input(anyhow!(
+            "{flag} {}: the folder {} does not exist; create it or choose another path",
+            path.display(),
+            folder.display()
+        )));
+    }
+    if path.is_dir() {
+        return Err(Failure::input(anyhow!("{flag} {}: is a folder; give a file path", path.display())));
+    }
+    Ok(folder)
+}
+
 /// `STEM.raw.jsonl`, or `STEM-2.raw.jsonl`, `STEM-3…` when `taken`.
 fn first_free(stem: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
     let mut raw = PathBuf::from(format!("{stem}.raw.jsonl"));
@@ -140,17 +160,7 @@ pub(crate) fn check_output_files(args: &RunArgs, raw: &Path, output: &Path) -> R
     }
     let mut seen: Vec<(&str, PathBuf)> = Vec::new();
     for (flag, path) in files {
-        let folder = match path.parent() {
-            Some(f) if !f.as_os_str().is_empty() => f,
-            _ => Path::new("."),
-        };
-        if !folder.is_dir() {
-            return Err(Failure::input(anyhow!(
-                "{flag} {}: the folder {} does not exist; create it or choose another path",
-                path.display(),
-                folder.display()
-            )));
-        }
+        let folder = check_folder(flag, path)?;
         let key = folder
             .canonicalize()
             .unwrap_or_else(|_| folder.to_path_buf())

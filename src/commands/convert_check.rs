@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 
-use super::bench::{refuse_existing, timestamp_stem};
+use super::bench::{check_folder, refuse_existing, timestamp_stem};
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
 use crate::backend::portable::PortableBackend;
@@ -98,13 +98,7 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("convert-check"))));
     refuse_existing(&output, args.overwrite)?;
-    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
-        return Err(Failure::input(anyhow!(
-            "--output {}: the folder {} does not exist; create it or choose another path",
-            output.display(),
-            dir.display()
-        )));
-    }
+    check_folder("--output", &output)?;
     let suite = load_suite(args.suite.as_deref())?;
     let source_bundle = load_bundle(&args.source)?;
     if matches!(source_bundle.weights, Weights::CoreMl(_)) {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 
-use super::bench::unix_now;
+use super::bench::{self, unix_now};
 use super::{Failure, Outcome};
 use crate::cli::SummaryArgs;
 use crate::energy::counter_delta_j;
@@ -42,6 +42,15 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
             "give at least one raw record (the `--raw` file of `speed` or `energy`)"
         )));
     }
+    bench::check_folder("--output", output)?;
+    for (flag, path) in [("--markdown", &args.markdown), ("--csv", &args.csv)] {
+        if let Some(p) = path {
+            bench::check_folder(flag, p)?;
+        }
+    }
+    if let Some(dir) = args.plots.as_ref().filter(|d| d.exists() && !d.is_dir()) {
+        return Err(Failure::input(anyhow!("--plots {}: is a file, not a folder", dir.display())));
+    }
     if args.bootstrap > MAX_RESAMPLES {
         return Err(Failure::input(anyhow!(
             "--bootstrap {} is more than {MAX_RESAMPLES} resamples (each arm keeps 7 figures per resample in memory); 10,000 is plenty for 95 % intervals",
@@ -63,6 +72,13 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     for path in &args.raws {
         let run =
             raw::read(path).map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?;
+        if !matches!(run.header.kind.as_str(), "speed" | "energy") {
+            return Err(Failure::input(anyhow!(
+                "{} is a `{}` record; summary reads the raw records of `speed` and `energy`",
+                path.display(),
+                run.header.kind
+            )));
+        }
         let s = summary::summarize(&run, &path.display().to_string(), &opts).map_err(Failure::input)?;
         runs.push(s);
         raws.push(run);

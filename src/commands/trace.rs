@@ -330,6 +330,9 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
 // trace summarize
 
 fn summarize(args: &TraceSummarizeArgs) -> Outcome {
+    if let Some(path) = &args.output {
+        bench::check_folder("--output", path)?;
+    }
     let summary = summarize_files(SummarizeInputs {
         hardware_xml: &args.hardware_xml,
         toc_xml: &args.toc_xml,

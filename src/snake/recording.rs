@@ -33,6 +33,12 @@ pub enum RecordingError {
     /// No metadata line or no frame.
     #[error("Recording must contain metadata and real decision frames")]
     Incomplete,
+    /// The metadata names another format.
+    #[error("the metadata's `format` is {found:?}; this reader reads {RECORDING_FORMAT:?} recordings")]
+    Format {
+        /// The `format` value found.
+        found: String,
+    },
     /// Frame timestamps are not finite, non-negative and strictly increasing.
     #[error("Recording timestamps must strictly increase (frame {frame}: at = {at})")]
     Timestamps {
@@ -246,6 +252,9 @@ pub fn read_recording<R: BufRead>(input: R) -> Result<Recording, RecordingError>
             _ => None,
         })
         .ok_or(RecordingError::Incomplete)?;
+    if metadata.format != RECORDING_FORMAT {
+        return Err(RecordingError::Format { found: metadata.format });
+    }
     let recording = Recording { metadata, records };
     let mut previous: Option<f64> = None;
     let mut frames = 0usize;

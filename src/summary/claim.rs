@@ -77,7 +77,7 @@ pub fn judge(target: f64, base: &ArmSummary, arm: &ArmSummary, audit_passed: boo
         let mut why = Vec::new();
         match interval {
             Some(i) if i.low < target => why.push(format!("the lower bound {:.3} is below {target}", i.low)),
-            None => why.push("there is no interval".to_string()),
+            None => why.push("a claim needs the lower bound of a bootstrap interval".to_string()),
             _ => {}
         }
         if !latency.passed {

@@ -195,6 +195,16 @@ pub enum TraceError {
         /// The schema of the table given.
         found: String,
     },
+    /// One of several input files failed: which option gave it, and why.
+    #[error("{option} {}: {source}", path.display())]
+    Input {
+        /// The command-line option that named the file (`--toc-xml`, ...).
+        option: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What went wrong in it.
+        source: Box<TraceError>,
+    },
 }
 
 /// Shortens untrusted text for an error message.

@@ -57,10 +57,19 @@ pub struct SummarizeInputs<'a> {
 
 /// Reads the exports named in `inputs` and summarizes them.
 pub fn summarize_files(inputs: SummarizeInputs<'_>) -> Result<TraceSummary, TraceError> {
-    let toc = TraceToc::read(inputs.toc_xml)?;
+    fn named(option: &'static str, path: &Path) -> impl FnOnce(TraceError) -> TraceError {
+        let path = path.to_path_buf();
+        move |e| TraceError::Input { option, path, source: Box::new(e) }
+    }
+    let toc = TraceToc::read(inputs.toc_xml).map_err(named("--toc-xml", inputs.toc_xml))?;
     let run = toc.select_run(inputs.run_number)?;
-    let hardware = read_interval_table(inputs.hardware_xml, TableKind::NeuralEngineHardware)?;
-    let signposts =
-        inputs.signpost_xml.map(|path| read_interval_table(path, TableKind::CoreMlSignpost)).transpose()?;
+    let hardware = read_interval_table(inputs.hardware_xml, TableKind::NeuralEngineHardware)
+        .map_err(named("--hardware-xml", inputs.hardware_xml))?;
+    let signposts = inputs
+        .signpost_xml
+        .map(|path| {
+            read_interval_table(path, TableKind::CoreMlSignpost).map_err(named("--signpost-xml", path))
+        })
+        .transpose()?;
     summarize(run, &hardware, signposts.as_ref())
 }

@@ -102,6 +102,12 @@ fn replay_rejects_a_tampered_recording_and_a_file_that_is_not_one() {
     std::fs::write(dir.path().join("junk.jsonl"), "{\"type\": \"nonsense\"}\n").unwrap();
     let o = laya_bench(dir.path(), &["snake", "replay", "junk.jsonl", "--headless"]);
     assert_exit(&o, 2, "not a valid recording");
+    // Another format version is refused, naming the field.
+    let mut other = text.lines().map(String::from).collect::<Vec<_>>();
+    other[0] = other[0].replace("laya-coreml-snake-v1", "laya-coreml-snake-v2");
+    std::fs::write(dir.path().join("v2.jsonl"), other.join("\n") + "\n").unwrap();
+    let o = laya_bench(dir.path(), &["snake", "replay", "v2.jsonl", "--headless"]);
+    assert_exit(&o, 2, "the metadata's `format` is \"laya-coreml-snake-v2\"");
     let o = laya_bench(dir.path(), &["snake", "replay", "missing.jsonl", "--headless"]);
     assert_exit(&o, 2, "cannot open the recording");
     let o = laya_bench(dir.path(), &["snake", "replay", "run.jsonl", "--headless", "--speed", "0"]);
@@ -217,6 +223,12 @@ fn compare_refuses_bad_input_with_exit_2() {
     assert_exit(&run(&[&two[..], &["--prompt", "verbose"]].concat()), 2, "verbose");
     assert_exit(&run(&[&two[..], &["--steps", "0"]].concat()), 2, "steps");
     assert_exit(&run(&[&two[..], &["--model", "nope:x"]].concat()), 2, "cannot load the model");
+    // The report's folder is checked before anything is played.
+    let o = laya_bench(
+        dir.path(),
+        &[&["snake", "compare", "--steps", "2", "--output", "nodir/c.json"][..], &two].concat(),
+    );
+    assert_exit(&o, 2, "--output nodir/c.json: the folder nodir does not exist");
     std::fs::write(dir.path().join("c.json"), "{}").unwrap();
     assert_exit(&run(&two), 2, "--overwrite");
 }
@@ -346,6 +358,11 @@ fn play_refuses_bad_input_with_exit_2() {
     assert_exit(&play(&["--duration", "0s"]), 2, "--duration");
     assert_exit(&play(&["--height", "3"]), 2, "Board dimensions");
     assert_exit(&play(&["--arm", "nope:x"]), 2, "nope:x");
+    assert_exit(
+        &play(&["--row-length", "1000"]),
+        2,
+        "--row-length 1000 is longer than the model's max_len 512",
+    );
 }
 
 #[test]

@@ -200,6 +200,29 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     assert!(o.status.code() == Some(2) && stderr(&o).contains("--bootstrap 100000000"), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl"]);
     assert_eq!(o.status.code(), Some(2), "--output is required: {}", stderr(&o));
+    // Outputs are checked before anything is read.
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "nodir/s.json"]);
+    assert!(
+        o.status.code() == Some(2)
+            && stderr(&o).contains("--output nodir/s.json: the folder nodir does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--plots", "notes.txt"]);
+    assert!(
+        o.status.code() == Some(2) && stderr(&o).contains("--plots notes.txt: is a file"),
+        "{}",
+        stderr(&o)
+    );
+    // A record of another command (here a trace run's) is not summarized.
+    let trace = text.replacen("\"kind\":\"energy\"", "\"kind\":\"trace-run\"", 1);
+    std::fs::write(d.join("t.raw.jsonl"), trace).unwrap();
+    let o = laya_bench(d, &["summary", "t.raw.jsonl", "--output", "s.json"]);
+    assert!(
+        o.status.code() == Some(2) && stderr(&o).contains("t.raw.jsonl is a `trace-run` record"),
+        "{}",
+        stderr(&o)
+    );
     // Without its footer the record is incomplete: exit 1, summary written.
     let cut: Vec<&str> = text.lines().filter(|l| !l.contains("\"record\":\"footer\"")).collect();
     std::fs::write(d.join("cut.raw.jsonl"), cut.join("\n") + "\n").unwrap();

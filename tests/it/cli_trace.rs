@@ -99,7 +99,7 @@ mod summarize {
         let hw = fixture("synthetic_renamed_schema.xml").display().to_string();
         let toc = fixture("synthetic_toc.xml").display().to_string();
         let o = laya_bench(dir.path(), &["trace", "summarize", "--hardware-xml", &hw, "--toc-xml", &toc]);
-        assert_exit(&o, 2, "unknown schema");
+        assert_exit(&o, 2, &format!("--hardware-xml {hw}: unknown schema"));
         assert!(stderr(&o).contains("found tables [\"neural-engine-hw-intervals-v2\"]"), "{}", stderr(&o));
         assert!(stdout(&o).is_empty());
     }
@@ -110,10 +110,20 @@ mod summarize {
         let toc = fixture("synthetic_toc.xml").display().to_string();
         let o =
             laya_bench(dir.path(), &["trace", "summarize", "--hardware-xml", "nope.xml", "--toc-xml", &toc]);
-        assert_exit(&o, 2, "cannot read nope.xml");
+        assert_exit(&o, 2, "--hardware-xml nope.xml: cannot read nope.xml");
         let cut = fixture("malformed_truncated.xml").display().to_string();
         let o = laya_bench(dir.path(), &["trace", "summarize", "--hardware-xml", &cut, "--toc-xml", &toc]);
-        assert_exit(&o, 2, "malformed XML");
+        assert_exit(&o, 2, &format!("--hardware-xml {cut}: malformed XML"));
+        // Files swapped: the message names the option that got the wrong file.
+        let o = laya_bench(dir.path(), &["trace", "summarize", "--hardware-xml", &toc, "--toc-xml", &cut]);
+        assert_exit(&o, 2, &format!("--toc-xml {cut}:"));
+        // An output folder that does not exist is refused before any parsing.
+        let hw = fixture("synthetic_ane_hw_intervals.xml").display().to_string();
+        let args =
+            ["trace", "summarize", "--hardware-xml", &hw, "--toc-xml", &toc, "--output", "nodir/t.json"];
+        let o = laya_bench(dir.path(), &args);
+        assert_exit(&o, 2, "--output nodir/t.json: the folder nodir does not exist");
+        assert!(stdout(&o).is_empty());
     }
 }
 

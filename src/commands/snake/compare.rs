@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context};
 
 use super::{build_arm, iso_utc_now, policy, row_length, truncation_warning};
 use crate::cli::SnakeCompareArgs;
-use crate::commands::bench::{model_json, named_arms, refuse_existing, timestamp_stem};
+use crate::commands::bench::{check_folder, model_json, named_arms, refuse_existing, timestamp_stem};
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};
@@ -38,6 +38,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-compare"))));
     refuse_existing(&output, args.overwrite)?;
+    check_folder("--output", &output)?;
     let created_utc = iso_utc_now();
     let bundle = load_bundle(&args.model.model)?;
     let g = &args.game;

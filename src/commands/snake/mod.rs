@@ -68,7 +68,13 @@ fn policy(game: &SnakeGameArgs, guarded: bool) -> Result<PolicyConfig, Failure> 
 /// ([`host_predictor::auto_row_length`] of a probe walk); says on stderr which it is.
 fn row_length(bundle: &Bundle, game: &SnakeGameArgs, policy: PolicyConfig) -> Result<usize, Failure> {
     if let Some(given) = game.row_length {
-        return Ok(usize::try_from(given).unwrap_or(usize::MAX));
+        let max_len = bundle.agent.max_len;
+        return match usize::try_from(given) {
+            Ok(l) if l <= max_len => Ok(l),
+            _ => Err(Failure::input(anyhow!(
+                "--row-length {given} is longer than the model's max_len {max_len}: the host never builds a row that long; pass at most {max_len}"
+            ))),
+        };
     }
     let walk = Game::new(game.width, game.height, 0, game.initial_length).map_err(Failure::input)?;
     let longest = host_predictor::probe_row_tokens(bundle, walk, policy)

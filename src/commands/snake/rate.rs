@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::tui::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
 use super::{build_arm, iso_utc_now, load_single, policy, row_length, truncation_warning};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
-use crate::commands::bench::{model_json, refuse_existing, timestamp_stem};
+use crate::commands::bench::{check_folder, model_json, refuse_existing, timestamp_stem};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};
 use crate::report::write_atomic;
@@ -34,6 +34,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     let resumed = if args.resume { Some(read_report(&output)?) } else { None };
     if resumed.is_none() {
         refuse_existing(&output, args.overwrite)?;
+        check_folder("--output", &output)?;
     }
     let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
     let settings = match &resumed {
