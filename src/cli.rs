@@ -399,7 +399,8 @@ pub struct PalettizeArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Index width: 8, 6 or 4 bits.
+    /// Index width in bits, 1 to 8 (8, 6 and 4 are the named arms `portable:w8|w6|w4`; a file of
+    /// any width runs as `portable:palette:FILE`).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub bits: u8,
     /// Palettize only matrices with more elements than this (0: every projection matrix, e.g.

@@ -52,6 +52,7 @@ impl ScriptedBackend {
                 device: "none (scripted outputs, not a measurement)".into(),
                 shapes,
                 fingerprint: "mock".into(),
+                notes: Vec::new(),
             },
             script,
             delay,

@@ -48,6 +48,9 @@ pub struct BackendInfo {
     pub shapes: ShapeCaps,
     /// sha256 (hex) of the weight bytes it loaded.
     pub fingerprint: String,
+    /// What a user must know about this arm to read its numbers (e.g. a conversion that
+    /// changed nothing); printed when the arm is built and kept in the raw header.
+    pub notes: Vec<String>,
 }
 
 /// One packed batch in graph shape: `B` rows of length `L` with `K` marker slots.

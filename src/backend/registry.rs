@@ -445,6 +445,12 @@ pub fn build_portable(
         threads,
     );
     backend.set_precision_name(&name);
+    if let Some(r) = report.as_ref().filter(|r| r.tensors.is_empty()) {
+        backend.add_note(format!(
+            "nothing palettized: no projection matrix of this model has more than {} elements, so this arm runs the f32 weights and says nothing about {}-bit palettization",
+            r.config.above_elements, r.config.bits
+        ));
+    }
     Ok((backend, report))
 }
 

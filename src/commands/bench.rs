@@ -234,6 +234,9 @@ pub(crate) fn build_setup<'b>(
                 caps.max_length
             )));
         }
+        for note in &backend.info().notes {
+            eprintln!("note: arm `{name}` ({spec}): {note}");
+        }
         let host = mlx::configure_host(Host::new(&bundle.tokenizer, &bundle.agent, caps), backend.info());
         arms.push(Arm { name: name.clone(), spec: spec.clone(), backend, host });
     }

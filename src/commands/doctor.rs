@@ -148,13 +148,18 @@ pub fn load_checks(model: &str, specs: &[String]) -> Vec<LoadCheck> {
         .iter()
         .map(|spec| {
             let result = match &bundle {
-                Err(f) => Err(format!("{:#}", f.error)),
-                Ok(b) => super::predict::build_backend(spec, b).map_err(|f| format!("{:#}", f.error)),
+                Err(f) => Err(f.to_string()),
+                Ok(b) => super::predict::build_backend(spec, b).map_err(|f| f.to_string()),
             };
             let (loaded, detail) = match result {
                 Ok(backend) => {
                     let i = backend.info();
-                    (true, format!("{} {} on {}, weights {}", i.name, i.precision, i.device, i.fingerprint))
+                    let mut detail =
+                        format!("{} {} on {}, weights {}", i.name, i.precision, i.device, i.fingerprint);
+                    for note in &i.notes {
+                        detail.push_str(&format!("; note: {note}"));
+                    }
+                    (true, detail)
                 }
                 Err(e) => (false, e),
             };
@@ -206,8 +211,9 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
         doc.tool.version, doc.host.os, doc.host.arch, doc.host.logical_cpus
     );
     println!("Power sensors (--sensor):");
+    let width = doc.sensors.iter().map(|s| s.spec.chars().count()).max().unwrap_or(0);
     for s in &doc.sensors {
-        println!("  {:<11} usable: {:<3}  {}", s.spec, mark(s.usable), s.detail);
+        println!("  {:<width$} usable: {:<3}  {}", s.spec, mark(s.usable), s.detail);
     }
     match (&doc.default_sensor, &doc.default_sensor_missing_reason) {
         (Some(d), _) => println!("  default for `energy`: {d}"),
@@ -215,8 +221,9 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
         (None, None) => {}
     }
     println!("\nBackends (--arm NAME=SPEC, --backend):");
+    let width = doc.backends.iter().map(|b| b.spec.chars().count()).max().unwrap_or(0);
     for b in &doc.backends {
-        println!("  {:<15} usable: {:<3}  {}", b.spec, mark(b.usable), b.detail);
+        println!("  {:<width$} usable: {:<3}  {}", b.spec, mark(b.usable), b.detail);
     }
     if let Some(apple) = &doc.apple {
         println!("\nApple hardware:");
@@ -306,5 +313,8 @@ mod tests {
         let bad_model = load_checks("builtin:nope", &["portable:f32".into()]);
         assert!(!bad_model[0].loaded && bad_model[0].detail.contains("builtin:nope"), "{:?}", bad_model[0]);
         assert!(load_checks("builtin:tiny", &[]).is_empty());
+        // On the tiny model a palettized arm is the f32 weights, and the check says so.
+        let w8 = load_checks("builtin:tiny", &["portable:w8".into()]);
+        assert!(w8[0].loaded && w8[0].detail.contains("note: nothing palettized"), "{:?}", w8[0]);
     }
 }

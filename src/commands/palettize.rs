@@ -21,6 +21,12 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
     let (weights, source) = load_source(&spec, &bundle).map_err(Failure::input)?;
     let cfg = PaletteConfig { above_elements: args.above_elements, ..PaletteConfig::new(args.bits) };
     let (weights, report) = palettize(weights, &cfg).map_err(|e| Failure::run(anyhow!(e)))?;
+    if report.tensors.is_empty() {
+        eprintln!(
+            "warning: nothing palettized: no projection matrix of {} has more than {} elements (--above-elements), so the file holds the f32 weights; pass --above-elements 0 to palettize every matrix",
+            args.model.model, cfg.above_elements
+        );
+    }
     let bytes =
         write_palette(&weights, &PaletteMeta::new(&cfg, &source)).map_err(|e| Failure::run(anyhow!(e)))?;
     write_atomic(&args.output, &bytes)

@@ -206,7 +206,8 @@ fn build_report(
             speed_ratio_vs_baseline: base_t / t,
             unstable_calls: totals.unstable[i],
             gflop_per_decision: gflop,
-            achieved_gflops: gflop.map(|g| g / t),
+            // A scripted arm does no model arithmetic: a FLOP rate of it would be fiction.
+            achieved_gflops: gflop.filter(|_| info.backend != "mock").map(|g| g / t),
             answers,
             max_probability_diff_vs_baseline: max_diff,
             answer_mismatches_vs_baseline: mismatches,

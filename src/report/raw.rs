@@ -111,6 +111,9 @@ pub struct ArmInfo {
     pub length: usize,
     /// Option slots.
     pub max_options: usize,
+    /// What a reader must know to read this arm's numbers (see `BackendInfo::notes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl ArmInfo {
@@ -126,6 +129,7 @@ impl ArmInfo {
             batch: info.shapes.batch_size,
             length: info.shapes.max_length,
             max_options: info.shapes.max_options,
+            notes: info.notes.clone(),
         }
     }
 }

@@ -71,8 +71,12 @@ impl SpeedReport {
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "Workload `{}` ({} requests, padded length {}), {} balanced cycles.\n\n",
-            self.workload.name, self.workload.requests, self.workload.length, self.plan.cycles
+            "Workload `{}` ({} requests, padded length {}), {} balanced cycle{}.\n\n",
+            self.workload.name,
+            self.workload.requests,
+            self.workload.length,
+            self.plan.cycles,
+            if self.plan.cycles == 1 { "" } else { "s" }
         ));
         out.push_str("| Arm | Spec | Mean [ms] | P50 [ms] | P95 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | Relative | GFLOP/s | Unstable |\n");
         out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -94,6 +98,11 @@ impl SpeedReport {
             ));
         }
         out.push_str("\nRelative = t(baseline) / t(arm), t = total block time / decisions (interval means of all completed work).\n");
+        for a in &self.arms {
+            for note in &a.arm.notes {
+                out.push_str(&format!("\nNote on `{}`: {note}\n", a.arm.name));
+            }
+        }
         out
     }
 

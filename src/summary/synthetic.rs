@@ -126,6 +126,7 @@ fn header(shape: &RunShape) -> Header {
                 batch: 1,
                 length: 96,
                 max_options: 4,
+                notes: Vec::new(),
             })
             .collect(),
         workload: WorkloadInfo {

@@ -15,6 +15,9 @@ fn palette_files_round_trip_and_belong_to_their_checkpoint() {
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["config"]["bits"], 8);
+    // The tiny model's matrices are all below the default threshold: nothing is palettized,
+    // and the command says so.
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warning: nothing palettized"));
     let a = laya_bench(
         d,
         &["predict", "--backend", "portable:w8:w8.safetensors", "--state", "refund me", "--questions", Q],

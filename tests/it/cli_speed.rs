@@ -58,6 +58,8 @@ fn two_arms_write_raw_report_and_exports() {
     assert_eq!(report["arms"][0]["calls"], 24);
     assert_eq!(report["arms"][0]["speed_ratio_vs_baseline"], 1.0);
     assert_eq!(report["stable"], true);
+    // A scripted arm does no arithmetic: no FLOP rate.
+    assert!(report["arms"][0]["achieved_gflops"].is_f64() && report["arms"][1]["achieved_gflops"].is_null());
     assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().contains("| `base` |"));
     assert_eq!(std::fs::read_to_string(dir.path().join("r.csv")).unwrap().lines().count(), 3);
 }
@@ -208,4 +210,21 @@ fn a_request_file_workload_runs_as_given() {
     let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
     assert_eq!(run.header.workload.requests, 2);
     assert_eq!(run.header.workload.target_tokens, None);
+}
+
+#[test]
+fn a_palettized_arm_that_palettizes_nothing_says_so() {
+    // builtin:tiny has no projection matrix above 65,536 elements: portable:w8 is its f32 weights.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args =
+        ["speed", "--no-progress", "--arm", "f=portable:f32", "--arm", "w=portable:w8", "--calls", "2"];
+    let rest = ["--cycles", "1", "--warmup", "1", "--raw", "r.raw.jsonl", "--export-markdown", "r.md"];
+    let o = laya_bench(d, &[&args[..], &rest].concat());
+    assert_exit(&o, 0, "note: arm `w` (portable:w8): nothing palettized");
+    let md = std::fs::read_to_string(d.join("r.md")).unwrap();
+    assert!(md.contains("1 balanced cycle.") && md.contains("Note on `w`: nothing palettized"), "{md}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert!(report["arms"][0]["arm"].get("notes").is_none());
+    assert!(report["arms"][1]["arm"]["notes"][0].as_str().unwrap().contains("runs the f32 weights"));
 }

@@ -349,6 +349,7 @@ impl CoreMlBackend {
             device: units.describe().to_string(),
             shapes,
             fingerprint: sha256,
+            notes: Vec::new(),
         };
         let outputs = outputs.into_iter().map(|name| Output { name, ..Output::default() }).collect();
         Ok(Self { model, outputs, kind, info })

@@ -310,6 +310,7 @@ impl MlxBackend {
             device: device_name(),
             shapes: shapes.unwrap_or_else(|| default_shapes(&bundle.agent)),
             fingerprint: fingerprint(&source_fp, spec.dtype),
+            notes: Vec::new(),
         };
         Ok(MlxBackend {
             info,

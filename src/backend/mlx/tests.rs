@@ -217,6 +217,7 @@ fn only_an_mlx_backend_turns_on_the_prefix_cache() {
         device: "gpu".into(),
         shapes: default_shapes(&b.agent),
         fingerprint: String::new(),
+        notes: Vec::new(),
     };
     let host =
         |name: &str| configure_host(Host::new(&b.tokenizer, &b.agent, default_shapes(&b.agent)), &info(name));

@@ -305,6 +305,7 @@ impl PortableBackend {
             device: format!("cpu ({threads} threads, {isa}{kernel})"),
             shapes,
             fingerprint,
+            notes: Vec::new(),
         };
         Self {
             info,
@@ -350,6 +351,11 @@ impl PortableBackend {
     /// e.g. `w8` even when a small model had no matrix above the palettization threshold).
     pub fn set_precision_name(&mut self, name: &str) {
         self.info.precision = name.into();
+    }
+
+    /// Add a note a reader of this arm's numbers must see (`BackendInfo::notes`).
+    pub fn add_note(&mut self, note: String) {
+        self.info.notes.push(note);
     }
 
     /// Worker threads in use (1 = the calling thread only).

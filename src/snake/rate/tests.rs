@@ -50,6 +50,7 @@ fn report(settings: RateSettings) -> RateReport {
             batch: 3,
             length: 64,
             max_options: 4,
+            notes: Vec::new(),
         },
         rng: "test".into(),
         settings,
