@@ -27,7 +27,7 @@ use crate::energy::{Rules, Window};
 use crate::laya::host::{HostError, StateResult};
 use crate::power::replay::{IterSource, ReplaySensor};
 use crate::power::sampler::{max_gap, Sample};
-use crate::power::{self, Sensor, SensorSpec};
+use crate::power::{self, FaultKind, Sensor, SensorSpec};
 use crate::protocol::{
     self, Arm, BlockLimit, Clock, Controls, Observer, Pace, Plan, Progress, RunEnd, Sampling,
 };
@@ -274,13 +274,22 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let stream_timeout = max_gap(settings.interval);
     let (mut sensor, choice) = open_sensor(sensor_spec.as_ref(), stream_timeout)?;
     if !matches!(sensor_spec, Some(SensorSpec::Replay { .. })) {
-        // One reading before anything is measured proves the sensor works (exit 2 if not).
-        if let Err(e) = sensor.read() {
-            let _ = sensor.close();
-            return Err(Failure::input(anyhow!(
-                "the sensor {} gave no reading before measuring: {e}\n(check the meter by hand; `laya-bench doctor` lists every sensor)",
-                sensor.info().spec
-            )));
+        // Two readings before anything is measured prove the sensor works and keeps working
+        // (a one-shot meter command gives one reading and exits): exit 2 if not.
+        for n in 1..=2 {
+            if let Err(e) = sensor.read() {
+                let _ = sensor.close();
+                let hint = if e.kind() == FaultKind::Stopped {
+                    "a meter command must keep running and print one line per reading; wrap a one-shot command, e.g. exec:'while :; do CMD; sleep 0.5; done'"
+                } else {
+                    "check the meter by hand; `laya-bench doctor` lists every sensor"
+                };
+                let which = if n == 1 { "gave no reading" } else { "gave one reading, then none" };
+                return Err(Failure::input(anyhow!(
+                    "the sensor {} {which} before measuring: {e}\n({hint})",
+                    sensor.info().spec
+                )));
+            }
         }
     }
     let mut header = bench::header("energy", &bundle, &setup, common, &settings.plan);

@@ -437,6 +437,12 @@ fn no_usable_sensor_exits_2_before_measuring_and_says_why() {
     let o = run(&["--sensor", "exec:exit 7"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("exit status: 7"), "{}", stderr(&o));
+    // A one-shot command (one reading, then exit) is the likeliest meter mistake: refused, with
+    // the loop that fixes it.
+    let o = run(&["--sensor", "exec:echo 12"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("gave one reading, then none before measuring"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("while :; do CMD; sleep 0.5; done"), "{}", stderr(&o));
     // Without --sensor: the platform's own sensors, each with its reason, and a pointer to exec:.
     if !cfg!(target_os = "macos") && !Path::new("/sys/class/powercap").exists() {
         let o = run(&[]);
