@@ -131,7 +131,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         .iter()
         .filter(|r| r.status != SummaryStatus::Complete)
         .map(|r| {
-            format!("{}: {} ({})", r.source, r.status.as_str().to_uppercase(), r.status_reasons.join("; "))
+            format!("{}: {}: {}", r.source, r.status.as_str().to_uppercase(), r.status_reasons.join("; "))
         })
         .collect();
     if bad.is_empty() {
@@ -186,11 +186,12 @@ fn resolve<'v>(value: &'v serde_json::Value, path: &str) -> Result<&'v serde_jso
                 let keys: Vec<&str> = m.keys().map(String::as_str).collect();
                 format!("`{seg}` is not a key of `{here}` (keys: {})", keys.join(", "))
             })?,
-            serde_json::Value::Array(a) => seg
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| a.get(i))
-                .ok_or_else(|| format!("`{seg}` is not an index of `{here}` (0..{})", a.len()))?,
+            serde_json::Value::Array(a) => {
+                seg.parse::<usize>().ok().and_then(|i| a.get(i)).ok_or_else(|| match a.len() {
+                    0 => format!("`{here}` is empty: it has no element `{seg}`"),
+                    n => format!("`{seg}` is not an index of `{here}` (0 to {})", n - 1),
+                })?
+            }
             _ => return Err(format!("`{here}` is a value, it has no field `{seg}`")),
         };
     }

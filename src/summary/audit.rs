@@ -292,8 +292,7 @@ fn header_and_footer(d: &RunData<'_>, truncated_tail: bool) -> AuditCheck {
     c.num("footer_present", f64::from(u8::from(d.footer.is_some())));
     match &d.footer {
         None => c.problem(
-            "no footer: the run did not finish (crashed, killed, or still running); the record is incomplete"
-                .into(),
+            "no footer: the run did not finish (it crashed, was killed, or is still running)".into(),
         ),
         Some(f) if f.status == "incomplete" => c.problem(format!(
             "the footer says incomplete ({})",
@@ -395,7 +394,12 @@ fn call_counts(d: &RunData<'_>) -> AuditCheck {
             c.problem(format!("the footer claims {} calls, the record holds {records}", f.total_calls));
         }
     }
-    c.finish(format!("{records} call records, as every block and the footer claim"))
+    let claim = if d.footer.is_some() {
+        "as every block and the footer claim"
+    } else {
+        "as every block claims (no footer)"
+    };
+    c.finish(format!("{records} call records, {claim}"))
 }
 
 fn stable_calls(d: &RunData<'_>) -> AuditCheck {
@@ -510,22 +514,39 @@ fn rejection_rules(d: &RunData<'_>, recomputed: &RunEnergy) -> AuditCheck {
     c.num("samples", d.samples.len() as f64);
     c.num("rejections_recomputed", found.len() as f64);
     c.num("rejections_recorded", recorded.len() as f64);
+    // Each rule once, in order of first violation (a rule can be violated many times).
+    let list = |rules: &[&str]| {
+        let mut once: Vec<&str> = Vec::new();
+        for r in rules {
+            if !once.contains(r) {
+                once.push(r);
+            }
+        }
+        if once.is_empty() {
+            "none".to_string()
+        } else {
+            once.join(", ")
+        }
+    };
     if let Some(f) = &d.footer {
+        let says_rejected = f.status == "rejected";
         if found != recorded {
             c.problem(format!(
-                "re-checking the samples gives {found:?}, the footer recorded {recorded:?} (status `{}`)",
+                "re-checking the samples finds rules violated: {}; the footer recorded: {} (status `{}`)",
+                list(&found),
+                list(&recorded),
                 f.status
             ));
-        }
-        let says_rejected = f.status == "rejected";
-        if !found.is_empty() && !says_rejected && f.status != "incomplete" && f.status != "failed" {
-            c.problem(format!("the samples violate {found:?} but the footer says `{}`", f.status));
+        } else if !found.is_empty() && !says_rejected && f.status != "incomplete" && f.status != "failed" {
+            c.problem(format!("the samples violate {} but the footer says `{}`", list(&found), f.status));
         }
     }
-    let verdict = if found.is_empty() {
-        "no rule is violated".to_string()
-    } else {
-        format!("the run is rejected by {} (as recorded)", found.join(", "))
+    let verdict = match &d.footer {
+        _ if found.is_empty() => "no rule is violated".to_string(),
+        Some(f) if f.status == "rejected" && found == recorded => {
+            format!("the run is rejected by {} (as recorded)", list(&found))
+        }
+        _ => format!("the samples violate {}", list(&found)),
     };
     c.finish(format!("every rejection rule re-checked on {} samples: {verdict}", d.samples.len()))
 }
@@ -631,15 +652,17 @@ pub fn audit(run: &RawRun, d: &RunData<'_>) -> Audit {
     let footer_complete = d.footer.as_ref().is_some_and(|f| f.status == "complete");
     if recomputed.rejected() || !footer_complete {
         let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
-        let why = if recomputed.rejected() || footer_rejected {
+        let why = if d.footer.is_none() {
+            "the record has no footer (the run did not finish): no figure is derived from it, so nothing is compared"
+        } else if recomputed.rejected() || footer_rejected {
             "the run is rejected: its energy aggregates are never used, so they are not compared"
         } else {
-            "the run did not complete: no energy aggregate was recorded"
+            "the run did not complete: its energy aggregates are not used, so they are not compared"
         };
         let extra = if d.block_energy.is_empty() {
             String::new()
         } else {
-            format!(" ({} recorded block_energy lines ignored)", d.block_energy.len())
+            format!(" ({} block_energy lines present, not compared)", d.block_energy.len())
         };
         for n in &names[2..] {
             checks.push(not_applicable(n, &format!("{why}{extra}")));

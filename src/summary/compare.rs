@@ -47,7 +47,12 @@ pub fn compare(runs: &[RunSummary]) -> Result<Comparison, SummaryError> {
         if theirs != names.iter().map(String::as_str).collect::<Vec<_>>() {
             return Err(SummaryError::NotComparable {
                 file: r.source.clone(),
-                reason: format!("its arms {theirs:?} differ from {names:?} in {}", first.source),
+                reason: format!(
+                    "its arms ({}) differ from those of {} ({})",
+                    theirs.join(", "),
+                    first.source,
+                    names.join(", ")
+                ),
             });
         }
         if r.baseline != first.baseline {

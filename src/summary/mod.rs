@@ -56,7 +56,7 @@ impl Default for Options {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SummaryError {
     /// `--baseline` names no arm of the record.
-    #[error("{file}: --baseline `{baseline}` is not an arm of this record (its arms: {arms:?})")]
+    #[error("{file}: --baseline `{baseline}` is not an arm of this record (its arms: {})", arms.join(", "))]
     UnknownBaseline {
         /// The raw file.
         file: String,
@@ -103,10 +103,15 @@ fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
     let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
     match &audit.recomputed {
         Some(r) if r.rejected() || footer_rejected => {
-            let rules: Vec<&str> = r.rejections.iter().map(|x| x.rejection.rule()).collect();
+            let mut rules: Vec<&str> = Vec::new();
+            for rule in r.rejections.iter().map(|x| x.rejection.rule()) {
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
+            }
             let mut why = Vec::new();
             if !rules.is_empty() {
-                why.push(format!("rejected by {} (re-checked on the raw samples)", rules.join(", ")));
+                why.push(format!("rule {} violated (re-checked on the raw samples)", rules.join(", ")));
             }
             // E.g. a sensor that stopped mid-run: the footer says why.
             why.extend(d.footer.as_ref().and_then(|f| f.reason.clone()));

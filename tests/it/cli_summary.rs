@@ -133,7 +133,11 @@ fn a_rejected_run_is_summarized_as_rejected_and_exits_1() {
         &["summary", "r.raw.jsonl", "--output", "s.json", "--markdown", "s.md", "--plots", "p"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("REJECTED (rejected by above_cap"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("REJECTED: rule above_cap violated (re-checked on the raw samples)"),
+        "{}",
+        stderr(&o)
+    );
     let s = summary_json(d, "s.json");
     let run = &s.runs[0];
     assert_eq!(run.status, SummaryStatus::Rejected);

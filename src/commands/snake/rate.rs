@@ -195,8 +195,10 @@ fn read_report(path: &Path) -> Result<RateReport, Failure> {
     let version = value.get("schema_version").and_then(Value::as_u64);
     if kind != Some(REPORT_KIND) || version != Some(u64::from(SCHEMA_VERSION)) {
         return Err(Failure::input(anyhow!(
-            "--resume: {} is not a snake bench report of schema_version {SCHEMA_VERSION} (kind {kind:?}, schema_version {version:?})",
-            path.display()
+            "--resume: {} is not a snake bench report of schema_version {SCHEMA_VERSION} (kind {}, schema_version {})",
+            path.display(),
+            kind.map_or_else(|| "missing".to_string(), |k| format!("`{k}`")),
+            version.map_or_else(|| "missing".to_string(), |v| v.to_string())
         )));
     }
     serde_json::from_value(value)
