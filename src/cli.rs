@@ -16,18 +16,18 @@ pub struct Cli {
 pub enum Command {
     /// Answer typed questions about a state with a model, exactly as the reference host does.
     #[command(
-        after_help = "Examples:\n  laya-bench predict --state 'The customer wants a refund.' \\\n    --questions '{\"refund\": {\"type\": \"noul\", \"instructions\": \"Does the customer ask for a refund?\"}}'\n  laya-bench predict --request fixtures/requests/invoice.json --explain"
+        after_help = "Examples:\n  laya-bench predict --state 'The customer wants a refund.' \\\n    --questions '{\"refund\": {\"type\": \"noul\", \"instructions\": \"Refund asked for?\"}}'\n  laya-bench predict --request fixtures/requests/invoice.json --explain"
     )]
     Predict(PredictArgs),
     /// Decisions per second and latency of one or more backend arms, in balanced cycles.
     #[command(
-        after_help = "Examples:\n  laya-bench speed                                   # every portable precision on builtin:tiny\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 --arm w8=portable:w8 --cycles 3 --seconds 20\n  laya-bench speed --calls 200 --raw run.raw.jsonl --output run.json --export-markdown run.md"
+        after_help = "Examples:\n  # every portable precision on builtin:tiny\n  laya-bench speed\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 \\\n    --arm w8=portable:w8 --cycles 3 --seconds 20\n  laya-bench speed --calls 200 --raw run.raw.jsonl --output run.json \\\n    --export-markdown run.md"
     )]
     Speed(SpeedArgs),
     /// Palettize a checkpoint's projection weights (grouped k-means, weight-only) into a
     /// palette file that `portable:w8:FILE` loads, and report the error per tensor.
     #[command(
-        after_help = "Examples:\n  laya-bench palettize --model synthetic:multilingual --bits 8 --output ml-w8.safetensors\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 --arm w8=portable:w8:ml-w8.safetensors"
+        after_help = "Examples:\n  laya-bench palettize --model synthetic:multilingual --bits 8 \\\n    --output ml-w8.safetensors\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 \\\n    --arm w8=portable:w8:ml-w8.safetensors"
     )]
     Palettize(PalettizeArgs),
     /// Compute the math bounds of one decision: FLOP, weight bytes, compute and bandwidth
@@ -39,19 +39,19 @@ pub enum Command {
     /// Trace where a model's work runs: run one arm for a profiler to attach to, record it with
     /// Instruments (macOS), or summarize xctrace exports (any OS).
     #[command(
-        after_help = "Examples:\n  laya-bench trace record --arm f32=portable:f32 --seconds 15s        # macOS: one command\n  laya-bench trace run --seconds 30s --ready ready.json &              # Linux: then attach perf\n  laya-bench trace summarize --hardware-xml ane.xml --toc-xml toc.xml"
+        after_help = "Examples:\n  # macOS: one command\n  laya-bench trace record --arm f32=portable:f32 --seconds 15s\n  # Linux: then attach perf\n  laya-bench trace run --seconds 30s --ready ready.json &\n  laya-bench trace summarize --hardware-xml ane.xml --toc-xml toc.xml"
     )]
     Trace(TraceArgs),
     /// Energy per decision of one or more arms with a power sensor: warm-up, then balanced
     /// cycles of timed blocks between idle windows, integrated over the sensor's samples.
     #[command(
-        after_help = "Examples:\n  laya-bench energy --sensor rapl --arm f32=portable:f32\n  laya-bench energy --sensor 'exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500' --cycles 3 --seconds 20\n  laya-bench energy --sensor 'exec:./my-meter.sh' --rate 50 --export-markdown run.md\n\nThe run is rejected (exit 1, raw record kept) on any missing, non-positive, non-finite or\nabove-cap reading, a gap longer than max(2 s, 3 × interval), or a sensor that stops."
+        after_help = "Examples:\n  laya-bench energy --sensor rapl --arm f32=portable:f32\n  M='nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500'\n  laya-bench energy --sensor \"exec:$M\" --cycles 3 --seconds 20\n  laya-bench energy --sensor 'exec:./my-meter.sh' --rate 50 \\\n    --export-markdown run.md\n\nThe run is rejected (exit 1, raw record kept) on any missing, non-positive, non-finite or\nabove-cap reading, a gap longer than max(2 s, 3 × interval), or a sensor that stops."
     )]
     Energy(EnergyArgs),
     /// The Snake workload played by the model: watch it, replay a recording, compare two arms
     /// on the same live states, or find the fastest stable decision rate.
     #[command(
-        after_help = "Examples:\n  laya-bench snake play --steps 300\n  laya-bench snake play --headless --steps 100 --record run.jsonl\n  laya-bench snake replay run.jsonl --headless\n  laya-bench snake compare --arm a=portable:f32 --arm b=portable:f16 --seeds 101 102 --steps 300 --output compare.json\n  laya-bench snake bench --rates 10,20,30 --output snake-bench.json"
+        after_help = "Examples:\n  laya-bench snake play --steps 300\n  laya-bench snake play --headless --steps 100 --record run.jsonl\n  laya-bench snake replay run.jsonl --headless\n  laya-bench snake compare --arm a=portable:f32 --arm b=portable:f16 \\\n    --seeds 101 102 --steps 300 --output compare.json\n  laya-bench snake bench --rates 10,20,30 --output snake-bench.json"
     )]
     Snake(SnakeArgs),
     /// Check that a converted or compressed candidate (FP16, BF16, palettized, an ANE or Core ML
@@ -59,7 +59,7 @@ pub enum Command {
     /// drift, finiteness and bit-identical repeats, plus static bundle checks and sizes.
     #[command(
         name = "convert-check",
-        after_help = "Examples:\n  laya-bench convert-check --source builtin:tiny --candidate portable:f16 --output f16.json\n  laya-bench convert-check --source ckpt/ --candidate portable:w8 --gate 0.02 --max-len 96 --output w8.json\n  laya-bench convert-check --source ckpt/ --candidate ane-bundle/ --suite my-suite.json --output ane.json\n\nExit status: 0 every gate passed; 1 a gate failed or could not run here (the report is\nstill written); 2 bad input (suite, specs, a candidate of another model, a bundle hash)."
+        after_help = "Examples:\n  laya-bench convert-check --source builtin:tiny --candidate portable:f16 \\\n    --output f16.json\n  laya-bench convert-check --source ckpt/ --candidate portable:w8 \\\n    --gate 0.02 --max-len 96 --output w8.json\n  laya-bench convert-check --source ckpt/ --candidate ane-bundle/ \\\n    --suite my-suite.json --output ane.json\n\nExit status: 0 every gate passed; 1 a gate failed or could not run here (the report is\nstill written); 2 bad input (suite, specs, a candidate of another model, a bundle hash)."
     )]
     ConvertCheck(ConvertCheckArgs),
     /// List every power sensor and backend and say why each is or is not usable here.
@@ -69,7 +69,7 @@ pub enum Command {
     /// bootstrap over whole cycles, the claim rule, exports and pictures; or append a metadata
     /// correction to a raw record.
     #[command(
-        after_help = "Examples:\n  laya-bench summary run.raw.jsonl --output summary.json --markdown summary.md --plots plots\n  laya-bench summary a.raw.jsonl b.raw.jsonl --output both.json --target 10 --seed 7\n  laya-bench summary --correct run.raw.jsonl --field host.cpu_model --note 'M3 Max, 40 GPU cores'\n\nExit codes: 0 every record summarized as complete; 1 a record is rejected, incomplete, failed\nor fails its audit (the summary is still written); 2 bad input (an unreadable or garbled file)."
+        after_help = "Examples:\n  laya-bench summary run.raw.jsonl --output summary.json \\\n    --markdown summary.md --plots plots\n  laya-bench summary a.raw.jsonl b.raw.jsonl --output both.json --target 10 \\\n    --seed 7\n  laya-bench summary --correct run.raw.jsonl --field host.cpu_model \\\n    --note 'M3 Max, 40 GPU cores'\n\nExit codes: 0 every record summarized as complete; 1 a record is rejected, incomplete, failed\nor fails its audit (the summary is still written); 2 bad input (an unreadable or garbled file)."
     )]
     Summary(SummaryArgs),
 }
@@ -283,19 +283,19 @@ pub enum TraceCommand {
     /// Run one arm's workload loop after warm-up for a profiler to attach to; write a ready file
     /// (PID and start time) once warm, and record every call.
     #[command(
-        after_help = "Example (Linux; wait for ready.json before attaching):\n  laya-bench trace run --seconds 30s --ready ready.json --raw trace.raw.jsonl &\n  perf record -p $(jq .pid ready.json) -- sleep 20"
+        after_help = "Example (Linux; wait for ready.json before attaching):\n  laya-bench trace run --seconds 30s --ready ready.json \\\n    --raw trace.raw.jsonl &\n  perf record -p $(jq .pid ready.json) -- sleep 20"
     )]
     Run(TraceRunArgs),
     /// Summarize xctrace XML exports: interval counts by label, active time, busy union and duty
     /// cycle, with the caveats (any OS).
     #[command(
-        after_help = "Example (the synthetic fixtures):\n  cd fixtures/trace && laya-bench trace summarize --hardware-xml synthetic_ane_hw_intervals.xml \\\n    --toc-xml synthetic_toc.xml --signpost-xml synthetic_coreml_os_signpost.xml"
+        after_help = "Example (the synthetic fixtures):\n  cd fixtures/trace && laya-bench trace summarize \\\n    --hardware-xml synthetic_ane_hw_intervals.xml \\\n    --toc-xml synthetic_toc.xml --signpost-xml synthetic_coreml_os_signpost.xml"
     )]
     Summarize(TraceSummarizeArgs),
     /// macOS: start `trace run`, attach `xcrun xctrace record --template 'Core ML'`, export the
     /// tables and summarize them; everything stays in an artifacts folder.
     #[command(
-        after_help = "Example:\n  laya-bench trace record --model synthetic:multilingual --arm f32=portable:f32 --seconds 15s"
+        after_help = "Example:\n  laya-bench trace record --model synthetic:multilingual \\\n    --arm f32=portable:f32 --seconds 15s"
     )]
     Record(TraceRecordArgs),
 }
