@@ -277,6 +277,13 @@ fn build_coreml(
     bundle: &Bundle,
     shapes: Option<&ShapeCaps>,
 ) -> Result<Box<dyn Backend>, RegistryError> {
+    if !cm.bundle.is_dir() || !cm.bundle.join("coreml_config.json").is_file() {
+        let what = if cm.bundle.is_dir() { "has no coreml_config.json" } else { "does not exist" };
+        return Err(RegistryError::Weights(format!(
+            "{spec_text}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json; an original checkpoint runs with portable:f32)",
+            cm.bundle.display()
+        )));
+    }
     let loaded = Bundle::load(&ModelSpec::Dir(cm.bundle.clone()), |_| None)
         .map_err(|e| RegistryError::Weights(e.to_string()))?;
     let Weights::CoreMl(core) = &loaded.weights else {

@@ -131,7 +131,7 @@ fn unknown_model_and_backend_specs_exit_2() {
     assert_exit(
         &laya_bench(&["predict", "--backend", "coreml:x", "--state", "x", "--questions", NOUL]),
         2,
-        "x: is not a folder",
+        "coreml:x: the folder x does not exist, so it is not a Core ML bundle",
     );
 }
 
