@@ -108,6 +108,16 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         )));
     }
     let kind = classify(&args.candidate);
+    if let Some(dir) = args.candidate.strip_prefix("coreml:").map(std::path::Path::new) {
+        if !dir.join("coreml_config.json").is_file() {
+            let what = if dir.is_dir() { "has no coreml_config.json" } else { "does not exist" };
+            return Err(Failure::input(anyhow!(
+                "--candidate {}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json)",
+                args.candidate,
+                dir.display()
+            )));
+        }
+    }
     let candidate_bundle = match &kind {
         CandidateKind::Backend(_) => None,
         CandidateKind::Model(spec) => Some(load_candidate_model(spec, &args.source, &source_bundle)?),

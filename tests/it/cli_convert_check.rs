@@ -286,6 +286,11 @@ fn invalid_suites_and_flags_exit_2_naming_the_item() {
     assert_input_error(&o, "unknown backend `portable:w3`");
     let (o, _) = check(dir.path(), "l", &[&base[..], &["--max-len", "4096"]].concat());
     assert_input_error(&o, "longer than the model's max_len 512");
+    let (o, _) = check(dir.path(), "c", &["--source", "builtin:tiny", "--candidate", "coreml:nothere"]);
+    assert_input_error(
+        &o,
+        "--candidate coreml:nothere: the folder nothere does not exist, so it is not a Core ML bundle",
+    );
 }
 
 #[test]
