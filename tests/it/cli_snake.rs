@@ -192,16 +192,25 @@ fn compare_fails_with_exit_1_when_an_arm_breaks() {
             "--arm",
             "a=portable:f32",
             "--arm",
-            "b=mock:fail-after=8",
+            "b=mock:fail-after=13",
             "--seeds",
             "7",
+            "8",
             "--steps",
             "5",
             "--output",
             "c.json",
         ],
     );
+    // 6 warm-up calls, seed 7's 5 decisions, then B fails during seed 8.
     assert_exit(&o, 1, "arm B");
+    assert!(stderr(&o).contains("the report keeps the seeds finished before it"), "{}", stderr(&o));
+    let report: PairedReport =
+        serde_json::from_slice(&std::fs::read(dir.path().join("c.json")).unwrap()).unwrap();
+    assert!(!report.passed);
+    assert_eq!(report.runs.len(), 1);
+    assert_eq!((report.runs[0].seed, report.runs[0].steps), (7, 5));
+    assert!(report.failures.iter().any(|f| f.starts_with("stopped: seed 8")), "{:?}", report.failures);
 }
 
 #[test]

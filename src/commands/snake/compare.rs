@@ -60,12 +60,22 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         policy,
     };
     let mut runs = Vec::with_capacity(args.seeds.len());
+    // An arm that fails stops the check; the seeds finished before it are still reported.
+    let mut stopped: Option<String> = None;
     for &seed in &args.seeds {
-        let run = run_seed(seed, &settings, &mut a, &mut b).map_err(|e| Failure::run(anyhow!("{e}")))?;
-        println!("{}", seed_line(&run));
-        runs.push(run);
+        match run_seed(seed, &settings, &mut a, &mut b) {
+            Ok(run) => {
+                println!("{}", seed_line(&run));
+                runs.push(run);
+            }
+            Err(e) => {
+                stopped = Some(e.to_string());
+                break;
+            }
+        }
     }
-    let failures = failures(&runs);
+    let mut failures = failures(&runs);
+    failures.extend(stopped.iter().map(|e| format!("stopped: {e}")));
     let report = PairedReport {
         schema_version: SCHEMA_VERSION,
         kind: REPORT_KIND.into(),
@@ -113,6 +123,9 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     println!("report: {}", output.display());
     for w in [&a, &b].into_iter().filter_map(|arm| truncation_warning(arm)) {
         eprintln!("{w}");
+    }
+    if let Some(e) = stopped {
+        return Err(Failure::run(anyhow!("{e} (the report keeps the seeds finished before it)")));
     }
     if report.passed {
         Ok(())
