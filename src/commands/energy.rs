@@ -440,6 +440,9 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     bench::write_outputs(common, &output_path, &json, &markdown, &report.to_csv())?;
     println!("{markdown}");
     println!("raw record: {}\nreport: {}", raw_path.display(), output_path.display());
+    for warning in report.notes.iter().filter(|n| n.starts_with("WARNING")) {
+        eprintln!("{warning}");
+    }
     match status {
         RunStatus::Complete if report.stable => Ok(()),
         RunStatus::Complete => Err(Failure::run(anyhow!(
@@ -600,6 +603,11 @@ fn build_report(
     if !sensor.live {
         notes.push("NOT A LIVE MEASUREMENT: the sensor replays or scripts its readings.".into());
     }
+    for a in &out_arms {
+        if let Some(w) = missed_deadline_warning(&a.arm.name, a.missed_deadlines, a.totals.decisions) {
+            notes.push(w);
+        }
+    }
     let sampler_cpu_fraction = outcome
         .sampler
         .as_ref()
@@ -625,5 +633,35 @@ fn build_report(
         blocks,
         stable: totals.unstable.iter().all(|&u| u == 0),
         notes,
+    }
+}
+
+/// Above this share of missed deadlines an arm did not keep `--rate`.
+const MISSED_DEADLINE_LIMIT: f64 = 0.01;
+
+/// The warning for an arm that missed more than 1 % of its deadlines in equal-load mode: it ran
+/// saturated, so its blocks are not the equal load the comparison assumes.
+fn missed_deadline_warning(arm: &str, missed: Option<u64>, decisions: u64) -> Option<String> {
+    let missed = missed?;
+    let share = missed as f64 / decisions.max(1) as f64;
+    (share > MISSED_DEADLINE_LIMIT).then(|| {
+        format!(
+            "WARNING: arm `{arm}` missed {missed} of {decisions} deadlines ({:.1} %): it could not keep --rate, so its load was not the equal load this comparison assumes; lower --rate below what every arm sustains",
+            share * 100.0
+        )
+    })
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::missed_deadline_warning;
+
+    #[test]
+    fn more_than_one_percent_missed_deadlines_is_a_warning() {
+        assert_eq!(missed_deadline_warning("a", None, 100), None);
+        assert_eq!(missed_deadline_warning("a", Some(1), 100), None);
+        let w = missed_deadline_warning("a", Some(2), 100).unwrap();
+        assert!(w.starts_with("WARNING: arm `a` missed 2 of 100 deadlines (2.0 %)"), "{w}");
+        assert!(missed_deadline_warning("b", Some(10_000), 10_000).unwrap().contains("(100.0 %)"));
     }
 }

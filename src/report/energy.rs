@@ -6,8 +6,6 @@
 //! is `null` with a reason in `missing`, never 0. A rejected run carries every reason and no
 //! energy figure at all.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::raw::{ArmInfo, EnergyPlanInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
@@ -288,17 +286,19 @@ impl EnergyReport {
                 num(b.rss_bytes.map(|r| r as f64 / 1048576.0), 1)
             ));
         }
-        let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for a in &self.arms {
-            for (field, why) in a.totals.missing.iter().chain(&a.vs_baseline.missing) {
-                missing.entry(format!("{field}: {why}")).or_default().push(a.arm.name.clone());
-            }
-        }
+        let arms: Vec<(&str, Vec<(&str, &str)>)> = self
+            .arms
+            .iter()
+            .map(|a| {
+                let all = a.totals.missing.iter().chain(&a.vs_baseline.missing);
+                (a.arm.name.as_str(), all.map(|(f, why)| (f.as_str(), why.as_str())).collect())
+            })
+            .collect();
+        let missing = super::summary::missing_markdown(&arms);
         if !missing.is_empty() {
-            out.push_str("\nMissing values (n/a):\n\n");
-            for (what, arms) in missing {
-                out.push_str(&format!("- {what} (arms: {})\n", arms.join(", ")));
-            }
+            out.push('\n');
+            out.push_str(missing.trim_end_matches('\n'));
+            out.push('\n');
         }
         let notes: Vec<&String> = self.notes.iter().filter(|n| n.as_str() != RATIO_RULE).collect();
         if !notes.is_empty() {

@@ -611,7 +611,7 @@ fn quantity_display(quantity: &str) -> (&str, usize, f64) {
 /// The "Missing values" list: one line per reason and set of arms, naming its fields.
 /// A field's generic "an input is missing" reason is left out where the same arm gives the
 /// input's own reason for that field; every field keeps at least one reason.
-fn missing_markdown(arms: &[(&str, Vec<(&str, &str)>)]) -> String {
+pub(crate) fn missing_markdown(arms: &[(&str, Vec<(&str, &str)>)]) -> String {
     use crate::energy::run::{INPUT_MISSING, S_OR_R_MISSING};
     let generic = |why: &str| why == INPUT_MISSING || why == S_OR_R_MISSING;
     // (reason, field) -> arms, in arm order and without repeats.
