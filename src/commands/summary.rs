@@ -67,6 +67,19 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         target: args.target,
         baseline: args.baseline.clone(),
     };
+    for (i, path) in args.raws.iter().enumerate() {
+        let same =
+            |p: &PathBuf| p.canonicalize().ok().zip(path.canonicalize().ok()).is_some_and(|(a, b)| a == b);
+        if args.raws[..i].iter().any(same) {
+            eprintln!("warning: {} is given twice: it will be compared with itself", path.display());
+        }
+    }
+    if (1..1000).contains(&args.bootstrap) {
+        eprintln!(
+            "warning: --bootstrap {} resamples give rough percentile intervals; use at least 1000 (the default is 10000)",
+            args.bootstrap
+        );
+    }
     let mut raws = Vec::with_capacity(args.raws.len());
     let mut runs = Vec::with_capacity(args.raws.len());
     for path in &args.raws {

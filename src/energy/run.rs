@@ -496,8 +496,12 @@ pub struct Ratios {
 
 /// Why a ratio is missing when one of its inputs is (the input's own reason is listed too).
 pub const INPUT_MISSING: &str = "a figure it needs is missing";
-/// Why S × R is missing when S or R is.
-pub const S_OR_R_MISSING: &str = "S or R is missing";
+/// Why S × R is missing when both S and R are.
+pub const S_OR_R_MISSING: &str = "S and R are missing";
+/// Why S × R is missing when the speed gain S is.
+pub const S_MISSING: &str = "the speed gain S is missing";
+/// Why S × R is missing when the power ratio R is.
+pub const R_MISSING: &str = "the power ratio R is missing";
 
 fn ratio(num: Option<f64>, den: Option<f64>) -> Result<f64, &'static str> {
     match (num, den) {
@@ -521,7 +525,9 @@ pub fn ratios(base: &Aggregate, arm: &Aggregate) -> Ratios {
     let power_ratio = keep("power_ratio", ratio(base.mean_power_w, arm.mean_power_w));
     let energy_gain = match (speed_gain, power_ratio) {
         (Some(s), Some(r)) => Some(s * r),
-        _ => keep("energy_gain", Err(S_OR_R_MISSING)),
+        (None, Some(_)) => keep("energy_gain", Err(S_MISSING)),
+        (Some(_), None) => keep("energy_gain", Err(R_MISSING)),
+        (None, None) => keep("energy_gain", Err(S_OR_R_MISSING)),
     };
     let (bi, ai) = (base.idle_subtracted_energy_per_decision_j, arm.idle_subtracted_energy_per_decision_j);
     let idle_subtracted_energy_gain = match (bi, ai) {

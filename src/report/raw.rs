@@ -423,6 +423,9 @@ pub enum RawError {
     /// The first line is not a header.
     #[error("{path}: line 1 is not a laya-bench header record; is this a raw file?")]
     NoHeader { path: String },
+    /// The file holds nothing.
+    #[error("{path}: the file is empty; a raw record starts with its header line")]
+    Empty { path: String },
     /// A line in the middle does not parse.
     #[error("{path}: line {line} is not a valid record ({detail})")]
     BadLine { path: String, line: usize, detail: String },
@@ -443,6 +446,7 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
     let mut iter = lines.iter().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
     let header = match iter.next().map(|(_, l)| serde_json::from_str::<Record>(l)) {
         Some(Ok(Record::Header(h))) => *h,
+        None => return Err(RawError::Empty { path: p }),
         _ => return Err(RawError::NoHeader { path: p }),
     };
     if header.schema_version > SCHEMA_VERSION {

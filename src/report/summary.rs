@@ -534,7 +534,12 @@ impl RunSummary {
     fn table_markdown(&self, level: f64) -> String {
         let mut out = String::new();
         let pct = format!("{:.0} %", level * 100.0);
-        out.push_str(&format!("### Results (baseline `{}`; [{pct} bootstrap interval])\n\n", self.baseline));
+        let intervals = if self.bootstrap_missing_reason.is_none() {
+            format!("; [{pct} bootstrap interval]")
+        } else {
+            "; no intervals (see below)".to_string()
+        };
+        out.push_str(&format!("### Results (baseline `{}`{intervals})\n\n", self.baseline));
         out.push_str("| metric |");
         for a in &self.arms {
             out.push_str(&format!(" `{}` |", a.name));
@@ -612,8 +617,8 @@ fn quantity_display(quantity: &str) -> (&str, usize, f64) {
 /// A field's generic "an input is missing" reason is left out where the same arm gives the
 /// input's own reason for that field; every field keeps at least one reason.
 pub(crate) fn missing_markdown(arms: &[(&str, Vec<(&str, &str)>)]) -> String {
-    use crate::energy::run::{INPUT_MISSING, S_OR_R_MISSING};
-    let generic = |why: &str| why == INPUT_MISSING || why == S_OR_R_MISSING;
+    use crate::energy::run::{INPUT_MISSING, R_MISSING, S_MISSING, S_OR_R_MISSING};
+    let generic = |why: &str| [INPUT_MISSING, S_OR_R_MISSING, S_MISSING, R_MISSING].contains(&why);
     // (reason, field) -> arms, in arm order and without repeats.
     let mut by_reason: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
     for (arm, entries) in arms {
@@ -704,7 +709,7 @@ mod tests {
         assert_eq!(
             md,
             "Missing values (n/a):\n\n\
-             - S or R is missing: energy_gain (arm a)\n\
+             - S and R are missing: energy_gain (arm a)\n\
              - no power samples: mean_power_w (all arms)\n\
              - no power samples: energy_gain (arm b)\n\n"
         );

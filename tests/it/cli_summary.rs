@@ -194,6 +194,13 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     let o = laya_bench(d, &["summary", "missing.raw.jsonl", "--output", "s.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     std::fs::write(d.join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(d.join("empty.raw.jsonl"), "").unwrap();
+    let o = laya_bench(d, &["summary", "empty.raw.jsonl", "--output", "s.json"]);
+    assert!(
+        o.status.code() == Some(2) && stderr(&o).contains("empty.raw.jsonl: the file is empty"),
+        "{}",
+        stderr(&o)
+    );
     let o = laya_bench(d, &["summary", "notes.txt", "--output", "s.json"]);
     assert!(o.status.code() == Some(2) && stderr(&o).contains("not a laya-bench header"), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--baseline", "nope"]);
@@ -298,6 +305,10 @@ fn two_runs_of_the_same_arms_are_compared_and_disjoint_intervals_flagged() {
     assert!(md.contains("## Runs side by side") && md.contains("⚠ disjoint: runs 0–1"), "{md}");
     assert!(md.contains("](p/run1-latency_cdf.svg)"), "{md}");
     assert!(d.join("p/run0-power_timeline.svg").exists() && d.join("p/run1-energy_per_block.svg").exists());
+    assert!(stderr(&o).contains("warning: --bootstrap 500 resamples give rough percentile intervals"));
+    // The same record twice is compared with itself, and the command says so.
+    let o = laya_bench(d, &["summary", "a.raw.jsonl", "./a.raw.jsonl", "--output", "twice.json"]);
+    assert!(stderr(&o).contains("warning: ./a.raw.jsonl is given twice"), "{}", stderr(&o));
 }
 
 #[test]
