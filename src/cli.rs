@@ -136,7 +136,9 @@ pub struct RunArgs {
     /// Padded length every arm runs at (the graph shape).
     #[arg(long, default_value_t = 96, value_name = "L")]
     pub length: usize,
-    /// Warm-up calls per arm, outside every measured interval.
+    /// Warm-up calls per arm, outside every measured interval; at least one per workload
+    /// request is always made (each measured call is checked against its request's warm-up
+    /// result), so a smaller N is raised to the number of requests.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub warmup: usize,
     /// Raw JSONL record (default: speed-<UTC time>.raw.jsonl or energy-<UTC time>.raw.jsonl in

@@ -58,6 +58,17 @@ fn settings(args: &EnergyArgs) -> Result<Settings, Failure> {
             "--idle-discard {idle_discard:?} leaves nothing of the {idle:?} idle window; shorten --idle-discard or lengthen --idle-seconds"
         )));
     }
+    // A block or idle window needs samples inside it, not only interpolation from outside.
+    for (what, span, flag) in [
+        ("block", block, "--seconds"),
+        ("idle window after the discard", idle - idle_discard, "--idle-seconds"),
+    ] {
+        if interval * 2 > span {
+            return Err(Failure::input(anyhow!(
+                "--sample-interval {interval:?} gives fewer than 2 samples in a {span:?} {what}; shorten --sample-interval or lengthen {flag}"
+            )));
+        }
+    }
     if !(args.max_watts.is_finite() && args.max_watts > 0.0) {
         return Err(Failure::input(anyhow!(
             "--max-watts must be a positive number of watts, got {}",

@@ -472,6 +472,14 @@ fn bad_energy_flags_exit_2() {
         (&["--max-watts", "-5"][..], "--max-watts must be"),
         (&["--sample-interval", "0"][..], "--sample-interval must be longer than zero"),
         (&["--seconds", "soon"][..], "--seconds `soon`"),
+        (
+            &["--sample-interval", "100"][..],
+            "--sample-interval 100s gives fewer than 2 samples in a 20s block",
+        ),
+        (
+            &["--idle-seconds", "3s", "--idle-discard", "2s", "--sample-interval", "600ms"][..],
+            "fewer than 2 samples in a 1s idle window after the discard",
+        ),
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
