@@ -74,19 +74,7 @@ fn check_small(dir: &Path, name: &str, candidate: &str, repeats: &str) -> (Outpu
 
 /// A copy of the tiny checkpoint folder (every file below it).
 fn copy_fixture(dir: &Path) -> PathBuf {
-    fn copy_tree(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_tree(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
-    copy_tree(Path::new(FIXTURE), dir);
-    dir.to_path_buf()
+    crate::common::copy_tiny_checkpoint(dir)
 }
 
 /// Every tensor of the fixture as (name, shape, f32 values), with `edit` applied.

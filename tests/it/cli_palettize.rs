@@ -1,8 +1,6 @@
 //! `laya-bench palettize` writes a palette file that `portable:wN:FILE` loads, for the same
 //! checkpoint only.
 
-use std::path::Path;
-
 use crate::common::laya_bench;
 
 const Q: &str = r#"{"r": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}"#;
@@ -28,21 +26,7 @@ fn palette_files_round_trip_and_belong_to_their_checkpoint() {
     let again = laya_bench(d, &["palettize", "--output", "w8.safetensors"]);
     assert_eq!(again.status.code(), Some(2));
     // A palette made from builtin:tiny does not load for another checkpoint.
-    let ck = d.join("ckpt");
-    for rel in [
-        "model.safetensors",
-        "rl_agent_config.json",
-        "encoder/config.json",
-        "tokenizer/tokenizer.json",
-        "tokenizer/tokenizer_config.json",
-    ] {
-        std::fs::create_dir_all(ck.join(rel).parent().unwrap()).unwrap();
-        std::fs::copy(
-            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tiny")).join(rel),
-            ck.join(rel),
-        )
-        .unwrap();
-    }
+    let ck = crate::common::copy_tiny_checkpoint(&d.join("ckpt"));
     let mut bytes = std::fs::read(ck.join("model.safetensors")).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 1;

@@ -25,19 +25,7 @@ fn assert_exit(o: &Output, code: i32, needle: &str) {
 
 /// A copy of the tiny checkpoint to break.
 fn copy_fixture(dir: &Path) -> PathBuf {
-    let root = dir.join("ckpt");
-    for rel in [
-        "model.safetensors",
-        "rl_agent_config.json",
-        "encoder/config.json",
-        "tokenizer/tokenizer.json",
-        "tokenizer/tokenizer_config.json",
-    ] {
-        let to = root.join(rel);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(Path::new(FIXTURE).join(rel), to).unwrap();
-    }
-    root
+    crate::common::copy_tiny_checkpoint(&dir.join("ckpt"))
 }
 
 const NOUL: &str = r#"{"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}"#;

@@ -114,27 +114,18 @@ fn replay_rejects_a_tampered_recording_and_a_file_that_is_not_one() {
     assert_exit(&o, 2, "--speed");
 }
 
+/// `snake compare` of `a=portable:f32` and arm `b` on `seeds`, `steps` each, into `output`.
+fn compare(dir: &Path, b: &str, seeds: &[&str], steps: &str, output: &str) -> Output {
+    let mut args = vec!["snake", "compare", "--arm", "a=portable:f32", "--arm", b, "--seeds"];
+    args.extend_from_slice(seeds);
+    args.extend(["--steps", steps, "--output", output]);
+    laya_bench(dir, &args)
+}
+
 #[test]
 fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
     let dir = tempfile::tempdir().unwrap();
-    let o = laya_bench(
-        dir.path(),
-        &[
-            "snake",
-            "compare",
-            "--arm",
-            "a=portable:f32",
-            "--arm",
-            "b=portable:f16",
-            "--seeds",
-            "101",
-            "102",
-            "--steps",
-            "30",
-            "--output",
-            "compare.json",
-        ],
-    );
+    let o = compare(dir.path(), "b=portable:f16", &["101", "102"], "30", "compare.json");
     assert_exit(&o, 0, "");
     assert!(stdout(&o).contains("executed agreement 60/60"), "{}", stdout(&o));
     let report: PairedReport =
@@ -184,24 +175,7 @@ fn a_row_length_too_short_for_the_tokenizer_cuts_every_state_and_says_so() {
 #[test]
 fn compare_fails_with_exit_1_when_an_arm_breaks() {
     let dir = tempfile::tempdir().unwrap();
-    let o = laya_bench(
-        dir.path(),
-        &[
-            "snake",
-            "compare",
-            "--arm",
-            "a=portable:f32",
-            "--arm",
-            "b=mock:fail-after=13",
-            "--seeds",
-            "7",
-            "8",
-            "--steps",
-            "5",
-            "--output",
-            "c.json",
-        ],
-    );
+    let o = compare(dir.path(), "b=mock:fail-after=13", &["7", "8"], "5", "c.json");
     // 6 warm-up calls, seed 7's 5 decisions, then B fails during seed 8.
     assert_exit(&o, 1, "arm B");
     assert!(stderr(&o).contains("the report keeps the seeds finished before it"), "{}", stderr(&o));

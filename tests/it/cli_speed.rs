@@ -64,26 +64,16 @@ fn two_arms_write_raw_report_and_exports() {
     assert_eq!(std::fs::read_to_string(dir.path().join("r.csv")).unwrap().lines().count(), 3);
 }
 
+/// `speed` of one scripted arm: 5 calls, one cycle, 8 warm-up calls, raw file `r.raw.jsonl`.
+fn one_scripted_arm(dir: &std::path::Path, arm: &str) -> Output {
+    let args = ["speed", "--arm", arm, "--calls", "5", "--cycles", "1", "--warmup", "8"];
+    laya_bench(dir, &[&args[..], &["--raw", "r.raw.jsonl", "--no-progress"]].concat())
+}
+
 #[test]
 fn unstable_results_exit_1_with_everything_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let o = laya_bench(
-        dir.path(),
-        &[
-            "speed",
-            "--arm",
-            "m=mock:drift-after=12",
-            "--calls",
-            "5",
-            "--cycles",
-            "1",
-            "--warmup",
-            "8",
-            "--raw",
-            "r.raw.jsonl",
-            "--no-progress",
-        ],
-    );
+    let o = one_scripted_arm(dir.path(), "m=mock:drift-after=12");
     assert_exit(&o, 1, "unstable");
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
@@ -94,23 +84,7 @@ fn unstable_results_exit_1_with_everything_recorded() {
 #[test]
 fn a_failing_call_exits_1_and_the_raw_file_keeps_the_measurements() {
     let dir = tempfile::tempdir().unwrap();
-    let o = laya_bench(
-        dir.path(),
-        &[
-            "speed",
-            "--arm",
-            "m=mock:fail-after=15",
-            "--calls",
-            "5",
-            "--cycles",
-            "1",
-            "--warmup",
-            "8",
-            "--raw",
-            "r.raw.jsonl",
-            "--no-progress",
-        ],
-    );
+    let o = one_scripted_arm(dir.path(), "m=mock:fail-after=15");
     assert_exit(&o, 1, "scripted failure");
     let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let calls = run.records.iter().filter(|r| matches!(r, Record::Call { .. })).count();

@@ -27,6 +27,23 @@ pub fn fixture(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// A copy of the tiny checkpoint folder (`fixtures/tiny`) at `to`, to edit or break.
+pub fn copy_tiny_checkpoint(to: &Path) -> std::path::PathBuf {
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_tree(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    copy_tree(&fixture("fixtures/tiny"), to);
+    to.to_path_buf()
+}
+
 /// A nested JSON array of integers, flattened row-major.
 pub fn ints(v: &serde_json::Value) -> Vec<i32> {
     match v {
