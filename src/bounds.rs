@@ -51,6 +51,9 @@ pub enum BoundsError {
     /// The scorer has no marker slots.
     #[error("invalid marker slots 0: the scorer needs at least 1 slot (the ANE bundles use 32)")]
     ZeroMarkerSlots,
+    /// A target speed-up that is not a factor above 1.
+    #[error("invalid target {0}: a target speed-up is a factor above 1, e.g. --target 10")]
+    Target(f64),
     /// A quantity that must be positive is not.
     #[error("invalid {what} {value}: must be a finite number greater than 0 ({fix})")]
     NotPositive {
@@ -612,6 +615,15 @@ pub struct Hardware {
     pub bandwidth_source: String,
 }
 
+/// A target speed-up: a factor above 1 (at or below 1 every configuration already meets it).
+fn speedup_target(value: f64) -> Result<f64, BoundsError> {
+    if value.is_finite() && value > 1.0 {
+        Ok(value)
+    } else {
+        Err(BoundsError::Target(value))
+    }
+}
+
 fn positive(value: f64, what: &'static str, fix: &'static str) -> Result<f64, BoundsError> {
     if value.is_finite() && value > 0.0 {
         Ok(value)
@@ -757,7 +769,7 @@ pub fn target_check(
     floors: &Floors,
 ) -> Result<TargetCheck, BoundsError> {
     let baseline_ms = positive(baseline_ms, "baseline", "e.g. --baseline-ms 7.87")?;
-    let target_speedup = positive(target_speedup, "target", "e.g. --target 10")?;
+    let target_speedup = speedup_target(target_speedup)?;
     let required_ms = baseline_ms / target_speedup;
     let below_compute_floor = floors.compute_ms.map(|c| required_ms < c);
     let below_bandwidth_floor = required_ms < floors.bandwidth_ms;
@@ -860,7 +872,7 @@ fn amdahl_row(fraction: f64, measured: bool) -> AmdahlRow {
 
 /// The Amdahl table for `target`, with a row for the measured `fraction` if given.
 pub fn amdahl_table(target: f64, fraction: Option<f64>) -> Result<AmdahlTable, BoundsError> {
-    let target = positive(target, "target", "e.g. --target 10")?;
+    let target = speedup_target(target)?;
     if let Some(f) = fraction {
         if !(0.0..=1.0).contains(&f) {
             return Err(BoundsError::Fraction(f));
@@ -1341,8 +1353,9 @@ mod tests {
         for bad in [-0.1, 1.1, f64::NAN] {
             assert!(matches!(amdahl_table(10.0, Some(bad)), Err(BoundsError::Fraction(_))));
         }
-        for bad in [0.0, -10.0, f64::NAN] {
-            assert!(matches!(amdahl_table(bad, None), Err(BoundsError::NotPositive { .. })));
+        // A target speed-up is a factor above 1: at or below 1 it is met by anything.
+        for bad in [0.0, -10.0, 0.5, 1.0, f64::NAN] {
+            assert!(matches!(amdahl_table(bad, None), Err(BoundsError::Target(_))));
         }
     }
 

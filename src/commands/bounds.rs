@@ -300,12 +300,11 @@ fn render(r: &BoundsReport) -> String {
             _ => {
                 let limit = row.limit_speedup.unwrap_or(f64::INFINITY);
                 let how = if limit >= a.target_speedup * (1.0 - 1e-9) {
-                    "only in the limit of an infinitely fast part".to_string()
+                    "is reached only in the limit of an infinitely fast part".to_string()
                 } else {
-                    format!("never: even an infinitely fast part gives {limit:.3}x")
+                    format!("is never reached: even an infinitely fast part gives {limit:.3}x")
                 };
-                let _ =
-                    writeln!(o, "  * measured f {}: {}x is reached {how}", row.fraction, a.target_speedup);
+                let _ = writeln!(o, "  * measured f {}: {}x {how}", row.fraction, a.target_speedup);
             }
         }
     }
