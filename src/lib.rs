@@ -4,6 +4,9 @@
 //! result), `model` holds checkpoint weights, `backend` the engines behind one trait.
 //! `bounds` is the FLOP / bandwidth / Amdahl contract. Nothing below `commands` prints or exits.
 #![deny(unsafe_op_in_unsafe_fn)]
+// No unwrap or expect outside tests: user input and sensor faults come back as errors, never
+// as panics (an invariant that cannot fail uses `unreachable!` with its reason).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 /// Type-checking mirror of the Apple framework crates (`--features apple-shim`, non-Apple only).
 #[cfg(all(not(target_os = "macos"), feature = "apple-shim"))]

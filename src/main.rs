@@ -1,4 +1,5 @@
 //! `laya-bench`: parse, dispatch, print the error chain, map the outcome to an exit code.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::ExitCode;
 
