@@ -22,6 +22,7 @@ use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
 use crate::laya::bundle::{sha256_hex, Bundle, CoreMlBundle, ModelSpec, Weights};
 use crate::laya::host::{CallOptions, Host};
 use crate::model::palettize::{read_palette_meta, PaletteReport};
+use crate::report::energy::num;
 use crate::report::raw::ToolInfo;
 use crate::report::write_atomic;
 use crate::trace::ComputePlanReport;
@@ -474,10 +475,6 @@ fn candidate_package(
     }
 }
 
-fn fmt_opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.digits$}"))
-}
-
 fn print_summary(r: &ConvertCheckReport, output: &Path) {
     let s = &r.summary;
     println!(
@@ -576,10 +573,10 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
     println!(
         "package (weights without host embedding tables, {}): source {} MB payload, {} MB per decision; candidate {} MB payload, {} MB per decision",
         p.note,
-        fmt_opt(p.source.weight_payload_mb, 3),
-        fmt_opt(p.source.streamed_mb_per_decision, 3),
-        fmt_opt(p.candidate.weight_payload_mb, 3),
-        fmt_opt(p.candidate.streamed_mb_per_decision, 3)
+        num(p.source.weight_payload_mb, 3),
+        num(p.source.streamed_mb_per_decision, 3),
+        num(p.candidate.weight_payload_mb, 3),
+        num(p.candidate.streamed_mb_per_decision, 3)
     );
     println!("compute placement: {}", r.compute_placement_note);
     println!("wrote {}", output.display());
