@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::game::{DeathReason, Direction, Game, GameError};
 use super::policy::{decide, Decision, PolicyConfig, PolicyError, Predictor};
 use crate::report::raw::{ArmInfo, HostInfo, ToolInfo};
-use crate::stats::{mean, percentile_sorted};
+use crate::stats::LatencySummary;
 
 /// Current schema version of the paired report.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -40,15 +40,16 @@ pub struct LatencyMs {
 
 impl LatencyMs {
     /// Summarize milliseconds (sorted in place); `None` for no data.
+    /// (The statistics are [`LatencySummary`]'s; only the unit in the field names differs.)
     pub fn from_ms(values: &mut [f64]) -> Option<Self> {
-        values.sort_by(f64::total_cmp);
+        let s = LatencySummary::from_latencies(values)?;
         Some(Self {
-            calls: values.len() as u64,
-            mean_ms: mean(values)?,
-            p50_ms: percentile_sorted(values, 50.0)?,
-            p95_ms: percentile_sorted(values, 95.0)?,
-            p99_ms: percentile_sorted(values, 99.0)?,
-            max_ms: *values.last()?,
+            calls: s.calls,
+            mean_ms: s.mean_s,
+            p50_ms: s.p50_s,
+            p95_ms: s.p95_s,
+            p99_ms: s.p99_s,
+            max_ms: s.max_s,
         })
     }
 }
