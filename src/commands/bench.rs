@@ -82,6 +82,18 @@ pub(crate) fn check_length(workload: &str, tokens: usize, length: usize) -> Resu
 
 /// `speed-20261129T151500Z` style stem from the current UTC time.
 pub(crate) fn timestamp_stem(prefix: &str) -> String {
+    let (y, m, d, hh, mm, ss) = utc_now();
+    format!("{prefix}-{y:04}{m:02}{d:02}T{hh:02}{mm:02}{ss:02}Z")
+}
+
+/// ISO-8601 UTC time of now, to the second (`2026-11-29T21:57:27Z`).
+pub(crate) fn iso_utc_now() -> String {
+    let (y, m, d, hh, mm, ss) = utc_now();
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
+/// Now as UTC (year, month, day, hour, minute, second).
+fn utc_now() -> (i64, i64, i64, i64, i64, i64) {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -94,7 +106,7 @@ pub(crate) fn timestamp_stem(prefix: &str) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{prefix}-{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// The raw and report paths: as given, or `PREFIX-<UTC time>.raw.jsonl` and its `.json`

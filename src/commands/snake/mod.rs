@@ -12,7 +12,7 @@ mod tui;
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
 
-use super::bench::{model_json, timestamp_stem};
+use super::bench::{iso_utc_now, model_json};
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
@@ -118,16 +118,6 @@ fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
 fn load_single(model: &str, arm: &str) -> Result<(Bundle, String, String), Failure> {
     let (name, spec) = single_arm(arm)?;
     Ok((load_bundle(model)?, name, spec))
-}
-
-/// ISO-8601 UTC time of now, to the second.
-fn iso_utc_now() -> String {
-    let stem = timestamp_stem("t");
-    let t = stem.trim_start_matches("t-");
-    if t.len() < 15 {
-        return t.to_string();
-    }
-    format!("{}-{}-{}T{}:{}:{}Z", &t[0..4], &t[4..6], &t[6..8], &t[9..11], &t[11..13], &t[13..15])
 }
 
 /// The CPU model, or the architecture when it cannot be read.
