@@ -13,6 +13,10 @@ mod bindgen_config;
 #[path = "src/native_link.rs"]
 mod native_link;
 
+// laya-bench patch: the non-Apple build (system MLX from the PyPI wheels).
+#[path = "src/system_mlx.rs"]
+mod system_mlx;
+
 #[cfg(feature = "metal")]
 fn mlx_c_key(mlx_c_root: &Path) -> String {
     if mlx_c_root.join(".git").exists() {
@@ -192,7 +196,15 @@ fn main() {
     println!("cargo:rerun-if-env-changed=MLX_RS_METAL_PATH");
     println!("cargo:rerun-if-changed=native-libraries.txt");
     println!("cargo:rerun-if-changed=src/native_link.rs");
-    build_and_link_mlx_c();
+    // laya-bench patch: Apple targets build MLX from source as upstream does; every other
+    // target builds only mlx-c, against the MLX of the pinned PyPI wheels (see
+    // src/system_mlx.rs and laya-bench's docs/mlx.md).
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if matches!(target_os.as_str(), "macos" | "ios") {
+        build_and_link_mlx_c();
+    } else {
+        system_mlx::build_and_link_mlx_c(Path::new("src/mlx-c"));
+    }
 
     let mlx_c_root = PathBuf::from("src/mlx-c");
     let headers =
@@ -205,10 +217,14 @@ fn main() {
             mlx_c_root.join(relative).display()
         );
     }
-    let bindings = bindgen_config::builder(&mlx_c_root, &headers)
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
-        .generate()
-        .expect("Unable to generate bindings");
+    let apple = matches!(target_os.as_str(), "macos" | "ios");
+    let bindings = system_mlx::generate_bindings(|| {
+        let builder = bindgen_config::builder(&mlx_c_root, &headers)
+            .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
+        // laya-bench patch: off Apple `float16_t` is defined in src/lib.rs.
+        let builder = if apple { builder } else { builder.blocklist_type("float16_t") };
+        builder.generate()
+    });
 
     // Write the bindings to the $OUT_DIR/bindings.rs file.
     let out_path = PathBuf::from(env::var("OUT_DIR").unwrap());
