@@ -30,6 +30,12 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench palettize --model synthetic:multilingual --bits 8 \\\n    --output ml-w8.safetensors\n  laya-bench speed --model synthetic:multilingual --arm f32=portable:f32 \\\n    --arm w8=portable:w8:ml-w8.safetensors"
     )]
     Palettize(PalettizeArgs),
+    /// Write builtin:tiny or a synthetic model as a checkpoint folder in the original layout,
+    /// for other runtimes (laya-mlx, laya, laya-cuda) to load the same weights.
+    #[command(
+        after_help = "Examples:\n  laya-bench export --model synthetic:multilingual --output ckpt-ml\n  laya-bench speed --model ckpt-ml --arm p=portable:f32 --arm m=mlx:fp32:ckpt-ml"
+    )]
+    Export(ExportArgs),
     /// Compute the math bounds of one decision: FLOP, weight bytes, compute and bandwidth
     /// floors, what a target speed-up needs, and Amdahl's law.
     #[command(
@@ -418,6 +424,20 @@ pub struct PalettizeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `laya-bench export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The folder to write (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub output: std::path::PathBuf,
+    /// Write into a folder that already holds files (its checkpoint files are replaced).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// `laya-bench snake`.

@@ -53,6 +53,7 @@ impl ScriptedBackend {
                 shapes,
                 fingerprint: "mock".into(),
                 notes: Vec::new(),
+                blas: None,
             },
             script,
             delay,

@@ -51,6 +51,10 @@ pub struct BackendInfo {
     /// What a user must know about this arm to read its numbers (e.g. a conversion that
     /// changed nothing); printed when the arm is built and kept in the raw header.
     pub notes: Vec<String>,
+    /// The BLAS library that answers the backend's matrix products, where a shared library
+    /// does (MLX's CPU build: e.g. `OpenBLAS 0.3.21 … (/usr/lib/…/libopenblas.so.0)`); `None`
+    /// for engines with their own kernels.
+    pub blas: Option<String>,
 }
 
 /// One packed batch in graph shape: `B` rows of length `L` with `K` marker slots.

@@ -185,14 +185,9 @@ impl BackendSpec {
             "coreml" => CoreMlSpec::parse(rest)
                 .map(Self::CoreMl)
                 .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() }),
-            "mlx" if !cfg!(target_os = "macos") => Err(RegistryError::Unavailable {
-                spec: spec.into(),
-                needs: "macOS on Apple silicon with MLX",
-                os: std::env::consts::OS,
-            }),
             "mlx" if !cfg!(feature = "mlx") => Err(RegistryError::Unavailable {
                 spec: spec.into(),
-                needs: "a build with `--features mlx` (MLX is compiled in only then)",
+                needs: MLX_NEEDS,
                 os: std::env::consts::OS,
             }),
             "mlx" => super::mlx::MlxSpec::parse(rest)
@@ -249,14 +244,7 @@ pub fn survey() -> Vec<BackendStatus> {
             format!("Core ML (Neural Engine) bundle: needs {COREML_NEEDS}; this build runs on {}", std::env::consts::OS)
         },
     });
-    let (usable, detail) = if cfg!(all(target_os = "macos", feature = "mlx")) {
-        (true, "compiled MLX graph (mlx:fp16|fp32:CHECKPOINT); runs on the Metal GPU, or MLX's CPU device where Metal is missing".to_string())
-    } else if cfg!(target_os = "macos") {
-        (false, "MLX (mlx:fp16|fp32:CHECKPOINT): this binary was built without it; rebuild with `cargo build --release --features mlx` (needs cmake and Xcode)".to_string())
-    } else {
-        (false, format!("MLX on Apple silicon (mlx:fp16|fp32:CHECKPOINT): needs macOS on Apple silicon and a build with `--features mlx`; this build runs on {}", std::env::consts::OS))
-    };
-    out.push(BackendStatus { spec: "mlx:CHECKPOINT".into(), usable, detail });
+    out.push(mlx_status());
     out.push(BackendStatus {
         spec: "mock:ok".into(),
         usable: true,
@@ -374,7 +362,20 @@ pub fn build(
     Ok(Box::new(backend))
 }
 
-#[cfg(all(target_os = "macos", feature = "mlx"))]
+/// The host an arm runs behind: `bundle`'s tokenizer and agent config at `shapes`, with the
+/// backend's host hints applied (MLX arms: the baseline's prompt-prefix cache,
+/// [`super::mlx::configure_host`]). Every command that runs a backend builds its host here, so
+/// an arm behaves the same in `predict`, `speed`, `energy`, `trace run`, `snake` and
+/// `convert-check`.
+pub fn host_for<'b>(
+    bundle: &'b Bundle,
+    shapes: ShapeCaps,
+    info: &super::BackendInfo,
+) -> crate::laya::host::Host<'b> {
+    super::mlx::configure_host(crate::laya::host::Host::new(&bundle.tokenizer, &bundle.agent, shapes), info)
+}
+
+#[cfg(feature = "mlx")]
 fn build_mlx(
     spec: &super::mlx::MlxSpec,
     spec_text: &str,
@@ -384,19 +385,40 @@ fn build_mlx(
     Ok(Box::new(super::mlx::graph::MlxBackend::build(spec, spec_text, bundle, shapes)?))
 }
 
-#[cfg(not(all(target_os = "macos", feature = "mlx")))]
+#[cfg(not(feature = "mlx"))]
 fn build_mlx(
     _spec: &super::mlx::MlxSpec,
     spec_text: &str,
     _bundle: &Bundle,
     _shapes: Option<ShapeCaps>,
 ) -> Result<Box<dyn Backend>, RegistryError> {
-    Err(RegistryError::Unavailable {
-        spec: spec_text.into(),
-        needs: "macOS on Apple silicon and a build with `--features mlx`",
-        os: std::env::consts::OS,
-    })
+    Err(RegistryError::Unavailable { spec: spec_text.into(), needs: MLX_NEEDS, os: std::env::consts::OS })
 }
+
+/// `doctor`'s MLX line: with the feature, one product evaluated on MLX's default device and
+/// the BLAS it used; without it, how to build it.
+fn mlx_status() -> BackendStatus {
+    #[cfg(feature = "mlx")]
+    let (usable, detail) = match super::mlx::graph::probe() {
+        Ok(d) => (true, format!("compiled MLX graph (mlx:fp16|fp32:CHECKPOINT): {d}")),
+        Err(e) => (
+            false,
+            format!("compiled MLX graph (mlx:fp16|fp32:CHECKPOINT): built in, but MLX cannot run here: {e}"),
+        ),
+    };
+    #[cfg(not(feature = "mlx"))]
+    let (usable, detail) =
+        (false, format!("compiled MLX graph (mlx:fp16|fp32:CHECKPOINT): needs {MLX_NEEDS}"));
+    BackendStatus { spec: "mlx:CHECKPOINT".into(), usable, detail }
+}
+
+/// What an `mlx:` spec needs in a build without the feature, with the commands that build it.
+#[cfg(target_os = "macos")]
+const MLX_NEEDS: &str =
+    "a build with `--features mlx` (`cargo build --release --features mlx`; needs cmake and Xcode's tools)";
+#[cfg(not(target_os = "macos"))]
+const MLX_NEEDS: &str =
+    "a build with `--features mlx` (run `scripts/setup-mlx.sh`, then `cargo build --release --features mlx`)";
 
 /// Build the portable engine for a bundle with `threads` workers, with the palettizer's report
 /// when the spec palettized on the fly.
@@ -600,11 +622,13 @@ mod tests {
     }
 
     #[test]
-    #[cfg(not(all(target_os = "macos", feature = "mlx")))]
+    #[cfg(not(feature = "mlx"))]
     fn mlx_specs_say_what_they_need_here() {
         let e = BackendSpec::parse("mlx:fp16:builtin:tiny").unwrap_err();
         assert!(matches!(e, RegistryError::Unavailable { .. }), "{e}");
-        assert!(e.to_string().contains("needs macOS") || e.to_string().contains("--features mlx"), "{e}");
+        assert!(e.to_string().contains("cargo build --release --features mlx"), "{e}");
+        #[cfg(target_os = "linux")]
+        assert!(e.to_string().contains("scripts/setup-mlx.sh"), "{e}");
         let bundle =
             crate::laya::bundle::Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
         let spec = BackendSpec::Mlx(crate::backend::mlx::MlxSpec::parse("fp16:builtin:tiny").unwrap());

@@ -9,7 +9,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
 use super::Failure;
-use crate::backend::mlx;
 use crate::backend::registry::{self, portable_precisions, BackendSpec};
 use crate::backend::{ShapeCaps, ShapeMode};
 use crate::cli::RunArgs;
@@ -249,7 +248,7 @@ pub(crate) fn build_setup<'b>(
         for note in &backend.info().notes {
             eprintln!("note: arm `{name}` ({spec}): {note}");
         }
-        let host = mlx::configure_host(Host::new(&bundle.tokenizer, &bundle.agent, caps), backend.info());
+        let host = registry::host_for(bundle, caps, backend.info());
         arms.push(Arm { name: name.clone(), spec: spec.clone(), backend, host });
     }
     let (built, workload) = build_workload(&arms[0].host, &args.workload, args.tokens, args.length)?;

@@ -164,7 +164,13 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         repeats: args.repeats,
         opts: CallOptions { max_len: args.max_len, ..CallOptions::default() },
     };
-    let rows_host = Host::new(&cand.tokenizer, &cand.agent, shapes.clone());
+    // The candidate's rows come from its own arm's host (MLX: with the prefix cache, which
+    // changes no row); the source decodes them with a plain host.
+    let rows_host = match &engine {
+        Engine::Portable(b) => registry::host_for(cand, shapes.clone(), b.info()),
+        Engine::Other(b) => registry::host_for(cand, shapes.clone(), b.info()),
+        Engine::Unavailable(_) => Host::new(&cand.tokenizer, &cand.agent, shapes.clone()),
+    };
     let source_host = Host::new(&source_bundle.tokenizer, &source_bundle.agent, shapes.clone());
     for w in rows_host.load_warnings() {
         eprintln!("warning: {w}");
@@ -347,7 +353,7 @@ fn build_candidate(
         Err(e) if spec_text.starts_with("mlx") => return Ok((Engine::Unavailable(e.to_string()), None)),
         Err(e) => return Err(context(e)),
     };
-    if matches!(parsed, BackendSpec::Mock { .. }) {
+    if matches!(parsed, BackendSpec::Mock { .. } | BackendSpec::Mlx(_)) {
         return Ok((
             Engine::Other(registry::build(&parsed, spec_text, cand, Some(shapes.clone())).map_err(context)?),
             None,
@@ -470,6 +476,10 @@ fn candidate_package(
     }
     match engine {
         Engine::Portable(b) => portable_side(spec, b.weight_bytes()),
+        Engine::Other(b) if b.info().name == crate::backend::mlx::NAME => missing_side(
+            spec,
+            "not counted for MLX arms: MLX holds every tensor of the source checkpoint as one array in the graph dtype",
+        ),
         Engine::Other(_) => missing_side(spec, "a scripted backend has no weights"),
         Engine::Unavailable(reason) => missing_side(spec, reason),
     }

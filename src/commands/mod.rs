@@ -7,6 +7,7 @@ pub mod doctor;
 #[cfg(target_os = "macos")]
 mod doctor_apple;
 pub mod energy;
+pub mod export;
 mod interrupt;
 pub mod palettize;
 pub mod predict;
@@ -70,6 +71,7 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),
         crate::cli::Command::Palettize(args) => palettize::run(&args),
+        crate::cli::Command::Export(args) => export::run(&args),
         crate::cli::Command::Bounds(args) => bounds::run(&args),
         crate::cli::Command::Trace(args) => trace::run(&args),
         crate::cli::Command::Energy(args) => energy::run(&args),

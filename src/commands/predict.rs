@@ -6,13 +6,12 @@ use anyhow::{anyhow, Context};
 use serde_json::{json, Value};
 
 use super::{Failure, Outcome};
-use crate::backend::mlx;
 use crate::backend::registry::{self, BackendSpec};
 use crate::backend::{Backend, PreparedBatch};
 use crate::cli::PredictArgs;
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::decode::MinConfidence;
-use crate::laya::host::{CallOptions, Host, Trace};
+use crate::laya::host::{CallOptions, Trace};
 use crate::laya::pyjson::dumps_indent;
 use crate::laya::tokenizer::Tokenizer;
 use crate::model::synthetic::published_shape;
@@ -41,10 +40,7 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
     let requests = read_requests(args)?;
     let bundle = load_bundle(&args.model.model)?;
     let mut backend = build_backend(&args.backend, &bundle)?;
-    let host = mlx::configure_host(
-        Host::new(&bundle.tokenizer, &bundle.agent, backend.info().shapes.clone()),
-        backend.info(),
-    );
+    let host = registry::host_for(&bundle, backend.info().shapes.clone(), backend.info());
     for w in host.load_warnings() {
         eprintln!("warning: {w}");
     }

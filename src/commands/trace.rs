@@ -22,7 +22,7 @@ use crate::cli::{
     TraceArgs, TraceCommand, TraceRecordArgs, TraceRunArgs, TraceSummarizeArgs, TraceWorkloadArgs,
 };
 use crate::laya::bundle::Bundle;
-use crate::laya::host::{Host, HostError, StateResult};
+use crate::laya::host::{HostError, StateResult};
 use crate::protocol::{self, Arm, BlockLimit, Clock, Observer, Plan, RunError};
 use crate::report::raw::{self, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo};
 use crate::report::write_atomic;
@@ -175,10 +175,7 @@ fn build_arm<'b>(bundle: &'b Bundle, choice: &ArmChoice, length: usize) -> Resul
             caps.max_length
         )));
     }
-    let host = crate::backend::mlx::configure_host(
-        Host::new(&bundle.tokenizer, &bundle.agent, caps),
-        backend.info(),
-    );
+    let host = registry::host_for(bundle, caps, backend.info());
     Ok(Arm { name: choice.name.clone(), spec: choice.spec.clone(), backend, host })
 }
 

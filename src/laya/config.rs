@@ -181,6 +181,68 @@ impl EncoderConfig {
     }
 }
 
+impl EncoderConfig {
+    /// `encoder/config.json` text that [`EncoderConfig::from_json`] reads back to `self`:
+    /// explicit `layer_types`, per-kind RoPE bases, and `max_position_embeddings` (which the
+    /// host does not read; other runtimes check `max_len` against it).
+    pub fn to_json(&self, max_position_embeddings: usize) -> String {
+        let kinds: Vec<&str> = self
+            .layer_kinds
+            .iter()
+            .map(|k| match k {
+                LayerKind::Full => "full_attention",
+                LayerKind::Sliding => "sliding_attention",
+            })
+            .collect();
+        let v = serde_json::json!({
+            "model_type": "modernbert",
+            "hidden_activation": "gelu",
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_heads,
+            "num_hidden_layers": self.num_layers,
+            "intermediate_size": self.intermediate_size,
+            "norm_eps": self.norm_eps,
+            "norm_bias": self.norm_bias,
+            "attention_bias": self.attention_bias,
+            "mlp_bias": self.mlp_bias,
+            "layer_types": kinds,
+            "local_attention": self.local_attention,
+            "global_rope_theta": self.rope_theta_full,
+            "local_rope_theta": self.rope_theta_sliding,
+            "max_position_embeddings": max_position_embeddings,
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default()
+    }
+}
+
+impl AgentConfig {
+    /// `rl_agent_config.json` text that [`AgentConfig::from_json`] reads back to `self`.
+    /// Only the number of `act_costs` entries is part of the config (host-contract.md §1.3),
+    /// so the export names them `ask`, `action_2`, … with cost 0; `encoder` names where the
+    /// weights came from (other runtimes require the key).
+    pub fn to_json(&self, encoder: &str) -> String {
+        let costs: Map<String, Value> = (1..self.num_actions)
+            .map(|i| (if i == 1 { "ask".to_string() } else { format!("action_{i}") }, Value::from(0.0)))
+            .collect();
+        let by_options: Map<String, Value> = self.temperature_by_options.iter().cloned().collect();
+        let v = serde_json::json!({
+            "encoder": encoder,
+            "head_layers": self.head_layers,
+            "act_costs": costs,
+            "max_len": self.max_len,
+            "head_max_len": self.head_max_len,
+            "temperature": self.temperature,
+            "temperature_by_options": by_options,
+            "option_layout": match self.option_layout {
+                OptionLayout::Sequential => "sequential",
+                OptionLayout::Parallel => "parallel",
+            },
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default()
+    }
+}
+
 /// RoPE base for one layer kind: per-kind `rope_parameters[kind]`, then a flat
 /// `rope_parameters.rope_theta`, then the `global_/local_rope_theta` fallback.
 fn rope_theta(f: &Fields<'_>, kind: &str, fallback: f64) -> Result<f64, ConfigError> {
@@ -388,6 +450,29 @@ mod tests {
                 "num_hidden_layers": 4, "intermediate_size": 12{extra}}}"#
         );
         EncoderConfig::from_json(&text, "encoder/config.json")
+    }
+
+    #[test]
+    fn configs_written_by_to_json_read_back_equal() {
+        let e = enc(r#", "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"], "norm_bias": true, "local_attention": 16, "local_rope_theta": 7.5"#).unwrap();
+        let text = e.to_json(8192);
+        assert_eq!(EncoderConfig::from_json(&text, "x").unwrap(), e);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["max_position_embeddings"], 8192);
+        assert_eq!(v["layer_types"][1], "sliding_attention");
+        let a = AgentConfig::from_json(
+            r#"{"head_layers": 2, "act_costs": {"ask": 0.1, "call": 0.2}, "max_len": 96, "head_max_len": 40,
+                "temperature": [1.3, 1.2, "bad"], "temperature_by_options": {"choice:2": 1.9, "noul:2": 2.0},
+                "option_layout": "parallel"}"#,
+            "rl",
+        )
+        .unwrap();
+        let text = a.to_json("synthetic:tiny");
+        assert_eq!(AgentConfig::from_json(&text, "rl").unwrap(), a);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["encoder"], "synthetic:tiny");
+        assert_eq!(v["act_costs"], serde_json::json!({"ask": 0.0, "action_2": 0.0}));
+        assert_eq!(v["temperature"][2], "bad", "raw temperatures are kept as written");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Checkpoint weights, synthetic shape-faithful checkpoints and the host tail.
 
+pub mod export;
 pub mod lowp;
 pub mod ops;
 pub mod palettize;

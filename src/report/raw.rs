@@ -114,6 +114,10 @@ pub struct ArmInfo {
     /// What a reader must know to read this arm's numbers (see `BackendInfo::notes`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The BLAS library behind the arm's matrix products (see `BackendInfo::blas`); absent
+    /// for engines with their own kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blas: Option<String>,
 }
 
 impl ArmInfo {
@@ -130,6 +134,7 @@ impl ArmInfo {
             length: info.shapes.max_length,
             max_options: info.shapes.max_options,
             notes: info.notes.clone(),
+            blas: info.blas.clone(),
         }
     }
 }

@@ -89,7 +89,7 @@ impl<'b> HostPredictor<'b> {
     pub fn from_backend(name: &str, spec: &str, bundle: &'b Bundle, backend: Box<dyn Backend>) -> Self {
         let info = backend.info();
         let identity = ArmInfo::describe(name, spec, info);
-        let host = Host::new(&bundle.tokenizer, &bundle.agent, info.shapes.clone());
+        let host = registry::host_for(bundle, info.shapes.clone(), info);
         Self { host, backend, options: CallOptions::default(), identity, decisions: 0, truncated: 0 }
     }
 

@@ -127,6 +127,7 @@ fn header(shape: &RunShape) -> Header {
                 length: 96,
                 max_options: 4,
                 notes: Vec::new(),
+                blas: None,
             })
             .collect(),
         workload: WorkloadInfo {

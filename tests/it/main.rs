@@ -8,6 +8,8 @@ mod cli_bounds;
 mod cli_convert_check;
 mod cli_doctor;
 mod cli_energy;
+#[cfg(feature = "mlx")]
+mod cli_mlx;
 mod cli_palettize;
 mod cli_predict;
 mod cli_snake;

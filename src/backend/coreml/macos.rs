@@ -350,6 +350,7 @@ impl CoreMlBackend {
             shapes,
             fingerprint: sha256,
             notes: Vec::new(),
+            blas: None,
         };
         let outputs = outputs.into_iter().map(|name| Output { name, ..Output::default() }).collect();
         Ok(Self { model, outputs, kind, info })

@@ -1,11 +1,12 @@
-//! macOS leaf (feature `mlx`): the DecisionModel forward (host-contract.md §2) as `mlx-rs`
-//! ops on the original checkpoint's weights, compiled with `mlx_rs::transforms::compile`.
+//! MLX leaf (feature `mlx`): the DecisionModel forward (host-contract.md §2) as `mlx-rs` ops
+//! on the original checkpoint's weights, compiled with `mlx_rs::transforms::compile`.
 //!
 //! Thin: the inputs of a call (bucket padding, masks, slots, RoPE tables) come from the
 //! portable [`super::MlxInputs`]; this file turns them into arrays, runs the compiled graph,
-//! evaluates its lazy outputs inside the call and copies them out. Written against the
-//! signatures of mlx-rs 0.33.0 read in the cargo registry; type-checked for
-//! aarch64-apple-darwin, never run in this project (see README, "Apple hardware").
+//! evaluates its lazy outputs inside the call and copies them out. Written against mlx-rs
+//! 0.33.0. On Linux it runs on MLX 0.32.2's CPU build (the PyPI wheels, `scripts/setup-mlx.sh`)
+//! and is tested against the portable engine in CI; on macOS (Metal) it has not run yet (see
+//! README, "Apple hardware").
 
 use std::collections::HashMap;
 
@@ -17,6 +18,8 @@ use mlx_rs::ops::{
 };
 use mlx_rs::{fast, transforms, Array, Device, DeviceType, Dtype};
 
+#[cfg(target_os = "linux")]
+use super::blas::{BlasKind, BlasProvider};
 use super::{copy_outputs, default_shapes, fingerprint, parameter_names, MlxDtype, MlxInputs, MlxSpec, NAME};
 use crate::backend::registry::{load_source, RegistryError};
 use crate::backend::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
@@ -208,6 +211,15 @@ struct CompiledForward(Box<ForwardFn>);
 // are themselves `Send` (mlx-rs `array/mod.rs`).
 unsafe impl Send for CompiledForward {}
 
+/// Whether the forward is compiled with `mlx_rs::transforms::compile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compile {
+    /// Compiled once per input shape (the published baseline's `mx.compile`).
+    Yes,
+    /// Evaluated op by op.
+    No,
+}
+
 /// The MLX backend.
 pub struct MlxBackend {
     info: BackendInfo,
@@ -227,12 +239,110 @@ fn weights_err(spec_text: &str, e: impl std::fmt::Display) -> RegistryError {
     RegistryError::Weights(format!("{spec_text}: {e}"))
 }
 
-fn device_name() -> String {
+/// MLX's version string (`mlx_version()` of the linked library).
+pub fn mlx_version() -> String {
+    // SAFETY: mlx_string_new/mlx_version/mlx_string_data/mlx_string_free are used as mlx-c
+    // documents: the string is created, filled, read while alive, then freed.
+    unsafe {
+        let mut s = mlx_sys::mlx_string_new();
+        let rc = mlx_sys::mlx_version(&mut s);
+        let data = mlx_sys::mlx_string_data(s);
+        let v = if rc == 0 && !data.is_null() {
+            std::ffi::CStr::from_ptr(data).to_string_lossy().into_owned()
+        } else {
+            "unknown".to_string()
+        };
+        mlx_sys::mlx_string_free(s);
+        v
+    }
+}
+
+/// Where the graph runs, as the raw header and `doctor` record it.
+pub fn device_name() -> String {
+    let build =
+        if cfg!(target_os = "macos") { "Metal build" } else { "CPU build from the PyPI wheels, no Metal" };
     match Device::try_default().and_then(|d| d.get_type()) {
-        Ok(DeviceType::Gpu) => "gpu (Metal, MLX default device)".into(),
-        Ok(DeviceType::Cpu) => "cpu (MLX default device)".into(),
+        Ok(DeviceType::Gpu) => format!("gpu (Metal, MLX {} default device)", mlx_version()),
+        Ok(DeviceType::Cpu) => format!("cpu (MLX {} {build}; default device)", mlx_version()),
         Err(e) => format!("unknown MLX device ({e})"),
     }
+}
+
+/// The BLAS behind MLX's CPU matrix products, checked against the build's choice: `Ok(None)`
+/// where MLX uses Apple's Accelerate (macOS), `Err` where the arm must not run (see
+/// [`super::blas::refusal`]).
+pub fn blas_provider() -> Result<Option<String>, String> {
+    #[cfg(target_os = "linux")]
+    {
+        let chosen_reference = option_env!("LAYA_BENCH_MLX_BLAS_CHOICE") == Some("reference");
+        let p = blas_library();
+        match super::blas::refusal(p.as_ref(), chosen_reference) {
+            Some(why) => Err(why),
+            None => Ok(p.map(|p| p.describe())),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Ok(None)
+    }
+}
+
+/// The library that defines `cblas_sgemm` for this process's global lookup scope (the
+/// binding `libmlx.so`'s undefined `cblas_sgemm` gets), with OpenBLAS's self-description.
+#[cfg(target_os = "linux")]
+fn blas_library() -> Option<BlasProvider> {
+    use std::ffi::{c_char, c_int, CStr};
+
+    // SAFETY: dlsym/dladdr with a NUL-terminated name and a zeroed Dl_info; the returned
+    // strings belong to the loaded library, which stays loaded (it is linked in).
+    unsafe {
+        let sym = libc::dlsym(libc::RTLD_DEFAULT, c"cblas_sgemm".as_ptr());
+        if sym.is_null() {
+            return None;
+        }
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(sym, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let path = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+        let kind = super::blas::classify(&path);
+        let config = {
+            let f = libc::dlsym(libc::RTLD_DEFAULT, c"openblas_get_config".as_ptr());
+            (!f.is_null() && kind == BlasKind::OpenBlas).then(|| {
+                let f: extern "C" fn() -> *const c_char = std::mem::transmute(f);
+                let s = f();
+                (!s.is_null()).then(|| CStr::from_ptr(s).to_string_lossy().trim().to_string())
+            })
+        }
+        .flatten();
+        let threads = {
+            let f = libc::dlsym(libc::RTLD_DEFAULT, c"openblas_get_num_threads".as_ptr());
+            (!f.is_null() && kind == BlasKind::OpenBlas).then(|| {
+                let f: extern "C" fn() -> c_int = std::mem::transmute(f);
+                f()
+            })
+        };
+        Some(BlasProvider { kind, path, config, threads })
+    }
+}
+
+/// One small product on MLX's default device, checked: the device, MLX version and BLAS, or
+/// why MLX cannot compute here (`doctor`).
+pub fn probe() -> Result<String, String> {
+    let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = Array::from_slice(&[5.0f32, 6.0, 7.0, 8.0], &[2, 2]);
+    let c = matmul(&a, &b).map_err(|e| e.to_string())?;
+    c.eval().map_err(|e| e.to_string())?;
+    match c.try_as_slice::<f32>() {
+        Ok([19.0, 22.0, 43.0, 50.0]) => {}
+        Ok(other) => return Err(format!("MLX returned {other:?} for [[1,2],[3,4]]·[[5,6],[7,8]]")),
+        Err(e) => return Err(e.to_string()),
+    }
+    let blas = match blas_provider()? {
+        Some(b) => format!("; BLAS {b}"),
+        None => String::new(),
+    };
+    Ok(format!("{} evaluated a 2×2 product{blas}", device_name()))
 }
 
 /// Run one tiny computation on the GPU: `Ok` with the device name, or why Metal is unusable.
@@ -257,6 +367,19 @@ impl MlxBackend {
         bundle: &Bundle,
         shapes: Option<ShapeCaps>,
     ) -> Result<Self, RegistryError> {
+        Self::build_with(spec, spec_text, bundle, shapes, Compile::Yes)
+    }
+
+    /// [`MlxBackend::build`], with the forward compiled (`mx.compile`, as the baseline ran
+    /// it) or run op by op (`Compile::No`: the same graph, traced anew on every call; the
+    /// tests check that both agree).
+    pub fn build_with(
+        spec: &MlxSpec,
+        spec_text: &str,
+        bundle: &Bundle,
+        shapes: Option<ShapeCaps>,
+        compile: Compile,
+    ) -> Result<Self, RegistryError> {
         let model = ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?;
         let src = Bundle::load(&model, published_shape).map_err(|e| weights_err(spec_text, e))?;
         if src.encoder != bundle.encoder
@@ -273,6 +396,8 @@ impl MlxBackend {
                 ),
             });
         }
+        let blas =
+            blas_provider().map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
         let (weights, source_fp) = load_source(spec_text, &src)?;
         let dtype = match spec.dtype {
             MlxDtype::F16 => Dtype::Float16,
@@ -303,14 +428,21 @@ impl MlxBackend {
         let parallel = cfg.parallel;
         let params = Params(params);
         let f = move |inputs: &[Array]| -> Result<Vec<Array>, Exception> { forward(&params, &cfg, inputs) };
-        let compiled = CompiledForward(Box::new(transforms::compile::compile(f, false)));
+        let compiled = match compile {
+            Compile::Yes => CompiledForward(Box::new(transforms::compile::compile(f, false))),
+            Compile::No => CompiledForward(Box::new(f)),
+        };
         let info = BackendInfo {
             name: NAME.into(),
             precision: spec.dtype.name().into(),
             device: device_name(),
             shapes: shapes.unwrap_or_else(|| default_shapes(&bundle.agent)),
             fingerprint: fingerprint(&source_fp, spec.dtype),
-            notes: Vec::new(),
+            notes: match compile {
+                Compile::Yes => Vec::new(),
+                Compile::No => vec!["the forward is not compiled: MLX evaluates it op by op".into()],
+            },
+            blas,
         };
         Ok(MlxBackend {
             info,

@@ -1,5 +1,5 @@
-//! The MLX backend (`mlx:fp16|fp32:SRC`): the DecisionModel forward as an `mlx-rs` graph on
-//! Apple silicon, compiled with `compile`, run on 32-token shape buckets, as the published
+//! The MLX backend (`mlx:fp16|fp32:SRC`): the DecisionModel forward as an `mlx-rs` graph (on
+//! Apple silicon's GPU, or MLX's CPU device on Linux), compiled with `compile`, run on 32-token shape buckets, as the published
 //! baseline (laya-mlx 0.5.0 with `compile=True`, `pad_to_multiple=32`, `cache_prompts=True`)
 //! ran it. See docs/mlx.md.
 //!
@@ -7,10 +7,12 @@
 //! the input arrays of one call (bucket padding, the attention masks of host-contract.md §2
 //! step 2 built by the portable engine's mask code, marker slots padded to at least 2, RoPE
 //! tables for the parallel layout), the checkpoint → MLX parameter name mapping, the weight
-//! fingerprint, the output copy, and switching on the host's prompt-prefix cache. The graph
-//! itself (`graph.rs`) is compiled only on macOS with the `mlx` feature.
+//! fingerprint, the output copy, switching on the host's prompt-prefix cache, and telling
+//! BLAS libraries apart (`blas.rs`). The graph itself (`graph.rs`) is compiled only with the
+//! `mlx` feature: on macOS with Metal, on Linux on MLX's CPU build from PyPI (docs/mlx.md).
 
-#[cfg(all(target_os = "macos", feature = "mlx"))]
+pub mod blas;
+#[cfg(feature = "mlx")]
 pub mod graph;
 
 use std::collections::HashMap;
@@ -351,5 +353,7 @@ pub fn copy_outputs(
     Ok(())
 }
 
+#[cfg(all(test, feature = "mlx"))]
+mod graph_tests;
 #[cfg(test)]
 mod tests;

@@ -218,56 +218,10 @@ fn only_an_mlx_backend_turns_on_the_prefix_cache() {
         shapes: default_shapes(&b.agent),
         fingerprint: String::new(),
         notes: Vec::new(),
+        blas: None,
     };
     let host =
         |name: &str| configure_host(Host::new(&b.tokenizer, &b.agent, default_shapes(&b.agent)), &info(name));
     assert!(host(NAME).prefix_cache.is_some());
     assert!(host("portable").prefix_cache.is_none());
-}
-
-/// Runs only on a Mac built with `--features mlx` (the macOS CI workflow): the compiled MLX
-/// graph in FP32 against the portable FP32 engine on the same packed batch, whose length (a
-/// multiple of 16) the MLX adapter pads to its 32-token bucket.
-#[cfg(all(target_os = "macos", feature = "mlx"))]
-#[test]
-fn mlx_fp32_matches_the_portable_engine_on_builtin_tiny() {
-    use crate::backend::registry::{self, BackendSpec, Precision};
-    use crate::laya::host::CallOptions;
-    use crate::laya::question::compile_questions;
-    use serde_json::json;
-
-    let b = tiny();
-    let shapes = registry::portable_shapes(&b);
-    let host = Host::new(&b.tokenizer, &b.agent, shapes.clone());
-    let qs = compile_questions(&json!({
-        "pay": {"type": "choice", "instructions": "Which action?", "criteria": ["pay now", "wait", "escalate"]},
-        "late": {"type": "noul", "instructions": "Is the invoice overdue?"},
-        "risk": {"type": "score", "instructions": "How risky?", "criteria": ["low", "medium", "high"]}
-    }))
-    .unwrap();
-    let rows = host
-        .prepare_rows(
-            &[json!("Invoice 1042 is overdue by 12 days; the customer asked for a delay.")],
-            &qs,
-            &CallOptions::default(),
-        )
-        .unwrap();
-    let mut batch = PreparedBatch::default();
-    // Rows of 43–59 tokens packed at length 80, which the MLX adapter pads to its 96 bucket.
-    host.pack(&rows, 80, &mut batch).unwrap();
-    assert_ne!(batch.length % BUCKET_TOKENS, 0, "the batch should need bucket padding: {}", batch.length);
-    let build =
-        |spec: &str, parsed: BackendSpec| registry::build(&parsed, spec, &b, Some(shapes.clone())).unwrap();
-    let mut mlx = build("mlx:fp32:builtin:tiny", BackendSpec::parse("mlx:fp32:builtin:tiny").unwrap());
-    let mut portable = build("portable:f32", BackendSpec::Portable(Precision::F32));
-    let (mut m, mut p) = (ForwardOutput::default(), ForwardOutput::default());
-    mlx.forward(&batch, &mut m).unwrap();
-    portable.forward(&batch, &mut p).unwrap();
-    assert_eq!((m.batch, m.max_options, m.num_actions), (p.batch, p.max_options, p.num_actions));
-    for (i, (x, y)) in m.logits.iter().zip(&p.logits).enumerate() {
-        assert!((x - y).abs() <= 1e-3 * (1.0 + y.abs()), "logit {i}: mlx {x} portable {y}");
-    }
-    for (i, (x, y)) in m.action_logits.iter().zip(&p.action_logits).enumerate() {
-        assert!((x - y).abs() <= 1e-3 * (1.0 + y.abs()), "action logit {i}: mlx {x} portable {y}");
-    }
 }

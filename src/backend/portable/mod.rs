@@ -306,6 +306,7 @@ impl PortableBackend {
             shapes,
             fingerprint,
             notes: Vec::new(),
+            blas: None,
         };
         Self {
             info,

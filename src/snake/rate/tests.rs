@@ -51,6 +51,7 @@ fn report(settings: RateSettings) -> RateReport {
             length: 64,
             max_options: 4,
             notes: Vec::new(),
+            blas: None,
         },
         rng: "test".into(),
         settings,
