@@ -578,6 +578,12 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
                 format!("DIFFER: {}", bad.join(", "))
             }
         );
+        let list = |v: &[crate::backend::coreml::description::DeclaredFeature]| {
+            v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ")
+        };
+        println!("declared_inputs:  {}", list(&b.declared_inputs));
+        println!("declared_outputs: {}", list(&b.declared_outputs));
+        println!("  {}", b.declared_interface_check);
     }
     let p = &r.package;
     println!(

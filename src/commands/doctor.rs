@@ -7,6 +7,7 @@ use anyhow::anyhow;
 use serde::Serialize;
 
 use super::{Failure, Outcome};
+use crate::backend::coreml::description::DeclaredFeature;
 use crate::backend::registry::{self, BackendStatus};
 use crate::cli::DoctorArgs;
 use crate::power::sampler::max_gap;
@@ -136,6 +137,28 @@ pub struct LoadCheck {
     pub loaded: bool,
     /// Name, precision, device and weight fingerprint, or the error chain.
     pub detail: String,
+    /// For a `coreml:` spec whose bundle verifies (on any OS): the package's declared inputs,
+    /// read from its model specification and checked against what the adapter feeds; `null`
+    /// for other specs or when the bundle does not verify (`detail` says why).
+    pub declared_inputs: Option<Vec<DeclaredFeature>>,
+    /// The package's declared outputs, checked against what the adapter reads.
+    pub declared_outputs: Option<Vec<DeclaredFeature>>,
+}
+
+/// The declared interface of a `coreml:` spec's bundle, when it verifies.
+fn declared(spec: &str) -> Option<(Vec<DeclaredFeature>, Vec<DeclaredFeature>)> {
+    let registry::BackendSpec::CoreMl(cm) = registry::BackendSpec::parse(spec).ok()? else {
+        return None;
+    };
+    let bundle =
+        crate::laya::bundle::Bundle::load(&crate::laya::bundle::ModelSpec::Dir(cm.bundle), |_| None).ok()?;
+    match bundle.weights {
+        crate::laya::bundle::Weights::CoreMl(c) => {
+            let d = *c.description;
+            Some((d.inputs, d.outputs))
+        }
+        _ => None,
+    }
 }
 
 /// Try to build every spec for `model` (nothing is run).
@@ -163,7 +186,15 @@ pub fn load_checks(model: &str, specs: &[String]) -> Vec<LoadCheck> {
                 }
                 Err(e) => (false, e),
             };
-            LoadCheck { spec: spec.clone(), model: model.to_string(), loaded, detail }
+            let (declared_inputs, declared_outputs) = declared(spec).unzip();
+            LoadCheck {
+                spec: spec.clone(),
+                model: model.to_string(),
+                loaded,
+                detail,
+                declared_inputs,
+                declared_outputs,
+            }
         })
         .collect()
 }
@@ -235,6 +266,12 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
         println!("\nBackend loads (--backend SPEC for --model {}):", args.model);
         for l in &doc.loads {
             println!("  {}  loads: {:<3}  {}", l.spec, mark(l.loaded), l.detail);
+            let list = |v: &[DeclaredFeature]| v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ");
+            if let (Some(i), Some(o)) = (&l.declared_inputs, &l.declared_outputs) {
+                println!("    declared_inputs:  {}", list(i));
+                println!("    declared_outputs: {}", list(o));
+                println!("    (read from the package's model specification; they match what the adapter feeds and reads)");
+            }
         }
     }
     Ok(())

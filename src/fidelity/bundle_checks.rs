@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::backend::coreml::description::DeclaredFeature;
 use crate::laya::bundle::{builtin, CoreMlBundle, ModelSpec};
 use crate::model::weights::DecisionWeights;
 
@@ -187,6 +188,14 @@ pub struct BundleChecks {
     pub host_weights: Vec<HostTensorCheck>,
     /// Why host weights were not compared, when they were not.
     pub host_weights_note: Option<String>,
+    /// The package's declared inputs (names, data types, shapes, flexible shapes), read from
+    /// its model specification on any OS.
+    pub declared_inputs: Vec<DeclaredFeature>,
+    /// The package's declared outputs.
+    pub declared_outputs: Vec<DeclaredFeature>,
+    /// What the declared interface was checked against (it matched, or the bundle would not
+    /// have loaded).
+    pub declared_interface_check: String,
     /// Every static check passed.
     pub passed: bool,
 }
@@ -271,6 +280,23 @@ pub fn check_host_weights(path: &Path, source: &DecisionWeights) -> Result<Vec<H
     Ok(out)
 }
 
+/// What the load-time check of the declared interface compared (`backend::coreml::check_declared_*`).
+fn declared_interface_check(coreml: &CoreMlBundle) -> String {
+    if coreml.format == "laya-coreml-ane" {
+        format!(
+            "matches the adapter: it feeds exactly embeddings, full_mask, local_mask, type_vectors and marker_map as fixed float16 (or float32) tensors for L = {} (coreml_config.json shape.max_length) and D = encoder/config.json hidden_size, and reads logits (1, 1, 1, 32) and the pooled CLS (1, D, 1, 1) by shape as float16 or float32",
+            coreml.max_length
+        )
+    } else {
+        format!(
+            "matches the adapter and coreml_config.json: int32 input_ids/attention_mask [{b}, L] accepting exactly the manifest's lengths (up to {}), marker_pos/marker_mask [{b}, {}] and qtype [{b}] fixed, float outputs logits [{b}, K] and action_logits [{b}, A] (A from rl_agent_config.json)",
+            coreml.max_length,
+            coreml.max_options,
+            b = coreml.batch_size
+        )
+    }
+}
+
 /// The static checks of a loaded Core ML bundle; `source` (the source's FP32 weights) is
 /// compared with the host weights of an ANE bundle.
 pub fn bundle_checks(
@@ -303,6 +329,9 @@ pub fn bundle_checks(
         fixed_b1_k32,
         host_weights,
         host_weights_note,
+        declared_inputs: coreml.description.inputs.clone(),
+        declared_outputs: coreml.description.outputs.clone(),
+        declared_interface_check: declared_interface_check(coreml),
         passed,
     })
 }

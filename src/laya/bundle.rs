@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::config::{AgentConfig, ConfigError, EncoderConfig, OptionLayout};
 use super::tokenizer::{Tokenizer, TokenizerError};
+use crate::backend::coreml::description::{self, ModelDescription};
+use crate::backend::coreml::layout::AneShape;
 
 /// The embedded default model's files (`fixtures/tiny`).
 pub mod builtin {
@@ -43,6 +45,10 @@ pub enum BundleError {
     /// A Core ML manifest is invalid or does not match its files.
     #[error("{file}: {detail}")]
     Manifest { file: String, detail: String },
+    /// A Core ML package's model description cannot be read, or disagrees with the bundle's
+    /// `coreml_config.json` and configs (the message names the file, input or field).
+    #[error("{0}")]
+    Package(String),
 }
 
 /// How a model spec names a model.
@@ -115,6 +121,10 @@ pub struct CoreMlBundle {
     pub host_weights: Option<PathBuf>,
     /// Files verified against the manifest: (relative path, sha256).
     pub verified_files: Vec<(String, String)>,
+    /// The package's declared inputs and outputs, read from its model specification and
+    /// checked against the manifest and configs when the bundle loads (boxed: it is read
+    /// rarely and would make every `Weights` value large).
+    pub description: Box<ModelDescription>,
 }
 
 /// A loaded bundle: configs, tokenizer and a weight source.
@@ -322,16 +332,72 @@ fn load_coreml_manifest(
     if let Some(hw) = &host_weights {
         check_host_weights(hw, encoder, agent)?;
     }
+    let package = dir.join("model.mlpackage");
+    let description = declared_interface(&package, &manifest, &path, format, max_length, encoder, agent)?;
     Ok(CoreMlBundle {
         format: format.into(),
         precision: manifest.get("precision").and_then(Value::as_str).map(str::to_string),
         max_length,
         batch_size,
         max_options,
-        package: dir.join("model.mlpackage"),
+        package,
         host_weights,
         verified_files: verified,
+        description: Box::new(description),
     })
+}
+
+/// Read the package's model description and check it against what the manifest and configs
+/// promise and the adapter will feed and read (`backend::coreml::check_declared_*`), on every
+/// OS. Nothing is compiled or loaded.
+fn declared_interface(
+    package: &Path,
+    manifest: &Value,
+    manifest_path: &Path,
+    format: &str,
+    max_length: usize,
+    encoder: &EncoderConfig,
+    agent: &AgentConfig,
+) -> Result<ModelDescription, BundleError> {
+    use crate::backend::coreml::{check_declared_ane, check_declared_ordinary, ordinary_caps};
+    let desc = description::read_package(package).map_err(|e| BundleError::Package(e.to_string()))?;
+    let fail = |detail: String, fields: &str| {
+        BundleError::Package(format!("{}: {detail} (checked against {fields})", desc.file))
+    };
+    if format == "laya-coreml-ane" {
+        let shape = AneShape {
+            length: max_length,
+            width: encoder.hidden_size,
+            vocab: encoder.vocab_size,
+            half_window: encoder.local_attention / 2,
+        };
+        check_declared_ane(&desc, shape).map_err(|e| {
+            fail(
+                e.to_string(),
+                &format!(
+                    "L = {} shape.max_length {max_length} and D = encoder/config.json hidden_size {}",
+                    manifest_path.display(),
+                    encoder.hidden_size
+                ),
+            )
+        })?;
+    } else {
+        let caps = ordinary_caps(manifest, &manifest_path.display().to_string())
+            .map_err(|e| BundleError::Package(e.to_string()))?;
+        let parallel = agent.option_layout == OptionLayout::Parallel;
+        check_declared_ordinary(&desc, &caps, parallel, agent.num_actions).map_err(|e| {
+            fail(
+                e.to_string(),
+                &format!(
+                    "{} shape and rl_agent_config.json ({} actions, {} layout)",
+                    manifest_path.display(),
+                    agent.num_actions,
+                    if parallel { "parallel" } else { "sequential" }
+                ),
+            )
+        })?;
+    }
+    Ok(desc)
 }
 
 fn is_safe_relative(name: &str) -> bool {

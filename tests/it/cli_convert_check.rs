@@ -301,8 +301,8 @@ fn a_candidate_with_another_tokenizer_or_config_exits_2() {
     assert_input_error(&o, "tokenizer/tokenizer_config.json differs");
 }
 
-/// An ANE bundle of the tiny model: FP16 host tensors (optionally edited), a stand-in package
-/// and a manifest listing every file's sha256.
+/// An ANE bundle of the tiny model: FP16 host tensors (optionally edited), the committed
+/// fixture's package (`fixtures/coreml/ane`) and a manifest listing every file's sha256.
 fn fabricate_ane(dir: &Path, edit: impl Fn(&str, &mut [f32])) -> PathBuf {
     let root = copy_fixture(dir);
     std::fs::remove_file(root.join("model.safetensors")).unwrap();
@@ -313,13 +313,14 @@ fn fabricate_ane(dir: &Path, edit: impl Fn(&str, &mut [f32])) -> PathBuf {
         })
         .collect();
     save(&root.join("host_weights.safetensors"), &host, true);
-    let pkg = root.join("model.mlpackage/Data/com.apple.CoreML/weights");
-    std::fs::create_dir_all(&pkg).unwrap();
-    std::fs::write(pkg.join("weight.bin"), vec![7u8; 4096]).unwrap();
-    std::fs::write(root.join("model.mlpackage/Manifest.json"), br#"{"fileFormatVersion": "1.0.0"}"#).unwrap();
+    crate::common::copy_tree(
+        &crate::common::fixture("fixtures/coreml/ane/model.mlpackage"),
+        &root.join("model.mlpackage"),
+    );
     let listed = [
         "host_weights.safetensors",
         "model.mlpackage/Manifest.json",
+        "model.mlpackage/Data/com.apple.CoreML/model.mlmodel",
         "model.mlpackage/Data/com.apple.CoreML/weights/weight.bin",
     ];
     let files: serde_json::Map<String, Value> = listed
@@ -347,7 +348,11 @@ fn an_ane_bundle_is_checked_statically_and_its_gates_are_reported_as_not_run() {
     let b = &r["bundle_checks"];
     assert_eq!(b["passed"], true);
     assert_eq!(b["fixed_b1_k32"], true);
-    assert_eq!(b["verified_files"].as_array().unwrap().len(), 3);
+    assert_eq!(b["verified_files"].as_array().unwrap().len(), 4);
+    let declared: Vec<&str> =
+        b["declared_inputs"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(declared, ["embeddings", "full_mask", "local_mask", "type_vectors", "marker_map"]);
+    assert_eq!(b["declared_outputs"][0]["shape"], json!([1, 1, 1, 32]));
     let hw = b["host_weights"].as_array().unwrap();
     assert_eq!(hw.len(), 6);
     assert!(hw.iter().all(|t| t["matches"] == true && t["comparison"] == "fp16_rounding"), "{hw:?}");
@@ -358,7 +363,12 @@ fn an_ane_bundle_is_checked_statically_and_its_gates_are_reported_as_not_run() {
     assert!(r["questions"][0]["gates"].is_null() && r["questions"][0]["source_answer"].is_string());
     assert!(r["compute_placement"].is_null());
     assert!(r["compute_placement_note"].as_str().unwrap().contains("compute plan"));
-    assert_eq!(r["package"]["candidate"]["weight_payload_bytes"].as_u64(), Some(4096 + 30));
+    let package: u64 =
+        ["Manifest.json", "Data/com.apple.CoreML/model.mlmodel", "Data/com.apple.CoreML/weights/weight.bin"]
+            .iter()
+            .map(|rel| std::fs::metadata(bundle.join("model.mlpackage").join(rel)).unwrap().len())
+            .sum();
+    assert_eq!(r["package"]["candidate"]["weight_payload_bytes"].as_u64(), Some(package));
     assert!(r["package"]["candidate"]["streamed_bytes_per_decision"].as_u64().unwrap() > 0);
 }
 
@@ -416,12 +426,7 @@ fn a_bundle_whose_hash_does_not_match_exits_2() {
 #[test]
 fn an_ordinary_core_ml_export_is_checked_without_host_weights() {
     let dir = tempfile::tempdir().unwrap();
-    let bundle = fabricate_ane(&dir.path().join("plain"), |_, _| {});
-    let manifest_path = bundle.join("coreml_config.json");
-    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    manifest["format"] = json!("laya-coreml");
-    manifest["shape"] = json!({"batch_size": 4, "max_length": 128, "max_options": 32, "flexible": true});
-    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let bundle = crate::common::fixture("fixtures/coreml/ordinary");
     let (o, report) = check_small(dir.path(), "plain", &format!("coreml:{}", bundle.display()), "2");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let r = report.unwrap();
@@ -430,6 +435,10 @@ fn an_ordinary_core_ml_export_is_checked_without_host_weights() {
     assert_eq!((b["format"].as_str(), b["passed"].as_bool()), (Some("laya-coreml"), Some(true)));
     assert!(b["host_weights"].as_array().unwrap().is_empty() && b["host_weights_note"].is_string());
     assert_eq!(r["shape"]["max_length_tokens"], 128);
-    assert_eq!(r["shape"]["batch_size"], 4);
+    assert_eq!(r["shape"]["batch_size"], 1);
+    assert_eq!(b["declared_inputs"][0]["name"], "input_ids");
+    assert_eq!(b["declared_inputs"][0]["data_type"], "int32");
+    assert_eq!(b["declared_inputs"][0]["flexibility"]["enumerated"].as_array().unwrap().len(), 8);
+    assert_eq!(b["declared_outputs"][1]["shape"], json!([1, 2]));
     assert_eq!(r["summary"]["fitting"], "6/6 fitting");
 }

@@ -204,13 +204,15 @@ fn requests_that_do_not_fit_or_are_invalid_exit_2() {
     assert_exit(&laya_bench(&["predict", "--bogus"]), 2, "--bogus");
 }
 
-/// A fabricated ANE bundle: manifest, dummy package, host weights from the fixture.
+/// A fabricated ANE bundle: manifest, the committed fixture's package, host weights from the
+/// tiny checkpoint.
 fn ane_bundle(dir: &Path, edit: impl Fn(&mut Value)) -> PathBuf {
     let root = copy_fixture(dir);
     std::fs::remove_file(root.join("model.safetensors")).unwrap();
-    std::fs::create_dir_all(root.join("model.mlpackage/Data")).unwrap();
-    std::fs::write(root.join("model.mlpackage/Manifest.json"), b"{}").unwrap();
-    std::fs::write(root.join("model.mlpackage/Data/weights.bin"), b"\x00\x01").unwrap();
+    crate::common::copy_tree(
+        &crate::common::fixture("fixtures/coreml/ane/model.mlpackage"),
+        &root.join("model.mlpackage"),
+    );
     let bytes = std::fs::read(Path::new(FIXTURE).join("model.safetensors")).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
     let keep = laya_bench::laya::bundle::ANE_HOST_TENSORS;
@@ -222,7 +224,7 @@ fn ane_bundle(dir: &Path, edit: impl Fn(&mut Value)) -> PathBuf {
     for rel in [
         "host_weights.safetensors",
         "model.mlpackage/Manifest.json",
-        "model.mlpackage/Data/weights.bin",
+        "model.mlpackage/Data/com.apple.CoreML/weights/weight.bin",
         "rl_agent_config.json",
     ] {
         let sha = laya_bench::laya::bundle::sha256_hex(&std::fs::read(root.join(rel)).unwrap());
@@ -244,11 +246,12 @@ fn ane_bundles_are_verified_and_explain_where_they_run() {
     let good = ane_bundle(&dir.path().join("good"), |_| {});
     assert_exit(&predict_dir(&good), 2, "runs only through Core ML on macOS");
     let tampered = ane_bundle(&dir.path().join("tampered"), |_| {});
-    std::fs::write(tampered.join("model.mlpackage/Data/weights.bin"), b"\x00\x02").unwrap();
+    std::fs::write(tampered.join("model.mlpackage/Data/com.apple.CoreML/weights/weight.bin"), b"\x00\x02")
+        .unwrap();
     assert_exit(
         &predict_dir(&tampered),
         2,
-        "Bundle file does not match its manifest: model.mlpackage/Data/weights.bin",
+        "Bundle file does not match its manifest: model.mlpackage/Data/com.apple.CoreML/weights/weight.bin",
     );
     let escaping = ane_bundle(&dir.path().join("escaping"), |m| {
         m["files"]["../outside"] = serde_json::json!({"sha256": "00"});
@@ -297,11 +300,7 @@ fn coreml_specs_verify_the_bundle_before_saying_they_need_macos() {
     assert_exit(&run(format!("coreml:{FIXTURE}"), Path::new(FIXTURE)), 2, "not a Core ML bundle");
     #[cfg(not(target_os = "macos"))]
     {
-        let ordinary = ane_bundle(&dir.path().join("ordinary"), |m| {
-            m["format"] = "laya-coreml".into();
-            m["shape"] = serde_json::json!({"batch_size": 1, "max_length": 512, "max_options": 32,
-                "flexible": true, "mode": "enumerated", "lengths": [16, 32, 64, 128, 512]});
-        });
+        let ordinary = crate::common::fixture("fixtures/coreml/ordinary");
         assert_exit(
             &run(format!("coreml:{}:all", ordinary.display()), &ordinary),
             2,

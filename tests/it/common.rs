@@ -27,21 +27,53 @@ pub fn fixture(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-/// A copy of the tiny checkpoint folder (`fixtures/tiny`) at `to`, to edit or break.
-pub fn copy_tiny_checkpoint(to: &Path) -> std::path::PathBuf {
-    fn copy_tree(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_tree(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
+/// Copy a folder recursively.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A copy of the tiny checkpoint folder (`fixtures/tiny`) at `to`, to edit or break.
+pub fn copy_tiny_checkpoint(to: &Path) -> std::path::PathBuf {
     copy_tree(&fixture("fixtures/tiny"), to);
     to.to_path_buf()
+}
+
+/// A copy of a committed Core ML fixture (`fixtures/coreml/NAME`: `ordinary`, `ane`, `ane-w8`)
+/// at `to`, to edit or break.
+pub fn copy_coreml_fixture(name: &str, to: &Path) -> std::path::PathBuf {
+    copy_tree(&fixture(&format!("fixtures/coreml/{name}")), to);
+    to.to_path_buf()
+}
+
+/// Rewrite the `files` table of `root/coreml_config.json` with every listed file's current
+/// sha256 and size, as a converter would for a package it built that way.
+pub fn rehash_coreml_manifest(root: &Path) {
+    let path = root.join("coreml_config.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let names: Vec<String> = m["files"].as_object().unwrap().keys().cloned().collect();
+    for rel in names {
+        let bytes = std::fs::read(root.join(&rel)).unwrap();
+        m["files"][&rel] =
+            serde_json::json!({"bytes": bytes.len(), "sha256": laya_bench::laya::bundle::sha256_hex(&bytes)});
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+}
+
+/// Replace the first occurrence of `from` in a file with `to` (same length); panics when absent.
+pub fn patch_first(path: &Path, from: &[u8], to: &[u8]) {
+    assert_eq!(from.len(), to.len());
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = bytes.windows(from.len()).position(|w| w == from).expect("pattern present");
+    bytes[at..at + to.len()].copy_from_slice(to);
+    std::fs::write(path, bytes).unwrap();
 }
 
 /// A nested JSON array of integers, flattened row-major.

@@ -6,6 +6,7 @@ mod common;
 
 mod cli_bounds;
 mod cli_convert_check;
+mod cli_coreml_fixtures;
 mod cli_doctor;
 mod cli_energy;
 #[cfg(feature = "mlx")]

@@ -4,13 +4,17 @@
 //! - [`layout`]: the ANE bundle's FP16 BC1L input tensors from a [`PreparedBatch`];
 //! - [`decode`]: outputs by shape (ANE) or name (ordinary export), strided reads, the FP32 host
 //!   action tail;
-//! - this file: the spec, compute units, the host weights, the load-time signature checks, the
-//!   ordinary export's shapes and inputs, the compiled-model cache and the compute-plan entry.
+//! - [`description`]: the package's declared inputs and outputs, read from its protobuf model
+//!   specification on every OS;
+//! - this file: the spec, compute units, the host weights, the load-time signature checks (of
+//!   the declared interface on every OS, of the loaded model on macOS), the ordinary export's
+//!   shapes and inputs, the compiled-model cache and the compute-plan entry.
 //!
 //! The framework calls live in `macos.rs` (compiled on macOS, and on other OSes only for type
 //! checking against `crate::apple_shim` with `--features apple-shim`). See docs/coreml.md.
 
 pub mod decode;
+pub mod description;
 pub mod layout;
 #[cfg(any(target_os = "macos", feature = "apple-shim"))]
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
@@ -21,6 +25,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use self::decode::{ArrayType, RawArray};
+use self::description::{DeclaredFeature, Flexibility, ModelDescription};
 use self::layout::{AneInputs, AneShape};
 use super::{ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use crate::laya::bundle::tree_sha256;
@@ -390,6 +395,162 @@ pub fn check_ane_signature(shape: AneShape, actual: &[FeatureSig]) -> Result<(),
     Ok(())
 }
 
+/// The declared multi-array of `f`, or why it is not one the adapter can feed or read.
+fn declared_array(f: &DeclaredFeature, what: &str) -> Result<ArrayType, CoreMlError> {
+    f.array_type().filter(|_| f.kind == "multi_array").ok_or_else(|| {
+        CoreMlError::Signature(format!(
+            "Package signature mismatch: {what} `{}` is declared as {} with data type {}, not a multi-array the adapter can {}",
+            f.name,
+            f.kind,
+            f.data_type.as_deref().unwrap_or("unset"),
+            if what == "input" { "feed" } else { "read" }
+        ))
+    })
+}
+
+/// The declared interface of an ANE package (read from its specification, on any OS) against
+/// what the adapter feeds and reads: exactly the five inputs of `shape`, fixed (no flexible
+/// shapes), FP16 or FP32 ([`check_ane_signature`]); two FP16/FP32 outputs told apart by shape,
+/// logits `(1, 1, 1, 32)` and the pooled CLS `(1, D, 1, 1)`.
+pub fn check_declared_ane(desc: &ModelDescription, shape: AneShape) -> Result<(), CoreMlError> {
+    for f in &desc.inputs {
+        declared_array(f, "input")?;
+    }
+    let sigs: Vec<FeatureSig> = desc.inputs.iter().map(DeclaredFeature::sig).collect();
+    check_ane_signature(shape, &sigs)?;
+    if let Some(f) = desc.inputs.iter().find(|f| f.flexibility != Flexibility::Fixed) {
+        return Err(CoreMlError::Signature(format!(
+            "Package signature mismatch: input `{}` declares flexible shapes ({}); the ANE signature is fixed at {}. Re-export the bundle",
+            f.name,
+            describe_flexibility(&f.flexibility),
+            py_tuple(&f.shape)
+        )));
+    }
+    for f in &desc.outputs {
+        match declared_array(f, "output")? {
+            ArrayType::Float16 | ArrayType::Float32 => {}
+            other => {
+                return Err(CoreMlError::Signature(format!(
+                    "Package signature mismatch: output `{}` is {}; the ANE host reads float16 or float32 outputs",
+                    f.name,
+                    other.name()
+                )))
+            }
+        }
+    }
+    decode::identify_ane_outputs(
+        desc.outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())),
+        shape.width,
+    )
+    .map(|_| ())
+}
+
+fn describe_flexibility(f: &Flexibility) -> String {
+    match f {
+        Flexibility::Fixed => "fixed".into(),
+        Flexibility::Enumerated(shapes) => {
+            format!("enumerated {}", shapes.iter().map(|s| py_tuple(s)).collect::<Vec<_>>().join(", "))
+        }
+        Flexibility::Range(dims) => format!(
+            "range {}",
+            dims.iter()
+                .map(|d| match d.upper {
+                    Some(u) => format!("{}..{u}", d.lower),
+                    None => format!("{}..", d.lower),
+                })
+                .collect::<Vec<_>>()
+                .join(" x ")
+        ),
+    }
+}
+
+/// The declared interface of an ordinary export against its `coreml_config.json` shapes and
+/// what the adapter feeds and reads: [`check_ordinary_signature`] on the default shapes; every
+/// `[B, L]` input accepts exactly the manifest's lengths (`shape.lengths` for enumerated, the
+/// `min_length..max_length` range, or the one fixed length); the `[B, K]` and `[B]` inputs are
+/// fixed; `action_logits` is `(B, actions)`; outputs are float16 or float32.
+pub fn check_declared_ordinary(
+    desc: &ModelDescription,
+    caps: &ShapeCaps,
+    parallel: bool,
+    actions: usize,
+) -> Result<(), CoreMlError> {
+    for f in &desc.inputs {
+        declared_array(f, "input")?;
+    }
+    for f in &desc.outputs {
+        declared_array(f, "output")?;
+    }
+    let sigs = |v: &[DeclaredFeature]| v.iter().map(DeclaredFeature::sig).collect::<Vec<_>>();
+    check_ordinary_signature(caps, parallel, &sigs(&desc.inputs), &sigs(&desc.outputs))?;
+    let b = caps.batch_size;
+    let disagree = |name: &str, field: &str, manifest: String, declared: &Flexibility| {
+        CoreMlError::Signature(format!(
+            "coreml_config.json {field} {manifest} disagrees with input `{name}` of the package, which declares {} shapes; the manifest does not describe this package, re-export the bundle",
+            describe_flexibility(declared)
+        ))
+    };
+    for f in desc.inputs.iter() {
+        let name = f.name.as_str();
+        let sequence = matches!(name, "input_ids" | "attention_mask" | "position_ids" | "option_ids");
+        if !sequence {
+            if f.flexibility != Flexibility::Fixed {
+                return Err(CoreMlError::Signature(format!(
+                    "Package signature mismatch: input `{name}` declares {} shapes; the laya-coreml signature fixes it at {}",
+                    describe_flexibility(&f.flexibility),
+                    py_tuple(&f.shape)
+                )));
+            }
+            continue;
+        }
+        match &caps.mode {
+            ShapeMode::Enumerated(lengths) => {
+                let mut want: Vec<Vec<usize>> = lengths.iter().map(|&l| vec![b, l]).collect();
+                want.sort();
+                let mut got = f.shapes().unwrap_or_default();
+                got.sort();
+                got.dedup();
+                if got != want {
+                    return Err(disagree(name, "shape.lengths", format!("{lengths:?}"), &f.flexibility));
+                }
+            }
+            ShapeMode::Range => {
+                let ok = matches!(&f.flexibility, Flexibility::Range(d) if d.len() == 2
+                    && d[0].lower == b && d[0].upper == Some(b)
+                    && d[1].lower == caps.min_length && d[1].upper == Some(caps.max_length));
+                if !ok {
+                    let m = format!("{}..{} (mode range)", caps.min_length, caps.max_length);
+                    return Err(disagree(name, "shape.min_length..max_length", m, &f.flexibility));
+                }
+            }
+            ShapeMode::Fixed => {
+                if f.flexibility != Flexibility::Fixed || f.shape != [b, caps.max_length] {
+                    let m = format!("{} (fixed)", caps.max_length);
+                    return Err(disagree(name, "shape.max_length", m, &f.flexibility));
+                }
+            }
+        }
+    }
+    if let Some(f) = desc.outputs.iter().find(|f| f.name == "action_logits") {
+        if f.shape.get(1) != Some(&actions) {
+            return Err(CoreMlError::Signature(format!(
+                "Package signature mismatch: output `action_logits` has shape {}, expected ({b}, {actions}) for the {actions} actions of rl_agent_config.json (act_costs + 1)",
+                py_tuple(&f.shape)
+            )));
+        }
+    }
+    for f in &desc.outputs {
+        if !matches!(f.array_type(), Some(ArrayType::Float16 | ArrayType::Float32)) {
+            return Err(CoreMlError::Signature(format!(
+                "Package signature mismatch: output `{}` is {}; the adapter reads float16 or float32 outputs",
+                f.name,
+                f.data_type.as_deref().unwrap_or("unset")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Names of the ordinary export's inputs, in [`ordinary_inputs`] order.
 pub fn ordinary_input_names(parallel: bool) -> &'static [&'static str] {
     const SEQ: [&str; 7] =
@@ -702,5 +863,7 @@ pub fn open(
 
 #[cfg(test)]
 mod emulation_tests;
+#[cfg(test)]
+mod fixture_tests;
 #[cfg(test)]
 mod tests;
