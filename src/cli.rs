@@ -695,14 +695,14 @@ pub struct VerifyArgs {
     pub overwrite: bool,
     /// Absolute part of the logit rule |got − ref| ≤ atol + rtol·|ref| (default: 1e-3 for FP32
     /// backends, 0.1 otherwise).
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
     pub logit_atol: Option<f64>,
     /// Relative part of the logit rule (default: 1e-4 for FP32 backends, 0.01 otherwise).
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
     pub logit_rtol: Option<f64>,
     /// Largest difference of an answer's probability or confidence (default: 1e-4 for FP32
     /// backends, 0.02 otherwise; a score may move by this times its levels − 1).
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
     pub answer_tol: Option<f64>,
     /// Run even when the checkpoint's weights differ from the goldens' `source_weights_sha256`
     /// (to see which cases another checkpoint fails).

@@ -12,7 +12,7 @@ use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
 use crate::laya::host::Host;
-use crate::verify::{self, BackendCase, Goldens, ModelFacts, Tolerance, VerifyError};
+use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance, VerifyError};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     if let Some(out) = &args.output {
@@ -68,7 +68,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         let facts = ModelFacts {
             vocab_size: bundle.encoder.vocab_size,
             num_actions: bundle.agent.num_actions,
-            max_length: info.shapes.max_length,
+            checkpoint_max_len: bundle.agent.max_len,
             max_options: info.shapes.max_options,
             parallel: bundle.agent.option_layout == OptionLayout::Parallel,
         };
@@ -87,8 +87,9 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
                 let code = if matches!(e, VerifyError::Input(_)) { 2 } else { 1 };
                 Failure { code, error: anyhow!(e).context(format!("--backend {spec}")) }
             })?;
-        print_table(spec, &info.precision, &tol, &cases);
-        let passed = cases.iter().all(|c| c.passed);
+        print_table(spec, &info.precision, &tol, &cases, &prompts);
+        let checked = cases.iter().filter(|c| c.skipped.is_none()).count();
+        let passed = checked > 0 && cases.iter().all(|c| c.passed || c.skipped.is_some());
         all_passed &= passed;
         backend_reports.push(json!({
             "spec": spec,
@@ -99,7 +100,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
             "notes": info.notes,
             "tolerance": tol,
             "cases_passed": cases.iter().filter(|c| c.passed).count(),
-            "cases_failed": cases.iter().filter(|c| !c.passed).count(),
+            "cases_failed": cases.iter().filter(|c| !c.passed && c.skipped.is_none()).count(),
+            "cases_skipped": cases.len() - checked,
             "passed": passed,
             "cases": cases,
         }));
@@ -156,6 +158,11 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     } else {
         let failed: usize =
             backend_reports.iter().map(|b| b["cases_failed"].as_u64().unwrap_or(0) as usize).sum();
+        if failed == 0 {
+            return Err(Failure::run(anyhow!(
+                "no case of {file} could run on a backend asked (every case was skipped; see the table)"
+            )));
+        }
         Err(Failure::run(anyhow!(
             "{failed} case(s) failed against {file} (see the table{})",
             if args.output.is_some() { " and the report" } else { "" }
@@ -163,7 +170,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     }
 }
 
-fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCase]) {
+fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCase], prompts: &[PromptCase]) {
     println!(
         "backend {spec} ({precision}): logits |Δ| ≤ {:e} + {:e}·|ref|, answers |Δ| ≤ {:e}",
         tol.logit_atol, tol.logit_rtol, tol.answer_tol
@@ -173,19 +180,27 @@ fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCas
         "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  verdict",
         "case", "rows", "tokens", "logit max|Δ|", "action max|Δ|", "outside", "answers", "decode"
     );
-    for c in cases {
+    let num = |v: Option<f64>| v.map(|x| format!("{x:.3e}")).unwrap_or_else(|| "-".into());
+    for (c, p) in cases.iter().zip(prompts) {
+        if let Some(why) = &c.skipped {
+            println!("{:<width$}  {:>4}  skipped: {why}", c.case, c.rows);
+            continue;
+        }
         println!(
-            "{:<width$}  {:>4}  {:<6}  {:>12.3e}  {:>13.3e}  {:>8}  {:<7}  {:<7}  {}",
+            "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  {}",
             c.case,
             c.rows,
             if c.tokens_equal { "exact" } else { "DIFFER" },
-            c.logit_max_abs,
-            c.action_logit_max_abs,
+            num(c.logit_max_abs),
+            num(c.action_logit_max_abs),
             c.values_outside_tolerance,
             if c.answers.equal() { "equal" } else { "DIFFER" },
             if c.decode_equal { "equal" } else { "DIFFER" },
             if c.passed { "pass" } else { "FAIL" }
         );
+        for d in p.differences.iter().take(3) {
+            println!("{:<width$}    tokens: {d}", "");
+        }
         for d in c.answers.differences.iter().take(3) {
             println!("{:<width$}    answers: {d}", "");
         }
@@ -194,5 +209,10 @@ fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCas
         }
     }
     let passed = cases.iter().filter(|c| c.passed).count();
-    println!("{passed}/{} cases passed\n", cases.len());
+    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
+    let skipped = if skipped > 0 { format!(" ({skipped} skipped)") } else { String::new() };
+    println!(
+        "{passed}/{} cases passed{skipped}\n",
+        cases.len() - cases.iter().filter(|c| c.skipped.is_some()).count()
+    );
 }

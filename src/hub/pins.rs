@@ -85,7 +85,7 @@ pub const PINS: [Pin; 3] = [
 
 /// The pin of a short name or of its repository id.
 pub fn find(name_or_repo: &str) -> Option<&'static Pin> {
-    PINS.iter().find(|p| p.name == name_or_repo || p.repo == name_or_repo)
+    PINS.iter().find(|p| p.name == name_or_repo || p.repo.eq_ignore_ascii_case(name_or_repo))
 }
 
 impl Pin {
@@ -105,6 +105,8 @@ mod tests {
         assert_eq!(find("convaiinnovations/laya").map(|p| p.name), Some("laya"));
         assert!(find("laya-english").is_none());
         assert!(find("someone/laya").is_none());
+        // Hub repository ids are case-insensitive.
+        assert_eq!(find("ConvaiInnovations/Laya").map(|p| p.name), Some("laya"));
     }
 
     #[test]

@@ -86,8 +86,8 @@ pub struct ModelFacts {
     pub vocab_size: usize,
     /// Actions.
     pub num_actions: usize,
-    /// Longest row the backend takes.
-    pub max_length: usize,
+    /// The checkpoint's `max_len` (a longer golden row means goldens of another model).
+    pub checkpoint_max_len: usize,
     /// Marker slots the backend takes.
     pub max_options: usize,
     /// The checkpoint's option layout is parallel.
@@ -120,14 +120,14 @@ pub fn check_fits(g: &Goldens, m: &ModelFacts) -> Result<(), GoldensError> {
                     ),
                 ));
             }
-            if it.ids.len() > m.max_length {
+            if it.ids.len() > m.checkpoint_max_len {
                 return Err(err(
                     &c.name,
                     format!("items[{j}].ids"),
                     format!(
-                        "{} tokens, the backend takes at most {} (the checkpoint's max_len)",
+                        "{} tokens, more than the checkpoint's max_len {}",
                         it.ids.len(),
-                        m.max_length
+                        m.checkpoint_max_len
                     ),
                 ));
             }
@@ -175,6 +175,13 @@ fn compile(g: &Goldens, c: &Case) -> Result<Vec<Question>, GoldensError> {
     Ok(qs)
 }
 
+/// Why a case is skipped on a backend: a row longer than the rows it takes (a fixed-shape
+/// export such as the 96-token ANE bundle). Such rows are never cut; the case is reported.
+pub fn skip_reason(c: &Case, max_length: usize) -> Option<String> {
+    let longest = c.items.iter().map(|i| i.ids.len()).max().unwrap_or(0);
+    (longest > max_length).then(|| format!("a {longest}-token row, the backend takes at most {max_length}"))
+}
+
 /// The prompt check of one case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptCase {
@@ -186,6 +193,8 @@ pub struct PromptCase {
     pub rows_equal: usize,
     /// Per differing row, where it first differs.
     pub differences: Vec<String>,
+    /// Why the case was not checked, if it was not.
+    pub skipped: Option<String>,
 }
 
 fn first_difference(ours: &Row, golden: &Item, qid: &str) -> Option<String> {
@@ -219,6 +228,11 @@ pub fn check_prompts(host: &Host<'_>, g: &Goldens) -> Result<Vec<PromptCase>, Go
     let mut out = Vec::with_capacity(g.cases.len());
     for c in &g.cases {
         let qs = compile(g, c)?;
+        if let Some(why) = skip_reason(c, host.shapes.max_length) {
+            let (case, rows) = (c.name.clone(), c.items.len());
+            out.push(PromptCase { case, rows, rows_equal: 0, differences: Vec::new(), skipped: Some(why) });
+            continue;
+        }
         let rows =
             host.prepare_rows(std::slice::from_ref(&c.state), &qs, &CallOptions::default()).map_err(|e| {
                 GoldensError::Case {
@@ -239,6 +253,7 @@ pub fn check_prompts(host: &Host<'_>, g: &Goldens) -> Result<Vec<PromptCase>, Go
             rows: rows.len(),
             rows_equal: rows.len() - differences.len(),
             differences,
+            skipped: None,
         });
     }
     Ok(out)
@@ -388,18 +403,20 @@ pub struct BackendCase {
     pub rows: usize,
     /// The prompt check passed (copied from the prompt check, for the verdict).
     pub tokens_equal: bool,
-    /// Largest |Δ| of a slot logit, the goldens' ids through this backend.
-    pub logit_max_abs: f64,
+    /// Largest |Δ| of a slot logit, the goldens' ids through this backend (`None`: skipped).
+    pub logit_max_abs: Option<f64>,
     /// Largest |Δ| of a raw action logit.
-    pub action_logit_max_abs: f64,
+    pub action_logit_max_abs: Option<f64>,
     /// Largest |Δ|/|ref| of a raw action logit.
-    pub action_logit_max_rel: f64,
+    pub action_logit_max_rel: Option<f64>,
     /// Values outside `atol + rtol·|ref|` (slot and action logits).
     pub values_outside_tolerance: usize,
     /// The host path's answers against the goldens'.
     pub answers: AnswerCheck,
     /// The decode check passed (copied from the decode check, for the verdict).
     pub decode_equal: bool,
+    /// Why the case was not run on this backend, if it was not (it then neither passes nor fails).
+    pub skipped: Option<String>,
     /// Every check of the case passed.
     pub passed: bool,
 }
@@ -416,6 +433,22 @@ pub fn check_backend(
 ) -> Result<Vec<BackendCase>, VerifyError> {
     let mut out = Vec::with_capacity(g.cases.len());
     for ((c, p), d) in g.cases.iter().zip(prompts).zip(decodes) {
+        if let Some(why) = skip_reason(c, host.shapes.max_length) {
+            out.push(BackendCase {
+                case: c.name.clone(),
+                rows: c.items.len(),
+                tokens_equal: false,
+                logit_max_abs: None,
+                action_logit_max_abs: None,
+                action_logit_max_rel: None,
+                values_outside_tolerance: 0,
+                answers: AnswerCheck::default(),
+                decode_equal: d.answers.equal(),
+                skipped: Some(why),
+                passed: false,
+            });
+            continue;
+        }
         let run = |e: HostError| -> VerifyError {
             if e.is_input_error() {
                 VerifyError::Input(GoldensError::Case {
@@ -470,12 +503,13 @@ pub fn check_backend(
             case: c.name.clone(),
             rows: rows.len(),
             tokens_equal,
-            logit_max_abs: lmax,
-            action_logit_max_abs: amax,
-            action_logit_max_rel: arel,
+            logit_max_abs: Some(lmax),
+            action_logit_max_abs: Some(amax),
+            action_logit_max_rel: Some(arel),
             values_outside_tolerance: outside,
             answers,
             decode_equal,
+            skipped: None,
             passed,
         });
     }
@@ -498,6 +532,23 @@ mod tests {
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_case_with_rows_longer_than_the_backend_takes_is_skipped_not_cut() {
+        let item = |n: usize| Item { ids: vec![1; n], markers: vec![1], qtype: 2 };
+        let case = Case {
+            name: "c".into(),
+            state: json!(""),
+            questions: json!({}),
+            items: vec![item(64), item(97)],
+            logits: vec![],
+            action_logits: vec![],
+            length: None,
+            answers: Map::new(),
+        };
+        assert_eq!(skip_reason(&case, 96).as_deref(), Some("a 97-token row, the backend takes at most 96"));
+        assert_eq!(skip_reason(&case, 97), None);
     }
 
     #[test]

@@ -62,6 +62,11 @@ fn make_goldens(model: &str, path: &Path) -> Value {
     )
     .unwrap();
     std::fs::write(path, serde_json::to_vec_pretty(&g).unwrap()).unwrap();
+    // To look at or reuse what the tests generate: LAYA_BENCH_KEEP_GOLDENS=DIR keeps a copy.
+    if let Some(keep) = std::env::var_os("LAYA_BENCH_KEEP_GOLDENS") {
+        let name = format!("{}.json", model.replace(['/', ':'], "_"));
+        std::fs::write(Path::new(&keep).join(name), serde_json::to_vec_pretty(&g).unwrap()).unwrap();
+    }
     g
 }
 
@@ -118,7 +123,8 @@ fn goldens_of_the_builtin_model_pass_on_every_backend_asked() {
     assert_exit(&o, 2, "exists");
 }
 
-/// Add `delta` to row `row` of `type_emb.weight` (F32 [3, D]) of a checkpoint folder, in place.
+/// Add `delta × (k mod 7 − 3)` to element k of row `row` of `type_emb.weight` (F32 [3, D]) of a
+/// checkpoint folder, in place (not a constant shift, which the head's LayerNorms would cancel).
 fn perturb_type_embedding(ckpt: &Path, row: usize, delta: f32) {
     let path = ckpt.join("model.safetensors");
     let mut bytes = std::fs::read(&path).unwrap();
@@ -130,7 +136,7 @@ fn perturb_type_embedding(ckpt: &Path, row: usize, delta: f32) {
     let start = 8 + n + t["data_offsets"][0].as_u64().unwrap() as usize + row * d * 4;
     for k in 0..d {
         let at = start + 4 * k;
-        let v = f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) + delta;
+        let v = f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) + delta * ((k % 7) as f32 - 3.0);
         bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
     }
     std::fs::write(path, bytes).unwrap();
