@@ -416,7 +416,7 @@ pub fn resolve(cfg: &HubConfig, observer: Arc<dyn Observer>, href: &HubRef) -> R
             p.revisions.iter().map(|r| r.commit).collect::<Vec<_>>().join(", ")
         )),
         (None, _) => observer.notice(&format!(
-            "hub:{}: {} is not a pinned Laya checkpoint; its files are not checked against a published sha256 (their sha256 are recorded)",
+            "hub:{}: {} is not a pinned Laya checkpoint; its files are not checked against a published sha256",
             href.spec, href.repo
         )),
         _ => {}
