@@ -78,12 +78,21 @@ pub enum Command {
         after_help = "Examples:\n  laya-bench summary run.raw.jsonl --output summary.json \\\n    --markdown summary.md --plots plots\n  laya-bench summary a.raw.jsonl b.raw.jsonl --output both.json --target 10 \\\n    --seed 7\n  laya-bench summary --correct run.raw.jsonl --field host.cpu_model \\\n    --note 'M3 Max, 40 GPU cores'\n\nExit codes: 0 every record summarized as complete; 1 a record is rejected, incomplete, failed\nor fails its audit (the summary is still written); 2 bad input (an unreadable or garbled file)."
     )]
     Summary(SummaryArgs),
+    /// Check a model and backends against parity goldens (laya-apple 1.7.0's format, made by
+    /// upstream laya on PyTorch CPU FP32): token ids and markers exactly, logits and action
+    /// logits within a stated tolerance, answers equal.
+    #[command(
+        after_help = "Examples:\n  laya-bench verify --model hub:laya-multilingual \\\n    --goldens laya_apple/parity/goldens/laya-multilingual.json --output verify.json\n  laya-bench verify --model ckpt/ --goldens g.json --backend portable:f32 \\\n    --backend portable:f16\n\nExit status: 0 every case of every backend passed; 1 a case failed (the report is still\nwritten) or a backend failed; 2 bad input (another format, a case the host contract\nrejects, goldens of another model or of other weights)."
+    )]
+    Verify(VerifyArgs),
 }
 
 /// Which model to load.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// `builtin:tiny` (embedded), `synthetic:multilingual`, `synthetic:english`, or a checkpoint folder.
+    /// `builtin:tiny` (embedded), `synthetic:multilingual`, `synthetic:english`,
+    /// `hub:NAME[@REVISION]` (`laya`, `laya-multilingual`, `laya-typed-decisions`, pinned; or any
+    /// `owner/repo`; fetched once into the Hugging Face cache), or a checkpoint folder.
     #[arg(long, default_value = "builtin:tiny", value_name = "SPEC")]
     pub model: String,
 }
@@ -684,4 +693,39 @@ pub struct SummaryArgs {
     /// What is wrong and what is right, in words.
     #[arg(long, value_name = "TEXT", requires = "correct")]
     pub note: Option<String>,
+}
+
+/// `laya-bench verify`.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The goldens file (laya-apple 1.7.0's `laya_apple/parity/goldens/*.json` format).
+    #[arg(long, value_name = "FILE")]
+    pub goldens: std::path::PathBuf,
+    /// A backend spec to check (repeat; default `portable:f32`).
+    #[arg(long = "backend", value_name = "SPEC")]
+    pub backends: Vec<String>,
+    /// Write the JSON report (schema_version 1) here.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// Replace an existing report instead of refusing.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Absolute part of the logit rule |got − ref| ≤ atol + rtol·|ref| (default: 1e-3 for FP32
+    /// backends, 0.1 otherwise).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub logit_atol: Option<f64>,
+    /// Relative part of the logit rule (default: 1e-4 for FP32 backends, 0.01 otherwise).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub logit_rtol: Option<f64>,
+    /// Largest difference of an answer's probability or confidence (default: 1e-4 for FP32
+    /// backends, 0.02 otherwise; a score may move by this times its levels − 1).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub answer_tol: Option<f64>,
+    /// Run even when the checkpoint's weights differ from the goldens' `source_weights_sha256`
+    /// (to see which cases another checkpoint fails).
+    #[arg(long)]
+    pub any_weights: bool,
 }

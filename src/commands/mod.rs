@@ -8,6 +8,7 @@ pub mod doctor;
 mod doctor_apple;
 pub mod energy;
 pub mod export;
+mod hub_progress;
 mod interrupt;
 pub mod palettize;
 pub mod predict;
@@ -15,6 +16,7 @@ pub mod snake;
 pub mod speed;
 pub mod summary;
 pub mod trace;
+pub mod verify;
 
 use std::fmt;
 
@@ -67,6 +69,7 @@ pub type Outcome = Result<(), Failure>;
 
 /// Run a parsed command line.
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
+    hub_progress::install();
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),
@@ -79,6 +82,7 @@ pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
         crate::cli::Command::Snake(args) => snake::run(&args),
         crate::cli::Command::ConvertCheck(args) => convert_check::run(&args),
         crate::cli::Command::Summary(args) => summary::run(&args),
+        crate::cli::Command::Verify(args) => verify::run(&args),
     }
 }
 

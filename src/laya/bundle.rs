@@ -1,6 +1,7 @@
 //! Model bundles on disk and built in (host-contract.md §1): the original checkpoint layout, the
 //! Core ML ANE bundle (`laya-coreml-ane`), the ordinary Core ML export (`laya-coreml`), the
-//! embedded `builtin:tiny` model and in-memory `synthetic:NAME` shapes.
+//! embedded `builtin:tiny` model, in-memory `synthetic:NAME` shapes, and `hub:NAME[@REVISION]`
+//! checkpoints (fetched and verified by [`crate::hub`], then read as a folder).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -31,8 +32,11 @@ pub mod builtin {
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     /// The model spec is not one we know.
-    #[error("unknown model `{0}`: use builtin:tiny, synthetic:multilingual, synthetic:english, or a checkpoint folder")]
+    #[error("unknown model `{0}`: use builtin:tiny, synthetic:multilingual, synthetic:english, hub:NAME[@REVISION], or a checkpoint folder")]
     UnknownSpec(String),
+    /// A `hub:` checkpoint could not be fetched or verified.
+    #[error(transparent)]
+    Hub(Box<crate::hub::HubError>),
     /// A required file is missing or unreadable.
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },
@@ -51,6 +55,12 @@ pub enum BundleError {
     Package(String),
 }
 
+impl From<crate::hub::HubError> for BundleError {
+    fn from(e: crate::hub::HubError) -> Self {
+        Self::Hub(Box::new(e))
+    }
+}
+
 /// How a model spec names a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSpec {
@@ -63,8 +73,13 @@ pub enum ModelSpec {
 }
 
 impl ModelSpec {
-    /// Parse `builtin:tiny`, `synthetic:NAME` or a path.
+    /// Parse `builtin:tiny`, `synthetic:NAME`, `hub:NAME[@REVISION]` or a path. A `hub:` spec
+    /// resolves to its verified snapshot folder in the hub cache, downloading it once
+    /// ([`crate::hub::resolve_installed`]); every other spec is parsed without I/O.
     pub fn parse(spec: &str) -> Result<Self, BundleError> {
+        if let Some(rest) = spec.strip_prefix("hub:") {
+            return Ok(Self::Dir(crate::hub::resolve_installed(rest)?));
+        }
         if let Some(name) = spec.strip_prefix("builtin:") {
             return if name == "tiny" {
                 Ok(Self::Builtin)

@@ -9,6 +9,7 @@ mod cli_convert_check;
 mod cli_coreml_fixtures;
 mod cli_doctor;
 mod cli_energy;
+mod cli_hub;
 #[cfg(feature = "mlx")]
 mod cli_mlx;
 mod cli_palettize;
@@ -17,7 +18,9 @@ mod cli_snake;
 mod cli_speed;
 mod cli_summary;
 mod cli_trace;
+mod cli_verify;
 mod forward_parity;
 mod host_parity;
+mod hub_server;
 mod precision;
 mod tokenizer_parity;

@@ -1,0 +1,218 @@
+//! `laya-bench verify`: a model and backends against parity goldens; a per-case table, a JSON
+//! report, exit 0 (every case passed), 1 (a case or backend failed) or 2 (bad input).
+
+use anyhow::{anyhow, Context};
+use serde_json::{json, Value};
+
+use super::bench::refuse_existing;
+use super::predict::{build_backend, load_bundle};
+use super::{Failure, Outcome};
+use crate::backend::mlx;
+use crate::cli::VerifyArgs;
+use crate::laya::bundle::{sha256_hex, Weights};
+use crate::laya::config::OptionLayout;
+use crate::laya::host::Host;
+use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance, VerifyError};
+
+pub(crate) fn run(args: &VerifyArgs) -> Outcome {
+    if let Some(out) = &args.output {
+        refuse_existing(out, args.overwrite)?;
+    }
+    for (name, v) in [
+        ("--logit-atol", args.logit_atol),
+        ("--logit-rtol", args.logit_rtol),
+        ("--answer-tol", args.answer_tol),
+    ] {
+        if let Some(x) = v.filter(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(Failure::input(anyhow!("{name} {x} must be a finite number ≥ 0")));
+        }
+    }
+    let file = args.goldens.display().to_string();
+    let bytes = std::fs::read(&args.goldens)
+        .with_context(|| format!("--goldens: cannot read {file}"))
+        .map_err(Failure::input)?;
+    let goldens = Goldens::parse(&bytes, &file).map_err(Failure::input)?;
+    let bundle = load_bundle(&args.model.model)?;
+    let weights_sha256 = match &bundle.weights {
+        Weights::Safetensors(b) => Some(sha256_hex(b)),
+        Weights::Static(b) => Some(sha256_hex(b)),
+        Weights::Synthetic { .. } | Weights::CoreMl(_) => None,
+    };
+    let weights_match = match (&goldens.source_weights_sha256, &weights_sha256) {
+        (Some(g), Some(m)) => Some(g == m),
+        _ => None,
+    };
+    if weights_match == Some(false) && !args.any_weights {
+        return Err(Failure::input(anyhow!(
+            "{file}: the goldens were made from weights with sha256 {} (`source_weights_sha256`), but {}'s model.safetensors has sha256 {}; use the checkpoint they were made from{}, or pass --any-weights to see which cases these weights fail",
+            goldens.source_weights_sha256.as_deref().unwrap_or_default(),
+            args.model.model,
+            weights_sha256.as_deref().unwrap_or_default(),
+            match crate::hub::pins::find(&goldens.model) {
+                Some(p) => format!(" (--model hub:{} pins it)", p.name),
+                None => String::new(),
+            }
+        )));
+    }
+    let specs =
+        if args.backends.is_empty() { vec!["portable:f32".to_string()] } else { args.backends.clone() };
+    let mut backend_reports = Vec::new();
+    let mut prompt_report = None;
+    let mut decode_report = None;
+    let mut all_passed = true;
+    for spec in &specs {
+        let mut backend = build_backend(spec, &bundle)?;
+        let info = backend.info().clone();
+        let host =
+            mlx::configure_host(Host::new(&bundle.tokenizer, &bundle.agent, info.shapes.clone()), &info);
+        let facts = ModelFacts {
+            vocab_size: bundle.encoder.vocab_size,
+            num_actions: bundle.agent.num_actions,
+            checkpoint_max_len: bundle.agent.max_len,
+            max_options: info.shapes.max_options,
+            parallel: bundle.agent.option_layout == OptionLayout::Parallel,
+        };
+        verify::check_fits(&goldens, &facts)
+            .map_err(|e| Failure::input(anyhow!(e).context(format!("--backend {spec}"))))?;
+        let prompts = verify::check_prompts(&host, &goldens).map_err(Failure::input)?;
+        let decodes = verify::check_decoding(&host, &goldens).map_err(Failure::input)?;
+        let base = Tolerance::for_precision(&info.precision);
+        let tol = Tolerance {
+            logit_atol: args.logit_atol.unwrap_or(base.logit_atol),
+            logit_rtol: args.logit_rtol.unwrap_or(base.logit_rtol),
+            answer_tol: args.answer_tol.unwrap_or(base.answer_tol),
+        };
+        let cases = verify::check_backend(&host, backend.as_mut(), &goldens, &prompts, &decodes, tol)
+            .map_err(|e| {
+                let code = if matches!(e, VerifyError::Input(_)) { 2 } else { 1 };
+                Failure { code, error: anyhow!(e).context(format!("--backend {spec}")) }
+            })?;
+        print_table(spec, &info.precision, &tol, &cases, &prompts);
+        let checked = cases.iter().filter(|c| c.skipped.is_none()).count();
+        let passed = checked > 0 && cases.iter().all(|c| c.passed || c.skipped.is_some());
+        all_passed &= passed;
+        backend_reports.push(json!({
+            "spec": spec,
+            "name": info.name,
+            "precision": info.precision,
+            "device": info.device,
+            "fingerprint": info.fingerprint,
+            "notes": info.notes,
+            "tolerance": tol,
+            "cases_passed": cases.iter().filter(|c| c.passed).count(),
+            "cases_failed": cases.iter().filter(|c| !c.passed && c.skipped.is_none()).count(),
+            "cases_skipped": cases.len() - checked,
+            "passed": passed,
+            "cases": cases,
+        }));
+        prompt_report.get_or_insert_with(|| serde_json::to_value(&prompts).unwrap_or(Value::Null));
+        decode_report.get_or_insert_with(|| serde_json::to_value(&decodes).unwrap_or(Value::Null));
+    }
+    let report = json!({
+        "schema_version": verify::SCHEMA_VERSION,
+        "kind": "laya-bench-verify",
+        "units": {
+            "logit_max_abs": "raw logit units (dimensionless)",
+            "action_logit_max_abs": "raw action-logit units (dimensionless)",
+            "action_logit_max_rel": "fraction of |reference|",
+            "answers.max_abs_difference": "probability (0..1), or score levels for a score",
+            "tolerance": "logits: |got - ref| <= logit_atol + logit_rtol * |ref|; answers: |Δ| <= answer_tol (score: answer_tol * (levels - 1))"
+        },
+        "goldens": {
+            "file": goldens.file,
+            "sha256": goldens.sha256,
+            "model": goldens.model,
+            "reference": goldens.reference,
+            "source_weights_sha256": goldens.source_weights_sha256,
+            "reference_packages": goldens.reference_packages,
+            "cases": goldens.cases.len(),
+            "rows": goldens.cases.iter().map(|c| c.items.len()).sum::<usize>(),
+        },
+        "model": {
+            "spec": args.model.model,
+            "source": bundle.source,
+            "weights_sha256": weights_sha256,
+            "weights_match_goldens": weights_match,
+        },
+        "prompt": prompt_report,
+        "decode": decode_report,
+        "backends": backend_reports,
+        "passed": all_passed,
+    });
+    if weights_match.is_none() {
+        eprintln!(
+            "note: the weights of {} could not be compared with the goldens' source_weights_sha256",
+            args.model.model
+        );
+    }
+    if let Some(out) = &args.output {
+        let mut text = serde_json::to_string_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
+        text.push('\n');
+        crate::report::write_atomic(out, text.as_bytes())
+            .with_context(|| format!("--output: cannot write {}", out.display()))
+            .map_err(Failure::run)?;
+        println!("report: {}", out.display());
+    }
+    if all_passed {
+        Ok(())
+    } else {
+        let failed: usize =
+            backend_reports.iter().map(|b| b["cases_failed"].as_u64().unwrap_or(0) as usize).sum();
+        if failed == 0 {
+            return Err(Failure::run(anyhow!(
+                "no case of {file} could run on a backend asked (every case was skipped; see the table)"
+            )));
+        }
+        Err(Failure::run(anyhow!(
+            "{failed} case(s) failed against {file} (see the table{})",
+            if args.output.is_some() { " and the report" } else { "" }
+        )))
+    }
+}
+
+fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCase], prompts: &[PromptCase]) {
+    println!(
+        "backend {spec} ({precision}): logits |Δ| ≤ {:e} + {:e}·|ref|, answers |Δ| ≤ {:e}",
+        tol.logit_atol, tol.logit_rtol, tol.answer_tol
+    );
+    let width = cases.iter().map(|c| c.case.len()).max().unwrap_or(4).max(4);
+    println!(
+        "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  verdict",
+        "case", "rows", "tokens", "logit max|Δ|", "action max|Δ|", "outside", "answers", "decode"
+    );
+    let num = |v: Option<f64>| v.map(|x| format!("{x:.3e}")).unwrap_or_else(|| "-".into());
+    for (c, p) in cases.iter().zip(prompts) {
+        if let Some(why) = &c.skipped {
+            println!("{:<width$}  {:>4}  skipped: {why}", c.case, c.rows);
+            continue;
+        }
+        println!(
+            "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  {}",
+            c.case,
+            c.rows,
+            if c.tokens_equal { "exact" } else { "DIFFER" },
+            num(c.logit_max_abs),
+            num(c.action_logit_max_abs),
+            c.values_outside_tolerance,
+            if c.answers.equal() { "equal" } else { "DIFFER" },
+            if c.decode_equal { "equal" } else { "DIFFER" },
+            if c.passed { "pass" } else { "FAIL" }
+        );
+        for d in p.differences.iter().take(3) {
+            println!("{:<width$}    tokens: {d}", "");
+        }
+        for d in c.answers.differences.iter().take(3) {
+            println!("{:<width$}    answers: {d}", "");
+        }
+        for d in &c.answers.near_tie_flips {
+            println!("{:<width$}    near tie (not failed): {d}", "");
+        }
+    }
+    let passed = cases.iter().filter(|c| c.passed).count();
+    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
+    let skipped = if skipped > 0 { format!(" ({skipped} skipped)") } else { String::new() };
+    println!(
+        "{passed}/{} cases passed{skipped}\n",
+        cases.len() - cases.iter().filter(|c| c.skipped.is_some()).count()
+    );
+}
