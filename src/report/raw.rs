@@ -3,7 +3,8 @@
 //! crash or Ctrl-C keeps everything up to the last block; a file without a footer is an
 //! incomplete run.
 //!
-//! Energy runs add: the sensor and energy settings in the header, every power sample as it
+//! Energy runs add: the sensor and energy settings in the header, the readings taken before
+//! measuring (`probe`, right after the header), every power sample as it
 //! arrives (flushed per sample), every idle window, the sampler's report, per-block energy
 //! (only for a run that was not rejected) and a footer status `complete`, `rejected` (with
 //! every reason) or `incomplete`. Fields that `speed` does not use are left out of its lines,
@@ -20,8 +21,9 @@ use crate::energy::run::RejectionDetail;
 use crate::power::sampler::{Sample, SamplerReport};
 use crate::power::SensorInfo;
 
-/// Current raw schema version.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Current raw schema version. 2 adds `probe` records (the readings an energy run takes before
+/// measuring); every version-1 record reads unchanged.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The tool that wrote a record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -301,6 +303,10 @@ pub enum Record {
     },
     /// One power sample exactly as the sampler stamped it (reading or fault).
     Sample(Box<Sample>),
+    /// A reading taken before measuring (the probe that proves the sensor works; energy runs,
+    /// schema 2), stamped on the run's clock and numbered from 0 on its own; judged by the rules
+    /// every single reading must pass.
+    Probe(Box<Sample>),
     /// The sampler's own report at the end: counts, its CPU time, why it stopped.
     Sampler(Box<SamplerReport>),
     /// A block's energy, written after the run for a run that was not rejected.
@@ -507,6 +513,17 @@ pub fn samples(run: &RawRun) -> Vec<Sample> {
         .iter()
         .filter_map(|r| match r {
             Record::Sample(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every reading taken before measuring (`probe` records), in file order.
+pub fn probes(run: &RawRun) -> Vec<Sample> {
+    run.records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Probe(s) => Some((**s).clone()),
             _ => None,
         })
         .collect()

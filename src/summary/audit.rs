@@ -93,6 +93,8 @@ pub struct RunData<'r> {
     pub idles: Vec<IdleSpan>,
     /// Idle windows cut short.
     pub idles_ended_early: Vec<u32>,
+    /// Readings taken before measuring (`probe` records), in file order.
+    pub probes: Vec<Sample>,
     /// Power samples in file order.
     pub samples: Vec<Sample>,
     /// Recorded block energies by block index (a repeated index is kept as a list).
@@ -123,6 +125,7 @@ impl<'r> RunData<'r> {
             orphan_calls: 0,
             idles: Vec::new(),
             idles_ended_early: Vec::new(),
+            probes: Vec::new(),
             samples: Vec::new(),
             block_energy: BTreeMap::new(),
             footer: None,
@@ -172,6 +175,7 @@ impl<'r> RunData<'r> {
                     }
                 }
                 Record::Sample(s) => d.samples.push((**s).clone()),
+                Record::Probe(s) => d.probes.push((**s).clone()),
                 Record::BlockEnergy { index, arm, energy, missing_reason } => {
                     d.block_energy.entry(*index).or_default().push(RecordedEnergy {
                         arm: arm.clone(),
@@ -442,6 +446,7 @@ pub fn recompute(d: &RunData<'_>) -> Result<RunEnergy, String> {
         _ => None,
     };
     Ok(analyze(&RunInput {
+        probes: &d.probes,
         samples: &d.samples,
         blocks: &blocks,
         idles: &d.idles,

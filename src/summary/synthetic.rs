@@ -269,6 +269,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
         }
     }
     let verdict = analyze(&RunInput {
+        probes: &[],
         samples: &samples,
         blocks: &blocks,
         idles: &idles,
