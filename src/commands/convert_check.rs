@@ -3,13 +3,14 @@
 //! atomically and prints the verdict first, then the worst questions.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 
 use super::bench::{check_folder, refuse_existing, timestamp_stem};
 use super::predict::load_bundle;
-use super::{Failure, Outcome};
+use super::{interrupt, Failure, Outcome};
 use crate::backend::portable::PortableBackend;
 use crate::backend::registry::{self, build_portable, default_threads, BackendSpec, Precision};
 use crate::backend::{Backend, ShapeCaps, ShapeMode};
@@ -176,8 +177,27 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     };
     let engines =
         Engines { rows_host: &rows_host, source_host: &source_host, source: &mut source, candidate };
-    let (questions, summary) = run_suite(&suite, engines, &plan).map_err(|e| Failure::run(anyhow!(e)))?;
-    let (verdict, verdict_reason) = verdict(&summary, checks.as_ref());
+    let stop = interrupt::install_or_warn();
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let (questions, summary) =
+        run_suite(&suite, engines, &plan, &stopped).map_err(|e| Failure::run(anyhow!(e)))?;
+    let (verdict, verdict_reason) = if questions.len() < suite.items.len() {
+        (
+            "incomplete".to_string(),
+            format!(
+                "{} after {} of {} questions; the figures cover only those, so no verdict is given",
+                interrupt::reason("the suite"),
+                questions.len(),
+                suite.items.len()
+            ),
+        )
+    } else {
+        let (v, why) = verdict(&summary, checks.as_ref());
+        match identical_model(&source_info, &candidate_info) {
+            Some(same) if v == "passed" => ("identical".to_string(), same),
+            _ => (v, why),
+        }
+    };
     let (compute_placement, compute_placement_note) = compute_placement(&candidate_info);
     let report = ConvertCheckReport {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -226,9 +246,14 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     if report.passed {
         Ok(())
     } else {
+        let word = if report.verdict == "incomplete" {
+            "INCOMPLETE".to_string()
+        } else {
+            report.verdict.replace('_', " ")
+        };
         Err(Failure::run(anyhow!(
             "convert-check {}: {} (report: {})",
-            report.verdict.replace('_', " "),
+            word,
             report.verdict_reason,
             output.display()
         )))

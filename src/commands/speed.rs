@@ -7,16 +7,18 @@ use indicatif::ProgressBar;
 
 use super::bench::{self, Setup};
 use super::predict::load_bundle;
-use super::{Failure, Outcome};
+use super::{interrupt, Failure, Outcome};
 use crate::cli::SpeedArgs;
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{HostError, StateResult};
 use crate::protocol::{
-    self, answer_label, probabilities, Arm, BlockLimit, Clock, Observer, Plan, Progress, RunError,
+    self, answer_label, probabilities, Arm, BlockLimit, Clock, Controls, Observer, Plan, Progress, RunEnd,
+    RunError,
 };
 use crate::report::raw::{Header, RawWriter, Record};
-use crate::report::speed::{ArmResult, SpeedReport};
+use crate::report::speed::{ratio_in_words, ArmResult, OutlierCall, SpeedReport};
 use crate::stats::LatencySummary;
+use crate::summary::bootstrap::speed_gain_intervals;
 
 fn plan(args: &SpeedArgs) -> Result<Plan, Failure> {
     if args.cycles == 0 {
@@ -82,12 +84,12 @@ impl Observer for RawObserver<'_> {
     }
 }
 
-fn footer(status: &str, total_calls: u64) -> Record {
+fn footer(status: &str, total_calls: u64, reason: Option<String>) -> Record {
     Record::Footer {
         status: status.into(),
         ended_unix_s: bench::unix_now(),
         total_calls,
-        reason: None,
+        reason,
         rejections: vec![],
     }
 }
@@ -106,42 +108,65 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let writer = RawWriter::open(&raw_path, common.overwrite)
         .with_context(|| format!("cannot create the raw file {}", raw_path.display()))
         .map_err(Failure::input)?;
+    let stop = interrupt::install_or_warn();
     let clock = Clock::start();
     header.started_unix_s = bench::unix_now();
     let bar = bench::progress_bar(header.plan.order.len() as u64, common.no_progress);
     let mut obs = RawObserver { raw: writer, bar: &bar, answers: Vec::new(), total_calls: 0 };
     obs.raw.write(&Record::Header(Box::new(header.clone()))).map_err(|e| Failure::run(anyhow!(e)))?;
     obs.raw.sync().map_err(|e| Failure::run(anyhow!(e)))?;
-    let outcome = protocol::run(&mut arms, &workload, &plan, &clock, &mut obs);
+    let controls = Controls { stop, ..Controls::default() };
+    let outcome = protocol::run_with(&mut arms, &workload, &plan, &clock, &mut obs, controls);
     bar.finish_and_clear();
-    let totals = match outcome {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = obs.raw.write(&footer("failed", obs.total_calls));
-            let _ = obs.raw.sync();
-            let code = match &e {
-                RunError::Call { error, phase, .. } if phase == "warm-up" && error.is_input_error() => 2,
-                _ => 1,
-            };
-            return Err(Failure {
-                code,
-                error: anyhow!(e).context(format!(
-                    "the run stopped; everything measured so far is in {}",
-                    raw_path.display()
-                )),
-            });
+    let stopped = |obs: &mut RawObserver<'_>, reason: String, code: u8, e: anyhow::Error| {
+        let _ = obs.raw.write(&footer("failed", obs.total_calls, Some(reason)));
+        let _ = obs.raw.sync();
+        Failure {
+            code,
+            error: e
+                .context(format!("the run stopped; everything measured so far is in {}", raw_path.display())),
         }
     };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return Err(stopped(&mut obs, e.to_string(), 1, anyhow!(e))),
+    };
+    let (status, reason) = match outcome.end {
+        RunEnd::Completed => ("complete", None),
+        RunEnd::Interrupted { during } => ("incomplete", Some(interrupt::reason(&during))),
+        RunEnd::CallFailed { arm, phase, error } => {
+            let code = if phase == "warm-up" && error.is_input_error() { 2 } else { 1 };
+            let e = RunError::Call { arm, phase, error };
+            return Err(stopped(&mut obs, e.to_string(), code, anyhow!(e)));
+        }
+        RunEnd::SensorStopped { during } => {
+            let e = anyhow!("the run stopped during {during}");
+            return Err(stopped(&mut obs, e.to_string(), 1, e));
+        }
+    };
+    let totals = outcome.totals;
     obs.raw
-        .write(&footer("complete", obs.total_calls))
+        .write(&footer(status, obs.total_calls, reason.clone()))
         .and_then(|_| obs.raw.sync())
         .map_err(|e| Failure::run(anyhow!(e).context("cannot finish the raw file")))?;
-    let report = build_report(&header, &totals, &arms, &raw_path, gflop_per_decision(&bundle, common.length));
+    let mut report =
+        build_report(&header, &totals, &arms, &raw_path, gflop_per_decision(&bundle, common.length));
+    report.status = status.into();
+    report.status_reason = reason.clone();
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     bench::write_outputs(common, &output_path, &json, &markdown, &report.to_csv())?;
     println!("{markdown}");
     println!("raw record: {}\nreport: {}", raw_path.display(), output_path.display());
+    for w in &report.warnings {
+        eprintln!("{w}");
+    }
+    if let Some(r) = reason {
+        return Err(Failure::run(anyhow!(
+            "the run is INCOMPLETE ({r}); everything measured so far is in {}",
+            raw_path.display()
+        )));
+    }
     if !report.stable {
         return Err(Failure::run(anyhow!(
             "unstable: some calls did not reproduce their arm's warm-up result (see unstable_calls in {})",
@@ -166,13 +191,15 @@ fn build_report(
     raw_path: &Path,
     gflop: Option<f64>,
 ) -> SpeedReport {
+    let none: Vec<crate::laya::host::StateResult> = Vec::new();
+    let warmup = |i: usize| totals.warmup.get(i).unwrap_or(&none);
     let base_t = if totals.durations_ns[0].is_empty() {
         f64::NAN
     } else {
         totals.block_ns[0] as f64 / 1e9 / totals.durations_ns[0].len() as f64
     };
-    let base_probs: Vec<Vec<f64>> = totals.warmup[0].iter().map(probabilities).collect();
-    let base_answers: Vec<String> = totals.warmup[0].iter().map(answer_label).collect();
+    let base_probs: Vec<Vec<f64>> = warmup(0).iter().map(probabilities).collect();
+    let base_answers: Vec<String> = warmup(0).iter().map(answer_label).collect();
     let mut results = Vec::with_capacity(arms.len());
     for (i, info) in header.arms.iter().enumerate() {
         let calls = totals.durations_ns[i].len() as u64;
@@ -188,9 +215,9 @@ fn build_report(
             min_s: f64::NAN,
             max_s: f64::NAN,
         });
-        let answers: Vec<String> = totals.warmup[i].iter().map(answer_label).collect();
+        let answers: Vec<String> = warmup(i).iter().map(answer_label).collect();
         let mut max_diff = 0.0f64;
-        for (mine, base) in totals.warmup[i].iter().map(probabilities).zip(&base_probs) {
+        for (mine, base) in warmup(i).iter().map(probabilities).zip(&base_probs) {
             for (a, b) in mine.iter().zip(base) {
                 max_diff = max_diff.max((a - b).abs());
             }

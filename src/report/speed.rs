@@ -60,6 +60,20 @@ pub struct SpeedReport {
     pub arms: Vec<ArmResult>,
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
+    /// `complete`, or `incomplete` when a signal (Ctrl-C, SIGTERM) stopped the run: its figures
+    /// then cover only the blocks that ran, and the raw record's footer says the same.
+    #[serde(default = "complete")]
+    pub status: String,
+    /// Why the run is not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// What a reader must know before using the table (outlier calls, identical arms).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+fn complete() -> String {
+    "complete".into()
 }
 
 fn ms(s: f64) -> String {
@@ -70,6 +84,13 @@ impl SpeedReport {
     /// hyperfine-style Markdown table.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
+        if self.status != "complete" {
+            out.push_str(&format!(
+                "**{}**: {}; the figures below cover only the blocks that ran.\n\n",
+                self.status.to_uppercase(),
+                self.status_reason.as_deref().unwrap_or("the run did not finish")
+            ));
+        }
         out.push_str(&format!(
             "Workload `{}` ({} requests, padded length {}), {} balanced cycle{}.\n\n",
             self.workload.name,

@@ -16,5 +16,6 @@ mod cli_summary;
 mod cli_trace;
 mod forward_parity;
 mod host_parity;
+mod interrupts;
 mod precision;
 mod tokenizer_parity;
