@@ -405,7 +405,7 @@ mod tests {
         };
         // 10 W for 0.5 s, then a wrap at 100 J: 98 → 3 is 5 J in 0.5 s = 10 W.
         let records = vec![counter(0, 1.0, 93.0), counter(1, 1.5, 98.0), counter(2, 2.0, 3.0)];
-        let run = RawRun { header, records, complete: false, truncated_tail: None };
+        let run = RawRun { header, records, lines: Vec::new(), complete: false, truncated_tail: None };
         let w = sample_watts(&run);
         assert_eq!(w[0].1, None, "the first counter reading implies no power");
         assert!((w[1].1.unwrap() - 10.0).abs() < 1e-9 && (w[2].1.unwrap() - 10.0).abs() < 1e-9, "{w:?}");

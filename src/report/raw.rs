@@ -254,7 +254,8 @@ pub enum Record {
         /// Calls whose result differed from warm-up.
         unstable_calls: u64,
         /// Resident memory of the process after the block (shared by every arm: all models are
-        /// resident), `null` where the OS does not say.
+        /// resident), `null` where the OS does not say; the key is required.
+        #[serde(deserialize_with = "Option::deserialize")]
         rss_bytes: Option<u64>,
         /// Equal-load mode: calls the block was scheduled to make.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -325,7 +326,8 @@ pub enum Record {
     Error {
         /// Arm name.
         arm: String,
-        /// Block, if inside one.
+        /// Block, if inside one (`null` otherwise; the key is required).
+        #[serde(deserialize_with = "Option::deserialize")]
         block: Option<u32>,
         /// What failed.
         message: String,
@@ -414,6 +416,8 @@ pub struct RawRun {
     pub header: Header,
     /// Every record after the header, in order (footer included when present).
     pub records: Vec<Record>,
+    /// The file line (1-based) of each record in `records`; empty for a run built in memory.
+    pub lines: Vec<usize>,
     /// Whether the file ends with a footer.
     pub complete: bool,
     /// A trailing line that did not parse (a write cut by a crash), if any.
@@ -459,10 +463,14 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
         return Err(RawError::Version { path: p, found: header.schema_version });
     }
     let mut records = Vec::new();
+    let mut record_lines = Vec::new();
     let mut truncated_tail = None;
     while let Some((i, line)) = iter.next() {
         match serde_json::from_str::<Record>(line) {
-            Ok(r) => records.push(r),
+            Ok(r) => {
+                records.push(r);
+                record_lines.push(i + 1);
+            }
             Err(e) if iter.peek().is_none() => {
                 let _ = e;
                 truncated_tail = Some(line.clone());
@@ -476,7 +484,7 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
         records.iter().rev().find(|r| !matches!(r, Record::Correction { .. })),
         Some(Record::Footer { .. })
     );
-    Ok(RawRun { header, records, complete, truncated_tail })
+    Ok(RawRun { header, records, lines: record_lines, complete, truncated_tail })
 }
 
 /// Append a metadata correction to a raw file (its existing bytes are never rewritten) and

@@ -86,7 +86,8 @@ fn an_energy_run_is_audited_and_its_figures_re_derived() {
     assert_eq!(s.schema_version, 1);
     let run = &s.runs[0];
     assert_eq!(run.status, SummaryStatus::Complete);
-    assert_eq!(run.audit.len(), 9);
+    assert_eq!(run.audit.len(), 10);
+    assert!(run.audit.iter().any(|c| c.name == "record_integrity"));
     assert!(run.audit.iter().all(|c| c.outcome == CheckOutcome::Pass), "{:#?}", run.audit);
     // The summary re-derives exactly what `energy` reported, from the raw record alone.
     let energy: EnergyReport =
