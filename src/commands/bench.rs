@@ -129,7 +129,8 @@ pub(crate) fn output_paths(args: &RunArgs, prefix: &str) -> (PathBuf, PathBuf) {
 }
 
 /// The folder `path` will be written in (`.` for a bare file name); exit 2 naming `flag` when
-/// it does not exist, so a run never measures first and then fails to save.
+/// it does not exist or cannot be written in (a probe file is created and removed), so a run
+/// never measures first and then fails to save.
 pub(crate) fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, Failure> {
     let folder = match path.parent() {
         Some(f) if !f.as_os_str().is_empty() => f,
@@ -145,6 +146,13 @@ pub(crate) fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, F
     if path.is_dir() {
         return Err(Failure::input(anyhow!("{flag} {}: is a folder; give a file path", path.display())));
     }
+    crate::report::check_writable(folder).map_err(|e| {
+        Failure::input(anyhow!(
+            "{flag} {}: cannot write in the folder {} ({e}); choose a folder you can write in",
+            path.display(),
+            folder.display()
+        ))
+    })?;
     Ok(folder)
 }
 

@@ -51,6 +51,11 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(dir) = args.plots.as_ref().filter(|d| d.exists() && !d.is_dir()) {
         return Err(Failure::input(anyhow!("--plots {}: is a file, not a folder", dir.display())));
     }
+    if let Some(dir) = &args.plots {
+        // The folder itself when it exists, else the one it will be created in.
+        let probe = if dir.is_dir() { dir.join("plot.svg") } else { dir.clone() };
+        bench::check_folder("--plots", &probe)?;
+    }
     if args.bootstrap > MAX_RESAMPLES {
         return Err(Failure::input(anyhow!(
             "--bootstrap {} is more than {MAX_RESAMPLES} resamples (each arm keeps 7 figures per resample in memory); 10,000 is plenty for 95 % intervals",

@@ -192,7 +192,9 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.raw.jsonl", timestamp_stem("trace-run"))));
     refuse_existing(&raw_path, args.overwrite)?;
+    bench::check_folder("--raw", &raw_path)?;
     if let Some(ready) = &args.ready {
+        bench::check_folder("--ready", ready)?;
         prepare_ready(ready)?;
     }
     let bundle = load_bundle(&w.model.model)?;

@@ -11,6 +11,30 @@ pub mod summary;
 use std::io::Write;
 use std::path::Path;
 
+/// `n` and the noun, singular for one: `1 balanced cycle`, `3 balanced cycles`.
+pub fn count(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+/// Whether a new file can be written in `folder` now: a probe file is created there
+/// (`create_new`, so nothing is replaced) and removed. Permission bits alone do not answer
+/// this (root ignores them; a read-only mount or a pseudo file system refuses anyway), so the
+/// folder is asked the way the final write will ask it.
+pub fn check_writable(folder: &Path) -> std::io::Result<()> {
+    let mut n = 0u32;
+    loop {
+        let probe = folder.join(format!(".laya-bench-write-probe-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+            Ok(f) => {
+                drop(f);
+                return std::fs::remove_file(&probe);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 16 => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Write `bytes` to `path` atomically (a temporary file in the same folder, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -202,3 +202,42 @@ fn a_palettized_arm_that_palettizes_nothing_says_so() {
     assert!(report["arms"][0]["arm"].get("notes").is_none());
     assert!(report["arms"][1]["arm"]["notes"][0].as_str().unwrap().contains("runs the f32 weights"));
 }
+/// A folder nobody can create files in, root included (sysfs refuses new files whatever the
+/// permission bits say), so the test holds when it runs as root.
+#[cfg(target_os = "linux")]
+fn unwritable_folder() -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from("/sys");
+    assert!(
+        std::fs::File::create(dir.join("laya-bench-probe")).is_err(),
+        "the test needs a folder that refuses new files"
+    );
+    dir
+}
+/// Every output is checked for writing before anything is measured (issue 14, item 4).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_output_folder_exits_2_before_measuring() {
+    let ro = unwritable_folder();
+    let dir = tempfile::tempdir().unwrap();
+    let report = ro.join("r.json").display().to_string();
+    let csv = ro.join("r.csv").display().to_string();
+    let md = ro.join("r.md").display().to_string();
+    for extra in [
+        vec!["--output", report.as_str()],
+        vec!["--output", "r.json", "--export-csv", csv.as_str()],
+        vec!["--output", "r.json", "--export-markdown", md.as_str()],
+    ] {
+        let mut args =
+            vec!["speed", "--arm", "a=mock:ok", "--calls", "2", "--cycles", "1", "--raw", "r.raw.jsonl"];
+        args.extend(extra.iter().copied());
+        let o = laya_bench(dir.path(), &args);
+        assert_exit(&o, 2, "cannot write in the folder /sys");
+        assert!(!dir.path().join("r.raw.jsonl").exists(), "nothing was measured: {extra:?}");
+    }
+    let raw = ro.join("r.raw.jsonl").display().to_string();
+    let o = laya_bench(
+        dir.path(),
+        &["speed", "--arm", "a=mock:ok", "--calls", "2", "--raw", &raw, "--output", "r.json"],
+    );
+    assert_exit(&o, 2, "--raw");
+}

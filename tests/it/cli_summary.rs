@@ -335,3 +335,44 @@ fn a_replayed_run_is_summarized_and_never_called_live() {
     );
     assert!(std::fs::read_to_string(d.join("s.md")).unwrap().contains("NOT A LIVE MEASUREMENT"));
 }
+/// `summary --output` (and its exports) into a folder that refuses new files exits 2 before
+/// reading anything (issue 14, item 4).
+#[cfg(target_os = "linux")]
+#[test]
+fn summary_into_an_unwritable_folder_exits_2() {
+    assert!(
+        std::fs::File::create("/sys/laya-bench-probe").is_err(),
+        "the test needs /sys to refuse new files"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--arm",
+            "a=mock:ok",
+            "--calls",
+            "3",
+            "--cycles",
+            "2",
+            "--raw",
+            "s.raw.jsonl",
+            "--output",
+            "s.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for flag in ["--output", "--markdown", "--csv"] {
+        let mut args = vec!["summary", "s.raw.jsonl"];
+        if flag != "--output" {
+            args.extend(["--output", "sum.json"]);
+        }
+        args.extend([flag, "/sys/sum.out"]);
+        let o = laya_bench(d, &args);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        assert!(stderr(&o).contains("cannot write in the folder /sys"), "{}", stderr(&o));
+    }
+    let o = laya_bench(d, &["summary", "s.raw.jsonl", "--output", "sum.json", "--plots", "/sys/plots"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
