@@ -376,3 +376,28 @@ fn summary_into_an_unwritable_folder_exits_2() {
     let o = laya_bench(d, &["summary", "s.raw.jsonl", "--output", "sum.json", "--plots", "/sys/plots"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+/// A run whose sensor stopped was written REJECTED (sensor_stopped); its summary says the same,
+/// with the rule, not AUDIT_FAILED (issue 14, item 5). So does a run refused before measuring.
+#[test]
+fn a_run_whose_sensor_stopped_is_summarized_as_rejected_with_its_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let meter = "exec:i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo 42.5; sleep 0.05; done; exit 3";
+    let o = energy_run(d, "stop", meter, 0, "4");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "stop.raw.jsonl", "--output", "s.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let s = summary_json(d, "s.json");
+    let run = &s.runs[0];
+    assert_eq!(run.status, SummaryStatus::Rejected, "{:?}", run.status_reasons);
+    assert!(run.status_reasons.iter().any(|r| r.contains("sensor_stopped")), "{:?}", run.status_reasons);
+    assert!(stderr(&o).contains("REJECTED"), "{}", stderr(&o));
+    // Refused before measuring: a probe reading of 40089 W.
+    let o = energy_run(d, "probe", "exec:echo 40089; while true; do echo 42.5; sleep 0.05; done", 0, "1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "probe.raw.jsonl", "--output", "p.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let run = &summary_json(d, "p.json").runs[0];
+    assert_eq!(run.status, SummaryStatus::Rejected, "{:?}", run.status_reasons);
+    assert!(run.status_reasons.iter().any(|r| r.contains("above_cap")), "{:?}", run.status_reasons);
+}
