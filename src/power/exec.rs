@@ -41,12 +41,29 @@ pub fn parse_line(line: &str) -> Result<Option<(Option<f64>, f64)>, String> {
     let num = |f: &str, what: &str| -> Result<f64, String> {
         f.trim().parse::<f64>().map_err(|_| format!("{what} {:?} is not a number", f.trim()))
     };
+    let power = |f: &str| -> Result<f64, String> {
+        let f = f.trim();
+        if let Ok(v) = f.parse::<f64>() {
+            return Ok(unit.to_watts(v));
+        }
+        match PowerUnit::strip_suffix(f) {
+            Some((value, u)) if !value.trim().is_empty() => Ok(u.to_watts(num(value, "power")?)),
+            _ => Err(format!("power {f:?} is not a number (with an optional unit W, mW or uW)")),
+        }
+    };
     let fields: Vec<&str> = s.split(',').collect();
     match fields.as_slice() {
-        [w] if !w.is_empty() => Ok(Some((None, num(w, "watts")?))),
-        [t, w] => Ok(Some((Some(num(t, "t_s")?), num(w, "watts")?))),
-        _ => Err("expected `WATTS` or `T_S,WATTS` on each line".to_string()),
+        [w] if !w.is_empty() => Ok(Some((None, power(w)?))),
+        [t, w] => Ok(Some((Some(num(t, "t_s")?), power(w)?))),
+        _ => Err("expected `VALUE` or `T_S,VALUE` on each line (VALUE in watts, or with a unit: W, mW, uW)"
+            .to_string()),
     }
+}
+
+/// The text of a meter line exactly as read, without only the `\n` that ends it: a `\r` of a
+/// CRLF meter, spaces and every other byte stay (bytes that are not UTF-8 read as U+FFFD).
+fn raw_text(line: &str) -> String {
+    line.strip_suffix('\n').unwrap_or(line).to_string()
 }
 
 enum Event {
@@ -229,18 +246,18 @@ impl ExecSensor {
 
     fn handle(&mut self, ev: Event) -> Result<Option<Reading>, SensorError> {
         match ev {
-            Event::Line(line) => match parse_line(&line) {
+            Event::Line(line) => match parse_line_in(&line, self.unit) {
                 Ok(None) => Ok(None),
                 Ok(Some((t_s, watts))) => {
                     let mut r = Reading::power_w("system", watts);
                     r.source_t_s = t_s;
-                    r.raw = Some(line.trim_end_matches(['\r', '\n']).to_string());
+                    r.raw = Some(raw_text(&line));
                     Ok(Some(r))
                 }
                 Err(detail) => Err(SensorError::Malformed {
                     sensor: self.info.spec.clone(),
                     detail,
-                    raw: line.trim_end_matches(['\r', '\n']).to_string(),
+                    raw: raw_text(&line),
                 }),
             },
             Event::Eof => Err(self.on_eof("closed its stdout")),
@@ -483,6 +500,21 @@ mod tests {
         assert_eq!(s.read().unwrap_err().kind(), FaultKind::Stopped);
         assert!(s.exit_status().is_some_and(|st| st.success()));
         s.close().unwrap();
+    }
+
+    #[test]
+    fn the_raw_text_keeps_every_byte_of_the_line_but_its_newline() {
+        let mut s = ExecSensor::spawn("printf '42.5\\r\\n 7 \\n9'", T).unwrap();
+        let r = s.read().unwrap();
+        assert_eq!(r.total_power_w(), Some(42.5));
+        assert_eq!(r.raw.as_deref(), Some("42.5\r"));
+        assert_eq!(s.read().unwrap().raw.as_deref(), Some(" 7 "));
+        assert_eq!(s.read().unwrap().raw.as_deref(), Some("9"));
+        let mut s = ExecSensor::spawn("printf 'oops\\r\\n'", T).unwrap();
+        match s.read().unwrap_err() {
+            SensorError::Malformed { raw, .. } => assert_eq!(raw, "oops\r"),
+            e => panic!("{e}"),
+        }
     }
 
     #[test]
