@@ -659,9 +659,13 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots"])]
     pub correct: Option<std::path::PathBuf>,
     /// The header field the correction concerns, as a dotted path (`host.cpu_model`, `arms.1.precision`).
-    #[arg(long, value_name = "PATH", requires = "correct")]
+    #[arg(long, allow_negative_numbers = true, value_name = "PATH", requires = "correct")]
     pub field: Option<String>,
     /// What is wrong and what is right, in words.
-    #[arg(long, value_name = "TEXT", requires = "correct")]
+    #[arg(long, allow_negative_numbers = true, value_name = "TEXT", requires = "correct")]
     pub note: Option<String>,
+    /// Summarize a record given more than once (by the same path, another path, a link or a
+    /// byte-identical copy) anyway, comparing it with itself; refused (exit 2) without this.
+    #[arg(long)]
+    pub allow_same: bool,
 }

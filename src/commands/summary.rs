@@ -14,6 +14,7 @@ use super::bench::{self, unix_now};
 use super::{Failure, Outcome};
 use crate::cli::SummaryArgs;
 use crate::energy::counter_delta_j;
+use crate::laya::bundle::sha256_hex;
 use crate::power::sampler::{Sample, SampleOutcome};
 use crate::power::Measurement;
 use crate::report::plots::{
@@ -72,12 +73,18 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         target: args.target,
         baseline: args.baseline.clone(),
     };
-    for (i, path) in args.raws.iter().enumerate() {
-        let same =
-            |p: &PathBuf| p.canonicalize().ok().zip(path.canonicalize().ok()).is_some_and(|(a, b)| a == b);
-        if args.raws[..i].iter().any(same) {
-            eprintln!("warning: {} is given twice: it will be compared with itself", path.display());
+    if let Some((a, b, how)) = same_record(&args.raws)? {
+        let msg = format!(
+            "{} and {} are {how}: a run compared with itself shows agreement that was never measured",
+            a.display(),
+            b.display()
+        );
+        if !args.allow_same {
+            return Err(Failure::input(anyhow!(
+                "{msg}; give each record once, or pass --allow-same to compare it with itself on purpose"
+            )));
         }
+        eprintln!("warning: {msg} (--allow-same)");
     }
     if (1..1000).contains(&args.bootstrap) {
         eprintln!(
@@ -161,6 +168,32 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
             bad.join("\n  - ")
         )))
     }
+}
+
+/// The first two raw records that are the same record: the same file (by path, another path
+/// or a link) or byte-identical copies; with how they are the same.
+fn same_record(raws: &[PathBuf]) -> Result<Option<(&PathBuf, &PathBuf, &'static str)>, Failure> {
+    if raws.len() < 2 {
+        return Ok(None);
+    }
+    let mut seen: Vec<(&PathBuf, Option<PathBuf>, String)> = Vec::with_capacity(raws.len());
+    for path in raws {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read the raw record {}", path.display()))
+            .map_err(Failure::input)?;
+        let digest = sha256_hex(&bytes);
+        let canonical = path.canonicalize().ok();
+        for (other, other_canonical, other_digest) in &seen {
+            if canonical.is_some() && canonical == *other_canonical {
+                return Ok(Some((other, path, "the same file")));
+            }
+            if digest == *other_digest {
+                return Ok(Some((other, path, "byte-identical copies of one record")));
+            }
+        }
+        seen.push((path, canonical, digest));
+    }
+    Ok(None)
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

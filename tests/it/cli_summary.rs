@@ -307,9 +307,32 @@ fn two_runs_of_the_same_arms_are_compared_and_disjoint_intervals_flagged() {
     assert!(md.contains("](p/run1-latency_cdf.svg)"), "{md}");
     assert!(d.join("p/run0-power_timeline.svg").exists() && d.join("p/run1-energy_per_block.svg").exists());
     assert!(stderr(&o).contains("warning: --bootstrap 500 resamples give rough percentile intervals"));
-    // The same record twice is compared with itself, and the command says so.
-    let o = laya_bench(d, &["summary", "a.raw.jsonl", "./a.raw.jsonl", "--output", "twice.json"]);
-    assert!(stderr(&o).contains("warning: ./a.raw.jsonl is given twice"), "{}", stderr(&o));
+    // The same record twice, by another path, a link or a byte-identical copy, is refused
+    // (issue 14, item 7); on purpose (--allow-same) it runs with a warning.
+    std::os::unix::fs::symlink(d.join("a.raw.jsonl"), d.join("link.raw.jsonl")).unwrap();
+    std::fs::copy(d.join("a.raw.jsonl"), d.join("copy.raw.jsonl")).unwrap();
+    for (other, how) in [
+        ("a.raw.jsonl", "the same file"),
+        ("./a.raw.jsonl", "the same file"),
+        ("link.raw.jsonl", "the same file"),
+        ("copy.raw.jsonl", "byte-identical copies"),
+    ] {
+        let o = laya_bench(d, &["summary", "a.raw.jsonl", "b.raw.jsonl", other, "--output", "twice.json"]);
+        assert_eq!(o.status.code(), Some(2), "{other}: {}", stderr(&o));
+        assert!(stderr(&o).contains(how) && stderr(&o).contains("--allow-same"), "{}", stderr(&o));
+    }
+    assert!(!d.join("twice.json").exists());
+    let o = laya_bench(
+        d,
+        &["summary", "a.raw.jsonl", "copy.raw.jsonl", "--output", "twice.json", "--allow-same"],
+    );
+    assert!(
+        stderr(&o).contains("warning: a.raw.jsonl and copy.raw.jsonl are byte-identical"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(d.join("twice.json").exists());
+}", stderr(&o));
 }
 
 #[test]
