@@ -184,6 +184,71 @@ fn gflop_per_decision(bundle: &Bundle, length: usize) -> Option<f64> {
         .map(|f| f.with_tail_flop() as f64 / 1e9)
 }
 
+/// Resamples of the speed ratio's bootstrap interval.
+const RATIO_RESAMPLES: usize = 10_000;
+
+/// The (decisions, seconds) of every arm per balanced cycle that ran whole (both of its blocks
+/// on every arm, none cut short): what the ratio's bootstrap resamples.
+fn whole_cycles(totals: &protocol::RunTotals, arms: usize) -> Vec<Vec<(f64, f64)>> {
+    let cycles = totals.blocks.iter().map(|b| b.cycle as usize + 1).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for c in 0..cycles {
+        let blocks: Vec<&protocol::BlockRecord> =
+            totals.blocks.iter().filter(|b| b.cycle as usize == c).collect();
+        if blocks.len() != 2 * arms || blocks.iter().any(|b| b.ended_early) {
+            continue;
+        }
+        let mut row = vec![(0.0, 0.0); arms];
+        for b in blocks {
+            row[b.arm].0 += b.calls as f64;
+            row[b.arm].1 += (b.end_ns - b.start_ns) as f64 / 1e9;
+        }
+        out.push(row);
+    }
+    out
+}
+
+/// The calls of arm `a` that are statistical outliers, named by block and position.
+fn outlier_calls(totals: &protocol::RunTotals, a: usize) -> Vec<OutlierCall> {
+    let durations = &totals.durations_ns[a];
+    let xs: Vec<f64> = durations.iter().map(|&d| d as f64 / 1e9).collect();
+    let mut found = crate::stats::outliers(&xs).into_iter().peekable();
+    let mut out = Vec::new();
+    let mut first = 0usize;
+    for b in totals.blocks.iter().filter(|b| b.arm == a) {
+        let end = first + b.calls as usize;
+        while let Some(&k) = found.peek().filter(|&&k| k < end) {
+            out.push(OutlierCall { block: b.index, call: (k - first) as u64, duration_s: xs[k] });
+            found.next();
+        }
+        first = end;
+    }
+    out
+}
+
+/// The warning for an arm with outlier calls: which, against its P99, and what to do.
+fn outlier_warning(r: &ArmResult) -> Option<String> {
+    if r.outliers.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = r
+        .outliers
+        .iter()
+        .take(5)
+        .map(|o| format!("block {} call {} ({:.3} ms)", o.block, o.call, o.duration_s * 1e3))
+        .collect();
+    let more =
+        if r.outliers.len() > 5 { format!(" and {} more", r.outliers.len() - 5) } else { String::new() };
+    Some(format!(
+        "WARNING: arm `{}` has {} statistical outlier call(s) against a median of {:.3} ms and a P99 of {:.3} ms: {}{more}. They are kept in every figure. Something else probably used the machine (another program, frequency scaling, swapping): close other programs and run again, or run more cycles so one disturbance weighs less.",
+        r.arm.name,
+        r.outliers.len(),
+        r.latency.p50_s * 1e3,
+        r.latency.p99_s * 1e3,
+        shown.join(", ")
+    ))
+}
+
 fn build_report(
     header: &Header,
     totals: &protocol::RunTotals,
@@ -209,7 +274,9 @@ fn build_report(
         let latency = LatencySummary::from_latencies(&mut lat).unwrap_or(LatencySummary {
             calls: 0,
             mean_s: f64::NAN,
+            std_s: None,
             p50_s: f64::NAN,
+            p90_s: None,
             p95_s: f64::NAN,
             p99_s: f64::NAN,
             min_s: f64::NAN,
@@ -238,9 +305,54 @@ fn build_report(
             answers,
             max_probability_diff_vs_baseline: max_diff,
             answer_mismatches_vs_baseline: mismatches,
+            speed_ratio_interval: None,
+            speed_ratio_interval_missing_reason: None,
+            speed_ratio_words: ratio_in_words(base_t / t),
+            outliers: outlier_calls(totals, i),
+            identical_to: header.arms[..i]
+                .iter()
+                .find(|o| {
+                    o.fingerprint == info.fingerprint && o.backend == info.backend && info.backend != "mock"
+                })
+                .map(|o| o.name.clone()),
         });
     }
     let _ = arms;
+    let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();
+    let cycles = whole_cycles(totals, names.len());
+    if cycles.len() >= 2 {
+        let intervals = speed_gain_intervals(&cycles, 0, RATIO_RESAMPLES, 0, 0.95);
+        for (r, iv) in results.iter_mut().zip(intervals) {
+            r.speed_ratio_interval = iv;
+        }
+    } else {
+        for r in &mut results {
+            r.speed_ratio_interval_missing_reason = Some(format!(
+                "{} whole balanced cycle{}: resampling whole cycles needs at least 2 (10 or more for an interval worth reading); pass --cycles",
+                cycles.len(),
+                if cycles.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    let mut warnings = Vec::new();
+    for r in &results {
+        if let Some(w) = outlier_warning(r) {
+            warnings.push(w);
+        }
+        if let Some(same) = &r.identical_to {
+            warnings.push(format!(
+                "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) at the same precision, so it measures the same model twice{}",
+                r.arm.name,
+                r.arm.spec,
+                &r.arm.fingerprint[..r.arm.fingerprint.len().min(12)],
+                if r.arm.spec.contains("w8") || r.arm.spec.contains("palette") {
+                    " (nothing was palettized: on a small model every matrix is below the palettization threshold)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
     SpeedReport {
         schema_version: crate::report::speed::SCHEMA_VERSION,
         tool: header.tool.clone(),
@@ -251,5 +363,68 @@ fn build_report(
         raw_path: Some(raw_path.display().to_string()),
         stable: totals.unstable.iter().all(|&u| u == 0),
         arms: results,
+        status: "complete".into(),
+        status_reason: None,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(
+        index: u32,
+        cycle: u32,
+        arm: usize,
+        calls: u64,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> protocol::BlockRecord {
+        protocol::BlockRecord {
+            index,
+            cycle,
+            arm,
+            start_ns,
+            end_ns,
+            calls,
+            unstable_calls: 0,
+            missed_deadlines: 0,
+            scheduled_calls: None,
+            ended_early: false,
+        }
+    }
+
+    #[test]
+    fn outlier_calls_are_named_by_block_and_position() {
+        // Arm 0: blocks 0 and 3 with 4 calls each; the 7th call (block 3, call 2) took 321 ms.
+        let mut d: Vec<u64> = vec![7_800_000; 8];
+        d[6] = 321_000_000;
+        d[1] = 7_700_000;
+        let totals = protocol::RunTotals {
+            durations_ns: vec![d, vec![5_000_000; 4]],
+            blocks: vec![block(0, 0, 0, 4, 0, 40), block(1, 0, 1, 4, 40, 80), block(3, 1, 0, 4, 90, 400)],
+            ..protocol::RunTotals::default()
+        };
+        let found = outlier_calls(&totals, 0);
+        assert_eq!(found, vec![OutlierCall { block: 3, call: 2, duration_s: 0.321 }]);
+        assert!(outlier_calls(&totals, 1).is_empty());
+    }
+
+    #[test]
+    fn only_whole_cycles_are_resampled() {
+        let mut cut = block(3, 1, 0, 2, 60, 70);
+        cut.ended_early = true;
+        let totals = protocol::RunTotals {
+            blocks: vec![
+                block(0, 0, 0, 10, 0, 1_000_000_000),
+                block(1, 0, 0, 30, 1_000_000_000, 3_000_000_000),
+                block(2, 1, 0, 5, 3_000_000_000, 3_500_000_000),
+                cut,
+            ],
+            ..protocol::RunTotals::default()
+        };
+        // One arm: cycle 0 has its two blocks (40 calls in 3 s); cycle 1 was cut short.
+        assert_eq!(whole_cycles(&totals, 1), vec![vec![(40.0, 3.0)]]);
     }
 }

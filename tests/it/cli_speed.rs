@@ -241,3 +241,71 @@ fn an_unwritable_output_folder_exits_2_before_measuring() {
     );
     assert_exit(&o, 2, "--raw");
 }
+/// The table gives mean ± σ, P50/P90/P99 and each ratio with its 95 % interval and in words
+/// (issue 14, item 8).
+#[test]
+fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--no-progress",
+            "--arm",
+            "fast=mock:ok:delay-us=200",
+            "--arm",
+            "slow=mock:ok:delay-us=400",
+            "--calls",
+            "20",
+            "--cycles",
+            "3",
+            "--warmup",
+            "1",
+            "--raw",
+            "r.raw.jsonl",
+        ],
+    );
+    assert_exit(&o, 0, "");
+    let out = crate::common::stdout(&o);
+    assert!(
+        out.contains("Mean ± σ [ms]") && out.contains("P90 [ms]") && out.contains("vs baseline (95 % CI)"),
+        "{out}"
+    );
+    assert!(out.contains("% slower ["), "the slow arm's ratio in words with its interval: {out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let slow = &report["arms"][1];
+    let (low, high) = (
+        slow["speed_ratio_interval"]["low"].as_f64().unwrap(),
+        slow["speed_ratio_interval"]["high"].as_f64().unwrap(),
+    );
+    let s = slow["speed_ratio_vs_baseline"].as_f64().unwrap();
+    assert!(low <= s && s <= high && high < 1.0, "{low} {s} {high}");
+    assert!(slow["latency"]["std_s"].as_f64().unwrap() >= 0.0);
+    assert!(slow["latency"]["p90_s"].as_f64().unwrap() >= slow["latency"]["p50_s"].as_f64().unwrap());
+    assert!(slow["speed_ratio_words"].as_str().unwrap().ends_with("% slower"));
+    // One cycle: no interval, and the reason.
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--no-progress",
+            "--arm",
+            "a=mock:ok",
+            "--arm",
+            "b=mock:ok",
+            "--calls",
+            "3",
+            "--cycles",
+            "1",
+            "--raw",
+            "q.raw.jsonl",
+        ],
+    );
+    assert_exit(&o, 0, "");
+    assert!(
+        crate::common::stdout(&o).contains("No CI: 1 whole balanced cycle"),
+        "{}",
+        crate::common::stdout(&o)
+    );
+}
