@@ -630,8 +630,9 @@ pub struct SummaryArgs {
     /// compared side by side.
     #[arg(value_name = "RAW", required_unless_present = "correct")]
     pub raws: Vec<std::path::PathBuf>,
-    /// Write the summary (JSON, schema_version 1) here.
-    #[arg(long, value_name = "FILE", required_unless_present = "correct")]
+    /// Write the summary (JSON, schema_version 1) here; without it the Markdown report is only
+    /// printed to the terminal.
+    #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Also write the Markdown report (published-style table with intervals).
     #[arg(long, value_name = "FILE")]

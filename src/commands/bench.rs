@@ -413,6 +413,11 @@ pub(crate) fn block_records(
     out
 }
 
+/// The progress line: blocks done, elapsed time and the estimated time left (from the blocks
+/// done so far), and the live message.
+pub(crate) const PROGRESS_TEMPLATE: &str =
+    "{spinner} [{bar:30}] {pos}/{len} blocks · {elapsed_precise} elapsed · ETA {eta} · {msg}";
+
 /// The block progress bar (hidden with `--no-progress`).
 pub(crate) fn progress_bar(blocks: u64, hidden: bool) -> ProgressBar {
     let bar = ProgressBar::new(blocks);
@@ -420,8 +425,7 @@ pub(crate) fn progress_bar(blocks: u64, hidden: bool) -> ProgressBar {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} blocks · {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(PROGRESS_TEMPLATE).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
@@ -461,6 +465,13 @@ pub(crate) fn arm_info(arm: &Arm<'_>) -> ArmInfo {
 mod tests {
     use super::first_free;
     use std::path::{Path, PathBuf};
+
+    #[test]
+    fn the_progress_line_shows_the_time_left() {
+        let style = indicatif::ProgressStyle::with_template(super::PROGRESS_TEMPLATE);
+        assert!(style.is_ok());
+        assert!(super::PROGRESS_TEMPLATE.contains("ETA {eta}"));
+    }
 
     #[test]
     fn a_default_name_taken_in_the_same_second_gets_a_suffix() {

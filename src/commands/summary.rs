@@ -34,17 +34,13 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(raw_path) = &args.correct {
         return correct(args, raw_path);
     }
-    let output = args
-        .output
-        .as_ref()
-        .ok_or_else(|| Failure::input(anyhow!("--output FILE is required (where the summary JSON goes)")))?;
+    let output = args.output.as_ref();
     if args.raws.is_empty() {
         return Err(Failure::input(anyhow!(
             "give at least one raw record (the `--raw` file of `speed` or `energy`)"
         )));
     }
-    bench::check_folder("--output", output)?;
-    for (flag, path) in [("--markdown", &args.markdown), ("--csv", &args.csv)] {
+    for (flag, path) in [("--output", &args.output), ("--markdown", &args.markdown), ("--csv", &args.csv)] {
         if let Some(p) = path {
             bench::check_folder(flag, p)?;
         }
@@ -142,7 +138,9 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
-    write(output, &json)?;
+    if let Some(output) = output {
+        write(output, &json)?;
+    }
     if let Some(p) = &args.markdown {
         write(p, markdown.as_bytes())?;
     }
@@ -150,7 +148,11 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         write(p, report.to_csv().as_bytes())?;
     }
     println!("{markdown}");
-    println!("summary: {}", output.display());
+    match output {
+        Some(o) => println!("summary: {}", o.display()),
+        None => println!("(no --output: the summary JSON was not written)"),
+    }
+    let written = output.map(|o| format!("the summary is written to {}", o.display()));
     let bad: Vec<String> = report
         .runs
         .iter()
@@ -163,8 +165,8 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         Ok(())
     } else {
         Err(Failure::run(anyhow!(
-            "not every record holds up as a complete run (the summary is written to {}):\n  - {}",
-            output.display(),
+            "not every record holds up as a complete run ({}):\n  - {}",
+            written.unwrap_or_else(|| "no --output was given".into()),
             bad.join("\n  - ")
         )))
     }

@@ -210,8 +210,7 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--bootstrap", "100000000"]);
     assert!(o.status.code() == Some(2) && stderr(&o).contains("--bootstrap 100000000"), "{}", stderr(&o));
-    let o = laya_bench(d, &["summary", "r.raw.jsonl"]);
-    assert_eq!(o.status.code(), Some(2), "--output is required: {}", stderr(&o));
+    // Without --output the Markdown is printed only (see summary_without_output_prints_its_markdown).
     // Outputs are checked before anything is read.
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "nodir/s.json"]);
     assert!(
@@ -332,7 +331,6 @@ fn two_runs_of_the_same_arms_are_compared_and_disjoint_intervals_flagged() {
         stderr(&o)
     );
     assert!(d.join("twice.json").exists());
-}", stderr(&o));
 }
 
 #[test]
@@ -358,6 +356,7 @@ fn a_replayed_run_is_summarized_and_never_called_live() {
     );
     assert!(std::fs::read_to_string(d.join("s.md")).unwrap().contains("NOT A LIVE MEASUREMENT"));
 }
+
 /// `summary --output` (and its exports) into a folder that refuses new files exits 2 before
 /// reading anything (issue 14, item 4).
 #[cfg(target_os = "linux")]
@@ -399,6 +398,7 @@ fn summary_into_an_unwritable_folder_exits_2() {
     let o = laya_bench(d, &["summary", "s.raw.jsonl", "--output", "sum.json", "--plots", "/sys/plots"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
 /// A run whose sensor stopped was written REJECTED (sensor_stopped); its summary says the same,
 /// with the rule, not AUDIT_FAILED (issue 14, item 5). So does a run refused before measuring.
 #[test]
@@ -423,4 +423,37 @@ fn a_run_whose_sensor_stopped_is_summarized_as_rejected_with_its_rule() {
     let run = &summary_json(d, "p.json").runs[0];
     assert_eq!(run.status, SummaryStatus::Rejected, "{:?}", run.status_reasons);
     assert!(run.status_reasons.iter().any(|r| r.contains("above_cap")), "{:?}", run.status_reasons);
+}
+
+/// Without --output the summary's Markdown goes to the terminal and no file is written
+/// (issue 14, item 9).
+#[test]
+fn summary_without_output_prints_its_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--arm",
+            "a=mock:ok",
+            "--calls",
+            "3",
+            "--cycles",
+            "2",
+            "--raw",
+            "s.raw.jsonl",
+            "--output",
+            "s.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let before: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let o = laya_bench(d, &["summary", "s.raw.jsonl", "--bootstrap", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("| `a` |") || out.contains("`a`"), "{out}");
+    assert!(out.contains("no --output"), "{out}");
+    let after: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(before.len(), after.len(), "nothing written");
 }
