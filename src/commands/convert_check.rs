@@ -204,7 +204,7 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         kind: "convert-check".into(),
         tool: ToolInfo::current(),
         command_line: std::env::args().collect(),
-        passed: verdict == "passed",
+        passed: verdict == "passed" || verdict == "identical",
         verdict,
         verdict_reason,
         source: source_info,
@@ -258,6 +258,20 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
             output.display()
         )))
     }
+}
+
+/// When the candidate is the source model itself (the same weights fingerprint on the same
+/// engine, e.g. a palettization that changed nothing), what the verdict says instead of
+/// PASSED: the check compared it with itself.
+fn identical_model(source: &SideInfo, candidate: &SideInfo) -> Option<String> {
+    let fingerprint = source.fingerprint.as_ref()?;
+    (candidate.fingerprint.as_ref() == Some(fingerprint)).then(|| {
+        format!(
+            "the candidate runs the source's own weights (fingerprint {}, {}): every gate passed because it was compared with itself, which says nothing about a conversion",
+            &fingerprint[..fingerprint.len().min(12)],
+            source.backend.as_deref().unwrap_or("-")
+        )
+    })
 }
 
 fn load_suite(path: Option<&Path>) -> Result<Suite, Failure> {

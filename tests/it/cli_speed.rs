@@ -241,6 +241,27 @@ fn an_unwritable_output_folder_exits_2_before_measuring() {
     );
     assert_exit(&o, 2, "--raw");
 }
+
+/// The default arms on builtin:tiny include w8, which palettizes nothing there: it is marked
+/// IDENTICAL to f32 in the table and the report (issue 14, item 10); f16 is not.
+#[test]
+fn an_arm_that_is_the_same_model_as_another_is_marked_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &["speed", "--no-progress", "--calls", "2", "--cycles", "1", "--warmup", "1", "--raw", "r.raw.jsonl"],
+    );
+    assert_exit(&o, 0, "is IDENTICAL to `f32`");
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("IDENTICAL to `f32` (same model)"), "{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let arms = report["arms"].as_array().unwrap();
+    let by = |n: &str| arms.iter().find(|a| a["arm"]["name"] == n).unwrap();
+    assert_eq!(by("w8")["identical_to"], "f32");
+    assert!(by("f16").get("identical_to").is_none());
+}
+
 /// The table gives mean ± σ, P50/P90/P99 and each ratio with its 95 % interval and in words
 /// (issue 14, item 8).
 #[test]
