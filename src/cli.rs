@@ -190,22 +190,26 @@ pub struct EnergyArgs {
     /// `exec:CMD` (an external meter printing `WATTS` or `T_S,WATTS` lines), or `replay:RAW`
     /// (re-analysis only, never a live measurement). Default: pstr on macOS; rapl, then nvml,
     /// where readable.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, value_name = "SPEC")]
     pub sensor: Option<String>,
+    /// The unit of a bare number an `exec:` meter prints: `W` (default), `mW` or `uW`. A line
+    /// may also carry its unit (`61.39 W`, `61390 mW`); the raw record keeps the text as read.
+    #[arg(long, allow_negative_numbers = true, value_name = "W|mW|uW")]
+    pub sensor_unit: Option<String>,
     /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds).
-    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "500ms", value_name = "DURATION")]
     pub sample_interval: String,
     /// Balanced cycles (each visits the arms in order, then in reverse).
-    #[arg(long, default_value_t = 3, value_name = "C")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_name = "C")]
     pub cycles: usize,
     /// Block length (saturated, or the paced schedule's length with --rate).
-    #[arg(long, default_value = "20s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "20s", value_name = "DURATION")]
     pub seconds: String,
     /// Idle window before the first block, between blocks and after the last.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
     pub idle_seconds: String,
     /// Discarded start of every idle window (settling); the rest is the stable idle window.
-    #[arg(long, default_value = "3s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "3s", value_name = "DURATION")]
     pub idle_discard: String,
     /// Reject the run if any reading is above this many watts (a loose sanity cap, not an
     /// accuracy bound).

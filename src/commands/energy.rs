@@ -274,10 +274,22 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let specs = bench::arm_specs(common)?;
     let settings = settings(args)?;
     let parsed = bench::check_inputs(common, &specs)?;
-    let sensor_spec: Option<SensorSpec> = match &args.sensor {
+    let mut sensor_spec: Option<SensorSpec> = match &args.sensor {
         Some(s) => Some(s.parse().map_err(|e| Failure::input(anyhow!("--sensor: {e}")))?),
         None => None,
     };
+    if let Some(text) = &args.sensor_unit {
+        let wanted: power::exec::PowerUnit =
+            text.parse().map_err(|e| Failure::input(anyhow!("--sensor-unit: {e}; give W, mW or uW")))?;
+        match sensor_spec.as_mut() {
+            Some(SensorSpec::Exec { unit, .. }) => *unit = wanted,
+            _ => {
+                return Err(Failure::input(anyhow!(
+                    "--sensor-unit applies to exec: meters only (other sensors report their own unit)"
+                )))
+            }
+        }
+    }
     let (raw_path, output_path) = bench::output_paths(common, "energy");
     bench::check_output_files(common, &raw_path, &output_path)?;
     let bundle = load_bundle(&common.model.model)?;

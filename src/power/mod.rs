@@ -426,7 +426,9 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
             Ok(Box::new(rapl::RaplSensor::open(&root)?))
         }
         SensorSpec::Nvml { index } => Ok(Box::new(nvml::NvmlSensor::open(*index)?)),
-        SensorSpec::Exec { command } => Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?)),
+        SensorSpec::Exec { command, unit } => {
+            Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?.with_unit(*unit)))
+        }
         SensorSpec::Replay { path } => Err(SensorError::Unavailable {
             sensor: spec.to_string(),
             reason: format!(
