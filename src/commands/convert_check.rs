@@ -573,9 +573,14 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
                 "pass".into()
             };
             let drift = if g.drift.is_finite() { format!("{:.6}", g.drift) } else { "non-finite".into() };
+            // Ids and answers may hold wide characters (今日): pad by terminal columns.
             println!(
-                "  {:<16} {:<6} {:>10} {:>10.6}  {:<32} {mark}",
-                q.id, q.qtype, drift, g.source_margin, answer
+                "  {} {:<6} {:>10} {:>10.6}  {} {mark}",
+                crate::report::pad(&q.id, 16),
+                q.qtype,
+                drift,
+                g.source_margin,
+                crate::report::pad(&answer, 32)
             );
         }
     }

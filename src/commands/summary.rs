@@ -372,6 +372,7 @@ fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
                 .collect(),
             idles,
             rejected,
+            max_gap_s: run.header.energy.as_ref().map(|e| e.max_gap_s),
         };
         out.push(("power_timeline", plots::power_timeline(&timeline)));
     }

@@ -11,6 +11,18 @@ pub mod summary;
 use std::io::Write;
 use std::path::Path;
 
+/// Terminal columns `text` takes: a wide character (今, 日) takes two, a combining mark none.
+/// Measured by ratatui's text width (unicode-width), already a dependency for the Snake view.
+pub fn display_width(text: &str) -> usize {
+    ratatui::text::Line::raw(text).width()
+}
+
+/// `text` padded with spaces to `width` terminal columns (left-aligned; longer text is kept).
+pub fn pad(text: &str, width: usize) -> String {
+    let w = display_width(text);
+    format!("{text}{}", " ".repeat(width.saturating_sub(w)))
+}
+
 /// `n` and the noun, singular for one: `1 balanced cycle`, `3 balanced cycles`.
 pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
@@ -46,4 +58,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn wide_characters_take_two_columns() {
+        assert_eq!(super::display_width("今日"), 4);
+        assert_eq!(super::display_width("abc"), 3);
+        assert_eq!(super::pad("今日", 6), "今日  ");
+        assert_eq!(super::pad("ab", 4), "ab  ");
+        assert_eq!(super::pad("abcdef", 4), "abcdef");
+    }
+
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(super::count(1, "balanced cycle", "balanced cycles"), "1 balanced cycle");
+        assert_eq!(super::count(0, "block", "blocks"), "0 blocks");
+        assert_eq!(super::count(3, "balanced cycle", "balanced cycles"), "3 balanced cycles");
+    }
 }

@@ -202,6 +202,7 @@ fn a_palettized_arm_that_palettizes_nothing_says_so() {
     assert!(report["arms"][0]["arm"].get("notes").is_none());
     assert!(report["arms"][1]["arm"]["notes"][0].as_str().unwrap().contains("runs the f32 weights"));
 }
+
 /// A folder nobody can create files in, root included (sysfs refuses new files whatever the
 /// permission bits say), so the test holds when it runs as root.
 #[cfg(target_os = "linux")]
@@ -213,6 +214,7 @@ fn unwritable_folder() -> std::path::PathBuf {
     );
     dir
 }
+
 /// Every output is checked for writing before anything is measured (issue 14, item 4).
 #[cfg(target_os = "linux")]
 #[test]
@@ -329,4 +331,24 @@ fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
         "{}",
         crate::common::stdout(&o)
     );
+}
+
+/// A negative number given to an option names the option (issue 14, item 12), not
+/// "unexpected argument '-1'".
+#[test]
+fn a_negative_number_names_its_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, flag) in [
+        (&["speed", "--cycles", "-1"][..], "--cycles"),
+        (&["speed", "--seconds", "-2"][..], "--seconds"),
+        (
+            &["energy", "--max-watts", "-5", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"][..],
+            "--max-watts",
+        ),
+    ] {
+        let o = laya_bench(dir.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(flag) && !err.contains("unexpected argument"), "{args:?}: {err}");
+    }
 }
