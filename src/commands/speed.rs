@@ -341,7 +341,7 @@ fn build_report(
         }
         if let Some(same) = &r.identical_to {
             warnings.push(format!(
-                "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) at the same precision, so it measures the same model twice{}",
+                "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) on the same engine, so it measures the same model twice{}",
                 r.arm.name,
                 r.arm.spec,
                 &r.arm.fingerprint[..r.arm.fingerprint.len().min(12)],
