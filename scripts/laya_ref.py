@@ -7,7 +7,8 @@ Get it with
     mkdir -p /tmp/laya_coreml && cd /tmp/laya_coreml && unzip -q /tmp/wheels/laya_coreml-0.5.1-*.whl
 
 and point LAYA_COREML_DIR at the directory that CONTAINS the `laya_coreml/` package
-(default: /work/ref/laya_coreml). Only `tokenizers`, `safetensors` and `numpy` are needed for the
+(default: the `laya_coreml` folder in the system's temporary directory, where the commands above
+unpack it). Only `tokenizers`, `safetensors` and `numpy` are needed for the
 host path; `torch` additionally for `laya_coreml.torch_model`.
 """
 
@@ -25,7 +26,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = Path(os.environ.get("LAYA_FIXTURE_DIR", str(ROOT / "fixtures" / "tiny")))
-REF_DIR = os.environ.get("LAYA_COREML_DIR", "/work/ref/laya_coreml")
+REF_DIR = os.environ.get("LAYA_COREML_DIR", str(Path(tempfile.gettempdir()) / "laya_coreml"))
+if not (Path(REF_DIR) / "laya_coreml").is_dir():
+    sys.exit(
+        f"laya_ref.py: no laya_coreml package in {REF_DIR}; unpack the laya-coreml 0.5.1 wheel there "
+        "(see this file's docstring) or set LAYA_COREML_DIR to the folder that contains `laya_coreml/`"
+    )
 
 if REF_DIR not in sys.path:
     sys.path.insert(0, REF_DIR)

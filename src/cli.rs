@@ -93,7 +93,7 @@ pub struct ModelArgs {
     /// `builtin:tiny` (embedded), `synthetic:multilingual`, `synthetic:english`,
     /// `hub:NAME[@REVISION]` (`laya`, `laya-multilingual`, `laya-typed-decisions`, pinned; or any
     /// `owner/repo`; fetched once into the Hugging Face cache), or a checkpoint folder.
-    #[arg(long, default_value = "builtin:tiny", value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, default_value = "builtin:tiny", value_name = "SPEC")]
     pub model: String,
 }
 
@@ -104,26 +104,26 @@ pub struct PredictArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Backend spec: `portable:f32` (default).
-    #[arg(long, default_value = "portable:f32", value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, default_value = "portable:f32", value_name = "SPEC")]
     pub backend: String,
     /// A request file: `{"state": ..., "questions": {...}}` (optionally `max_len`,
     /// `head_max_len`, `min_confidence`), or a list of such requests.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["state", "questions"])]
     pub request: Option<std::path::PathBuf>,
     /// The state as literal text (use --request for JSON states).
-    #[arg(long, value_name = "TEXT", requires = "questions")]
+    #[arg(long, allow_negative_numbers = true, value_name = "TEXT", requires = "questions")]
     pub state: Option<String>,
     /// Question definitions: inline JSON, or a path to a JSON file.
-    #[arg(long, value_name = "JSON", requires = "state")]
+    #[arg(long, allow_negative_numbers = true, value_name = "JSON", requires = "state")]
     pub questions: Option<String>,
     /// Token budget per row (overrides the checkpoint's `max_len` for this call).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub max_len: Option<usize>,
     /// Budget for the question head and options (overrides `head_max_len`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub head_max_len: Option<usize>,
     /// Abstention gate: a number in [0, 1] or a JSON map of bucket -> threshold.
-    #[arg(long, value_name = "VALUE")]
+    #[arg(long, allow_negative_numbers = true, value_name = "VALUE")]
     pub min_confidence: Option<String>,
     /// Also show each question row's tokens, marker positions, qtype and packed shape.
     #[arg(long)]
@@ -140,21 +140,21 @@ pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// An arm as NAME=SPEC (repeat; the first is the baseline). Default: every portable precision.
-    #[arg(long = "arm", value_name = "NAME=SPEC")]
+    #[arg(long = "arm", allow_negative_numbers = true, value_name = "NAME=SPEC")]
     pub arms: Vec<String>,
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
-    #[arg(long, default_value = "invoice", value_name = "invoice|FILE")]
+    #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
     pub workload: String,
     /// Real tokens per row for the invoice workload (exact).
-    #[arg(long, default_value_t = 91, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 91, value_name = "N")]
     pub tokens: usize,
     /// Padded length every arm runs at (the graph shape).
-    #[arg(long, default_value_t = 96, value_name = "L")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 96, value_name = "L")]
     pub length: usize,
     /// Warm-up calls per arm, outside every measured interval; at least one per workload
     /// request is always made (each measured call is checked against its request's warm-up
     /// result), so a smaller N is raised to the number of requests.
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 20, value_name = "N")]
     pub warmup: usize,
     /// Raw JSONL record (default: speed-<UTC time>.raw.jsonl or energy-<UTC time>.raw.jsonl in
     /// the current folder, with -2, -3… when a run of the same second took that name).
@@ -185,13 +185,19 @@ pub struct SpeedArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Balanced cycles (each visits the arms in order, then in reverse).
-    #[arg(long, default_value_t = 3, value_name = "C")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_name = "C")]
     pub cycles: usize,
     /// Block length: saturated for this long (`500ms`, `2s`, `1m`; a plain number is seconds).
-    #[arg(long, default_value = "2s", value_name = "DURATION", conflicts_with = "calls")]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        default_value = "2s",
+        value_name = "DURATION",
+        conflicts_with = "calls"
+    )]
     pub seconds: String,
     /// Block length in calls instead of time.
-    #[arg(long, value_name = "K")]
+    #[arg(long, allow_negative_numbers = true, value_name = "K")]
     pub calls: Option<u64>,
 }
 
@@ -205,22 +211,26 @@ pub struct EnergyArgs {
     /// `exec:CMD` (an external meter printing `WATTS` or `T_S,WATTS` lines), or `replay:RAW`
     /// (re-analysis only, never a live measurement). Default: pstr on macOS; rapl, then nvml,
     /// where readable.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, value_name = "SPEC")]
     pub sensor: Option<String>,
+    /// The unit of a bare number an `exec:` meter prints: `W` (default), `mW` or `uW`. A line
+    /// may also carry its unit (`61.39 W`, `61390 mW`); the raw record keeps the text as read.
+    #[arg(long, allow_negative_numbers = true, value_name = "W|mW|uW")]
+    pub sensor_unit: Option<String>,
     /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds).
-    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "500ms", value_name = "DURATION")]
     pub sample_interval: String,
     /// Balanced cycles (each visits the arms in order, then in reverse).
-    #[arg(long, default_value_t = 3, value_name = "C")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_name = "C")]
     pub cycles: usize,
     /// Block length (saturated, or the paced schedule's length with --rate).
-    #[arg(long, default_value = "20s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "20s", value_name = "DURATION")]
     pub seconds: String,
     /// Idle window before the first block, between blocks and after the last.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
     pub idle_seconds: String,
     /// Discarded start of every idle window (settling); the rest is the stable idle window.
-    #[arg(long, default_value = "3s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "3s", value_name = "DURATION")]
     pub idle_discard: String,
     /// Reject the run if any reading is above this many watts (a loose sanity cap, not an
     /// accuracy bound).
@@ -239,10 +249,10 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
     /// Also load this backend spec for `--model` and say whether it loads (repeatable).
-    #[arg(long = "backend", value_name = "SPEC")]
+    #[arg(long = "backend", allow_negative_numbers = true, value_name = "SPEC")]
     pub backends: Vec<String>,
     /// The model `--backend` specs are loaded for.
-    #[arg(long, default_value = "builtin:tiny", value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, default_value = "builtin:tiny", value_name = "SPEC")]
     pub model: String,
 }
 
@@ -251,20 +261,25 @@ pub struct DoctorArgs {
 pub struct BoundsArgs {
     /// `synthetic:multilingual`, `synthetic:english`, `builtin:tiny`, or a checkpoint folder (only
     /// its two config files are read).
-    #[arg(long, default_value = "synthetic:multilingual", value_name = "SPEC")]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        default_value = "synthetic:multilingual",
+        value_name = "SPEC"
+    )]
     pub model: String,
     /// Sequence length L in tokens (one question row at batch 1).
-    #[arg(long, default_value_t = 96, value_name = "L")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 96, value_name = "L")]
     pub length: usize,
     /// Marker slots K the scorer runs over (the ANE bundles use 32).
-    #[arg(long, default_value_t = 32, value_name = "K")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 32, value_name = "K")]
     pub marker_slots: usize,
     /// Weight storage: f32, f16, bf16, or palettized w8, w6, w4 (one FP16 lookup table per matrix).
-    #[arg(long, default_value = "f16", value_name = "P")]
+    #[arg(long, allow_negative_numbers = true, default_value = "f16", value_name = "P")]
     pub precision: String,
     /// Hardware: m3-max (ANE), m3-max-gpu, m4-max, h200, zen4-2core, custom. Default m3-max, or
     /// custom when both --peak-tflops and --bandwidth-gbs are given.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, allow_negative_numbers = true, value_name = "NAME")]
     pub profile: Option<String>,
     /// Peak compute in TFLOP/s for the precision's arithmetic (overrides the profile).
     #[arg(long, value_name = "TFLOPS", allow_negative_numbers = true)]
@@ -324,19 +339,19 @@ pub struct TraceWorkloadArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// The one arm to run, as NAME=SPEC.
-    #[arg(long, default_value = "f32=portable:f32", value_name = "NAME=SPEC")]
+    #[arg(long, allow_negative_numbers = true, default_value = "f32=portable:f32", value_name = "NAME=SPEC")]
     pub arm: String,
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
-    #[arg(long, default_value = "invoice", value_name = "invoice|FILE")]
+    #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
     pub workload: String,
     /// Real tokens per row for the invoice workload (exact).
-    #[arg(long, default_value_t = 91, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 91, value_name = "N")]
     pub tokens: usize,
     /// Padded length the arm runs at (the graph shape).
-    #[arg(long, default_value_t = 96, value_name = "L")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 96, value_name = "L")]
     pub length: usize,
     /// Warm-up calls before the ready file is written, outside the measured block.
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 20, value_name = "N")]
     pub warmup: usize,
 }
 
@@ -348,7 +363,7 @@ pub struct TraceRunArgs {
     pub workload: TraceWorkloadArgs,
     /// How long the measured block runs after warm-up (`500ms`, `30s`, `1m`; a plain number is
     /// seconds).
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
     pub seconds: String,
     /// Write this JSON file (pid, start time, arm) once warm, for a profiler to attach.
     #[arg(long, value_name = "FILE")]
@@ -374,7 +389,7 @@ pub struct TraceSummarizeArgs {
     #[arg(long, value_name = "FILE")]
     pub signpost_xml: Option<std::path::PathBuf>,
     /// The TOC run number, when the trace holds several runs (runs are never combined).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub run: Option<u32>,
     /// Print the summary as one JSON document (schema_version 1; units in field names).
     #[arg(long)]
@@ -391,19 +406,19 @@ pub struct TraceRecordArgs {
     #[command(flatten)]
     pub workload: TraceWorkloadArgs,
     /// Recording length (xctrace `--time-limit`); the traced run lasts this plus --margin.
-    #[arg(long, default_value = "15s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "15s", value_name = "DURATION")]
     pub seconds: String,
     /// Extra run time so the workload outlasts the recording while xctrace attaches.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
     pub margin: String,
     /// How long to wait for the traced run to load the model and warm up.
-    #[arg(long, default_value = "5m", value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, default_value = "5m", value_name = "DURATION")]
     pub ready_timeout: String,
     /// Folder that receives `trace-<UTC time>/` with the archive, the exports and the summary.
     #[arg(long, default_value = "artifacts", value_name = "DIR")]
     pub artifacts: std::path::PathBuf,
     /// Instruments template.
-    #[arg(long, default_value = "Core ML", value_name = "NAME")]
+    #[arg(long, allow_negative_numbers = true, default_value = "Core ML", value_name = "NAME")]
     pub template: String,
     /// Print the summary as one JSON document instead of text.
     #[arg(long)]
@@ -422,7 +437,7 @@ pub struct PalettizeArgs {
     pub bits: u8,
     /// Palettize only matrices with more elements than this (0: every projection matrix, e.g.
     /// to exercise palettization on the tiny model, whose matrices are all below the default).
-    #[arg(long, default_value_t = crate::model::palettize::DEFAULT_ABOVE_ELEMENTS, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = crate::model::palettize::DEFAULT_ABOVE_ELEMENTS, value_name = "N")]
     pub above_elements: usize,
     /// The palette file to write (`.safetensors`).
     #[arg(long, value_name = "FILE")]
@@ -479,23 +494,23 @@ pub enum SnakeCommand {
 #[derive(Debug, Clone, Args)]
 pub struct SnakeGameArgs {
     /// Board columns (at least 4; one side must be even).
-    #[arg(long, default_value_t = 24, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 24, value_name = "N")]
     pub width: usize,
     /// Board rows (at least 4; one side must be even).
-    #[arg(long, default_value_t = 16, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 16, value_name = "N")]
     pub height: usize,
     /// Initial snake length (2 up to the board size minus one).
-    #[arg(long, default_value_t = 6, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 6, value_name = "N")]
     pub initial_length: usize,
     /// Prompt wording sent to the model.
-    #[arg(long, default_value = "compact", value_parser = ["compact", "detailed"])]
+    #[arg(long, allow_negative_numbers = true, default_value = "compact", value_parser = ["compact", "detailed"])]
     pub prompt: String,
     /// Tokens per question row: the decision runs as one fixed batch of 3 rows × this length ×
     /// 4 option slots (64 = the published Snake bundle). A state that does not fit is cut and
     /// counted. Default: the smallest multiple of 32, at least 64, that holds every row of a
     /// 600-tick probe walk of this board with this model's tokenizer (64 for the published
     /// checkpoints, 96 for builtin:tiny's byte-level tokenizer).
-    #[arg(long, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
+    #[arg(long, allow_negative_numbers = true, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
     pub row_length: Option<u64>,
 }
 
@@ -506,7 +521,7 @@ pub struct SnakePlayArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// The arm that plays: a backend spec, optionally named (`NAME=SPEC`).
-    #[arg(long, default_value = "portable:f32", value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, default_value = "portable:f32", value_name = "SPEC")]
     pub arm: String,
     /// Board and prompt.
     #[command(flatten)]
@@ -515,13 +530,13 @@ pub struct SnakePlayArgs {
     #[arg(long, default_value_t = 7, value_name = "N", allow_negative_numbers = true)]
     pub seed: i64,
     /// Stop after this many game steps (over all rounds).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: Option<u64>,
     /// Stop after this long (`30s`, `2m`; warm-up excluded).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, value_name = "DURATION")]
     pub duration: Option<String>,
     /// Decisions per second to pace at (UP/DOWN change it while playing).
-    #[arg(long, default_value_t = 12.0, value_name = "R")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 12.0, value_name = "R")]
     pub fps: f64,
     /// No pacing: decide and step as fast as the model answers.
     #[arg(long)]
@@ -551,7 +566,7 @@ pub struct SnakeReplayArgs {
     #[arg(long)]
     pub headless: bool,
     /// Playback speed relative to the recorded wall clock (UP/DOWN change it while playing).
-    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1.0, value_name = "X")]
     pub speed: f64,
 }
 
@@ -562,16 +577,16 @@ pub struct SnakeCompareArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// An arm as NAME=SPEC; give exactly two, A first (A's executed move drives the game).
-    #[arg(long = "arm", value_name = "NAME=SPEC")]
+    #[arg(long = "arm", allow_negative_numbers = true, value_name = "NAME=SPEC")]
     pub arms: Vec<String>,
     /// Board and prompt.
     #[command(flatten)]
     pub game: SnakeGameArgs,
     /// Game seeds, one game each.
-    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102], value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102], value_name = "N")]
     pub seeds: Vec<i64>,
     /// Live steps per seed (fewer if the game ends).
-    #[arg(long, default_value_t = 300, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 300, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: u64,
     /// JSON report (default: snake-compare-<UTC time>.json).
     #[arg(long, value_name = "PATH")]
@@ -588,7 +603,7 @@ pub struct SnakeBenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// The arm that plays: a backend spec, optionally named (`NAME=SPEC`).
-    #[arg(long, default_value = "portable:f32", value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, default_value = "portable:f32", value_name = "SPEC")]
     pub arm: String,
     /// Board and prompt.
     #[command(flatten)]
@@ -597,16 +612,16 @@ pub struct SnakeBenchArgs {
     #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], value_name = "R", allow_negative_numbers = true)]
     pub rates: Vec<f64>,
     /// Steps of the uncapped episode and of each sweep episode.
-    #[arg(long, default_value_t = 120, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 120, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub sweep_steps: u64,
     /// Steps of each soak episode.
-    #[arg(long, default_value_t = 600, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 600, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub soak_steps: u64,
     /// Steps of each unshielded top-1 episode.
-    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub raw_steps: u64,
     /// Soak seeds (the first three also play unshielded top-1).
-    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102, 103, 104], value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102, 103, 104], value_name = "N")]
     pub seeds: Vec<i64>,
     /// JSON report, rewritten atomically after every episode (default: snake-bench-<UTC time>.json).
     #[arg(long, value_name = "PATH")]
@@ -624,12 +639,12 @@ pub struct SnakeBenchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ConvertCheckArgs {
     /// The source model, run on portable:f32: `builtin:tiny`, `synthetic:NAME` or a checkpoint folder.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, allow_negative_numbers = true, value_name = "SPEC")]
     pub source: String,
     /// The candidate: a backend spec run on the source model (`portable:f16`, `portable:bf16`,
     /// `portable:w8`, `portable:w6`, `portable:w4`, `portable:palette:FILE`), or a model folder:
     /// an ANE or Core ML bundle (also `coreml:FOLDER`), or another checkpoint run on portable:f32.
-    #[arg(long, value_name = "SPEC|FOLDER")]
+    #[arg(long, allow_negative_numbers = true, value_name = "SPEC|FOLDER")]
     pub candidate: String,
     /// Suite file (default: the embedded fixtures/suites/default.json; format in docs/convert-check.md).
     #[arg(long, value_name = "FILE")]
@@ -638,11 +653,11 @@ pub struct ConvertCheckArgs {
     #[arg(long, default_value_t = 0.02, value_name = "G", allow_negative_numbers = true)]
     pub gate: f64,
     /// Identical candidate calls per question; all must give bit-identical outputs (at least 2).
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 100, value_name = "N")]
     pub repeats: usize,
     /// Token budget per row (default: the model's max_len, clamped to the candidate's shape),
     /// e.g. 96 to check a portable candidate at the ANE bundle's length.
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub max_len: Option<usize>,
     /// The report (default: convert-check-<UTC time>.json in the current folder).
     #[arg(long, value_name = "PATH")]
@@ -659,8 +674,9 @@ pub struct SummaryArgs {
     /// compared side by side.
     #[arg(value_name = "RAW", required_unless_present = "correct")]
     pub raws: Vec<std::path::PathBuf>,
-    /// Write the summary (JSON, schema_version 1) here.
-    #[arg(long, value_name = "FILE", required_unless_present = "correct")]
+    /// Write the summary (JSON, schema_version 1) here; without it the Markdown report is only
+    /// printed to the terminal.
+    #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Also write the Markdown report (published-style table with intervals).
     #[arg(long, value_name = "FILE")]
@@ -672,27 +688,31 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "DIR")]
     pub plots: Option<std::path::PathBuf>,
     /// Bootstrap resamples of whole balanced cycles (0: no intervals).
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, value_name = "N")]
     pub bootstrap: usize,
     /// Seed of the bootstrap (same seed, same intervals).
-    #[arg(long, default_value_t = 0, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_name = "S")]
     pub seed: u64,
     /// Target energy gain for the claim rule (reached only if the interval's LOWER bound is).
     #[arg(long, value_name = "X", allow_negative_numbers = true)]
     pub target: Option<f64>,
     /// Baseline arm by name (default: each record's first arm).
-    #[arg(long, value_name = "ARM")]
+    #[arg(long, allow_negative_numbers = true, value_name = "ARM")]
     pub baseline: Option<String>,
     /// Append a metadata correction to this raw record instead of summarizing (the original
     /// fields and every measurement stay unchanged).
     #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots"])]
     pub correct: Option<std::path::PathBuf>,
     /// The header field the correction concerns, as a dotted path (`host.cpu_model`, `arms.1.precision`).
-    #[arg(long, value_name = "PATH", requires = "correct")]
+    #[arg(long, allow_negative_numbers = true, value_name = "PATH", requires = "correct")]
     pub field: Option<String>,
     /// What is wrong and what is right, in words.
-    #[arg(long, value_name = "TEXT", requires = "correct")]
+    #[arg(long, allow_negative_numbers = true, value_name = "TEXT", requires = "correct")]
     pub note: Option<String>,
+    /// Summarize a record given more than once (by the same path, another path, a link or a
+    /// byte-identical copy) anyway, comparing it with itself; refused (exit 2) without this.
+    #[arg(long)]
+    pub allow_same: bool,
 }
 
 /// `laya-bench verify`.

@@ -426,7 +426,9 @@ const MLX_NEEDS: &str =
 /// `BackendInfo::fingerprint`: for `portable:f32`, the sha256 of `model.safetensors` (or
 /// `synthetic:NAME:seed=S`); for an on-the-fly conversion, [`converted_fingerprint`] (the
 /// sha256 of the source fingerprint plus the conversion parameters — the conversion is
-/// deterministic); for a palette file, the sha256 of the palette file's bytes.
+/// deterministic), except a palettization that changed no matrix, whose weights are the
+/// source's and so is its fingerprint; for a palette file, the sha256 of the palette file's
+/// bytes.
 pub fn build_portable(
     spec: &BackendSpec,
     spec_text: &str,
@@ -446,7 +448,10 @@ pub fn build_portable(
         BackendSpec::Portable(precision) => {
             let (weights, source) = load_source(spec_text, bundle)?;
             let (weights, report) = convert_weights(weights, *precision)?;
-            (weights, converted_fingerprint(&source, *precision), precision.name().to_string(), report)
+            // A palettization that changed nothing leaves the f32 weights: the same fingerprint.
+            let unchanged = report.as_ref().is_some_and(|r| r.tensors.is_empty());
+            let fingerprint = if unchanged { source } else { converted_fingerprint(&source, *precision) };
+            (weights, fingerprint, precision.name().to_string(), report)
         }
         BackendSpec::PortablePalette { path, bits } => {
             let file = path.display().to_string();

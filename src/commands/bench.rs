@@ -128,7 +128,8 @@ pub(crate) fn output_paths(args: &RunArgs, prefix: &str) -> (PathBuf, PathBuf) {
 }
 
 /// The folder `path` will be written in (`.` for a bare file name); exit 2 naming `flag` when
-/// it does not exist, so a run never measures first and then fails to save.
+/// it does not exist or cannot be written in (a probe file is created and removed), so a run
+/// never measures first and then fails to save.
 pub(crate) fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, Failure> {
     let folder = match path.parent() {
         Some(f) if !f.as_os_str().is_empty() => f,
@@ -144,6 +145,13 @@ pub(crate) fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, F
     if path.is_dir() {
         return Err(Failure::input(anyhow!("{flag} {}: is a folder; give a file path", path.display())));
     }
+    crate::report::check_writable(folder).map_err(|e| {
+        Failure::input(anyhow!(
+            "{flag} {}: cannot write in the folder {} ({e}); choose a folder you can write in",
+            path.display(),
+            folder.display()
+        ))
+    })?;
     Ok(folder)
 }
 
@@ -404,6 +412,11 @@ pub(crate) fn block_records(
     out
 }
 
+/// The progress line: blocks done, elapsed time and the estimated time left (from the blocks
+/// done so far), and the live message.
+pub(crate) const PROGRESS_TEMPLATE: &str =
+    "{spinner} [{bar:30}] {pos}/{len} blocks · {elapsed_precise} elapsed · ETA {eta} · {msg}";
+
 /// The block progress bar (hidden with `--no-progress`).
 pub(crate) fn progress_bar(blocks: u64, hidden: bool) -> ProgressBar {
     let bar = ProgressBar::new(blocks);
@@ -411,8 +424,7 @@ pub(crate) fn progress_bar(blocks: u64, hidden: bool) -> ProgressBar {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} blocks · {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(PROGRESS_TEMPLATE).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
@@ -452,6 +464,13 @@ pub(crate) fn arm_info(arm: &Arm<'_>) -> ArmInfo {
 mod tests {
     use super::first_free;
     use std::path::{Path, PathBuf};
+
+    #[test]
+    fn the_progress_line_shows_the_time_left() {
+        let style = indicatif::ProgressStyle::with_template(super::PROGRESS_TEMPLATE);
+        assert!(style.is_ok());
+        assert!(super::PROGRESS_TEMPLATE.contains("ETA {eta}"));
+    }
 
     #[test]
     fn a_default_name_taken_in_the_same_second_gets_a_suffix() {

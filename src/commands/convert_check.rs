@@ -3,13 +3,14 @@
 //! atomically and prints the verdict first, then the worst questions.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 
 use super::bench::{check_folder, refuse_existing, timestamp_stem};
 use super::predict::load_bundle;
-use super::{Failure, Outcome};
+use super::{interrupt, Failure, Outcome};
 use crate::backend::portable::PortableBackend;
 use crate::backend::registry::{self, build_portable, default_threads, BackendSpec, Precision};
 use crate::backend::{Backend, ShapeCaps, ShapeMode};
@@ -182,15 +183,34 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     };
     let engines =
         Engines { rows_host: &rows_host, source_host: &source_host, source: &mut source, candidate };
-    let (questions, summary) = run_suite(&suite, engines, &plan).map_err(|e| Failure::run(anyhow!(e)))?;
-    let (verdict, verdict_reason) = verdict(&summary, checks.as_ref());
+    let stop = interrupt::install_or_warn();
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let (questions, summary) =
+        run_suite(&suite, engines, &plan, &stopped).map_err(|e| Failure::run(anyhow!(e)))?;
+    let (verdict, verdict_reason) = if questions.len() < suite.items.len() {
+        (
+            "incomplete".to_string(),
+            format!(
+                "{} after {} of {} questions; the figures cover only those, so no verdict is given",
+                interrupt::reason("the suite"),
+                questions.len(),
+                suite.items.len()
+            ),
+        )
+    } else {
+        let (v, why) = verdict(&summary, checks.as_ref());
+        match identical_model(&source_info, &candidate_info) {
+            Some(same) if v == "passed" => ("identical".to_string(), same),
+            _ => (v, why),
+        }
+    };
     let (compute_placement, compute_placement_note) = compute_placement(&candidate_info);
     let report = ConvertCheckReport {
         schema_version: REPORT_SCHEMA_VERSION,
         kind: "convert-check".into(),
         tool: ToolInfo::current(),
         command_line: std::env::args().collect(),
-        passed: verdict == "passed",
+        passed: verdict == "passed" || verdict == "identical",
         verdict,
         verdict_reason,
         source: source_info,
@@ -232,13 +252,32 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     if report.passed {
         Ok(())
     } else {
+        let word = if report.verdict == "incomplete" {
+            "INCOMPLETE".to_string()
+        } else {
+            report.verdict.replace('_', " ")
+        };
         Err(Failure::run(anyhow!(
             "convert-check {}: {} (report: {})",
-            report.verdict.replace('_', " "),
+            word,
             report.verdict_reason,
             output.display()
         )))
     }
+}
+
+/// When the candidate is the source model itself (the same weights fingerprint on the same
+/// engine, e.g. a palettization that changed nothing), what the verdict says instead of
+/// PASSED: the check compared it with itself.
+fn identical_model(source: &SideInfo, candidate: &SideInfo) -> Option<String> {
+    let fingerprint = source.fingerprint.as_ref()?;
+    (candidate.fingerprint.as_ref() == Some(fingerprint)).then(|| {
+        format!(
+            "the candidate runs the source's own weights (fingerprint {}, {}): every gate passed because it was compared with itself, which says nothing about a conversion",
+            &fingerprint[..fingerprint.len().min(12)],
+            source.backend.as_deref().unwrap_or("-")
+        )
+    })
 }
 
 fn load_suite(path: Option<&Path>) -> Result<Suite, Failure> {
@@ -544,9 +583,14 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
                 "pass".into()
             };
             let drift = if g.drift.is_finite() { format!("{:.6}", g.drift) } else { "non-finite".into() };
+            // Ids and answers may hold wide characters (今日): pad by terminal columns.
             println!(
-                "  {:<16} {:<6} {:>10} {:>10.6}  {:<32} {mark}",
-                q.id, q.qtype, drift, g.source_margin, answer
+                "  {} {:<6} {:>10} {:>10.6}  {} {mark}",
+                crate::report::pad(&q.id, 16),
+                q.qtype,
+                drift,
+                g.source_margin,
+                crate::report::pad(&answer, 32)
             );
         }
     }

@@ -15,7 +15,7 @@ use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use indicatif::ProgressBar;
 
 use super::bench::{self, Setup};
@@ -274,52 +274,43 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let specs = bench::arm_specs(common)?;
     let settings = settings(args)?;
     let parsed = bench::check_inputs(common, &specs)?;
-    let sensor_spec: Option<SensorSpec> = match &args.sensor {
+    let mut sensor_spec: Option<SensorSpec> = match &args.sensor {
         Some(s) => Some(s.parse().map_err(|e| Failure::input(anyhow!("--sensor: {e}")))?),
         None => None,
     };
+    if let Some(text) = &args.sensor_unit {
+        let wanted: power::exec::PowerUnit =
+            text.parse().map_err(|e| Failure::input(anyhow!("--sensor-unit: {e}; give W, mW or uW")))?;
+        match sensor_spec.as_mut() {
+            Some(SensorSpec::Exec { unit, .. }) => *unit = wanted,
+            _ => {
+                return Err(Failure::input(anyhow!(
+                    "--sensor-unit applies to exec: meters only (other sensors report their own unit)"
+                )))
+            }
+        }
+    }
     let (raw_path, output_path) = bench::output_paths(common, "energy");
     bench::check_output_files(common, &raw_path, &output_path)?;
     let bundle = load_bundle(&common.model.model)?;
     let setup = bench::build_setup(&bundle, common, &specs, &parsed)?;
     let stream_timeout = max_gap(settings.interval);
     let (mut sensor, choice) = open_sensor(sensor_spec.as_ref(), stream_timeout)?;
-    if !matches!(sensor_spec, Some(SensorSpec::Replay { .. })) {
-        // Two readings before anything is measured prove the sensor works and keeps working
-        // (a one-shot meter command gives one reading and exits): exit 2 if not.
-        for n in 1..=2 {
-            if let Err(e) = sensor.read() {
-                let _ = sensor.close();
-                let hint = if e.kind() == FaultKind::Stopped {
-                    "a meter command must keep running and print one line per reading; wrap a one-shot command, e.g. exec:'while :; do CMD; sleep 0.5; done'"
-                } else {
-                    "check the meter by hand; `laya-bench doctor` lists every sensor"
-                };
-                let which = if n == 1 { "gave no reading" } else { "gave one reading, then none" };
-                return Err(Failure::input(anyhow!(
-                    "the sensor {} {which} before measuring: {e}\n({hint})",
-                    sensor.info().spec
-                )));
-            }
-        }
-    }
     let mut header = bench::header("energy", &bundle, &setup, common, &settings.plan);
     let opened = sensor.info().clone();
     header.sensor = Some(opened.clone());
     header.energy = Some(settings.info.clone());
     let Setup { mut arms, workload, .. } = setup;
-    let writer = RawWriter::open(&raw_path, common.overwrite)
-        .with_context(|| format!("cannot create the raw file {}", raw_path.display()))
-        .map_err(Failure::input)?;
-    let stop = match interrupt::install() {
-        Ok(flag) => Some(flag),
+    let writer = match RawWriter::open(&raw_path, common.overwrite) {
+        Ok(w) => w,
         Err(e) => {
-            eprintln!(
-                "warning: cannot install the Ctrl-C handler ({e}); Ctrl-C will end the run without a footer"
-            );
-            None
+            let _ = sensor.close();
+            return Err(Failure::input(
+                anyhow!(e).context(format!("cannot create the raw file {}", raw_path.display())),
+            ));
         }
     };
+    let stop = interrupt::install_or_warn();
     let clock = Clock::start();
     header.started_unix_s = bench::unix_now();
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -328,7 +319,33 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let fail_early =
         |e: anyhow::Error| Failure::run(e.context(format!("raw record: {}", raw_path.display())));
     tx.send(Msg::Record(Record::Header(Box::new(header.clone())))).map_err(|e| fail_early(anyhow!("{e}")))?;
+    // Two readings before anything is measured prove the sensor works and keeps working (a
+    // one-shot meter command gives one reading and exits). They go to the raw record and are
+    // judged by the rules every reading must pass; a fault or a bad value refuses the run
+    // (exit 2) with the raw value, and the record says so.
+    let probes = if matches!(sensor_spec, Some(SensorSpec::Replay { .. })) {
+        Vec::new()
+    } else {
+        power::sampler::probe(sensor.as_mut(), clock.origin(), 2)
+    };
+    for p in &probes {
+        tx.send(Msg::Record(Record::Probe(Box::new(p.clone())))).map_err(|e| fail_early(anyhow!("{e}")))?;
+    }
     tx.send(Msg::Sync).map_err(|e| fail_early(anyhow!("{e}")))?;
+    if !energy_run::check_probes(&probes, &settings.rules).is_empty() {
+        let _ = sensor.close();
+        let refused = refuse_probe(&probes, &settings, &opened.spec, &raw_path);
+        drop(tx);
+        let written = writer.join().map_err(|_| Failure::run(anyhow!("the raw writer thread panicked")))?;
+        let Written { raw: mut raw_file, error, .. } = written;
+        let finished = raw_file.write(&refused.footer).and_then(|_| raw_file.sync());
+        if let Some(e) = error.or(finished.err()) {
+            return Err(Failure::run(
+                anyhow!(e).context(format!("cannot write the raw record {}", raw_path.display())),
+            ));
+        }
+        return Err(Failure::input(refused.error));
+    }
     let bar = bench::progress_bar(header.plan.order.len() as u64, common.no_progress);
     let sample_tx = tx.clone();
     let sampling = Sampling {
@@ -384,6 +401,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         .map(|i| IdleSpan { index: i.index, window: window(i.start_ns, i.end_ns) })
         .collect();
     let verdict = energy_run::analyze(&RunInput {
+        probes: &probes,
         samples: &samples,
         blocks: &blocks,
         idles: &idles,
@@ -403,10 +421,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
             (Some(_), true) => (RunStatus::Rejected, None),
             (Some(_), false) => (RunStatus::Complete, None),
         },
-        RunEnd::Interrupted { during } => {
-            let signal = if interrupt::raised() { "a signal (Ctrl-C or SIGTERM)" } else { "the stop flag" };
-            (RunStatus::Incomplete, Some(format!("interrupted by {signal} during {during}")))
-        }
+        RunEnd::Interrupted { during } => (RunStatus::Incomplete, Some(interrupt::reason(during))),
         RunEnd::SensorStopped { during } => (
             RunStatus::Rejected,
             Some(format!("the sensor stopped during {during}; the rest of the plan was not run")),
@@ -500,6 +515,67 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
             })
         }
     }
+}
+
+/// A run refused because a reading before measuring broke a rule: its footer and the error.
+struct Refused {
+    footer: Record,
+    error: anyhow::Error,
+}
+
+/// The footer (status `rejected`, every rule the probe broke, and `no_samples`: nothing was
+/// sampled) and the message of a run refused before measuring, naming each raw value.
+fn refuse_probe(probes: &[Sample], settings: &Settings, spec: &str, raw_path: &Path) -> Refused {
+    let verdict = energy_run::analyze(&RunInput {
+        probes,
+        samples: &[],
+        blocks: &[],
+        idles: &[],
+        span: None,
+        rules: settings.rules,
+        idle_discard_s: settings.idle_discard.as_secs_f64(),
+    });
+    let fault = probes.iter().find_map(|p| match &p.outcome {
+        power::sampler::SampleOutcome::Fault(f) => Some(f.clone()),
+        power::sampler::SampleOutcome::Reading(_) => None,
+    });
+    let kept = format!("the raw record {} keeps every reading; nothing was measured", raw_path.display());
+    let error = match fault {
+        Some(f) => {
+            let hint = if f.kind == FaultKind::Stopped {
+                "a meter command must keep running and print one line per reading; wrap a one-shot command, e.g. exec:'while :; do CMD; sleep 0.5; done'"
+            } else {
+                "check the meter by hand; `laya-bench doctor` lists every sensor"
+            };
+            let which = if probes.len() <= 1 { "gave no reading" } else { "gave one reading, then none" };
+            anyhow!("the sensor {spec} {which} before measuring: {f}\n({hint}; {kept})")
+        }
+        None => {
+            let mut msg = format!(
+                "the sensor {spec} gave a reading before measuring that breaks the rejection rules, so the run was refused ({kept}):"
+            );
+            for d in verdict.rejections.iter().filter(|d| d.message.contains(energy_run::PROBE_PREFIX)) {
+                let raw: Vec<String> =
+                    d.evidence.iter().filter_map(|e| e.raw.as_ref().map(|r| format!("{r:?}"))).collect();
+                msg.push_str(&format!("\n  - {} (raw line {})", d.message, raw.join(", ")));
+            }
+            msg.push_str(&format!(
+                "\n(check the meter and its unit by hand; --max-watts is {} W)",
+                settings.rules.max_watts
+            ));
+            anyhow!(msg)
+        }
+    };
+    let footer = footer(
+        RunStatus::Rejected,
+        0,
+        Some(
+            "a reading taken before measuring broke a rejection rule; the run was refused before measuring"
+                .into(),
+        ),
+        verdict.rejections,
+    );
+    Refused { footer, error }
 }
 
 fn footer(

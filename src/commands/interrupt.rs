@@ -46,3 +46,24 @@ pub(crate) fn install() -> std::io::Result<&'static AtomicBool> {
 pub(crate) fn raised() -> bool {
     STOP.load(Ordering::SeqCst)
 }
+
+/// Install the handler, or warn that Ctrl-C will end the run without a footer. Installed with
+/// `sigaction` whatever the inherited disposition: a run started in the background, whose
+/// shell set SIGINT to ignored, still stops cleanly on SIGINT and SIGTERM.
+pub(crate) fn install_or_warn() -> Option<&'static AtomicBool> {
+    match install() {
+        Ok(flag) => Some(flag),
+        Err(e) => {
+            eprintln!(
+                "warning: cannot install the Ctrl-C handler ({e}); Ctrl-C will end the run without a footer"
+            );
+            None
+        }
+    }
+}
+
+/// Why a run stopped by the flag is incomplete, for its footer and report.
+pub(crate) fn reason(during: &str) -> String {
+    let signal = if raised() { "a signal (Ctrl-C or SIGTERM)" } else { "the stop flag" };
+    format!("interrupted by {signal} during {during}")
+}

@@ -14,6 +14,7 @@ use super::bench::{self, unix_now};
 use super::{Failure, Outcome};
 use crate::cli::SummaryArgs;
 use crate::energy::counter_delta_j;
+use crate::laya::bundle::sha256_hex;
 use crate::power::sampler::{Sample, SampleOutcome};
 use crate::power::Measurement;
 use crate::report::plots::{
@@ -33,23 +34,24 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(raw_path) = &args.correct {
         return correct(args, raw_path);
     }
-    let output = args
-        .output
-        .as_ref()
-        .ok_or_else(|| Failure::input(anyhow!("--output FILE is required (where the summary JSON goes)")))?;
+    let output = args.output.as_ref();
     if args.raws.is_empty() {
         return Err(Failure::input(anyhow!(
             "give at least one raw record (the `--raw` file of `speed` or `energy`)"
         )));
     }
-    bench::check_folder("--output", output)?;
-    for (flag, path) in [("--markdown", &args.markdown), ("--csv", &args.csv)] {
+    for (flag, path) in [("--output", &args.output), ("--markdown", &args.markdown), ("--csv", &args.csv)] {
         if let Some(p) = path {
             bench::check_folder(flag, p)?;
         }
     }
     if let Some(dir) = args.plots.as_ref().filter(|d| d.exists() && !d.is_dir()) {
         return Err(Failure::input(anyhow!("--plots {}: is a file, not a folder", dir.display())));
+    }
+    if let Some(dir) = &args.plots {
+        // The folder itself when it exists, else the one it will be created in.
+        let probe = if dir.is_dir() { dir.join("plot.svg") } else { dir.clone() };
+        bench::check_folder("--plots", &probe)?;
     }
     if args.bootstrap > MAX_RESAMPLES {
         return Err(Failure::input(anyhow!(
@@ -67,12 +69,18 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         target: args.target,
         baseline: args.baseline.clone(),
     };
-    for (i, path) in args.raws.iter().enumerate() {
-        let same =
-            |p: &PathBuf| p.canonicalize().ok().zip(path.canonicalize().ok()).is_some_and(|(a, b)| a == b);
-        if args.raws[..i].iter().any(same) {
-            eprintln!("warning: {} is given twice: it will be compared with itself", path.display());
+    if let Some((a, b, how)) = same_record(&args.raws)? {
+        let msg = format!(
+            "{} and {} are {how}: a run compared with itself shows agreement that was never measured",
+            a.display(),
+            b.display()
+        );
+        if !args.allow_same {
+            return Err(Failure::input(anyhow!(
+                "{msg}; give each record once, or pass --allow-same to compare it with itself on purpose"
+            )));
         }
+        eprintln!("warning: {msg} (--allow-same)");
     }
     if (1..1000).contains(&args.bootstrap) {
         eprintln!(
@@ -130,7 +138,9 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
-    write(output, &json)?;
+    if let Some(output) = output {
+        write(output, &json)?;
+    }
     if let Some(p) = &args.markdown {
         write(p, markdown.as_bytes())?;
     }
@@ -138,7 +148,11 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         write(p, report.to_csv().as_bytes())?;
     }
     println!("{markdown}");
-    println!("summary: {}", output.display());
+    match output {
+        Some(o) => println!("summary: {}", o.display()),
+        None => println!("(no --output: the summary JSON was not written)"),
+    }
+    let written = output.map(|o| format!("the summary is written to {}", o.display()));
     let bad: Vec<String> = report
         .runs
         .iter()
@@ -151,11 +165,37 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         Ok(())
     } else {
         Err(Failure::run(anyhow!(
-            "not every record holds up as a complete run (the summary is written to {}):\n  - {}",
-            output.display(),
+            "not every record holds up as a complete run ({}):\n  - {}",
+            written.unwrap_or_else(|| "no --output was given".into()),
             bad.join("\n  - ")
         )))
     }
+}
+
+/// The first two raw records that are the same record: the same file (by path, another path
+/// or a link) or byte-identical copies; with how they are the same.
+fn same_record(raws: &[PathBuf]) -> Result<Option<(&PathBuf, &PathBuf, &'static str)>, Failure> {
+    if raws.len() < 2 {
+        return Ok(None);
+    }
+    let mut seen: Vec<(&PathBuf, Option<PathBuf>, String)> = Vec::with_capacity(raws.len());
+    for path in raws {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read the raw record {}", path.display()))
+            .map_err(Failure::input)?;
+        let digest = sha256_hex(&bytes);
+        let canonical = path.canonicalize().ok();
+        for (other, other_canonical, other_digest) in &seen {
+            if canonical.is_some() && canonical == *other_canonical {
+                return Ok(Some((other, path, "the same file")));
+            }
+            if digest == *other_digest {
+                return Ok(Some((other, path, "byte-identical copies of one record")));
+            }
+        }
+        seen.push((path, canonical, digest));
+    }
+    Ok(None)
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
@@ -332,6 +372,7 @@ fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
                 .collect(),
             idles,
             rejected,
+            max_gap_s: run.header.energy.as_ref().map(|e| e.max_gap_s),
         };
         out.push(("power_timeline", plots::power_timeline(&timeline)));
     }
@@ -405,7 +446,7 @@ mod tests {
         };
         // 10 W for 0.5 s, then a wrap at 100 J: 98 → 3 is 5 J in 0.5 s = 10 W.
         let records = vec![counter(0, 1.0, 93.0), counter(1, 1.5, 98.0), counter(2, 2.0, 3.0)];
-        let run = RawRun { header, records, complete: false, truncated_tail: None };
+        let run = RawRun { header, records, lines: Vec::new(), complete: false, truncated_tail: None };
         let w = sample_watts(&run);
         assert_eq!(w[0].1, None, "the first counter reading implies no power");
         assert!((w[1].1.unwrap() - 10.0).abs() < 1e-9 && (w[2].1.unwrap() - 10.0).abs() < 1e-9, "{w:?}");

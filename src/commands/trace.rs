@@ -23,7 +23,7 @@ use crate::cli::{
 };
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{HostError, StateResult};
-use crate::protocol::{self, Arm, BlockLimit, Clock, Observer, Plan, RunError};
+use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Observer, Plan, RunEnd, RunError};
 use crate::report::raw::{self, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo};
 use crate::report::write_atomic;
 use crate::stats::LatencySummary;
@@ -189,7 +189,9 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.raw.jsonl", timestamp_stem("trace-run"))));
     refuse_existing(&raw_path, args.overwrite)?;
+    bench::check_folder("--raw", &raw_path)?;
     if let Some(ready) = &args.ready {
+        bench::check_folder("--ready", ready)?;
         prepare_ready(ready)?;
     }
     let bundle = load_bundle(&w.model.model)?;
@@ -246,45 +248,54 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
         TraceObserver { raw: writer, answers: Vec::new(), total_calls: 0, ready, ready_error: None };
     obs.raw.write(&Record::Header(Box::new(header))).map_err(|e| Failure::run(anyhow!(e)))?;
     obs.raw.sync().map_err(|e| Failure::run(anyhow!(e)))?;
-    let outcome = protocol::run_order(&mut arms, &work, &plan, &[(0, 0)], &clock, &mut obs);
-    let totals = match outcome {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = obs.raw.write(&Record::Footer {
-                status: "failed".into(),
-                ended_unix_s: unix_now(),
-                total_calls: obs.total_calls,
-                reason: None,
-                rejections: vec![],
-            });
-            let _ = obs.raw.sync();
-            let code = match &e {
-                RunError::Call { error, phase, .. } if phase == "warm-up" && error.is_input_error() => 2,
-                _ => 1,
-            };
-            let error = match obs.ready_error.take() {
-                Some(message) => anyhow!(message),
-                None => anyhow!(e),
-            };
-            return Err(Failure {
-                code,
-                error: error.context(format!(
-                    "the run stopped; everything measured so far is in {}",
-                    raw_path.display()
-                )),
-            });
+    let stop = super::interrupt::install_or_warn();
+    let order = [(0, 0)];
+    let controls = Controls { stop, order: Some(&order), ..Controls::default() };
+    let outcome = protocol::run_with(&mut arms, &work, &plan, &clock, &mut obs, controls);
+    let footer = |status: &str, total_calls: u64, reason: Option<String>| Record::Footer {
+        status: status.into(),
+        ended_unix_s: unix_now(),
+        total_calls,
+        reason,
+        rejections: vec![],
+    };
+    let failed = |obs: &mut TraceObserver, code: u8, e: anyhow::Error| {
+        let _ = obs.raw.write(&footer("failed", obs.total_calls, Some(e.to_string())));
+        let _ = obs.raw.sync();
+        let error = match obs.ready_error.take() {
+            Some(message) => anyhow!(message),
+            None => e,
+        };
+        Failure {
+            code,
+            error: error
+                .context(format!("the run stopped; everything measured so far is in {}", raw_path.display())),
         }
     };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return Err(failed(&mut obs, 1, anyhow!(e))),
+    };
+    let reason = match outcome.end {
+        RunEnd::Completed => None,
+        RunEnd::Interrupted { during } => Some(super::interrupt::reason(&during)),
+        RunEnd::CallFailed { arm, phase, error } => {
+            let code = if phase == "warm-up" && error.is_input_error() { 2 } else { 1 };
+            return Err(failed(&mut obs, code, anyhow!(RunError::Call { arm, phase, error })));
+        }
+        RunEnd::SensorStopped { during } => {
+            return Err(failed(&mut obs, 1, anyhow!("the run stopped during {during}")))
+        }
+    };
+    let totals = outcome.totals;
+    let status = if reason.is_some() { "incomplete" } else { "complete" };
     obs.raw
-        .write(&Record::Footer {
-            status: "complete".into(),
-            ended_unix_s: unix_now(),
-            total_calls: obs.total_calls,
-            reason: None,
-            rejections: vec![],
-        })
+        .write(&footer(status, obs.total_calls, reason.clone()))
         .and_then(|_| obs.raw.sync())
         .map_err(|e| Failure::run(anyhow!(e).context("cannot finish the raw file")))?;
+    if let Some(r) = &reason {
+        eprintln!("the run is INCOMPLETE ({r}); the figures below cover what ran");
+    }
     let block_s = totals.block_ns[0] as f64 / 1e9;
     let mut latencies: Vec<f64> = totals.durations_ns[0].iter().map(|&d| d as f64 / 1e9).collect();
     println!(
@@ -313,6 +324,12 @@ fn run_traced(args: &TraceRunArgs) -> Outcome {
         "  note: this run is meant to be traced; an attached profiler perturbs its timing, so these \
          are not speed results (use `laya-bench speed`)"
     );
+    if let Some(r) = reason {
+        return Err(Failure::run(anyhow!(
+            "the run is INCOMPLETE ({r}); everything measured so far is in {}",
+            raw_path.display()
+        )));
+    }
     if totals.unstable[0] > 0 {
         return Err(Failure::run(anyhow!(
             "unstable: {} calls did not reproduce the warm-up result (see the call records in {})",

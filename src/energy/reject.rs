@@ -373,15 +373,7 @@ fn check_common(points: &[RawPoint], window: Option<Window>, rules: &Rules, out:
         out.push(Rejection::NoSamples);
         return;
     };
-    for p in points {
-        if let Observed::Missing { reason, fatal } = &p.value {
-            if *fatal {
-                out.push(Rejection::SensorStopped { sample: p.at(), reason: reason.clone() });
-            } else {
-                out.push(Rejection::MissingReading { sample: p.at(), reason: reason.clone() });
-            }
-        }
-    }
+    check_missing(points, out);
     let max_gap_s = rules.max_gap_s();
     for pair in points.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
@@ -411,11 +403,21 @@ fn check_common(points: &[RawPoint], window: Option<Window>, rules: &Rules, out:
     }
 }
 
-/// All rule violations in a power series. `window` is the span the run must cover (from
-/// before the first block to after the last idle window); `None` skips the coverage rules.
-pub fn check_power(points: &[RawPoint], window: Option<Window>, rules: &Rules) -> Vec<Rejection> {
-    let mut out = Vec::new();
-    check_common(points, window, rules, &mut out);
+/// A fault in place of a reading: `sensor_stopped` when fatal, else `missing_reading`.
+fn check_missing(points: &[RawPoint], out: &mut Vec<Rejection>) {
+    for p in points {
+        if let Observed::Missing { reason, fatal } = &p.value {
+            if *fatal {
+                out.push(Rejection::SensorStopped { sample: p.at(), reason: reason.clone() });
+            } else {
+                out.push(Rejection::MissingReading { sample: p.at(), reason: reason.clone() });
+            }
+        }
+    }
+}
+
+/// The rules one power reading must pass on its own: finite, positive, at most the cap.
+fn check_watts(points: &[RawPoint], rules: &Rules, out: &mut Vec<Rejection>) {
     for p in points {
         let Observed::Value { value: watts } = p.value else {
             continue;
@@ -428,6 +430,47 @@ pub fn check_power(points: &[RawPoint], window: Option<Window>, rules: &Rules) -
             out.push(Rejection::AboveCap { sample: p.at(), watts, max_watts: rules.max_watts });
         }
     }
+}
+
+/// The rules one counter reading must pass on its own: finite, within `[0, wrap]`.
+fn check_joules(points: &[RawPoint], wrap_j: Option<f64>, out: &mut Vec<Rejection>) {
+    for p in points {
+        let Observed::Value { value: joules } = p.value else {
+            continue;
+        };
+        if !joules.is_finite() {
+            out.push(Rejection::NonFinite { sample: p.at(), raw: joules.to_string() });
+        } else if !(joules >= 0.0 && wrap_j.is_none_or(|w| joules <= w)) {
+            out.push(Rejection::CounterOutOfRange { sample: p.at(), joules, wrap_j });
+        }
+    }
+}
+
+/// All rule violations in a power series. `window` is the span the run must cover (from
+/// before the first block to after the last idle window); `None` skips the coverage rules.
+pub fn check_power(points: &[RawPoint], window: Option<Window>, rules: &Rules) -> Vec<Rejection> {
+    let mut out = Vec::new();
+    check_common(points, window, rules, &mut out);
+    check_watts(points, rules, &mut out);
+    out
+}
+
+/// The rules each single power reading must pass (a fault in its place, non-finite,
+/// non-positive, above the cap), without the series rules (gaps, order, coverage): what the
+/// readings taken before measuring are judged by.
+pub fn check_power_readings(points: &[RawPoint], rules: &Rules) -> Vec<Rejection> {
+    let mut out = Vec::new();
+    check_missing(points, &mut out);
+    check_watts(points, rules, &mut out);
+    out
+}
+
+/// [`check_power_readings`] for one energy-counter channel: a fault, a non-finite value or
+/// one outside `[0, wrap]`.
+pub fn check_counter_readings(points: &[RawPoint], wrap_j: Option<f64>) -> Vec<Rejection> {
+    let mut out = Vec::new();
+    check_missing(points, &mut out);
+    check_joules(points, wrap_j, &mut out);
     out
 }
 

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::idle::{block_energy, BlockEnergy, IdlePower};
 use super::integrate::{counter_delta_j, Series};
 use super::reject::{
-    check_counter, check_power, summarize, Observed, RawPoint, Rejection, Rules, SeriesSummary,
+    check_counter, check_counter_readings, check_power, check_power_readings, summarize, Observed, RawPoint,
+    Rejection, Rules, SeriesSummary,
 };
 use super::{CounterPoint, WattPoint, Window};
 use crate::power::sampler::{Sample, SampleOutcome};
@@ -44,6 +45,9 @@ pub struct IdleSpan {
 /// What a run's energy is computed from.
 #[derive(Debug, Clone, Copy)]
 pub struct RunInput<'a> {
+    /// The readings taken before measuring (the probe that proves the sensor works), judged
+    /// by the rules every single reading must pass; empty when none were taken.
+    pub probes: &'a [Sample],
     /// Every sample, in the order the sampler sent them.
     pub samples: &'a [Sample],
     /// The blocks that ran.
@@ -323,10 +327,41 @@ fn counter_summary(channels: &[(Vec<CounterPoint>, Option<f64>)]) -> Option<Seri
     })
 }
 
-/// Judge a run's samples and, when no rule is violated, compute every block's energy.
+/// What a rejection of a reading taken before measuring says first.
+pub const PROBE_PREFIX: &str = "before measuring, probe reading";
+
+/// Judge the readings taken before measuring by the rules every single reading must pass (a
+/// fault in its place; non-finite, non-positive or above-cap watts; a counter value outside its
+/// range). The series rules (gaps, order, coverage) do not apply: the probe is two reads in a
+/// row, before warm-up. Each rejection's message starts with [`PROBE_PREFIX`] and its evidence
+/// holds the probe reading's raw text.
+pub fn check_probes(probes: &[Sample], rules: &Rules) -> Vec<RejectionDetail> {
+    let mut out = Vec::new();
+    match series_kind(probes) {
+        SeriesKind::Power { .. } => {
+            let found = check_power_readings(&power_points(probes), rules);
+            details(probes, found, None, &mut out);
+        }
+        SeriesKind::Counter { channels } => {
+            for ch in &channels {
+                let (points, wrap) = counter_points(probes, ch);
+                details(probes, check_counter_readings(&points, wrap), Some(ch), &mut out);
+            }
+        }
+    }
+    for d in &mut out {
+        let rule = d.rejection.rule();
+        let rest = d.message.strip_prefix(&format!("{rule}: ")).unwrap_or(&d.message);
+        d.message = format!("{rule}: {PROBE_PREFIX} {}", rest.replacen("sample ", "", 1));
+    }
+    out
+}
+
+/// Judge a run's probe readings and samples and, when no rule is violated, compute every
+/// block's energy.
 pub fn analyze(input: &RunInput<'_>) -> RunEnergy {
     let kind = series_kind(input.samples);
-    let mut rejections = Vec::new();
+    let mut rejections = check_probes(input.probes, &input.rules);
     match &kind {
         SeriesKind::Power { .. } => {
             let points = power_points(input.samples);
@@ -593,6 +628,7 @@ mod tests {
 
     fn input<'a>(samples: &'a [Sample], blocks: &'a [BlockSpan], idles: &'a [IdleSpan]) -> RunInput<'a> {
         RunInput {
+            probes: &[],
             samples,
             blocks,
             idles,
@@ -645,6 +681,32 @@ mod tests {
         let json = serde_json::to_value(cap).unwrap();
         assert_eq!(json["rule"], "above_cap");
         assert_eq!(json["watts"], 40089.0);
+    }
+
+    #[test]
+    fn a_bad_reading_before_measuring_rejects_a_run_whose_samples_are_clean() {
+        let (samples, blocks, idles) = schedule();
+        // The probe: 40089 W, then NaN; both before the first idle window.
+        let probes = vec![power(0, -2.0, 40089.0), power(1, -1.9, f64::NAN)];
+        let clean = analyze(&input(&samples, &blocks, &idles));
+        assert!(!clean.rejected());
+        let e = analyze(&RunInput { probes: &probes, ..input(&samples, &blocks, &idles) });
+        let rules: Vec<&str> = e.rejections.iter().map(|r| r.rejection.rule()).collect();
+        assert_eq!(rules, vec!["above_cap", "non_finite"]);
+        assert!(e.blocks.is_empty() && e.summary.is_none());
+        assert_eq!(e.rejections[0].evidence[0].raw.as_deref(), Some("40089"));
+        assert_eq!(e.rejections[1].evidence[0].raw.as_deref(), Some("NaN"));
+        assert_eq!(
+            e.rejections[0].message,
+            "above_cap: before measuring, probe reading 0 at 8.000 s reads 40089 W, above the 500 W cap"
+        );
+        // The same rules on their own, and a good probe passes; series rules (gaps, coverage)
+        // do not apply to two reads in a row.
+        assert_eq!(check_probes(&probes, &Rules::new(500.0, 0.5)).len(), 2);
+        let good = vec![power(0, -2.0, 31.0), power(1, -1.9, 32.0)];
+        assert!(check_probes(&good, &Rules::new(500.0, 0.5)).is_empty());
+        let negative = vec![power(0, -2.0, -3.0)];
+        assert_eq!(check_probes(&negative, &Rules::new(500.0, 0.5))[0].rejection.rule(), "non_positive");
     }
 
     #[test]

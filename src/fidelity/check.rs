@@ -177,16 +177,23 @@ fn decision(host: &Host<'_>, q: &Question, out: Option<&(Vec<f32>, f32)>, k: usi
 }
 
 /// Run every question of `suite`; candidate failures are findings, source and tokenizer
-/// failures are errors.
+/// failures are errors. `stop` is asked before each question and between repeated calls: when
+/// it answers `true` the run ends early with the questions finished so far (a question cut
+/// mid-way is left out, never judged on part of its repeats), so fewer results than suite
+/// items means the run was stopped.
 pub fn run_suite(
     suite: &Suite,
     engines: Engines<'_, '_>,
     plan: &Plan,
+    stop: &dyn Fn() -> bool,
 ) -> Result<(Vec<QuestionResult>, SuiteSummary), RunError> {
     let Engines { rows_host, source_host, source, mut candidate } = engines;
     let not_run_reason = candidate.as_ref().err().cloned();
     let mut results = Vec::with_capacity(suite.items.len());
-    for item in &suite.items {
+    'questions: for item in &suite.items {
+        if stop() {
+            break;
+        }
         let q = &item.compiled;
         let mut r = QuestionResult {
             id: item.id.clone(),
@@ -242,6 +249,9 @@ pub fn run_suite(
         let mut identical = true;
         if failure.is_none() {
             for _ in 1..plan.repeats {
+                if stop() {
+                    break 'questions;
+                }
                 match call(rows_host, backend, &row) {
                     Ok(again) => {
                         identical &= match (&first, &again) {
@@ -354,7 +364,7 @@ mod tests {
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines =
             Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        let (results, summary) = run_suite(&suite(), engines, &plan()).unwrap();
+        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
         assert_eq!(summary.fitting, "2/3 fitting");
         assert_eq!(summary.not_fitting, ["many"]);
         assert!(
@@ -382,7 +392,7 @@ mod tests {
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines =
             Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        let (results, summary) = run_suite(&suite(), engines, &plan()).unwrap();
+        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
         assert_eq!(summary.failed, ["n", "c"]);
         let g = results[0].gates.as_ref().unwrap();
         assert!(!g.repeats_identical, "{g:?}");
@@ -401,7 +411,7 @@ mod tests {
             source: &mut src,
             candidate: Err("needs macOS".into()),
         };
-        let (results, summary) = run_suite(&suite(), engines, &plan()).unwrap();
+        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
         assert!(!summary.gates_run);
         assert_eq!(summary.fitting, "2/3 fitting");
         assert!(summary.max_drift.is_none());

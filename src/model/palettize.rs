@@ -126,7 +126,7 @@ pub enum PaletteError {
         detail: String,
     },
     /// The palette was made from another checkpoint.
-    #[error("{file}: palette was made from the checkpoint with sha256 {palette}, but the model loaded has sha256 {checkpoint}; palettize this checkpoint again or point --model at the one the palette came from")]
+    #[error("{file}: palette was made from the checkpoint with fingerprint {palette}, but the model loaded has fingerprint {checkpoint} (a fingerprint is the sha256 of model.safetensors, or synthetic:NAME:seed=S); palettize this checkpoint again or point --model at the one the palette came from")]
     SourceMismatch {
         /// File name.
         file: String,
@@ -789,6 +789,14 @@ pub fn read_palette(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_mismatch_calls_the_fingerprints_fingerprints() {
+        let meta = PaletteMeta::new(&PaletteConfig::new(8), "synthetic:multilingual:seed=0");
+        let e = meta.check_source("p.palette", "synthetic:multilingual:seed=1").unwrap_err().to_string();
+        assert!(e.contains("with fingerprint synthetic:multilingual:seed=0"), "{e}");
+        assert!(!e.contains("sha256 synthetic"), "{e}");
+    }
 
     fn matrix(rows: usize, cols: usize, seed: u32) -> Matrix {
         let v: Vec<f32> = (0..rows * cols)

@@ -32,8 +32,77 @@ const STDERR_TAIL_BYTES: usize = 2048;
 /// How long `--version` may take when recording provenance.
 const VERSION_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The unit of a meter's power value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PowerUnit {
+    /// Watts.
+    #[default]
+    W,
+    /// Milliwatts.
+    MilliW,
+    /// Microwatts.
+    MicroW,
+}
+
+impl PowerUnit {
+    /// `value` in this unit as watts (a division, so `61390 mW` is exactly `61.39` W).
+    pub fn to_watts(self, value: f64) -> f64 {
+        match self {
+            PowerUnit::W => value,
+            PowerUnit::MilliW => value / 1e3,
+            PowerUnit::MicroW => value / 1e6,
+        }
+    }
+
+    /// The unit's symbol (`W`, `mW`, `uW`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            PowerUnit::W => "W",
+            PowerUnit::MilliW => "mW",
+            PowerUnit::MicroW => "uW",
+        }
+    }
+
+    /// A unit suffix as a meter line may end (`W`, `mW`, `uW`, `µW`), if `text` ends with one;
+    /// with the text before it.
+    fn strip_suffix(text: &str) -> Option<(&str, PowerUnit)> {
+        for (suffix, unit) in [
+            ("mW", PowerUnit::MilliW),
+            ("uW", PowerUnit::MicroW),
+            ("µW", PowerUnit::MicroW),
+            ("μW", PowerUnit::MicroW),
+            ("W", PowerUnit::W),
+        ] {
+            if let Some(rest) = text.strip_suffix(suffix) {
+                return Some((rest, unit));
+            }
+        }
+        None
+    }
+}
+
+impl std::str::FromStr for PowerUnit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "W" | "w" => Ok(PowerUnit::W),
+            "mW" | "mw" => Ok(PowerUnit::MilliW),
+            "uW" | "uw" | "µW" | "μW" => Ok(PowerUnit::MicroW),
+            other => Err(format!("unit `{other}` is not W, mW or uW")),
+        }
+    }
+}
+
 /// Parse one meter line: `WATTS` or `T_S,WATTS`. `Ok(None)` for a `#` comment.
 pub fn parse_line(line: &str) -> Result<Option<(Option<f64>, f64)>, String> {
+    parse_line_in(line, PowerUnit::W)
+}
+
+/// Parse one meter line, `VALUE` or `T_S,VALUE`, into (t_s, watts): the value may end with a
+/// unit (`61.39 W`, `61390 mW`, `61390000 uW`); a bare number is in `unit`. `Ok(None)` for a
+/// `#` comment.
+pub fn parse_line_in(line: &str, unit: PowerUnit) -> Result<Option<(Option<f64>, f64)>, String> {
     let s = line.trim();
     if s.starts_with('#') {
         return Ok(None);
@@ -41,12 +110,29 @@ pub fn parse_line(line: &str) -> Result<Option<(Option<f64>, f64)>, String> {
     let num = |f: &str, what: &str| -> Result<f64, String> {
         f.trim().parse::<f64>().map_err(|_| format!("{what} {:?} is not a number", f.trim()))
     };
+    let power = |f: &str| -> Result<f64, String> {
+        let f = f.trim();
+        if let Ok(v) = f.parse::<f64>() {
+            return Ok(unit.to_watts(v));
+        }
+        match PowerUnit::strip_suffix(f) {
+            Some((value, u)) if !value.trim().is_empty() => Ok(u.to_watts(num(value, "power")?)),
+            _ => Err(format!("power {f:?} is not a number (with an optional unit W, mW or uW)")),
+        }
+    };
     let fields: Vec<&str> = s.split(',').collect();
     match fields.as_slice() {
-        [w] if !w.is_empty() => Ok(Some((None, num(w, "watts")?))),
-        [t, w] => Ok(Some((Some(num(t, "t_s")?), num(w, "watts")?))),
-        _ => Err("expected `WATTS` or `T_S,WATTS` on each line".to_string()),
+        [w] if !w.is_empty() => Ok(Some((None, power(w)?))),
+        [t, w] => Ok(Some((Some(num(t, "t_s")?), power(w)?))),
+        _ => Err("expected `VALUE` or `T_S,VALUE` on each line (VALUE in watts, or with a unit: W, mW, uW)"
+            .to_string()),
     }
+}
+
+/// The text of a meter line exactly as read, without only the `\n` that ends it: a `\r` of a
+/// CRLF meter, spaces and every other byte stay (bytes that are not UTF-8 read as U+FFFD).
+fn raw_text(line: &str) -> String {
+    line.strip_suffix('\n').unwrap_or(line).to_string()
 }
 
 enum Event {
@@ -58,6 +144,7 @@ enum Event {
 /// The `exec:CMD` sensor.
 pub struct ExecSensor {
     command: String,
+    unit: PowerUnit,
     child: Option<Child>,
     events: Receiver<Event>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
@@ -156,6 +243,7 @@ impl ExecSensor {
         notes.push("receive time = when the line arrived; the meter's own t_s is kept as source_t_s".into());
         Ok(ExecSensor {
             command: command.to_string(),
+            unit: PowerUnit::W,
             child: Some(child),
             events,
             stderr_tail,
@@ -172,6 +260,19 @@ impl ExecSensor {
                 notes,
             },
         })
+    }
+
+    /// Read a bare number on a meter line in `unit` (a unit suffix on the line still wins);
+    /// recorded in the sensor's notes.
+    pub fn with_unit(mut self, unit: PowerUnit) -> Self {
+        self.unit = unit;
+        if unit != PowerUnit::W {
+            self.info.notes.push(format!(
+                "bare numbers are read as {} (--sensor-unit) and converted to W; the raw text keeps what the meter printed",
+                unit.symbol()
+            ));
+        }
+        self
     }
 
     /// The meter's exit status, once it has been reaped.
@@ -229,18 +330,18 @@ impl ExecSensor {
 
     fn handle(&mut self, ev: Event) -> Result<Option<Reading>, SensorError> {
         match ev {
-            Event::Line(line) => match parse_line(&line) {
+            Event::Line(line) => match parse_line_in(&line, self.unit) {
                 Ok(None) => Ok(None),
                 Ok(Some((t_s, watts))) => {
                     let mut r = Reading::power_w("system", watts);
                     r.source_t_s = t_s;
-                    r.raw = Some(line.trim_end_matches(['\r', '\n']).to_string());
+                    r.raw = Some(raw_text(&line));
                     Ok(Some(r))
                 }
                 Err(detail) => Err(SensorError::Malformed {
                     sensor: self.info.spec.clone(),
                     detail,
-                    raw: line.trim_end_matches(['\r', '\n']).to_string(),
+                    raw: raw_text(&line),
                 }),
             },
             Event::Eof => Err(self.on_eof("closed its stdout")),
@@ -460,10 +561,26 @@ mod tests {
         // Values are passed on as read; the energy rules judge them.
         assert_eq!(parse_line("-3"), Ok(Some((None, -3.0))));
         assert!(parse_line("NaN").unwrap().unwrap().1.is_nan());
-        for bad in ["", "abc", "[N/A]", "1,2,3", "1,", ",1", "61.39 W"] {
+        for bad in ["", "abc", "[N/A]", "1,2,3", "1,", ",1", "61.39 kW", "W", "5 WW"] {
             assert!(parse_line(bad).is_err(), "{bad:?}");
         }
         assert!(parse_line("x,5").unwrap_err().contains("t_s"));
+    }
+
+    #[test]
+    fn a_unit_suffix_or_the_default_unit_converts_to_watts() {
+        assert_eq!(parse_line("61.39 W"), Ok(Some((None, 61.39))));
+        assert_eq!(parse_line("61390 mW"), Ok(Some((None, 61.39))));
+        assert_eq!(parse_line("61390mW\r\n"), Ok(Some((None, 61.39))));
+        assert_eq!(parse_line("1.5,61390000 uW"), Ok(Some((Some(1.5), 61.39))));
+        assert_eq!(parse_line("2000000 µW"), Ok(Some((None, 2.0))));
+        // --sensor-unit for bare numbers; a suffix on the line still wins.
+        assert_eq!(parse_line_in("61390", PowerUnit::MilliW), Ok(Some((None, 61.39))));
+        assert_eq!(parse_line_in("5 W", PowerUnit::MicroW), Ok(Some((None, 5.0))));
+        assert_eq!("mW".parse::<PowerUnit>(), Ok(PowerUnit::MilliW));
+        assert!("kW".parse::<PowerUnit>().is_err());
+        // NaN stays NaN for the rules to judge.
+        assert!(parse_line_in("nan", PowerUnit::MilliW).unwrap().unwrap().1.is_nan());
     }
 
     #[test]
@@ -483,6 +600,21 @@ mod tests {
         assert_eq!(s.read().unwrap_err().kind(), FaultKind::Stopped);
         assert!(s.exit_status().is_some_and(|st| st.success()));
         s.close().unwrap();
+    }
+
+    #[test]
+    fn the_raw_text_keeps_every_byte_of_the_line_but_its_newline() {
+        let mut s = ExecSensor::spawn("printf '42.5\\r\\n 7 \\n9'", T).unwrap();
+        let r = s.read().unwrap();
+        assert_eq!(r.total_power_w(), Some(42.5));
+        assert_eq!(r.raw.as_deref(), Some("42.5\r"));
+        assert_eq!(s.read().unwrap().raw.as_deref(), Some(" 7 "));
+        assert_eq!(s.read().unwrap().raw.as_deref(), Some("9"));
+        let mut s = ExecSensor::spawn("printf 'oops\\r\\n'", T).unwrap();
+        match s.read().unwrap_err() {
+            SensorError::Malformed { raw, .. } => assert_eq!(raw, "oops\r"),
+            e => panic!("{e}"),
+        }
     }
 
     #[test]

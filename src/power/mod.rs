@@ -82,7 +82,10 @@ pub struct Reading {
     #[serde(default, with = "float::option")]
     pub source_t_s: Option<f64>,
     /// The raw text or bytes behind the value (an exec line, PSTR bytes in hex, RAPL
-    /// `energy_uj` strings), kept so a rejected sample's raw record stays auditable.
+    /// `energy_uj` strings), kept so a rejected sample's raw record stays auditable. The key
+    /// is required when read back (`null` where a sensor gives no text): a sample whose `raw`
+    /// was deleted is not a record this tool wrote.
+    #[serde(deserialize_with = "Option::deserialize")]
     pub raw: Option<String>,
 }
 
@@ -423,7 +426,9 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
             Ok(Box::new(rapl::RaplSensor::open(&root)?))
         }
         SensorSpec::Nvml { index } => Ok(Box::new(nvml::NvmlSensor::open(*index)?)),
-        SensorSpec::Exec { command } => Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?)),
+        SensorSpec::Exec { command, unit } => {
+            Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?.with_unit(*unit)))
+        }
         SensorSpec::Replay { path } => Err(SensorError::Unavailable {
             sensor: spec.to_string(),
             reason: format!(

@@ -409,6 +409,32 @@ fn run_streamed(
     }
 }
 
+/// Take up to `n` readings now, on the calling thread, stamped like the sampler's samples (ns
+/// since `origin`, numbered from 0): the probe that proves a sensor works before anything is
+/// measured. A fault is kept as a sample and ends the probe. Nothing is judged here.
+pub fn probe(sensor: &mut dyn Sensor, origin: Instant, n: u64) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for seq in 0..n {
+        let requested = Instant::now();
+        let outcome = match sensor.read() {
+            Ok(r) => SampleOutcome::Reading(r),
+            Err(e) => SampleOutcome::Fault(e.to_fault()),
+        };
+        let received = Instant::now();
+        let fault = matches!(outcome, SampleOutcome::Fault(_));
+        out.push(Sample {
+            seq,
+            t_request_ns: ns_since(origin, requested),
+            t_receive_ns: ns_since(origin, received),
+            outcome,
+        });
+        if fault {
+            break;
+        }
+    }
+    out
+}
+
 /// CPU time consumed so far by the calling thread, ns.
 #[cfg(unix)]
 pub fn thread_cpu_time_ns() -> Result<u64, String> {

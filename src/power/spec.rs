@@ -95,6 +95,9 @@ pub enum SensorSpec {
     Exec {
         /// The shell command.
         command: String,
+        /// The unit of a bare number on a meter line (`--sensor-unit`; a suffix on the line
+        /// wins); watts unless set.
+        unit: super::exec::PowerUnit,
     },
     /// `replay:RAW`: samples recorded in a raw file (re-analysis and tests; not live).
     Replay {
@@ -187,7 +190,10 @@ impl FromStr for SensorSpec {
                     "exec:nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500",
                 )),
                 // The command keeps its own spacing; only the spec's outer whitespace is trimmed.
-                Some(_) => Ok(SensorSpec::Exec { command: arg.unwrap_or_default().to_string() }),
+                Some(_) => Ok(SensorSpec::Exec {
+                    command: arg.unwrap_or_default().to_string(),
+                    unit: super::exec::PowerUnit::W,
+                }),
             },
             "replay" => match arg {
                 None | Some("") => Err(missing("a raw file", "replay:results/run.raw.jsonl")),
@@ -205,7 +211,7 @@ impl fmt::Display for SensorSpec {
             SensorSpec::Rapl { root: None } => f.write_str("rapl"),
             SensorSpec::Rapl { root: Some(r) } => write!(f, "rapl:{}", r.display()),
             SensorSpec::Nvml { index } => write!(f, "nvml:{index}"),
-            SensorSpec::Exec { command } => write!(f, "exec:{command}"),
+            SensorSpec::Exec { command, .. } => write!(f, "exec:{command}"),
             SensorSpec::Replay { path } => write!(f, "replay:{}", path.display()),
         }
     }
@@ -253,11 +259,15 @@ mod tests {
         assert_eq!(
             p("exec:nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500"),
             Ok(SensorSpec::Exec {
-                command: "nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".into()
+                command: "nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".into(),
+                unit: crate::power::exec::PowerUnit::W,
             })
         );
         // Only the first colon separates kind and argument.
-        assert_eq!(p("exec:echo a:b"), Ok(SensorSpec::Exec { command: "echo a:b".into() }));
+        assert_eq!(
+            p("exec:echo a:b"),
+            Ok(SensorSpec::Exec { command: "echo a:b".into(), unit: crate::power::exec::PowerUnit::W })
+        );
         assert_eq!(p("replay:runs/a.raw.jsonl"), Ok(SensorSpec::Replay { path: "runs/a.raw.jsonl".into() }));
     }
 

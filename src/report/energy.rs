@@ -232,11 +232,11 @@ impl EnergyReport {
             None => "saturated serial blocks".into(),
         };
         out.push_str(&format!(
-            "Workload `{}` ({} requests, padded length {}), {} balanced cycles of {} s blocks, {}; idle windows of {} s (first {} s discarded).\n\n",
+            "Workload `{}` ({} requests, padded length {}), {} of {} s blocks, {}; idle windows of {} s (first {} s discarded).\n\n",
             self.workload.name,
             self.workload.requests,
             self.workload.length,
-            self.plan.cycles,
+            super::count(self.plan.cycles, "balanced cycle", "balanced cycles"),
             num(self.plan.block_seconds, 3),
             mode,
             self.energy_plan.idle_seconds,

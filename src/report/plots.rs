@@ -90,6 +90,35 @@ pub struct PowerTimeline {
     pub idles: Vec<IdleBand>,
     /// Samples a rule rejected.
     pub rejected: Vec<RejectedPoint>,
+    /// Two samples further apart than this are not joined: the line breaks there (the gap rule's
+    /// max(2 s, 3 × interval)); `None`: only missing readings break it.
+    pub max_gap_s: Option<f64>,
+}
+
+/// The power line's pieces: consecutive drawable samples (a reading within the scale), broken at
+/// a missing or off-scale reading and where two samples lie more than `max_gap_s` apart, so a gap
+/// in the data is a gap in the line, never a straight segment across it.
+pub fn line_segments(
+    samples: &[(f64, Option<f64>)],
+    y_max: f64,
+    max_gap_s: Option<f64>,
+) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut current: Vec<(f64, f64)> = Vec::new();
+    for &(t, w) in samples {
+        let drawable = w.filter(|w| w.is_finite() && *w <= y_max);
+        let too_far = current.last().zip(max_gap_s).is_some_and(|(&(t0, _), g)| t - t0 > g);
+        if (drawable.is_none() || too_far) && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        if let Some(w) = drawable {
+            current.push((t, w));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
 }
 
 /// One arm's latencies for the CDF.
@@ -166,15 +195,12 @@ pub fn power_timeline(p: &PowerTimeline) -> Result<String, PlotError> {
 fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let t0 = p
-        .idles
-        .first()
-        .map(|i| i.start_s)
-        .into_iter()
-        .chain(p.samples.first().map(|s| s.0))
-        .fold(f64::INFINITY, f64::min);
-    let t0 = if t0.is_finite() { t0 } else { 0.0 };
-    let t1 = p.samples.iter().map(|s| s.0).chain(p.idles.iter().map(|i| i.end_s)).fold(t0 + 1.0, f64::max);
+    // The run's own clock, as the raw record and every rejection message give sample times.
+    let first = p.idles.first().map(|i| i.start_s).into_iter().chain(p.samples.first().map(|s| s.0));
+    let start = first.fold(f64::INFINITY, f64::min);
+    let t0 = 0.0;
+    let x0 = if start.is_finite() { (start - 0.5).max(0.0) } else { 0.0 };
+    let t1 = p.samples.iter().map(|s| s.0).chain(p.idles.iter().map(|i| i.end_s)).fold(x0 + 1.0, f64::max);
     let is_rejected = |t: f64| p.rejected.iter().any(|r| r.t_s == t);
     let kept_max = p
         .samples
@@ -183,18 +209,19 @@ fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
         .filter_map(|s| s.1)
         .filter(|w| w.is_finite())
         .fold(1.0_f64, f64::max);
-    let y1 = kept_max * 1.25;
+    // Headroom above the highest reading keeps the legend and the labels off the line.
+    let y1 = kept_max * 1.8;
     let mut chart = ChartBuilder::on(root)
         .caption(&p.title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((0.0)..(t1 - t0), 0.0..y1)
+        .build_cartesian_2d(x0..t1, 0.0..y1)
         .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_desc("time since the first idle window [s]")
+        .x_desc("time on the run's clock [s] (as in the raw record and rejection messages)")
         .y_desc("power [W]")
         .draw()
         .map_err(|x| e(&x))?;
@@ -223,24 +250,28 @@ fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
         .map_err(|x| e(&x))?
         .label("idle: stable window")
         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], grey.mix(0.15).filled()));
-    let line: Vec<(f64, f64)> = p
-        .samples
-        .iter()
-        .filter_map(|&(t, w)| w.filter(|w| w.is_finite() && *w <= y1).map(|w| (t - t0, w)))
-        .collect();
-    chart
-        .draw_series(LineSeries::new(line, BLACK.stroke_width(1)))
-        .map_err(|x| e(&x))?
-        .label("samples (receive time)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK));
+    let segments = line_segments(&p.samples, y1, p.max_gap_s);
+    for (k, seg) in segments.into_iter().enumerate() {
+        let drawn = chart.draw_series(LineSeries::new(seg, BLACK.stroke_width(1))).map_err(|x| e(&x))?;
+        if k == 0 {
+            drawn
+                .label("samples (receive time; broken at gaps and missing readings)")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK));
+        }
+    }
     if !p.rejected.is_empty() {
         chart
-            .draw_series(p.rejected.iter().map(|r| {
+            .draw_series(p.rejected.iter().enumerate().map(|(k, r)| {
                 let t = r.t_s - t0;
+                // Off-scale and missing labels sit in the headroom, staggered so neighbours
+                // do not overlap.
+                let high = y1 * (0.62 - 0.06 * (k % 4) as f64);
                 let (y, text) = match r.watts {
-                    Some(w) if w.is_finite() && (0.0..=y1).contains(&w) => (w, format!("{}: {w} W", r.rule)),
-                    Some(w) => (y1 * 0.96, format!("{}: {w} W (off scale)", r.rule)),
-                    None => (y1 * 0.96, format!("{}: no reading", r.rule)),
+                    Some(w) if w.is_finite() && (0.0..=kept_max).contains(&w) => {
+                        (w, format!("{}: {w} W", r.rule))
+                    }
+                    Some(w) => (high, format!("{}: {w} W (off scale)", r.rule)),
+                    None => (high, format!("{}: no reading", r.rule)),
                 };
                 EmptyElement::at((t, y))
                     + Circle::new((0, 0), 6, REJECTED.filled())
@@ -445,7 +476,33 @@ mod tests {
             ],
             idles: vec![IdleBand { start_s: 0.0, stable_start_s: 1.0, end_s: 4.0 }],
             rejected: vec![RejectedPoint { t_s: 6.0, watts: Some(40089.0), rule: "above_cap".into() }],
+            max_gap_s: Some(2.0),
         }
+    }
+
+    #[test]
+    fn the_power_line_breaks_at_gaps_and_missing_readings() {
+        let samples = [
+            (0.0, Some(10.0)),
+            (0.5, Some(11.0)),
+            (1.0, None),
+            (1.5, Some(12.0)),
+            (2.0, Some(13.0)),
+            (5.0, Some(14.0)),
+            (5.5, Some(900.0)),
+            (6.0, Some(15.0)),
+        ];
+        let segs = line_segments(&samples, 100.0, Some(2.0));
+        assert_eq!(
+            segs,
+            vec![
+                vec![(0.0, 10.0), (0.5, 11.0)],
+                vec![(1.5, 12.0), (2.0, 13.0)],
+                vec![(5.0, 14.0)],
+                vec![(6.0, 15.0)],
+            ]
+        );
+        assert_eq!(line_segments(&samples[..2], 100.0, None), vec![vec![(0.0, 10.0), (0.5, 11.0)]]);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! crash or Ctrl-C keeps everything up to the last block; a file without a footer is an
 //! incomplete run.
 //!
-//! Energy runs add: the sensor and energy settings in the header, every power sample as it
+//! Energy runs add: the sensor and energy settings in the header, the readings taken before
+//! measuring (`probe`, right after the header), every power sample as it
 //! arrives (flushed per sample), every idle window, the sampler's report, per-block energy
 //! (only for a run that was not rejected) and a footer status `complete`, `rejected` (with
 //! every reason) or `incomplete`. Fields that `speed` does not use are left out of its lines,
@@ -20,8 +21,9 @@ use crate::energy::run::RejectionDetail;
 use crate::power::sampler::{Sample, SamplerReport};
 use crate::power::SensorInfo;
 
-/// Current raw schema version.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Current raw schema version. 2 adds `probe` records (the readings an energy run takes before
+/// measuring); every version-1 record reads unchanged.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The tool that wrote a record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -257,7 +259,8 @@ pub enum Record {
         /// Calls whose result differed from warm-up.
         unstable_calls: u64,
         /// Resident memory of the process after the block (shared by every arm: all models are
-        /// resident), `null` where the OS does not say.
+        /// resident), `null` where the OS does not say; the key is required.
+        #[serde(deserialize_with = "Option::deserialize")]
         rss_bytes: Option<u64>,
         /// Equal-load mode: calls the block was scheduled to make.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,6 +309,10 @@ pub enum Record {
     },
     /// One power sample exactly as the sampler stamped it (reading or fault).
     Sample(Box<Sample>),
+    /// A reading taken before measuring (the probe that proves the sensor works; energy runs,
+    /// schema 2), stamped on the run's clock and numbered from 0 on its own; judged by the rules
+    /// every single reading must pass.
+    Probe(Box<Sample>),
     /// The sampler's own report at the end: counts, its CPU time, why it stopped.
     Sampler(Box<SamplerReport>),
     /// A block's energy, written after the run for a run that was not rejected.
@@ -324,7 +331,8 @@ pub enum Record {
     Error {
         /// Arm name.
         arm: String,
-        /// Block, if inside one.
+        /// Block, if inside one (`null` otherwise; the key is required).
+        #[serde(deserialize_with = "Option::deserialize")]
         block: Option<u32>,
         /// What failed.
         message: String,
@@ -413,6 +421,8 @@ pub struct RawRun {
     pub header: Header,
     /// Every record after the header, in order (footer included when present).
     pub records: Vec<Record>,
+    /// The file line (1-based) of each record in `records`; empty for a run built in memory.
+    pub lines: Vec<usize>,
     /// Whether the file ends with a footer.
     pub complete: bool,
     /// A trailing line that did not parse (a write cut by a crash), if any.
@@ -458,10 +468,14 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
         return Err(RawError::Version { path: p, found: header.schema_version });
     }
     let mut records = Vec::new();
+    let mut record_lines = Vec::new();
     let mut truncated_tail = None;
     while let Some((i, line)) = iter.next() {
         match serde_json::from_str::<Record>(line) {
-            Ok(r) => records.push(r),
+            Ok(r) => {
+                records.push(r);
+                record_lines.push(i + 1);
+            }
             Err(e) if iter.peek().is_none() => {
                 let _ = e;
                 truncated_tail = Some(line.clone());
@@ -475,7 +489,7 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
         records.iter().rev().find(|r| !matches!(r, Record::Correction { .. })),
         Some(Record::Footer { .. })
     );
-    Ok(RawRun { header, records, complete, truncated_tail })
+    Ok(RawRun { header, records, lines: record_lines, complete, truncated_tail })
 }
 
 /// Append a metadata correction to a raw file (its existing bytes are never rewritten) and
@@ -512,6 +526,17 @@ pub fn samples(run: &RawRun) -> Vec<Sample> {
         .iter()
         .filter_map(|r| match r {
             Record::Sample(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every reading taken before measuring (`probe` records), in file order.
+pub fn probes(run: &RawRun) -> Vec<Sample> {
+    run.records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Probe(s) => Some((**s).clone()),
             _ => None,
         })
         .collect()

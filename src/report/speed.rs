@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::raw::{ArmInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
+use super::summary::Interval;
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -37,6 +38,50 @@ pub struct ArmResult {
     pub max_probability_diff_vs_baseline: f64,
     /// Requests whose selected answers differ from the baseline's.
     pub answer_mismatches_vs_baseline: usize,
+    /// The 95 % interval of `speed_ratio_vs_baseline`: a seeded percentile bootstrap over whole
+    /// balanced cycles (10,000 resamples, seed 0; `docs/speed.md`); `None` with the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_ratio_interval: Option<Interval>,
+    /// Why there is no interval (fewer than two whole cycles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_ratio_interval_missing_reason: Option<String>,
+    /// The ratio in words: `1.39× faster`, `0.92× = 8 % slower`.
+    #[serde(default)]
+    pub speed_ratio_words: String,
+    /// Calls that are statistical outliers (kept in every figure; see [`crate::stats::outliers`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<OutlierCall>,
+    /// An earlier arm this one is the same model as (same weights fingerprint and precision):
+    /// its numbers measure the same thing twice, not a second precision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identical_to: Option<String>,
+}
+
+/// One call that is a statistical outlier of its arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutlierCall {
+    /// Block index.
+    pub block: u32,
+    /// The call's position in its block, from 0.
+    pub call: u64,
+    /// Its duration, s.
+    pub duration_s: f64,
+}
+
+/// A speed ratio S = t(baseline) / t(arm) in words: `1.39× faster`, `0.92× = 8 % slower`,
+/// `1.00× (same speed)`.
+pub fn ratio_in_words(s: f64) -> String {
+    if !s.is_finite() {
+        return "no ratio (an arm made no call)".into();
+    }
+    let pct = (s - 1.0).abs() * 100.0;
+    if pct < 0.5 {
+        format!("{s:.2}× (same speed)")
+    } else if s > 1.0 {
+        format!("{s:.2}× faster")
+    } else {
+        format!("{s:.2}× = {pct:.0} % slower")
+    }
 }
 
 /// The final `speed` report.
@@ -60,6 +105,20 @@ pub struct SpeedReport {
     pub arms: Vec<ArmResult>,
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
+    /// `complete`, or `incomplete` when a signal (Ctrl-C, SIGTERM) stopped the run: its figures
+    /// then cover only the blocks that ran, and the raw record's footer says the same.
+    #[serde(default = "complete")]
+    pub status: String,
+    /// Why the run is not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// What a reader must know before using the table (outlier calls, identical arms).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+fn complete() -> String {
+    "complete".into()
 }
 
 fn ms(s: f64) -> String {
@@ -70,6 +129,13 @@ impl SpeedReport {
     /// hyperfine-style Markdown table.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
+        if self.status != "complete" {
+            out.push_str(&format!(
+                "**{}**: {}; the figures below cover only the blocks that ran.\n\n",
+                self.status.to_uppercase(),
+                self.status_reason.as_deref().unwrap_or("the run did not finish")
+            ));
+        }
         out.push_str(&format!(
             "Workload `{}` ({} requests, padded length {}), {} balanced cycle{}.\n\n",
             self.workload.name,
@@ -78,26 +144,45 @@ impl SpeedReport {
             self.plan.cycles,
             if self.plan.cycles == 1 { "" } else { "s" }
         ));
-        out.push_str("| Arm | Spec | Mean [ms] | P50 [ms] | P95 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | Relative | GFLOP/s | Unstable |\n");
-        out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-        for a in &self.arms {
+        out.push_str("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P90 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | vs baseline (95 % CI) | GFLOP/s | Unstable |\n");
+        out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
+        let opt_ms = |x: Option<f64>| x.map(ms).unwrap_or_else(|| "n/a".into());
+        for (i, a) in self.arms.iter().enumerate() {
+            let relative = if i == 0 {
+                "baseline".to_string()
+            } else if let Some(same) = &a.identical_to {
+                format!("IDENTICAL to `{same}` (same model)")
+            } else {
+                let ci = a
+                    .speed_ratio_interval
+                    .map(|iv| format!(" [{:.2}, {:.2}]", iv.low, iv.high))
+                    .unwrap_or_else(|| " (no CI)".into());
+                format!("{}{ci}", ratio_in_words(a.speed_ratio_vs_baseline))
+            };
             out.push_str(&format!(
-                "| `{}` | `{}` | {} | {} | {} | {} | {}…{} | {:.1} | {:.3} | {} | {} |\n",
+                "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {:.1} | {} | {} | {} |\n",
                 a.arm.name,
                 a.arm.spec,
                 ms(a.latency.mean_s),
+                opt_ms(a.latency.std_s),
                 ms(a.latency.p50_s),
-                ms(a.latency.p95_s),
+                opt_ms(a.latency.p90_s),
                 ms(a.latency.p99_s),
                 ms(a.latency.min_s),
                 ms(a.latency.max_s),
                 a.decisions_per_s,
-                a.speed_ratio_vs_baseline,
+                relative,
                 a.achieved_gflops.map(|g| format!("{g:.1}")).unwrap_or_else(|| "n/a".into()),
                 a.unstable_calls
             ));
         }
-        out.push_str("\nRelative = t(baseline) / t(arm), t = total block time / decisions (interval means of all completed work).\n");
+        out.push_str("\nvs baseline = S = t(baseline) / t(arm), t = total block time / decisions (interval means of all completed work); above 1 is faster. The 95 % CI is a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0).\n");
+        if let Some(reason) = self.arms.iter().find_map(|a| a.speed_ratio_interval_missing_reason.as_ref()) {
+            out.push_str(&format!("No CI: {reason}.\n"));
+        }
+        for w in &self.warnings {
+            out.push_str(&format!("\n{w}\n"));
+        }
         for a in &self.arms {
             for note in &a.arm.notes {
                 out.push_str(&format!("\nNote on `{}`: {note}\n", a.arm.name));
@@ -109,11 +194,11 @@ impl SpeedReport {
     /// One CSV row per arm.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline\n",
+            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to\n",
         );
         for a in &self.arms {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 csv_field(&a.arm.name),
                 csv_field(&a.arm.spec),
                 csv_field(&a.arm.precision),
@@ -130,7 +215,13 @@ impl SpeedReport {
                 a.speed_ratio_vs_baseline,
                 a.achieved_gflops.map(|g| g.to_string()).unwrap_or_default(),
                 a.unstable_calls,
-                a.max_probability_diff_vs_baseline
+                a.max_probability_diff_vs_baseline,
+                a.latency.std_s.map(|x| x.to_string()).unwrap_or_default(),
+                a.latency.p90_s.map(|x| x.to_string()).unwrap_or_default(),
+                a.speed_ratio_interval.map(|iv| iv.low.to_string()).unwrap_or_default(),
+                a.speed_ratio_interval.map(|iv| iv.high.to_string()).unwrap_or_default(),
+                a.outliers.len(),
+                csv_field(a.identical_to.as_deref().unwrap_or(""))
             ));
         }
         out
@@ -149,6 +240,15 @@ pub fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_read_in_words() {
+        assert_eq!(ratio_in_words(1.3912), "1.39× faster");
+        assert_eq!(ratio_in_words(0.917), "0.92× = 8 % slower");
+        assert_eq!(ratio_in_words(1.002), "1.00× (same speed)");
+        assert_eq!(ratio_in_words(0.5), "0.50× = 50 % slower");
+        assert!(ratio_in_words(f64::NAN).starts_with("no ratio"));
+    }
 
     #[test]
     fn csv_fields_are_quoted_when_needed() {

@@ -461,14 +461,14 @@ impl RunSummary {
             out.push('\n');
         }
         out.push_str(&format!(
-            "`{}` record by {} {} ({}), workload `{}`, {} balanced cycles, {} blocks; host {} {} ({} CPUs).",
+            "`{}` record by {} {} ({}), workload `{}`, {}, {}; host {} {} ({} CPUs).",
             self.kind,
             self.tool.name,
             self.tool.version,
             self.tool.git_revision,
             self.workload.name,
-            self.plan.cycles,
-            self.blocks.len(),
+            super::count(self.plan.cycles, "balanced cycle", "balanced cycles"),
+            super::count(self.blocks.len(), "block", "blocks"),
             self.host.os,
             self.host.arch,
             self.host.logical_cpus

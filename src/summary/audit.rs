@@ -93,6 +93,8 @@ pub struct RunData<'r> {
     pub idles: Vec<IdleSpan>,
     /// Idle windows cut short.
     pub idles_ended_early: Vec<u32>,
+    /// Readings taken before measuring (`probe` records), in file order.
+    pub probes: Vec<Sample>,
     /// Power samples in file order.
     pub samples: Vec<Sample>,
     /// Recorded block energies by block index (a repeated index is kept as a list).
@@ -123,6 +125,7 @@ impl<'r> RunData<'r> {
             orphan_calls: 0,
             idles: Vec::new(),
             idles_ended_early: Vec::new(),
+            probes: Vec::new(),
             samples: Vec::new(),
             block_energy: BTreeMap::new(),
             footer: None,
@@ -172,6 +175,7 @@ impl<'r> RunData<'r> {
                     }
                 }
                 Record::Sample(s) => d.samples.push((**s).clone()),
+                Record::Probe(s) => d.probes.push((**s).clone()),
                 Record::BlockEnergy { index, arm, energy, missing_reason } => {
                     d.block_energy.entry(*index).or_default().push(RecordedEnergy {
                         arm: arm.clone(),
@@ -311,6 +315,237 @@ fn header_and_footer(d: &RunData<'_>, truncated_tail: bool) -> AuditCheck {
     c.finish(format!("header (schema {}) and footer (status `{status}`) present", d.header.schema_version))
 }
 
+/// Where a record sits in the writer's order: probes and warm-ups, then the measured part
+/// (idle windows, blocks and their calls, samples), then the tail (the sampler's report, block
+/// energies), then the footer, after which only corrections are appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Start,
+    Measuring,
+    Tail,
+    Ended,
+}
+
+/// The block whose call records may follow now.
+struct OpenBlock {
+    index: u32,
+    start_ns: u64,
+    end_ns: u64,
+    /// End of the last call seen, ns.
+    last_end_ns: Option<u64>,
+}
+
+fn kind_of(r: &Record) -> &'static str {
+    match r {
+        Record::Header(_) => "header",
+        Record::Warmup { .. } => "warmup",
+        Record::Block { .. } => "block",
+        Record::Call { .. } => "call",
+        Record::Idle { .. } => "idle",
+        Record::Sample(_) => "sample",
+        Record::Probe(_) => "probe",
+        Record::Sampler(_) => "sampler",
+        Record::BlockEnergy { .. } => "block_energy",
+        Record::Error { .. } => "error",
+        Record::Correction { .. } => "metadata_correction",
+        Record::Footer { .. } => "footer",
+    }
+}
+
+type Problems = Vec<(usize, String)>;
+
+/// A timed span (warm-up, idle window, block) at line `n`: it must not end before it starts,
+/// nor start before the previous span ended.
+fn span(
+    previous: &mut Option<(u64, usize, &'static str)>,
+    kind: &'static str,
+    n: usize,
+    (start, end): (u64, u64),
+    problems: &mut Problems,
+) {
+    if end < start {
+        problems.push((n, format!("line {n}: the {kind} ends ({end} ns) before it starts ({start} ns)")));
+    }
+    if let Some((prev_end, prev_line, prev_kind)) = *previous {
+        if start < prev_end {
+            problems.push((
+                n,
+                format!(
+                    "line {n}: the {kind} starts at {start} ns, before the {prev_kind} of line {prev_line} ended ({prev_end} ns)"
+                ),
+            ));
+        }
+    }
+    *previous = Some((end.max(start), n, kind));
+}
+
+/// Every invariant the raw writer guarantees, checked line by line, each problem naming its
+/// line (the first line that breaks one comes first): record order (probes and warm-ups before
+/// anything measured; each call among its own block's lines; the sampler's report and block
+/// energies after every block; the footer last, then only corrections), each call inside its
+/// block (start at or after the block's start, start + duration at or before its end, no
+/// overflow), calls in time order, and warm-ups, idle windows and blocks ordered and monotonic
+/// on the run's clock (end not before start, each starting at or after the previous one ended);
+/// a sample received no earlier than requested.
+pub fn record_integrity(run: &RawRun) -> AuditCheck {
+    let mut c = CheckBuilder::new("record_integrity");
+    let line = |i: usize| run.lines.get(i).copied().unwrap_or(i + 2);
+    let mut phase = Phase::Start;
+    let mut open: Option<OpenBlock> = None;
+    // End of the previous warm-up, idle window or block, and its line.
+    let mut previous: Option<(u64, usize, &'static str)> = None;
+    let mut problems: Problems = Vec::new();
+    for (i, r) in run.records.iter().enumerate() {
+        let n = line(i);
+        let kind = kind_of(r);
+        if phase == Phase::Ended && !matches!(r, Record::Correction { .. }) {
+            problems.push((n, format!("line {n}: a {kind} record after the footer")));
+            continue;
+        }
+        let out_of_order = |allowed: bool, where_: &str, problems: &mut Problems| {
+            if !allowed {
+                problems.push((n, format!("line {n}: a {kind} record {where_}")));
+            }
+        };
+        match r {
+            Record::Header(_) => out_of_order(false, "after the first line (a second header)", &mut problems),
+            Record::Probe(s) => {
+                out_of_order(
+                    phase == Phase::Start && previous.is_none(),
+                    "after measuring began (probes come right after the header)",
+                    &mut problems,
+                );
+                if s.t_receive_ns < s.t_request_ns {
+                    problems
+                        .push((n, format!("line {n}: probe {} is received before it was requested", s.seq)));
+                }
+            }
+            Record::Warmup { start_ns, end_ns, .. } => {
+                out_of_order(phase == Phase::Start, "after measuring began", &mut problems);
+                span(&mut previous, "warm-up", n, (*start_ns, *end_ns), &mut problems);
+            }
+            Record::Sample(s) => {
+                out_of_order(
+                    phase <= Phase::Measuring,
+                    "after the sampler's report or block energies",
+                    &mut problems,
+                );
+                if s.t_receive_ns < s.t_request_ns {
+                    problems.push((
+                        n,
+                        format!(
+                            "line {n}: sample {} is received ({} ns) before it was requested ({} ns)",
+                            s.seq, s.t_receive_ns, s.t_request_ns
+                        ),
+                    ));
+                }
+            }
+            Record::Idle { start_ns, end_ns, .. } => {
+                out_of_order(
+                    phase <= Phase::Measuring,
+                    "after the sampler's report or block energies",
+                    &mut problems,
+                );
+                phase = phase.max(Phase::Measuring);
+                open = None;
+                span(&mut previous, "idle window", n, (*start_ns, *end_ns), &mut problems);
+            }
+            Record::Block { index, start_ns, end_ns, .. } => {
+                out_of_order(
+                    phase <= Phase::Measuring,
+                    "after the sampler's report or block energies",
+                    &mut problems,
+                );
+                phase = phase.max(Phase::Measuring);
+                span(&mut previous, "block", n, (*start_ns, *end_ns), &mut problems);
+                open = Some(OpenBlock {
+                    index: *index,
+                    start_ns: *start_ns,
+                    end_ns: *end_ns,
+                    last_end_ns: None,
+                });
+            }
+            Record::Call { block, start_ns, duration_ns, .. } => {
+                let Some(b) = open.as_mut().filter(|b| b.index == *block && phase == Phase::Measuring) else {
+                    problems.push((
+                        n,
+                        format!(
+                            "line {n}: a call of block {block} outside its block's lines (calls follow their block record, before the next block, idle window or tail record)"
+                        ),
+                    ));
+                    continue;
+                };
+                let end = start_ns.checked_add(*duration_ns);
+                match end {
+                    None => problems.push((
+                        n,
+                        format!("line {n}: a call's start {start_ns} ns + duration {duration_ns} ns overflows the clock"),
+                    )),
+                    Some(end) => {
+                        if *start_ns < b.start_ns || end > b.end_ns {
+                            problems.push((
+                                n,
+                                format!(
+                                    "line {n}: a call of block {block} spans [{start_ns}, {end}] ns ({:.6} s), outside its block [{}, {}] ns ({:.6} s)",
+                                    *duration_ns as f64 / 1e9,
+                                    b.start_ns,
+                                    b.end_ns,
+                                    b.end_ns.saturating_sub(b.start_ns) as f64 / 1e9
+                                ),
+                            ));
+                        }
+                        if let Some(prev) = b.last_end_ns.filter(|&p| *start_ns < p) {
+                            problems.push((
+                                n,
+                                format!(
+                                    "line {n}: a call of block {block} starts at {start_ns} ns, before the previous call ended ({prev} ns)"
+                                ),
+                            ));
+                        }
+                        b.last_end_ns = Some(end);
+                    }
+                }
+            }
+            Record::Error { .. } => out_of_order(
+                phase <= Phase::Measuring,
+                "after the sampler's report or block energies",
+                &mut problems,
+            ),
+            Record::Sampler(_) => {
+                out_of_order(phase <= Phase::Measuring, "after block energies", &mut problems);
+                phase = Phase::Tail;
+                open = None;
+            }
+            Record::BlockEnergy { .. } => {
+                phase = Phase::Tail;
+                open = None;
+            }
+            Record::Footer { .. } => {
+                phase = Phase::Ended;
+                open = None;
+            }
+            Record::Correction { .. } => out_of_order(
+                phase == Phase::Ended,
+                "before the footer (corrections are appended after it)",
+                &mut problems,
+            ),
+        }
+    }
+    problems.sort_by_key(|(n, _)| *n);
+    c.num("records", run.records.len() as f64);
+    c.num("problems", problems.len() as f64);
+    if let Some((first, _)) = problems.first() {
+        c.num("first_bad_line", *first as f64);
+    }
+    for (_, p) in problems {
+        c.problem(p);
+    }
+    c.finish(format!(
+        "{} records in the writer's order; every call inside its block, every span ordered on the run's clock",
+        run.records.len()
+    ))
+}
+
 fn balanced_cycles(d: &RunData<'_>) -> AuditCheck {
     let mut c = CheckBuilder::new("balanced_cycles");
     let h = d.header;
@@ -362,10 +597,10 @@ fn balanced_cycles(d: &RunData<'_>) -> AuditCheck {
         }
     }
     c.finish(format!(
-        "{} whole balanced cycles ({}), {} blocks",
-        h.plan.cycles,
+        "{} ({}), {}",
+        crate::report::count(h.plan.cycles, "whole balanced cycle", "whole balanced cycles"),
         names.iter().chain(names.iter().rev()).copied().collect::<Vec<_>>().join(" "),
-        d.blocks.len()
+        crate::report::count(d.blocks.len(), "block", "blocks")
     ))
 }
 
@@ -442,6 +677,7 @@ pub fn recompute(d: &RunData<'_>) -> Result<RunEnergy, String> {
         _ => None,
     };
     Ok(analyze(&RunInput {
+        probes: &d.probes,
         samples: &d.samples,
         blocks: &blocks,
         idles: &d.idles,
@@ -622,6 +858,7 @@ fn compare_energy(
 pub fn audit(run: &RawRun, d: &RunData<'_>) -> Audit {
     let mut checks = vec![
         header_and_footer(d, run.truncated_tail.is_some()),
+        record_integrity(run),
         balanced_cycles(d),
         call_counts(d),
         stable_calls(d),

@@ -184,9 +184,57 @@ pub fn intervals(
         .collect()
 }
 
+/// The speed ratio S = t(baseline) / t(arm) of every arm with its central `level` interval,
+/// from `resamples` seeded resamples of whole balanced cycles; `cycles[c][a]` holds arm `a`'s
+/// (decisions, seconds) summed over cycle `c`. What `speed` prints beside each ratio: the
+/// same resampling `summary` uses, on time only.
+pub fn speed_gain_intervals(
+    cycles: &[Vec<(f64, f64)>],
+    baseline: usize,
+    resamples: usize,
+    seed: u64,
+    level: f64,
+) -> Vec<Option<Interval>> {
+    let table = CycleTable {
+        cycles: cycles
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|&(decisions, time_s)| CycleSums {
+                        decisions,
+                        time_s,
+                        energy_j: None,
+                        incremental_j: None,
+                    })
+                    .collect()
+            })
+            .collect(),
+        baseline,
+        with_energy: false,
+    };
+    resample(&table, resamples, seed)
+        .into_iter()
+        .map(|mut qs| percentile_interval(&mut qs[3], level))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn speed_gain_intervals_span_the_cycles_ratios() {
+        // Cycle 0: the arm is 2× faster; cycle 1: 4× faster. A resample of two cycles gives
+        // S = 2 (cycle 0 twice), 4 (cycle 1 twice) or 3 (one of each: the baseline's
+        // 20 s / 200 decisions ÷ the arm's 20 s / 600 decisions).
+        let cycles = vec![vec![(100.0, 10.0), (200.0, 10.0)], vec![(100.0, 10.0), (400.0, 10.0)]];
+        let iv = speed_gain_intervals(&cycles, 0, 2000, 7, 0.95);
+        let base = iv[0].unwrap();
+        assert!((base.low - 1.0).abs() < 1e-12 && (base.high - 1.0).abs() < 1e-12);
+        let arm = iv[1].unwrap();
+        assert!((arm.low - 2.0).abs() < 1e-12 && (arm.high - 4.0).abs() < 1e-12, "{arm:?}");
+        assert_eq!(arm.valid_resamples, 2000);
+    }
 
     fn sums(decisions: f64, time_s: f64, energy_j: f64, incremental_j: f64) -> CycleSums {
         CycleSums { decisions, time_s, energy_j: Some(energy_j), incremental_j: Some(incremental_j) }

@@ -138,7 +138,9 @@ mod tests {
         let lat = LatencySummary {
             calls: 10,
             mean_s: p50_ms / 1e3,
+            std_s: None,
             p50_s: p50_ms / 1e3,
+            p90_s: None,
             p95_s: p50_ms * 1.1 / 1e3,
             p99_s: p50_ms * 1.2 / 1e3,
             min_s: 0.0,

@@ -84,6 +84,10 @@ pub enum SummaryError {
     },
 }
 
+/// The checks a run cut short by its own rejection fails as a consequence: its cycles are not
+/// whole and its idle windows end early.
+const CUT_SHORT_CHECKS: [&str; 2] = ["balanced_cycles", "idle_windows"];
+
 fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
     let failed = audit.failed();
     let detail = |name: &str| audit.check(name).map(|c| c.detail.clone()).unwrap_or_default();
@@ -96,11 +100,19 @@ fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
         }
         _ => {}
     }
+    let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
+    // A rejection the raw samples confirm stands even where the run was cut short by it (a
+    // sensor that stopped, a probe reading that refused the run): the checks that only a
+    // whole run passes then fail as its consequence, not as a sign the record is wrong.
+    let confirmed = footer_rejected
+        && audit.recomputed.as_ref().is_some_and(|r| r.rejected())
+        && audit.check("rejection_rules").is_some_and(|c| c.outcome == CheckOutcome::Pass);
+    let (failed, cut_short): (Vec<_>, Vec<_>) =
+        failed.into_iter().partition(|c| !(confirmed && CUT_SHORT_CHECKS.contains(&c.name.as_str())));
     if !failed.is_empty() {
         let why = failed.iter().map(|c| format!("audit check `{}` failed: {}", c.name, c.detail)).collect();
         return (SummaryStatus::AuditFailed, why);
     }
-    let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
     match &audit.recomputed {
         Some(r) if r.rejected() || footer_rejected => {
             let mut rules: Vec<&str> = Vec::new();
@@ -115,6 +127,7 @@ fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
             }
             // E.g. a sensor that stopped mid-run: the footer says why.
             why.extend(d.footer.as_ref().and_then(|f| f.reason.clone()));
+            why.extend(cut_short.iter().map(|c| format!("so `{}` does not hold: {}", c.name, c.detail)));
             if why.is_empty() {
                 why.push("the footer records the run as rejected".into());
             }

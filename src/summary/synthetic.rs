@@ -176,12 +176,12 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
     let h = header(shape);
     let order = balanced_order(shape.arms.len(), shape.cycles);
     let mut out = vec![Record::Header(Box::new(h))];
-    for a in &shape.arms {
+    for (k, a) in shape.arms.iter().enumerate() {
         out.push(Record::Warmup {
             arm: a.name.clone(),
             calls: 20,
-            start_ns: 0,
-            end_ns: 1,
+            start_ns: 2 * k as u64,
+            end_ns: 2 * k as u64 + 1,
             answers: vec!["q=A".into(); 8],
         });
     }
@@ -270,6 +270,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
         }
     }
     let verdict = analyze(&RunInput {
+        probes: &[],
         samples: &samples,
         blocks: &blocks,
         idles: &idles,

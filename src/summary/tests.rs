@@ -209,7 +209,8 @@ fn unbalanced_cycles_fail_the_audit() {
     }
     let (s, failed) = failing(&recs);
     assert!(failed.contains(&"balanced_cycles".to_string()), "{failed:?}");
-    assert!(s.audit[1].detail.contains("far more than the 18 blocks recorded"), "{}", s.audit[1].detail);
+    let c = s.audit.iter().find(|c| c.name == "balanced_cycles").unwrap();
+    assert!(c.detail.contains("far more than the 18 blocks recorded"), "{}", c.detail);
 }
 
 #[test]
@@ -416,4 +417,107 @@ fn runs_of_other_arms_are_not_compared_and_a_bad_baseline_is_named() {
     let s = summarize(&run, "r", &Options { baseline: Some("ane-w8".into()), ..opts(0) }).unwrap();
     assert_eq!(s.baseline, "ane-w8");
     assert_eq!(r3(s.arms[2].vs_baseline.energy_gain), "1.000");
+}
+
+/// The `record_integrity` check of a tampered record: whether it failed, and its detail.
+fn integrity(recs: &[Record]) -> (SummaryStatus, String, f64) {
+    let s = summarize_records(recs, 0);
+    let c = s.audit.iter().find(|c| c.name == "record_integrity").unwrap().clone();
+    assert_eq!(c.outcome, CheckOutcome::Fail, "{}", c.detail);
+    (s.status, c.detail, c.numbers["first_bad_line"])
+}
+
+/// Index of the first call of block `b` and its file line (the header is line 1).
+fn first_call(recs: &[Record], b: u32) -> usize {
+    recs.iter().position(|r| matches!(r, Record::Call { block, .. } if *block == b)).unwrap()
+}
+
+#[test]
+fn impossible_calls_fail_the_audit_naming_their_line() {
+    // A 2^63 ns call inside its block.
+    let mut recs = records(&speed_shape());
+    let i = first_call(&recs, 1);
+    if let Record::Call { duration_ns, .. } = &mut recs[i] {
+        *duration_ns = 1 << 63;
+    }
+    let (status, detail, line) = integrity(&recs);
+    assert_eq!(status, SummaryStatus::AuditFailed);
+    assert_eq!(line, (i + 1) as f64, "{detail}");
+    assert!(detail.starts_with(&format!("line {}: a call of block 1 spans", i + 1)), "{detail}");
+    // A call longer than its block (block 0 lasts 20.0 s; the call 30 s, starting inside it).
+    let mut recs = records(&speed_shape());
+    let i = first_call(&recs, 0);
+    if let Record::Call { duration_ns, .. } = &mut recs[i] {
+        *duration_ns = 30_000_000_000;
+    }
+    assert!(integrity(&recs).1.contains("outside its block"));
+    // A call that starts before the previous one ended.
+    let mut recs = records(&speed_shape());
+    let i = first_call(&recs, 2) + 1;
+    let previous_start = match &recs[i - 1] {
+        Record::Call { start_ns, .. } => *start_ns,
+        _ => unreachable!(),
+    };
+    if let Record::Call { start_ns, .. } = &mut recs[i] {
+        *start_ns = previous_start + 1;
+    }
+    let (_, detail, line) = integrity(&recs);
+    assert_eq!(line, (i + 1) as f64);
+    assert!(detail.contains("before the previous call ended"), "{detail}");
+}
+
+#[test]
+fn records_out_of_the_writers_order_fail_the_audit() {
+    // A call line moved after its block's energy records.
+    let mut recs = published();
+    let i = first_call(&recs, 3);
+    let call = recs.remove(i);
+    let at = recs.iter().rposition(|r| matches!(r, Record::BlockEnergy { .. })).unwrap() + 1;
+    recs.insert(at, call);
+    let (status, detail, line) = integrity(&recs);
+    assert_eq!(status, SummaryStatus::AuditFailed);
+    assert_eq!(line, (at + 1) as f64, "{detail}");
+    assert!(detail.contains("a call of block 3 outside its block's lines"), "{detail}");
+    // A sample received before it was requested; a block that ends before it starts.
+    let mut recs = published();
+    let i = recs.iter().position(|r| matches!(r, Record::Sample(_))).unwrap();
+    if let Record::Sample(s) = &mut recs[i] {
+        s.t_request_ns = s.t_receive_ns + 1;
+    }
+    assert!(integrity(&recs).1.contains("received"));
+    let mut recs = records(&speed_shape());
+    let i = recs.iter().position(|r| matches!(r, Record::Block { index: 4, .. })).unwrap();
+    if let Record::Block { start_ns, end_ns, .. } = &mut recs[i] {
+        std::mem::swap(start_ns, end_ns);
+    }
+    assert!(integrity(&recs).1.contains(&format!("line {}: the block ends", i + 1)));
+    // A record after the footer that is not a correction.
+    let mut recs = records(&speed_shape());
+    let w = recs[1].clone();
+    recs.push(w);
+    assert!(integrity(&recs).1.contains("a warmup record after the footer"));
+    // The untampered records pass.
+    let s = summarize_records(&records(&speed_shape()), 0);
+    let c = s.audit.iter().find(|c| c.name == "record_integrity").unwrap();
+    assert_eq!(c.outcome, CheckOutcome::Pass, "{}", c.detail);
+}
+
+#[test]
+fn a_sample_without_its_raw_field_is_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.raw.jsonl");
+    let mut w = RawWriter::create(&path).unwrap();
+    for r in published() {
+        w.write(&r).unwrap();
+    }
+    w.sync().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let i = lines.iter().position(|l| l.contains("\"record\":\"sample\"")).unwrap();
+    let before = lines[i].clone();
+    lines[i] = before.replace(",\"raw\":\"12.5\"", "");
+    assert_ne!(lines[i], before, "{before}");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let e = raw::read(&path).unwrap_err().to_string();
+    assert!(e.contains(&format!("line {} is not a valid record", i + 1)) && e.contains("raw"), "{e}");
 }

@@ -442,3 +442,25 @@ fn an_ordinary_core_ml_export_is_checked_without_host_weights() {
     assert_eq!(b["declared_outputs"][1]["shape"], json!([1, 2]));
     assert_eq!(r["summary"]["fitting"], "6/6 fitting");
 }
+
+/// A candidate that runs the source's own weights is IDENTICAL, not PASSED (issue 14, item 10).
+#[test]
+fn a_candidate_identical_to_its_source_says_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, spec) in [("same", "portable:f32"), ("w8", "portable:w8")] {
+        let (o, report) =
+            check(dir.path(), name, &["--source", "builtin:tiny", "--candidate", spec, "--repeats", "2"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let r = report.unwrap();
+        assert_eq!(r["verdict"], "identical", "{spec}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.starts_with("convert-check: IDENTICAL"), "{out}");
+        assert!(r["verdict_reason"].as_str().unwrap().contains("compared with itself"));
+    }
+    let (_, report) = check(
+        dir.path(),
+        "f16b",
+        &["--source", "builtin:tiny", "--candidate", "portable:f16", "--repeats", "2"],
+    );
+    assert_eq!(report.unwrap()["verdict"], "passed");
+}

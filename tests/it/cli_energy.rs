@@ -452,8 +452,19 @@ fn no_usable_sensor_exits_2_before_measuring_and_says_why() {
         assert!(err.contains("  - rapl: ") && err.contains("  - nvml:0: "), "{err}");
         assert!(err.contains("--sensor exec:CMD"), "{err}");
     }
-    let files: Vec<_> = std::fs::read_dir(d).unwrap().collect();
-    assert!(files.is_empty(), "nothing is written before measuring: {files:?}");
+    // Nothing is measured; a sensor that was opened has its readings (or faults) before
+    // measuring in a raw record refused with its rule, and no report is written.
+    let files: Vec<PathBuf> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 3, "one raw record per opened meter: {files:?}");
+    for f in files {
+        assert!(f.to_string_lossy().ends_with(".raw.jsonl"), "{f:?}");
+        let run = raw::read(&f).unwrap();
+        assert!(!raw::probes(&run).is_empty(), "{f:?}");
+        let (status, _, rules) = footer(&run);
+        assert_eq!(status, "rejected");
+        assert!(rules.iter().any(|r| r == "missing_reading" || r == "sensor_stopped"), "{rules:?}");
+        assert!(!run.records.iter().any(|r| matches!(r, Record::Block { .. })));
+    }
 }
 
 #[test]
@@ -689,4 +700,78 @@ fn a_replayed_run_is_never_called_live() {
     assert!(rep.notes.iter().any(|n| n.contains("NOT A LIVE MEASUREMENT")));
     assert!(std::fs::read_to_string(dir.path().join("r.json")).unwrap().contains("\"live\": false"));
     assert!(close(rep.arms[0].totals.mean_power_w.unwrap(), 33.3, 1e-9));
+}
+
+/// The readings an energy run takes before measuring (issue 14, item 1): each goes to the raw
+/// record as a `probe` and through the rules every reading must pass; a bad one refuses the run
+/// (exit 2) naming its raw value, and nothing is measured.
+#[test]
+fn a_bad_reading_before_measuring_is_recorded_and_refuses_the_run() {
+    let cases = [
+        ("echo 40089;", "40089", "above_cap"),
+        ("echo nan;", "nan", "non_finite"),
+        ("echo -3;", "-3", "non_positive"),
+        ("echo 42.5; echo 40089;", "40089", "above_cap"),
+    ];
+    for (first, raw_value, rule) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let meter = format!("exec:{first} while true; do echo 42.5; sleep 0.05; done");
+        let o = energy(dir.path(), &["a=mock:ok"], &meter, &[]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{first}: {err}");
+        assert!(err.contains("before measuring") && err.contains(rule), "{first}: {err}");
+        assert!(err.contains(&format!("{raw_value:?}")), "the raw value is named: {err}");
+        let run = raw::read(&dir.path().join("r.raw.jsonl")).expect("the raw record is written");
+        let probes = raw::probes(&run);
+        assert!(!probes.is_empty());
+        let raws: Vec<String> = raw_lines(&probes);
+        assert!(raws.iter().any(|r| r == raw_value), "{raws:?}");
+        let (status, reason, rules) = footer(&run);
+        assert_eq!(status, "rejected");
+        assert!(reason.unwrap().contains("before measuring"));
+        assert!(rules.contains(&rule.to_string()), "{rules:?}");
+        assert!(!run.records.iter().any(|r| matches!(r, Record::Block { .. } | Record::Warmup { .. })));
+        assert!(!dir.path().join("r.json").exists(), "no report of a run that never measured");
+    }
+}
+
+/// A good probe is kept too, and a complete run's summary re-checks it.
+#[test]
+fn the_probe_readings_of_a_complete_run_are_in_its_raw_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let meter = "exec:echo 41.5; echo 42.5; while true; do echo 43.5; sleep 0.05; done";
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let probes = raw::probes(&run);
+    assert_eq!(raw_lines(&probes), vec!["41.5", "42.5"]);
+    assert!(matches!(run.records[0], Record::Probe(_)), "the probe follows the header");
+}
+
+/// Meters that print milliwatts or microwatts (issue 14, item 11): a unit suffix on the line,
+/// or `--sensor-unit` for bare numbers; the raw field keeps the text as read.
+#[test]
+fn milliwatt_and_microwatt_meters_are_read_in_watts_with_the_text_kept() {
+    for (meter, extra, raw) in [
+        ("exec:while true; do echo '42500 mW'; sleep 0.05; done", vec![], "42500 mW"),
+        ("exec:while true; do echo '42500000uW'; sleep 0.05; done", vec![], "42500000uW"),
+        ("exec:while true; do echo 42500; sleep 0.05; done", vec!["--sensor-unit", "mW"], "42500"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = energy(dir.path(), &["a=mock:ok"], meter, &extra);
+        assert_eq!(o.status.code(), Some(0), "{meter}: {}", stderr(&o));
+        let rep = report(dir.path());
+        let s = rep.samples.expect("sample summary");
+        assert_eq!((s.min_watts, s.max_watts), (Some(42.5), Some(42.5)), "{meter}");
+        let (_, samples) = samples(dir.path());
+        assert!(raw_lines(&samples).iter().all(|l| l == raw), "{:?}", raw_lines(&samples));
+    }
+    // Without the unit, 42500 is 42,500 W: above the cap, refused before measuring.
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=mock:ok"], "exec:while true; do echo 42500; sleep 0.05; done", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("above_cap") && stderr(&o).contains("its unit"), "{}", stderr(&o));
+    let o = energy(dir.path(), &["a=mock:ok"], "rapl", &["--sensor-unit", "mW"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exec: meters only"), "{}", stderr(&o));
 }

@@ -202,3 +202,153 @@ fn a_palettized_arm_that_palettizes_nothing_says_so() {
     assert!(report["arms"][0]["arm"].get("notes").is_none());
     assert!(report["arms"][1]["arm"]["notes"][0].as_str().unwrap().contains("runs the f32 weights"));
 }
+
+/// A folder nobody can create files in, root included (sysfs refuses new files whatever the
+/// permission bits say), so the test holds when it runs as root.
+#[cfg(target_os = "linux")]
+fn unwritable_folder() -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from("/sys");
+    assert!(
+        std::fs::File::create(dir.join("laya-bench-probe")).is_err(),
+        "the test needs a folder that refuses new files"
+    );
+    dir
+}
+
+/// Every output is checked for writing before anything is measured (issue 14, item 4).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_output_folder_exits_2_before_measuring() {
+    let ro = unwritable_folder();
+    let dir = tempfile::tempdir().unwrap();
+    let report = ro.join("r.json").display().to_string();
+    let csv = ro.join("r.csv").display().to_string();
+    let md = ro.join("r.md").display().to_string();
+    for extra in [
+        vec!["--output", report.as_str()],
+        vec!["--output", "r.json", "--export-csv", csv.as_str()],
+        vec!["--output", "r.json", "--export-markdown", md.as_str()],
+    ] {
+        let mut args =
+            vec!["speed", "--arm", "a=mock:ok", "--calls", "2", "--cycles", "1", "--raw", "r.raw.jsonl"];
+        args.extend(extra.iter().copied());
+        let o = laya_bench(dir.path(), &args);
+        assert_exit(&o, 2, "cannot write in the folder /sys");
+        assert!(!dir.path().join("r.raw.jsonl").exists(), "nothing was measured: {extra:?}");
+    }
+    let raw = ro.join("r.raw.jsonl").display().to_string();
+    let o = laya_bench(
+        dir.path(),
+        &["speed", "--arm", "a=mock:ok", "--calls", "2", "--raw", &raw, "--output", "r.json"],
+    );
+    assert_exit(&o, 2, "--raw");
+}
+
+/// The default arms on builtin:tiny include w8, which palettizes nothing there: it is marked
+/// IDENTICAL to f32 in the table and the report (issue 14, item 10); f16 is not.
+#[test]
+fn an_arm_that_is_the_same_model_as_another_is_marked_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &["speed", "--no-progress", "--calls", "2", "--cycles", "1", "--warmup", "1", "--raw", "r.raw.jsonl"],
+    );
+    assert_exit(&o, 0, "is IDENTICAL to `f32`");
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("IDENTICAL to `f32` (same model)"), "{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let arms = report["arms"].as_array().unwrap();
+    let by = |n: &str| arms.iter().find(|a| a["arm"]["name"] == n).unwrap();
+    assert_eq!(by("w8")["identical_to"], "f32");
+    assert!(by("f16").get("identical_to").is_none());
+}
+
+/// The table gives mean ± σ, P50/P90/P99 and each ratio with its 95 % interval and in words
+/// (issue 14, item 8).
+#[test]
+fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--no-progress",
+            "--arm",
+            "fast=mock:ok:delay-us=200",
+            "--arm",
+            "slow=mock:ok:delay-us=400",
+            "--calls",
+            "20",
+            "--cycles",
+            "3",
+            "--warmup",
+            "1",
+            "--raw",
+            "r.raw.jsonl",
+        ],
+    );
+    assert_exit(&o, 0, "");
+    let out = crate::common::stdout(&o);
+    assert!(
+        out.contains("Mean ± σ [ms]") && out.contains("P90 [ms]") && out.contains("vs baseline (95 % CI)"),
+        "{out}"
+    );
+    assert!(out.contains("% slower ["), "the slow arm's ratio in words with its interval: {out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let slow = &report["arms"][1];
+    let (low, high) = (
+        slow["speed_ratio_interval"]["low"].as_f64().unwrap(),
+        slow["speed_ratio_interval"]["high"].as_f64().unwrap(),
+    );
+    let s = slow["speed_ratio_vs_baseline"].as_f64().unwrap();
+    assert!(low <= s && s <= high && high < 1.0, "{low} {s} {high}");
+    assert!(slow["latency"]["std_s"].as_f64().unwrap() >= 0.0);
+    assert!(slow["latency"]["p90_s"].as_f64().unwrap() >= slow["latency"]["p50_s"].as_f64().unwrap());
+    assert!(slow["speed_ratio_words"].as_str().unwrap().ends_with("% slower"));
+    // One cycle: no interval, and the reason.
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--no-progress",
+            "--arm",
+            "a=mock:ok",
+            "--arm",
+            "b=mock:ok",
+            "--calls",
+            "3",
+            "--cycles",
+            "1",
+            "--raw",
+            "q.raw.jsonl",
+        ],
+    );
+    assert_exit(&o, 0, "");
+    assert!(
+        crate::common::stdout(&o).contains("No CI: 1 whole balanced cycle"),
+        "{}",
+        crate::common::stdout(&o)
+    );
+}
+
+/// A negative number given to an option names the option (issue 14, item 12), not
+/// "unexpected argument '-1'".
+#[test]
+fn a_negative_number_names_its_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, flag) in [
+        (&["speed", "--cycles", "-1"][..], "--cycles"),
+        (&["speed", "--seconds", "-2"][..], "--seconds"),
+        (
+            &["energy", "--max-watts", "-5", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"][..],
+            "--max-watts",
+        ),
+    ] {
+        let o = laya_bench(dir.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(flag) && !err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+}

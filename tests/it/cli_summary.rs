@@ -86,7 +86,8 @@ fn an_energy_run_is_audited_and_its_figures_re_derived() {
     assert_eq!(s.schema_version, 1);
     let run = &s.runs[0];
     assert_eq!(run.status, SummaryStatus::Complete);
-    assert_eq!(run.audit.len(), 9);
+    assert_eq!(run.audit.len(), 10);
+    assert!(run.audit.iter().any(|c| c.name == "record_integrity"));
     assert!(run.audit.iter().all(|c| c.outcome == CheckOutcome::Pass), "{:#?}", run.audit);
     // The summary re-derives exactly what `energy` reported, from the raw record alone.
     let energy: EnergyReport =
@@ -209,8 +210,7 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--bootstrap", "100000000"]);
     assert!(o.status.code() == Some(2) && stderr(&o).contains("--bootstrap 100000000"), "{}", stderr(&o));
-    let o = laya_bench(d, &["summary", "r.raw.jsonl"]);
-    assert_eq!(o.status.code(), Some(2), "--output is required: {}", stderr(&o));
+    // Without --output the Markdown is printed only (see summary_without_output_prints_its_markdown).
     // Outputs are checked before anything is read.
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "nodir/s.json"]);
     assert!(
@@ -306,9 +306,31 @@ fn two_runs_of_the_same_arms_are_compared_and_disjoint_intervals_flagged() {
     assert!(md.contains("](p/run1-latency_cdf.svg)"), "{md}");
     assert!(d.join("p/run0-power_timeline.svg").exists() && d.join("p/run1-energy_per_block.svg").exists());
     assert!(stderr(&o).contains("warning: --bootstrap 500 resamples give rough percentile intervals"));
-    // The same record twice is compared with itself, and the command says so.
-    let o = laya_bench(d, &["summary", "a.raw.jsonl", "./a.raw.jsonl", "--output", "twice.json"]);
-    assert!(stderr(&o).contains("warning: ./a.raw.jsonl is given twice"), "{}", stderr(&o));
+    // The same record twice, by another path, a link or a byte-identical copy, is refused
+    // (issue 14, item 7); on purpose (--allow-same) it runs with a warning.
+    std::os::unix::fs::symlink(d.join("a.raw.jsonl"), d.join("link.raw.jsonl")).unwrap();
+    std::fs::copy(d.join("a.raw.jsonl"), d.join("copy.raw.jsonl")).unwrap();
+    for (other, how) in [
+        ("a.raw.jsonl", "the same file"),
+        ("./a.raw.jsonl", "the same file"),
+        ("link.raw.jsonl", "the same file"),
+        ("copy.raw.jsonl", "byte-identical copies"),
+    ] {
+        let o = laya_bench(d, &["summary", "a.raw.jsonl", "b.raw.jsonl", other, "--output", "twice.json"]);
+        assert_eq!(o.status.code(), Some(2), "{other}: {}", stderr(&o));
+        assert!(stderr(&o).contains(how) && stderr(&o).contains("--allow-same"), "{}", stderr(&o));
+    }
+    assert!(!d.join("twice.json").exists());
+    let o = laya_bench(
+        d,
+        &["summary", "a.raw.jsonl", "copy.raw.jsonl", "--output", "twice.json", "--allow-same"],
+    );
+    assert!(
+        stderr(&o).contains("warning: a.raw.jsonl and copy.raw.jsonl are byte-identical"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(d.join("twice.json").exists());
 }
 
 #[test]
@@ -333,4 +355,105 @@ fn a_replayed_run_is_summarized_and_never_called_live() {
             && run.bootstrap_missing_reason.as_deref().unwrap().contains("1 balanced cycle")
     );
     assert!(std::fs::read_to_string(d.join("s.md")).unwrap().contains("NOT A LIVE MEASUREMENT"));
+}
+
+/// `summary --output` (and its exports) into a folder that refuses new files exits 2 before
+/// reading anything (issue 14, item 4).
+#[cfg(target_os = "linux")]
+#[test]
+fn summary_into_an_unwritable_folder_exits_2() {
+    assert!(
+        std::fs::File::create("/sys/laya-bench-probe").is_err(),
+        "the test needs /sys to refuse new files"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--arm",
+            "a=mock:ok",
+            "--calls",
+            "3",
+            "--cycles",
+            "2",
+            "--raw",
+            "s.raw.jsonl",
+            "--output",
+            "s.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for flag in ["--output", "--markdown", "--csv"] {
+        let mut args = vec!["summary", "s.raw.jsonl"];
+        if flag != "--output" {
+            args.extend(["--output", "sum.json"]);
+        }
+        args.extend([flag, "/sys/sum.out"]);
+        let o = laya_bench(d, &args);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        assert!(stderr(&o).contains("cannot write in the folder /sys"), "{}", stderr(&o));
+    }
+    let o = laya_bench(d, &["summary", "s.raw.jsonl", "--output", "sum.json", "--plots", "/sys/plots"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// A run whose sensor stopped was written REJECTED (sensor_stopped); its summary says the same,
+/// with the rule, not AUDIT_FAILED (issue 14, item 5). So does a run refused before measuring.
+#[test]
+fn a_run_whose_sensor_stopped_is_summarized_as_rejected_with_its_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let meter = "exec:i=0; while [ $i -lt 20 ]; do i=$((i+1)); echo 42.5; sleep 0.05; done; exit 3";
+    let o = energy_run(d, "stop", meter, 0, "4");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "stop.raw.jsonl", "--output", "s.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let s = summary_json(d, "s.json");
+    let run = &s.runs[0];
+    assert_eq!(run.status, SummaryStatus::Rejected, "{:?}", run.status_reasons);
+    assert!(run.status_reasons.iter().any(|r| r.contains("sensor_stopped")), "{:?}", run.status_reasons);
+    assert!(stderr(&o).contains("REJECTED"), "{}", stderr(&o));
+    // Refused before measuring: a probe reading of 40089 W.
+    let o = energy_run(d, "probe", "exec:echo 40089; while true; do echo 42.5; sleep 0.05; done", 0, "1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = laya_bench(d, &["summary", "probe.raw.jsonl", "--output", "p.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let run = &summary_json(d, "p.json").runs[0];
+    assert_eq!(run.status, SummaryStatus::Rejected, "{:?}", run.status_reasons);
+    assert!(run.status_reasons.iter().any(|r| r.contains("above_cap")), "{:?}", run.status_reasons);
+}
+
+/// Without --output the summary's Markdown goes to the terminal and no file is written
+/// (issue 14, item 9).
+#[test]
+fn summary_without_output_prints_its_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--arm",
+            "a=mock:ok",
+            "--calls",
+            "3",
+            "--cycles",
+            "2",
+            "--raw",
+            "s.raw.jsonl",
+            "--output",
+            "s.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let before: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let o = laya_bench(d, &["summary", "s.raw.jsonl", "--bootstrap", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("| `a` |") || out.contains("`a`"), "{out}");
+    assert!(out.contains("no --output"), "{out}");
+    let after: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(before.len(), after.len(), "nothing written");
 }

@@ -127,3 +127,62 @@ pub fn tiny_configs(
     }
     (enc, agent)
 }
+
+/// Send `signal` (`-INT`, `-TERM`) to process `pid` with the `kill` utility; whether it was
+/// delivered.
+pub fn send_signal(signal: &str, pid: u32) -> bool {
+    Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Spawn `laya-bench ARGS` in `dir` with stdout and stderr piped; with `ignore_sigint` it is
+/// started as a shell's background job is, with SIGINT ignored (`trap '' INT; exec ...`).
+pub fn spawn_laya_bench(dir: &Path, args: &[&str], ignore_sigint: bool) -> std::process::Child {
+    let bin = env!("CARGO_BIN_EXE_laya-bench");
+    let mut c = if ignore_sigint {
+        let mut c = Command::new("sh");
+        c.args(["-c", "trap '' INT; exec \"$0\" \"$@\"", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    c.current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn laya-bench")
+}
+
+/// Wait until `file` in `dir` contains `needle` (at most `seconds`); whether it did.
+pub fn wait_for_text(dir: &Path, file: &str, needle: &str, seconds: u64) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(seconds) {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        if text.contains(needle) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// Wait for a spawned run to end (at most `seconds`, else kill it and fail); its output.
+pub fn wait_with_limit(mut child: std::process::Child, seconds: u64) -> Output {
+    let t = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if t.elapsed() > std::time::Duration::from_secs(seconds) {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!("laya-bench did not stop within {seconds} s after the signal; stderr: {}", stderr(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -22,5 +22,6 @@ mod cli_verify;
 mod forward_parity;
 mod host_parity;
 mod hub_server;
+mod interrupts;
 mod precision;
 mod tokenizer_parity;

@@ -264,7 +264,11 @@ fn registry_builds_every_precision_with_its_name_and_fingerprint() {
         let (b, report) =
             build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1).unwrap();
         assert_eq!(b.info().precision, p.name());
-        assert_eq!(b.info().fingerprint, converted_fingerprint(&source, p));
+        // A palettization that changed no matrix (every one is small here) keeps the source's
+        // weights, so it keeps the source's fingerprint.
+        let unchanged = report.as_ref().is_some_and(|r| r.tensors.is_empty());
+        let expected = if unchanged { source.clone() } else { converted_fingerprint(&source, p) };
+        assert_eq!(b.info().fingerprint, expected);
         assert_eq!(report.is_some(), p.palette_bits().is_some());
         let bytes = b.weight_bytes();
         let f32_bytes = fp32_weights().weight_bytes();

@@ -89,12 +89,13 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     };
     save(&output, &report).map_err(Failure::run)?;
     if !report.complete {
+        // Before the warm-up, so a signal at any point after the first save stops cleanly.
+        let _ = interrupt::install_or_warn();
         let warm = Game::new(settings.width, settings.height, WARMUP_SEED, settings.initial_length)
             .map_err(Failure::input)?;
         warm_up(warm, policy, &mut arm, WARMUP_STEPS)
             .map_err(|e| Failure::run(anyhow!("{e}").context("warm-up")))?;
         arm.reset_counts();
-        let _ = interrupt::install();
         let engine = arm.engine();
         let mut canvas = OffscreenCanvas::new(settings.width, settings.height);
         let mut render = |game: &Game, decision: &Decision, info: &FrameInfo| -> Result<(), ModelError> {

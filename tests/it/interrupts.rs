@@ -1,0 +1,155 @@
+//! SIGINT and SIGTERM on every long command, sent as a user's Ctrl-C or a `kill` would be, also
+//! to a run started in the background (SIGINT ignored by its shell): the run stops between
+//! calls, its raw record or report is readable and marked incomplete, and it exits 1.
+
+use laya_bench::report::raw::{self, Record};
+use serde_json::Value;
+
+use crate::common::{send_signal, spawn_laya_bench, stderr, stdout, wait_for_text, wait_with_limit};
+
+/// A `speed` run that lasts minutes unless stopped: 20 s blocks of a 1 ms mock call.
+const LONG_SPEED: &[&str] = &[
+    "speed",
+    "--no-progress",
+    "--arm",
+    "a=mock:ok:delay-us=1000",
+    "--arm",
+    "b=mock:ok:delay-us=1000",
+    "--seconds",
+    "20s",
+    "--cycles",
+    "2",
+    "--warmup",
+    "3",
+    "--raw",
+    "r.raw.jsonl",
+    "--output",
+    "r.json",
+];
+
+fn footer(run: &raw::RawRun) -> (String, Option<String>) {
+    match run.records.last() {
+        Some(Record::Footer { status, reason, .. }) => (status.clone(), reason.clone()),
+        other => panic!("no footer: {other:?}"),
+    }
+}
+
+fn interrupted_speed(signal: &str, ignore_sigint: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let child = spawn_laya_bench(d, LONG_SPEED, ignore_sigint);
+    let pid = child.id();
+    assert!(wait_for_text(d, "r.raw.jsonl", "\"record\":\"warmup\"", 60), "the run never warmed up");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    assert!(send_signal(signal, pid));
+    let o = wait_with_limit(child, 10);
+    assert!(t.elapsed().as_secs() < 5, "{signal} did not stop the 20 s block promptly");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{signal}: {err}");
+    assert!(err.contains("INCOMPLETE"), "{err}");
+    let run = raw::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
+    assert!(run.truncated_tail.is_none());
+    let (status, reason) = footer(&run);
+    assert_eq!(status, "incomplete");
+    assert!(reason.unwrap().contains("interrupted by a signal"));
+    let block = run.records.iter().find_map(|r| match r {
+        Record::Block { ended_early, calls, .. } => Some((*ended_early, *calls)),
+        _ => None,
+    });
+    let (ended_early, calls) = block.expect("the interrupted block is recorded");
+    assert!(ended_early && calls > 0, "{calls}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "incomplete");
+    assert!(stdout(&o).contains("**INCOMPLETE**"), "{}", stdout(&o));
+}
+
+#[test]
+fn ctrl_c_stops_speed_with_an_incomplete_record_and_a_report() {
+    interrupted_speed("-INT", false);
+}
+
+#[test]
+fn sigterm_stops_speed_with_an_incomplete_record_and_a_report() {
+    interrupted_speed("-TERM", false);
+}
+
+#[test]
+fn sigint_stops_a_background_speed_run_whose_shell_ignored_it() {
+    interrupted_speed("-INT", true);
+}
+
+#[test]
+fn ctrl_c_stops_trace_run_with_an_incomplete_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "trace",
+        "run",
+        "--arm",
+        "a=mock:ok:delay-us=1000",
+        "--seconds",
+        "30s",
+        "--warmup",
+        "3",
+        "--raw",
+        "t.raw.jsonl",
+    ];
+    let child = spawn_laya_bench(d, &args, true);
+    let pid = child.id();
+    assert!(wait_for_text(d, "t.raw.jsonl", "\"record\":\"warmup\"", 60), "the run never warmed up");
+    assert!(send_signal("-INT", pid));
+    let o = wait_with_limit(child, 10);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("INCOMPLETE"), "{}", stderr(&o));
+    let run = raw::read(&d.join("t.raw.jsonl")).unwrap();
+    assert_eq!(footer(&run).0, "incomplete");
+    assert!(run.records.iter().any(|r| matches!(r, Record::Block { ended_early: true, .. })));
+}
+
+#[test]
+fn ctrl_c_stops_convert_check_with_an_incomplete_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 67 questions × 2000 repeats on the tiny model: far longer than the test waits.
+    let args = [
+        "convert-check",
+        "--source",
+        "builtin:tiny",
+        "--candidate",
+        "portable:f16",
+        "--repeats",
+        "2000",
+        "--output",
+        "c.json",
+    ];
+    let child = spawn_laya_bench(d, &args, true);
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(send_signal("-TERM", pid));
+    let o = wait_with_limit(child, 20);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("INCOMPLETE"), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
+    assert_eq!(report["verdict"], "incomplete");
+    assert_eq!(report["passed"], false);
+    let asked = report["questions"].as_array().unwrap().len();
+    assert!(asked < 67, "{asked} questions: the run was not stopped");
+}
+
+#[test]
+fn ctrl_c_stops_snake_bench_with_its_report_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["snake", "bench", "--rates", "10,20", "--output", "s.json"];
+    let child = spawn_laya_bench(d, &args, true);
+    let pid = child.id();
+    assert!(wait_for_text(d, "s.json", "\"complete\"", 60), "no report saved");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(send_signal("-INT", pid));
+    let o = wait_with_limit(child, 20);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(report["complete"], false);
+}
