@@ -142,8 +142,21 @@ mod tests {
     use crate::laya::bundle::ModelSpec;
     use crate::model::synthetic::tiny_shape;
 
+    /// `builtin:tiny`, a folder, or `synthetic:tiny`: the tiny test shape with the embedded
+    /// tokenizer's 1400-token vocabulary (ModelSpec::parse knows only the published names).
     fn load(spec: &str) -> Bundle {
-        Bundle::load(&ModelSpec::parse(spec).unwrap(), |name| (name == "tiny").then(tiny_shape)).unwrap()
+        let model = match spec.strip_prefix("synthetic:") {
+            Some(name) => ModelSpec::Synthetic(name.into()),
+            None => ModelSpec::parse(spec).unwrap(),
+        };
+        Bundle::load(&model, |name| {
+            (name == "tiny").then(|| {
+                let (mut e, a) = tiny_shape();
+                e.vocab_size = 1400;
+                (e, a)
+            })
+        })
+        .unwrap()
     }
 
     #[test]
