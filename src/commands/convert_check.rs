@@ -271,7 +271,10 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
 /// PASSED: the check compared it with itself.
 fn identical_model(source: &SideInfo, candidate: &SideInfo) -> Option<String> {
     let fingerprint = source.fingerprint.as_ref()?;
-    (candidate.fingerprint.as_ref() == Some(fingerprint)).then(|| {
+    // Same weights on another engine (e.g. mlx:fp32 of the source) is a real comparison.
+    let same_engine = candidate.backend.as_deref().is_some_and(|b| b.starts_with("portable:"))
+        || candidate.backend == source.backend;
+    (same_engine && candidate.fingerprint.as_ref() == Some(fingerprint)).then(|| {
         format!(
             "the candidate runs the source's own weights (fingerprint {}, {}): every gate passed because it was compared with itself, which says nothing about a conversion",
             &fingerprint[..fingerprint.len().min(12)],
