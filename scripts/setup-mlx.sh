@@ -24,7 +24,10 @@ esac
 # System packages.
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
-ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*-linux-gnu/libclang-*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# bindgen loads libclang itself (libclang.so / libclang-14.so.*), not libclang-cpp, which some
+# other packages bring without it.
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+  /usr/lib/*-linux-gnu/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 ls /usr/lib/*-linux-gnu/libopenblas.so >/dev/null 2>&1 || need+=(libopenblas-dev)
 if [ ${#need[@]} -gt 0 ]; then
   command -v apt-get >/dev/null 2>&1 || die "missing ${need[*]} and no apt-get here: install them with your package manager"

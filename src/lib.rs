@@ -12,6 +12,7 @@
 #[cfg(all(not(target_os = "macos"), feature = "apple-shim"))]
 pub mod apple_shim;
 pub mod backend;
+pub mod bench;
 pub mod bounds;
 pub mod cli;
 pub mod commands;

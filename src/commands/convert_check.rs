@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 
-use super::bench::{check_folder, refuse_existing, timestamp_stem};
 use super::predict::load_bundle;
 use super::{interrupt, Failure, Outcome};
 use crate::backend::portable::PortableBackend;
 use crate::backend::registry::{self, build_portable, default_threads, BackendSpec, Precision};
 use crate::backend::{Backend, ShapeCaps, ShapeMode};
+use crate::bench::outputs::{check_folder, refuse_existing};
+use crate::bench::time::timestamp_stem;
 use crate::cli::ConvertCheckArgs;
 use crate::fidelity::bundle_checks::{bundle_checks, check_same_model, BundleChecks, ModelFiles};
 use crate::fidelity::check::{run_suite, Engines, Plan, QuestionResult};

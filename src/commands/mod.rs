@@ -1,6 +1,5 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
 
-mod bench;
 pub mod bounds;
 pub mod convert_check;
 pub mod doctor;
@@ -12,6 +11,7 @@ mod hub_progress;
 mod interrupt;
 pub mod palettize;
 pub mod predict;
+mod run_common;
 pub mod snake;
 pub mod speed;
 pub mod summary;
@@ -61,6 +61,16 @@ impl Failure {
     /// The run failed (exit 1).
     pub fn run(error: impl Into<anyhow::Error>) -> Self {
         Self { code: 1, error: error.into() }
+    }
+}
+
+impl From<crate::bench::BenchError> for Failure {
+    /// A bad input exits 2, a failed run 1.
+    fn from(e: crate::bench::BenchError) -> Self {
+        match e {
+            crate::bench::BenchError::Input(_) => Failure::input(e),
+            crate::bench::BenchError::Run(_) => Failure::run(e),
+        }
     }
 }
 

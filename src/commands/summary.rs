@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 
-use super::bench::{self, unix_now};
 use super::{Failure, Outcome};
+use crate::bench::outputs::check_folder;
+use crate::bench::time::unix_now;
 use crate::cli::SummaryArgs;
 use crate::energy::counter_delta_j;
 use crate::laya::bundle::sha256_hex;
@@ -42,7 +43,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     }
     for (flag, path) in [("--output", &args.output), ("--markdown", &args.markdown), ("--csv", &args.csv)] {
         if let Some(p) = path {
-            bench::check_folder(flag, p)?;
+            check_folder(flag, p)?;
         }
     }
     if let Some(dir) = args.plots.as_ref().filter(|d| d.exists() && !d.is_dir()) {
@@ -51,7 +52,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(dir) = &args.plots {
         // The folder itself when it exists, else the one it will be created in.
         let probe = if dir.is_dir() { dir.join("plot.svg") } else { dir.clone() };
-        bench::check_folder("--plots", &probe)?;
+        check_folder("--plots", &probe)?;
     }
     if args.bootstrap > MAX_RESAMPLES {
         return Err(Failure::input(anyhow!(

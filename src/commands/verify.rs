@@ -4,10 +4,10 @@
 use anyhow::{anyhow, Context};
 use serde_json::{json, Value};
 
-use super::bench::refuse_existing;
 use super::predict::{build_backend, load_bundle};
 use super::{Failure, Outcome};
 use crate::backend::mlx;
+use crate::bench::outputs::refuse_existing;
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;

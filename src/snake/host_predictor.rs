@@ -14,6 +14,7 @@ use crate::backend::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{CallOptions, Host, HostError};
 use crate::laya::question::compile_questions;
+use crate::protocol::Arm;
 use crate::report::raw::ArmInfo;
 
 /// Rows per decision: move, risk, food.
@@ -81,8 +82,10 @@ impl<'b> HostPredictor<'b> {
     /// and wrap it in a host.
     pub fn build(name: &str, spec: &str, bundle: &'b Bundle, length: usize) -> Result<Self, RegistryError> {
         let parsed = BackendSpec::parse(spec)?;
-        let backend = registry::build(&parsed, spec, bundle, Some(snake_shapes(length)))?;
-        Ok(Self::from_backend(name, spec, bundle, backend))
+        let arm = Arm::build(bundle, name, spec, &parsed, Some(snake_shapes(length)))?;
+        let identity = ArmInfo::describe(name, spec, arm.backend.info());
+        let Arm { host, backend, .. } = arm;
+        Ok(Self { host, backend, options: CallOptions::default(), identity, decisions: 0, truncated: 0 })
     }
 
     /// Wrap an already built backend.

@@ -12,14 +12,21 @@
 //! [`recorder`] holds the plumbing of `trace run` and `trace record` as plain data: the ready
 //! file, the artifact folder layout and the exact `xcrun xctrace` command lines.
 //!
-//! Nothing here prints, records, starts a process or calls macOS; `commands::trace` drives
-//! the recorder.
+//! [`render`] is the human-readable summary text; [`plan_evidence`] the compute-plan line shown
+//! next to a recording. [`child`] is the only file that starts processes: the traced `trace
+//! run` child (guarded), the wait for its ready file and the `xcrun xctrace` steps, always with
+//! the programs it is given.
+//!
+//! Nothing here prints or calls macOS; `commands::trace` drives the recorder.
 #![warn(missing_docs)]
 
+pub mod child;
 pub mod compute_plan;
 mod error;
+pub mod plan_evidence;
 mod reader;
 pub mod recorder;
+pub mod render;
 pub mod summary;
 pub mod toc;
 pub mod xml;

@@ -6,8 +6,11 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context};
 
 use super::{build_arm, iso_utc_now, policy, row_length, truncation_warning};
+use crate::bench::arm::split_all as named_arms;
+use crate::bench::outputs::{check_folder, refuse_existing};
+use crate::bench::record::model_json;
+use crate::bench::time::timestamp_stem;
 use crate::cli::SnakeCompareArgs;
-use crate::commands::bench::{check_folder, model_json, named_arms, refuse_existing, timestamp_stem};
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};

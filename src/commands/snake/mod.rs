@@ -12,9 +12,10 @@ mod tui;
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
 
-use super::bench::{iso_utc_now, model_json};
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
+use crate::bench::record::model_json;
+use crate::bench::time::iso_utc_now;
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::laya::bundle::Bundle;
 use crate::report::raw::HostInfo;
@@ -35,19 +36,9 @@ pub(crate) fn run(args: &SnakeArgs) -> Outcome {
     }
 }
 
-/// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec. A name has
-/// no `:`, so `mock:fail-after=3` is a spec, not a name.
+/// `SPEC` or `NAME=SPEC` as (name, spec) (exit 2 when either is empty).
 fn single_arm(text: &str) -> Result<(String, String), Failure> {
-    let (name, spec) = match text.split_once('=') {
-        Some((n, s)) if !n.contains(':') => (n, s),
-        _ => (text, text),
-    };
-    if name.is_empty() || spec.is_empty() {
-        return Err(Failure::input(anyhow!(
-            "--arm `{text}`: give a backend spec, e.g. --arm portable:f32 (or NAME=SPEC)"
-        )));
-    }
-    Ok((name.to_string(), spec.to_string()))
+    Ok(crate::bench::arm::split_single(text)?)
 }
 
 /// Check the board and prompt before loading anything (exit 2) and return the policy.

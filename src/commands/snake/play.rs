@@ -14,8 +14,8 @@ use super::tui::{adjust_fps, state_label, BoardView, Key, Tui, View, PLAY_KEYS};
 use super::{
     build_arm, hardware, iso_utc_now, load_single, model_metadata, policy, row_length, truncation_warning,
 };
+use crate::bench::time::positive_duration;
 use crate::cli::SnakePlayArgs;
-use crate::commands::bench::positive_duration;
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::snake::game::Game;
 use crate::snake::host_predictor::HostPredictor;

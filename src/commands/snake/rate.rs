@@ -12,8 +12,10 @@ use serde_json::{json, Map, Value};
 
 use super::tui::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
 use super::{build_arm, iso_utc_now, load_single, policy, row_length, truncation_warning};
+use crate::bench::outputs::{check_folder, refuse_existing};
+use crate::bench::record::model_json;
+use crate::bench::time::timestamp_stem;
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
-use crate::commands::bench::{check_folder, model_json, refuse_existing, timestamp_stem};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};
 use crate::report::write_atomic;

@@ -1,0 +1,183 @@
+//! The arms of a run: `NAME=SPEC` parsed once for every command, and [`Arm::build`], the one
+//! place an arm is made: the backend from its spec, and the shared host path it runs behind,
+//! with the backend's host hints (the MLX prompt-prefix cache) applied by
+//! [`registry::host_for`].
+
+use crate::backend::registry::{self, portable_precisions, BackendSpec, RegistryError};
+use crate::backend::{ShapeCaps, ShapeMode};
+use crate::laya::bundle::Bundle;
+use crate::protocol::Arm;
+
+use super::BenchError;
+
+/// An arm as the user named it: `NAME=SPEC`, the spec parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmSpec {
+    /// The arm's name (`f32`, `ane`, `ours`).
+    pub name: String,
+    /// The spec text as given (`portable:f32`, `mlx:fp16:builtin:tiny`).
+    pub spec: String,
+    /// The parsed spec.
+    pub parsed: BackendSpec,
+}
+
+/// `NAME=SPEC` as (name, spec); exit 2 naming the flag when either side is empty or there is
+/// no `=`.
+pub fn split_named(text: &str) -> Result<(String, String), BenchError> {
+    let (name, spec) =
+        text.split_once('=').filter(|(n, s)| !n.is_empty() && !s.is_empty()).ok_or_else(|| {
+            BenchError::Input(format!("--arm `{text}`: write it as NAME=SPEC, e.g. --arm f32=portable:f32"))
+        })?;
+    Ok((name.to_string(), spec.to_string()))
+}
+
+/// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec. A name has
+/// no `:`, so `mock:fail-after=3` is a spec, not a name.
+pub fn split_single(text: &str) -> Result<(String, String), BenchError> {
+    let (name, spec) = match text.split_once('=') {
+        Some((n, s)) if !n.contains(':') => (n, s),
+        _ => (text, text),
+    };
+    if name.is_empty() || spec.is_empty() {
+        return Err(BenchError::Input(format!(
+            "--arm `{text}`: give a backend spec, e.g. --arm portable:f32 (or NAME=SPEC)"
+        )));
+    }
+    Ok((name.to_string(), spec.to_string()))
+}
+
+/// Several `NAME=SPEC` texts as (name, spec) pairs; exit 2 on a malformed or repeated name.
+pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, BenchError> {
+    let mut out: Vec<(String, String)> = Vec::with_capacity(texts.len());
+    for text in texts {
+        let (name, spec) = split_named(text)?;
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(BenchError::Input(format!(
+                "--arm: the name `{name}` is used twice; give every arm its own name"
+            )));
+        }
+        out.push((name, spec));
+    }
+    Ok(out)
+}
+
+impl ArmSpec {
+    /// A named arm from its spec text (exit 2 when the spec is not one this build knows).
+    pub fn new(name: String, spec: String) -> Result<Self, BenchError> {
+        let parsed = BackendSpec::parse(&spec).map_err(BenchError::input)?;
+        Ok(Self { name, spec, parsed })
+    }
+
+    /// `--arm NAME=SPEC` texts as arms, or every default portable precision when none is given.
+    pub fn parse_all_or_default(texts: &[String]) -> Result<Vec<Self>, BenchError> {
+        let pairs = if texts.is_empty() {
+            portable_precisions()
+                .iter()
+                .map(|p| (p.name().to_string(), format!("portable:{}", p.name())))
+                .collect()
+        } else {
+            split_all(texts)?
+        };
+        pairs.into_iter().map(|(n, s)| Self::new(n, s)).collect()
+    }
+
+    /// One `--arm NAME=SPEC` (a single-arm command), the spec error naming the flag.
+    pub fn parse_named(text: &str) -> Result<Self, BenchError> {
+        let (name, spec) = split_named(text)?;
+        let parsed =
+            BackendSpec::parse(&spec).map_err(|e| BenchError::input_chain(&format!("--arm `{text}`"), &e))?;
+        Ok(Self { name, spec, parsed })
+    }
+}
+
+/// One question row of `length` tokens at a time: the shape every `speed`, `energy` and
+/// `trace run` arm runs.
+pub fn fixed_shapes(length: usize) -> ShapeCaps {
+    ShapeCaps {
+        batch_size: 1,
+        max_length: length,
+        min_length: length,
+        max_options: 32,
+        mode: ShapeMode::Fixed,
+    }
+}
+
+impl<'b> Arm<'b> {
+    /// Build an arm: the backend for `bundle` (at `shapes` where the backend takes a shape
+    /// request, else its own), and the host path at the backend's shapes with its host hints.
+    pub fn build(
+        bundle: &'b Bundle,
+        name: &str,
+        spec: &str,
+        parsed: &BackendSpec,
+        shapes: Option<ShapeCaps>,
+    ) -> Result<Self, RegistryError> {
+        let backend = registry::build(parsed, spec, bundle, shapes)?;
+        let info = backend.info();
+        let host = registry::host_for(bundle, info.shapes.clone(), info);
+        Ok(Arm { name: name.to_string(), spec: spec.to_string(), backend, host })
+    }
+
+    /// Build an arm that runs exactly `length` tokens per row (exit 2 when it cannot).
+    pub fn build_fixed(bundle: &'b Bundle, arm: &ArmSpec, length: usize) -> Result<Self, BenchError> {
+        let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(fixed_shapes(length)))
+            .map_err(|e| BenchError::input_chain(&format!("arm `{}`", arm.name), &e))?;
+        let caps = &built.backend.info().shapes;
+        if caps.max_length != length
+            || caps.mode != ShapeMode::Fixed && !matches!(caps.mode, ShapeMode::Range)
+        {
+            return Err(BenchError::Input(format!(
+                "arm `{}` cannot run length {length} (it runs {})",
+                arm.name, caps.max_length
+            )));
+        }
+        Ok(built)
+    }
+
+    /// What a reader of this arm's results must know (nothing was palettized, ...).
+    pub fn notes(&self) -> &[String] {
+        &self.backend.info().notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_specs_are_split_once_for_every_command() {
+        assert_eq!(split_named("a=portable:f32").unwrap(), ("a".into(), "portable:f32".into()));
+        // The spec may itself hold `=`.
+        assert_eq!(split_named("m=mock:fail-after=3").unwrap(), ("m".into(), "mock:fail-after=3".into()));
+        for bad in ["portable:f32", "=portable:f32", "a="] {
+            let e = split_named(bad).unwrap_err().to_string();
+            assert!(e.contains("NAME=SPEC") && e.contains(bad), "{e}");
+        }
+        assert_eq!(split_single("portable:f16").unwrap(), ("portable:f16".into(), "portable:f16".into()));
+        assert_eq!(split_single("mock:fail-after=3").unwrap().0, "mock:fail-after=3");
+        assert_eq!(split_single("x=portable:f16").unwrap(), ("x".into(), "portable:f16".into()));
+        assert!(split_single("x=").is_err());
+        let twice = split_all(&["a=portable:f32".into(), "a=portable:f16".into()]).unwrap_err();
+        assert!(twice.to_string().contains("used twice"), "{twice}");
+    }
+
+    #[test]
+    fn the_default_arms_are_the_portable_precisions() {
+        let arms = ArmSpec::parse_all_or_default(&[]).unwrap();
+        let names: Vec<&str> = arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["f32", "f16", "bf16", "w8"]);
+        assert_eq!(arms[3].spec, "portable:w8");
+        let e = ArmSpec::parse_named("a=nope:x").unwrap_err();
+        assert!(matches!(e, BenchError::Input(_)) && e.to_string().starts_with("--arm `a=nope:x`: "), "{e}");
+    }
+
+    #[test]
+    fn a_fixed_arm_runs_exactly_its_length_with_its_host() {
+        let bundle = Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
+        let spec = ArmSpec::new("a".into(), "portable:f32".into()).unwrap();
+        let arm = Arm::build_fixed(&bundle, &spec, 64).unwrap();
+        assert_eq!((arm.name.as_str(), arm.spec.as_str()), ("a", "portable:f32"));
+        assert_eq!(arm.backend.info().shapes.max_length, 64);
+        assert_eq!(arm.backend.info().shapes, fixed_shapes(64));
+    }
+}

@@ -1,0 +1,374 @@
+//! The raw record of a run: its header and footer, the warm-up and per-block records, and the
+//! one [`Recorder`] every run (`speed`, `energy`, `trace run`) writes through. A recorder
+//! writes to a [`Sink`]: the raw file itself, or the channel of the writer thread that owns
+//! the file while a sampler streams readings into it ([`spawn_writer`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+
+use serde_json::json;
+
+use crate::energy::run::RejectionDetail;
+use crate::laya::bundle::Bundle;
+use crate::laya::host::{HostError, StateResult};
+use crate::power::sampler::Sample;
+use crate::protocol::{self, answer_label, Arm, BlockLimit, Observer, Plan, Progress};
+use crate::report::energy::RunStatus;
+use crate::report::raw::{
+    self, ArmInfo, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo,
+};
+
+use super::setup::{Setup, WorkloadPlan};
+use super::time::unix_now;
+
+/// Where a run records itself and what may stop it.
+#[derive(Clone, Copy)]
+pub struct RunIo<'a> {
+    /// The new raw record.
+    pub raw: &'a Path,
+    /// Replace an existing raw record instead of refusing.
+    pub overwrite: bool,
+    /// Raised (by the Ctrl-C/SIGTERM handler) to stop cleanly between calls.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// The model as raw headers and reports describe it.
+pub fn model_json(bundle: &Bundle) -> serde_json::Value {
+    let e = &bundle.encoder;
+    json!({
+        "spec": bundle.source,
+        "hidden_size": e.hidden_size,
+        "layers": e.num_layers,
+        "heads": e.num_heads,
+        "intermediate_size": e.intermediate_size,
+        "vocab_size": e.vocab_size,
+        "head_layers": bundle.agent.head_layers,
+        "max_len": bundle.agent.max_len,
+    })
+}
+
+/// An arm's identity for the raw header: name, spec, backend, precision, device, fingerprint
+/// and shape.
+pub fn arm_info(arm: &Arm<'_>) -> ArmInfo {
+    ArmInfo::describe(&arm.name, &arm.spec, arm.backend.info())
+}
+
+/// What a header needs besides the set-up and the plan.
+pub struct HeaderInput<'a> {
+    /// `speed`, `energy` or `trace-run`.
+    pub kind: &'a str,
+    /// The command line, as the user typed it.
+    pub command_line: Vec<String>,
+    /// The workload plan.
+    pub workload: &'a WorkloadPlan,
+    /// An explicit block order of (cycle, arm) instead of the balanced one.
+    pub order: Option<&'a [(usize, usize)]>,
+}
+
+/// The raw header (without sensor or energy settings, which `energy` adds); its start time is
+/// set when the run's clock starts.
+pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan: &Plan) -> Header {
+    let arms = &setup.arms;
+    let order: Vec<String> = match input.order {
+        Some(o) => o.iter().map(|&(_, a)| arms[a].name.clone()).collect(),
+        None => protocol::balanced_order(arms.len(), plan.cycles)
+            .iter()
+            .map(|&(_, a)| arms[a].name.clone())
+            .collect(),
+    };
+    Header {
+        schema_version: raw::SCHEMA_VERSION,
+        kind: input.kind.into(),
+        tool: ToolInfo::current(),
+        command_line: input.command_line.clone(),
+        started_unix_s: 0.0,
+        clock: "monotonic ns since started_unix_s".into(),
+        host: HostInfo::detect(),
+        model: model_json(bundle),
+        arms: arms.iter().map(arm_info).collect(),
+        workload: WorkloadInfo {
+            name: setup.built.name.clone(),
+            requests: setup.built.requests.len(),
+            tokens_per_row: setup.built.tokens_per_row.clone(),
+            target_tokens: input.workload.is_invoice().then_some(input.workload.tokens),
+            length: input.workload.length,
+        },
+        plan: PlanInfo {
+            cycles: if input.order.is_some() { 1 } else { plan.cycles },
+            block_seconds: match plan.block {
+                BlockLimit::Duration(d) => Some(d.as_secs_f64()),
+                BlockLimit::Calls(_) => None,
+            },
+            block_calls: match plan.block {
+                BlockLimit::Calls(k) => Some(k),
+                BlockLimit::Duration(_) => None,
+            },
+            warmup_calls: plan.warmup_calls,
+            order,
+        },
+        sensor: None,
+        energy: None,
+    }
+}
+
+/// The last record of a run.
+pub fn footer(
+    status: RunStatus,
+    total_calls: u64,
+    reason: Option<String>,
+    rejections: Vec<RejectionDetail>,
+) -> Record {
+    Record::Footer {
+        status: status.as_str().into(),
+        ended_unix_s: unix_now(),
+        total_calls,
+        reason,
+        rejections,
+    }
+}
+
+/// The warm-up record and its reference answers per request.
+pub fn warmup_record(arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> (Record, Vec<String>) {
+    let answers: Vec<String> = rec.results.iter().map(answer_label).collect();
+    let record = Record::Warmup {
+        arm: arms[rec.arm].name.clone(),
+        calls: rec.calls,
+        start_ns: rec.start_ns,
+        end_ns: rec.end_ns,
+        answers: answers.clone(),
+    };
+    (record, answers)
+}
+
+/// A finished block as raw records: the block, then each of its calls. `answers` holds every
+/// arm's warm-up answers; stable calls repeat them, unstable calls carry their own.
+pub fn block_records(
+    arms: &[Arm<'_>],
+    rec: &protocol::BlockRecord,
+    calls: &[protocol::CallRecord],
+    unstable: &[(usize, StateResult)],
+    answers: &[Vec<String>],
+) -> Vec<Record> {
+    let name = &arms[rec.arm].name;
+    let mut out = Vec::with_capacity(calls.len() + 1);
+    out.push(Record::Block {
+        index: rec.index,
+        cycle: rec.cycle,
+        arm: name.clone(),
+        start_ns: rec.start_ns,
+        end_ns: rec.end_ns,
+        calls: rec.calls,
+        unstable_calls: rec.unstable_calls,
+        rss_bytes: raw::current_rss_bytes(),
+        scheduled_calls: rec.scheduled_calls,
+        missed_deadlines: rec.scheduled_calls.map(|_| rec.missed_deadlines),
+        ended_early: rec.ended_early,
+    });
+    let mut unstable_iter = unstable.iter().peekable();
+    for (i, c) in calls.iter().enumerate() {
+        let answer = match unstable_iter.peek() {
+            Some((j, r)) if *j == i => {
+                unstable_iter.next();
+                answer_label(r)
+            }
+            _ => answers.get(rec.arm).and_then(|a| a.get(c.state as usize)).cloned().unwrap_or_default(),
+        };
+        out.push(Record::Call {
+            block: c.block,
+            arm: name.clone(),
+            state: c.state,
+            start_ns: c.start_ns,
+            duration_ns: c.duration_ns,
+            answer,
+            stable: c.stable,
+            scheduled_ns: c.scheduled_ns,
+            missed_deadline: c.missed_deadline,
+        });
+    }
+    out
+}
+
+/// Where a recorder's records go.
+pub trait Sink {
+    /// Write one record (buffered).
+    fn record(&mut self, record: Record) -> std::io::Result<()>;
+    /// Make everything written so far durable (flush and fsync).
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+impl Sink for RawWriter {
+    fn record(&mut self, record: Record) -> std::io::Result<()> {
+        self.write(&record)
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        RawWriter::sync(self)
+    }
+}
+
+/// What the writer thread receives.
+pub enum Msg {
+    /// A power reading: written and flushed at once.
+    Sample(Sample),
+    /// A record.
+    Record(Record),
+    /// Sync the file.
+    Sync,
+}
+
+/// The writer thread's channel as a sink.
+pub struct ChannelSink(pub Sender<Msg>);
+
+impl ChannelSink {
+    fn send(&self, msg: Msg) -> std::io::Result<()> {
+        self.0.send(msg).map_err(|_| std::io::Error::other("the raw writer thread stopped"))
+    }
+}
+
+impl Sink for ChannelSink {
+    fn record(&mut self, record: Record) -> std::io::Result<()> {
+        self.send(Msg::Record(record))
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.send(Msg::Sync)
+    }
+}
+
+/// What the writer thread hands back: the file, every sample it wrote, the first error.
+pub struct Written {
+    /// The raw file, for the records appended after the run.
+    pub raw: RawWriter,
+    /// Every sample, in arrival order.
+    pub samples: Vec<Sample>,
+    /// The first write error, if any.
+    pub error: Option<std::io::Error>,
+}
+
+/// The thread that owns the raw file: samples are flushed as they arrive (a SIGKILL keeps
+/// them), records are synced when the recorder asks (after each block and idle window).
+pub fn spawn_writer(mut raw: RawWriter, rx: mpsc::Receiver<Msg>) -> std::io::Result<JoinHandle<Written>> {
+    std::thread::Builder::new().name("laya-raw-writer".into()).spawn(move || {
+        let mut samples = Vec::new();
+        let mut error: Option<std::io::Error> = None;
+        for msg in rx {
+            let result = match msg {
+                Msg::Sample(s) => {
+                    let r = raw.write(&Record::Sample(Box::new(s.clone()))).and_then(|_| raw.flush());
+                    samples.push(s);
+                    r
+                }
+                Msg::Record(r) => raw.write(&r),
+                Msg::Sync => raw.sync(),
+            };
+            if let (Err(e), None) = (result, &error) {
+                error = Some(e);
+            }
+        }
+        Written { raw, samples, error }
+    })
+}
+
+/// Who watches a run live (a progress bar, a ready file); told between calls and blocks, never
+/// inside a timed interval.
+pub trait Watch {
+    /// The run's clock started at `started_unix_s` (the raw header's start), before warm-up.
+    fn started(&mut self, _started_unix_s: f64) {}
+    /// Every arm's warm-up is done when `arm` is the last one; an error stops the run.
+    fn warmed_up(&mut self, _arm: usize, _arms: usize) -> Result<(), String> {
+        Ok(())
+    }
+    /// A block finished.
+    fn block_done(&mut self, _rec: &protocol::BlockRecord) {}
+    /// Live progress in a block.
+    fn progress(&mut self, _arm: &str, _cycle: usize, _calls_per_s: f64) {}
+}
+
+/// A run nobody watches.
+pub struct Unwatched;
+
+impl Watch for Unwatched {}
+
+/// The observer of every run: each record goes to the sink as the protocol hands it over
+/// (between blocks), each block and idle window is synced.
+pub struct Recorder<'w, S: Sink> {
+    /// Where the records go.
+    pub sink: S,
+    watch: &'w mut dyn Watch,
+    /// Warm-up answers per arm, as [`block_records`] reads them.
+    answers: Vec<Vec<String>>,
+    /// Each block's process RSS, bytes.
+    pub rss: BTreeMap<u32, Option<u64>>,
+    /// Timed calls recorded.
+    pub total_calls: u64,
+    /// The watcher's error, if it stopped the run.
+    pub watch_error: Option<String>,
+}
+
+impl<'w, S: Sink> Recorder<'w, S> {
+    /// A recorder writing to `sink`, telling `watch`.
+    pub fn new(sink: S, watch: &'w mut dyn Watch) -> Self {
+        Self { sink, watch, answers: Vec::new(), rss: BTreeMap::new(), total_calls: 0, watch_error: None }
+    }
+}
+
+impl<S: Sink> Observer for Recorder<'_, S> {
+    fn warmup(&mut self, arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> std::io::Result<()> {
+        let (record, answers) = warmup_record(arms, rec);
+        self.sink.record(record)?;
+        self.answers.push(answers);
+        self.sink.sync()?;
+        if let Err(message) = self.watch.warmed_up(rec.arm, arms.len()) {
+            self.watch_error = Some(message.clone());
+            return Err(std::io::Error::other(message));
+        }
+        Ok(())
+    }
+
+    fn block(
+        &mut self,
+        arms: &[Arm<'_>],
+        rec: &protocol::BlockRecord,
+        calls: &[protocol::CallRecord],
+        unstable: &[(usize, StateResult)],
+    ) -> std::io::Result<()> {
+        for r in block_records(arms, rec, calls, unstable, &self.answers) {
+            if let Record::Block { index, rss_bytes, .. } = &r {
+                self.rss.insert(*index, *rss_bytes);
+            }
+            self.sink.record(r)?;
+        }
+        self.total_calls += calls.len() as u64;
+        self.watch.block_done(rec);
+        self.sink.sync()
+    }
+
+    fn failure(
+        &mut self,
+        arms: &[Arm<'_>],
+        block: Option<u32>,
+        arm: usize,
+        error: &HostError,
+    ) -> std::io::Result<()> {
+        self.sink.record(Record::Error { arm: arms[arm].name.clone(), block, message: error.to_string() })?;
+        self.sink.sync()
+    }
+
+    fn progress(&mut self, arms: &[Arm<'_>], p: &Progress) {
+        let rate = if p.elapsed_s > 0.0 { p.calls as f64 / p.elapsed_s } else { 0.0 };
+        self.watch.progress(&arms[p.arm].name, p.cycle, rate);
+    }
+
+    fn idle(&mut self, _arms: &[Arm<'_>], rec: &protocol::IdleRecord) -> std::io::Result<()> {
+        self.sink.record(Record::Idle {
+            index: rec.index,
+            start_ns: rec.start_ns,
+            end_ns: rec.end_ns,
+            ended_early: rec.ended_early,
+        })?;
+        self.sink.sync()
+    }
+}

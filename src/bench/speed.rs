@@ -1,0 +1,370 @@
+//! A saturated run (`speed`, and `trace run`, which is the same run with one block): measured
+//! and recorded by [`measure`], then turned into the speed report by [`report`] (t per arm,
+//! S against the baseline with its bootstrap interval over whole balanced cycles, outliers,
+//! identical arms).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::laya::bundle::Bundle;
+use crate::protocol::{
+    self, answer_label, probabilities, BlockLimit, Clock, Controls, Plan, RunEnd, RunError, RunTotals,
+};
+use crate::report::energy::RunStatus;
+use crate::report::raw::{Header, RawWriter, Record};
+use crate::report::speed::{ratio_in_words, ArmResult, OutlierCall, SpeedReport};
+use crate::stats::LatencySummary;
+use crate::summary::bootstrap::speed_gain_intervals;
+
+use super::record::{self, footer, HeaderInput, Recorder, RunIo, Sink, Watch};
+use super::setup::Setup;
+use super::BenchError;
+
+/// A saturated run, measured and recorded.
+pub struct Measured {
+    /// The raw header as written.
+    pub header: Header,
+    /// What was measured.
+    pub totals: RunTotals,
+    /// `complete`, or `incomplete` when it was interrupted.
+    pub status: RunStatus,
+    /// Why it is incomplete.
+    pub reason: Option<String>,
+}
+
+/// The plan of a `speed` run: `cycles` balanced cycles of blocks of `calls` calls or
+/// `seconds` long, after `warmup` warm-up calls per arm (exit 2 on a zero count or duration).
+pub fn plan(cycles: usize, calls: Option<u64>, seconds: &str, warmup: usize) -> Result<Plan, BenchError> {
+    if cycles == 0 {
+        return Err(BenchError::Input("--cycles must be at least 1".into()));
+    }
+    let block = match calls {
+        Some(0) => return Err(BenchError::Input("--calls must be at least 1".into())),
+        Some(k) => BlockLimit::Calls(k),
+        None => BlockLimit::Duration(super::time::positive_duration("--seconds", seconds)?),
+    };
+    Ok(Plan::saturated(cycles, block, warmup))
+}
+
+/// Why a run stopped by the stop flag is incomplete (`by_signal`: the flag was raised by the
+/// Ctrl-C/SIGTERM handler).
+pub fn interrupted_reason(during: &str, by_signal: bool) -> String {
+    let signal = if by_signal { "a signal (Ctrl-C or SIGTERM)" } else { "the stop flag" };
+    format!("interrupted by {signal} during {during}")
+}
+
+/// Whether the stop flag is raised.
+pub(crate) fn raised(stop: Option<&AtomicBool>) -> bool {
+    stop.is_some_and(|s| s.load(Ordering::SeqCst))
+}
+
+/// Run `plan` saturated on the set-up's arms and record it in a new raw file at `raw`: the
+/// header, then every warm-up, block and call as the protocol hands them over, then the footer.
+/// A run that stops (a call fails, the raw file cannot be written, the watcher refuses) ends
+/// with a `failed` footer and an error naming the raw record; a warm-up that fails on the
+/// input is a bad input (exit 2).
+pub fn measure(
+    bundle: &Bundle,
+    setup: &mut Setup<'_>,
+    input: &HeaderInput<'_>,
+    plan: &Plan,
+    io: RunIo<'_>,
+    watch: &mut dyn Watch,
+) -> Result<Measured, BenchError> {
+    let RunIo { raw: raw_path, overwrite, stop } = io;
+    let mut header = record::header(input, bundle, setup, plan);
+    let writer = RawWriter::open(raw_path, overwrite).map_err(|e| {
+        BenchError::input_chain(&format!("cannot create the raw file {}", raw_path.display()), &e)
+    })?;
+    let clock = Clock::start();
+    header.started_unix_s = super::time::unix_now();
+    watch.started(header.started_unix_s);
+    let mut rec = Recorder::new(writer, watch);
+    rec.sink.record(Record::Header(Box::new(header.clone()))).map_err(BenchError::run)?;
+    Sink::sync(&mut rec.sink).map_err(BenchError::run)?;
+    let controls = Controls { stop, order: input.order, ..Controls::default() };
+    let outcome = protocol::run_with(&mut setup.arms, &setup.workload, plan, &clock, &mut rec, controls);
+    let stopped = |rec: &mut Recorder<'_, RawWriter>, reason: String, code: u8, message: String| {
+        let _ = rec.sink.record(footer(RunStatus::Failed, rec.total_calls, Some(reason), vec![]));
+        let _ = Sink::sync(&mut rec.sink);
+        let message = rec.watch_error.take().unwrap_or(message);
+        let text =
+            format!("the run stopped; everything measured so far is in {}: {message}", raw_path.display());
+        if code == 2 {
+            BenchError::Input(text)
+        } else {
+            BenchError::Run(text)
+        }
+    };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return Err(stopped(&mut rec, e.to_string(), 1, super::chain("", &e))),
+    };
+    let (status, reason) = match outcome.end {
+        RunEnd::Completed => (RunStatus::Complete, None),
+        RunEnd::Interrupted { during } => {
+            (RunStatus::Incomplete, Some(interrupted_reason(&during, raised(stop))))
+        }
+        RunEnd::CallFailed { arm, phase, error } => {
+            let code = if phase == "warm-up" && error.is_input_error() { 2 } else { 1 };
+            let e = RunError::Call { arm, phase, error };
+            return Err(stopped(&mut rec, e.to_string(), code, super::chain("", &e)));
+        }
+        RunEnd::SensorStopped { during } => {
+            let e = format!("the run stopped during {during}");
+            return Err(stopped(&mut rec, e.clone(), 1, e));
+        }
+    };
+    rec.sink
+        .record(footer(status, rec.total_calls, reason.clone(), vec![]))
+        .and_then(|_| Sink::sync(&mut rec.sink))
+        .map_err(|e| BenchError::run_chain("cannot finish the raw file", &e))?;
+    Ok(Measured { header, totals: outcome.totals, status, reason })
+}
+
+/// FLOP of one decision at the padded length, in GFLOP (dense MACs × 2 with the scorer over
+/// the 32 marker slots and the action head; see `laya-bench bounds`).
+pub fn gflop_per_decision(bundle: &Bundle, length: usize) -> Option<f64> {
+    crate::bounds::flops_per_decision(&bundle.encoder, &bundle.agent, length, 32)
+        .ok()
+        .map(|f| f.with_tail_flop() as f64 / 1e9)
+}
+
+/// Resamples of the speed ratio's bootstrap interval.
+const RATIO_RESAMPLES: usize = 10_000;
+
+/// The (decisions, seconds) of every arm per balanced cycle that ran whole (both of its blocks
+/// on every arm, none cut short): what the ratio's bootstrap resamples.
+fn whole_cycles(totals: &protocol::RunTotals, arms: usize) -> Vec<Vec<(f64, f64)>> {
+    let cycles = totals.blocks.iter().map(|b| b.cycle as usize + 1).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for c in 0..cycles {
+        let blocks: Vec<&protocol::BlockRecord> =
+            totals.blocks.iter().filter(|b| b.cycle as usize == c).collect();
+        if blocks.len() != 2 * arms || blocks.iter().any(|b| b.ended_early) {
+            continue;
+        }
+        let mut row = vec![(0.0, 0.0); arms];
+        for b in blocks {
+            row[b.arm].0 += b.calls as f64;
+            row[b.arm].1 += (b.end_ns - b.start_ns) as f64 / 1e9;
+        }
+        out.push(row);
+    }
+    out
+}
+
+/// The calls of arm `a` that are statistical outliers, named by block and position.
+fn outlier_calls(totals: &protocol::RunTotals, a: usize) -> Vec<OutlierCall> {
+    let durations = &totals.durations_ns[a];
+    let xs: Vec<f64> = durations.iter().map(|&d| d as f64 / 1e9).collect();
+    let mut found = crate::stats::outliers(&xs).into_iter().peekable();
+    let mut out = Vec::new();
+    let mut first = 0usize;
+    for b in totals.blocks.iter().filter(|b| b.arm == a) {
+        let end = first + b.calls as usize;
+        while let Some(&k) = found.peek().filter(|&&k| k < end) {
+            out.push(OutlierCall { block: b.index, call: (k - first) as u64, duration_s: xs[k] });
+            found.next();
+        }
+        first = end;
+    }
+    out
+}
+
+/// The warning for an arm with outlier calls: which, against its P99, and what to do.
+fn outlier_warning(r: &ArmResult) -> Option<String> {
+    if r.outliers.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = r
+        .outliers
+        .iter()
+        .take(5)
+        .map(|o| format!("block {} call {} ({:.3} ms)", o.block, o.call, o.duration_s * 1e3))
+        .collect();
+    let more =
+        if r.outliers.len() > 5 { format!(" and {} more", r.outliers.len() - 5) } else { String::new() };
+    Some(format!(
+        "WARNING: arm `{}` has {} statistical outlier call(s) against a median of {:.3} ms and a P99 of {:.3} ms: {}{more}. They are kept in every figure. Something else probably used the machine (another program, frequency scaling, swapping): close other programs and run again, or run more cycles so one disturbance weighs less.",
+        r.arm.name,
+        r.outliers.len(),
+        r.latency.p50_s * 1e3,
+        r.latency.p99_s * 1e3,
+        shown.join(", ")
+    ))
+}
+
+/// The speed report of a measured run (status `complete`; the caller sets another).
+pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
+    let none: Vec<crate::laya::host::StateResult> = Vec::new();
+    let warmup = |i: usize| totals.warmup.get(i).unwrap_or(&none);
+    let base_t = if totals.durations_ns[0].is_empty() {
+        f64::NAN
+    } else {
+        totals.block_ns[0] as f64 / 1e9 / totals.durations_ns[0].len() as f64
+    };
+    let base_probs: Vec<Vec<f64>> = warmup(0).iter().map(probabilities).collect();
+    let base_answers: Vec<String> = warmup(0).iter().map(answer_label).collect();
+    let mut results = Vec::with_capacity(header.arms.len());
+    for (i, info) in header.arms.iter().enumerate() {
+        let calls = totals.durations_ns[i].len() as u64;
+        let total_s = totals.block_ns[i] as f64 / 1e9;
+        let t = if calls > 0 { total_s / calls as f64 } else { f64::NAN };
+        let mut lat: Vec<f64> = totals.durations_ns[i].iter().map(|&d| d as f64 / 1e9).collect();
+        let latency = LatencySummary::from_latencies(&mut lat).unwrap_or(LatencySummary {
+            calls: 0,
+            mean_s: f64::NAN,
+            std_s: None,
+            p50_s: f64::NAN,
+            p90_s: None,
+            p95_s: f64::NAN,
+            p99_s: f64::NAN,
+            min_s: f64::NAN,
+            max_s: f64::NAN,
+        });
+        let answers: Vec<String> = warmup(i).iter().map(answer_label).collect();
+        let mut max_diff = 0.0f64;
+        for (mine, base) in warmup(i).iter().map(probabilities).zip(&base_probs) {
+            for (a, b) in mine.iter().zip(base) {
+                max_diff = max_diff.max((a - b).abs());
+            }
+        }
+        let mismatches = answers.iter().zip(&base_answers).filter(|(a, b)| a != b).count();
+        results.push(ArmResult {
+            arm: info.clone(),
+            calls,
+            total_s,
+            time_per_decision_s: t,
+            decisions_per_s: 1.0 / t,
+            latency,
+            speed_ratio_vs_baseline: base_t / t,
+            unstable_calls: totals.unstable[i],
+            gflop_per_decision: gflop,
+            // A scripted arm does no model arithmetic: a FLOP rate of it would be fiction.
+            achieved_gflops: gflop.filter(|_| info.backend != "mock").map(|g| g / t),
+            answers,
+            max_probability_diff_vs_baseline: max_diff,
+            answer_mismatches_vs_baseline: mismatches,
+            speed_ratio_interval: None,
+            speed_ratio_interval_missing_reason: None,
+            speed_ratio_words: ratio_in_words(base_t / t),
+            outliers: outlier_calls(totals, i),
+            identical_to: header.arms[..i]
+                .iter()
+                .find(|o| {
+                    o.fingerprint == info.fingerprint && o.backend == info.backend && info.backend != "mock"
+                })
+                .map(|o| o.name.clone()),
+        });
+    }
+    let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();
+    let cycles = whole_cycles(totals, names.len());
+    if cycles.len() >= 2 {
+        let intervals = speed_gain_intervals(&cycles, 0, RATIO_RESAMPLES, 0, 0.95);
+        for (r, iv) in results.iter_mut().zip(intervals) {
+            r.speed_ratio_interval = iv;
+        }
+    } else {
+        for r in &mut results {
+            r.speed_ratio_interval_missing_reason = Some(format!(
+                "{} whole balanced cycle{}: resampling whole cycles needs at least 2 (10 or more for an interval worth reading); pass --cycles",
+                cycles.len(),
+                if cycles.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    let mut warnings = Vec::new();
+    for r in &results {
+        if let Some(w) = outlier_warning(r) {
+            warnings.push(w);
+        }
+        if let Some(same) = &r.identical_to {
+            warnings.push(format!(
+                "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) on the same engine, so it measures the same model twice{}",
+                r.arm.name,
+                r.arm.spec,
+                &r.arm.fingerprint[..r.arm.fingerprint.len().min(12)],
+                if r.arm.spec.contains("w8") || r.arm.spec.contains("palette") {
+                    " (nothing was palettized: on a small model every matrix is below the palettization threshold)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    SpeedReport {
+        schema_version: crate::report::speed::SCHEMA_VERSION,
+        tool: header.tool.clone(),
+        host: header.host.clone(),
+        model: header.model.clone(),
+        workload: header.workload.clone(),
+        plan: header.plan.clone(),
+        raw_path: Some(raw_path.display().to_string()),
+        stable: totals.unstable.iter().all(|&u| u == 0),
+        arms: results,
+        status: "complete".into(),
+        status_reason: None,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(
+        index: u32,
+        cycle: u32,
+        arm: usize,
+        calls: u64,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> protocol::BlockRecord {
+        protocol::BlockRecord {
+            index,
+            cycle,
+            arm,
+            start_ns,
+            end_ns,
+            calls,
+            unstable_calls: 0,
+            missed_deadlines: 0,
+            scheduled_calls: None,
+            ended_early: false,
+        }
+    }
+
+    #[test]
+    fn outlier_calls_are_named_by_block_and_position() {
+        // Arm 0: blocks 0 and 3 with 4 calls each; the 7th call (block 3, call 2) took 321 ms.
+        let mut d: Vec<u64> = vec![7_800_000; 8];
+        d[6] = 321_000_000;
+        d[1] = 7_700_000;
+        let totals = protocol::RunTotals {
+            durations_ns: vec![d, vec![5_000_000; 4]],
+            blocks: vec![block(0, 0, 0, 4, 0, 40), block(1, 0, 1, 4, 40, 80), block(3, 1, 0, 4, 90, 400)],
+            ..protocol::RunTotals::default()
+        };
+        let found = outlier_calls(&totals, 0);
+        assert_eq!(found, vec![OutlierCall { block: 3, call: 2, duration_s: 0.321 }]);
+        assert!(outlier_calls(&totals, 1).is_empty());
+    }
+
+    #[test]
+    fn only_whole_cycles_are_resampled() {
+        let mut cut = block(3, 1, 0, 2, 60, 70);
+        cut.ended_early = true;
+        let totals = protocol::RunTotals {
+            blocks: vec![
+                block(0, 0, 0, 10, 0, 1_000_000_000),
+                block(1, 0, 0, 30, 1_000_000_000, 3_000_000_000),
+                block(2, 1, 0, 5, 3_000_000_000, 3_500_000_000),
+                cut,
+            ],
+            ..protocol::RunTotals::default()
+        };
+        // One arm: cycle 0 has its two blocks (40 calls in 3 s); cycle 1 was cut short.
+        assert_eq!(whole_cycles(&totals, 1), vec![vec![(40.0, 3.0)]]);
+    }
+}

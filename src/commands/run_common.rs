@@ -1,0 +1,101 @@
+//! What `speed` and `energy` share at the command edge: their common arguments as the
+//! library's plans, the set-up's notes on stderr, and the live progress bar.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::Failure;
+use crate::bench::arm::ArmSpec;
+use crate::bench::outputs::OutputFiles;
+use crate::bench::record::Watch;
+use crate::bench::setup::{Setup, WorkloadPlan};
+use crate::cli::RunArgs;
+use crate::protocol::BlockRecord;
+
+/// `--arm NAME=SPEC…`, or every default portable precision (exit 2 on a bad name or spec).
+pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {
+    Ok(ArmSpec::parse_all_or_default(&args.arms)?)
+}
+
+/// `--workload`, `--tokens`, `--length`, checked (exit 2).
+pub(crate) fn workload(args: &RunArgs) -> Result<WorkloadPlan, Failure> {
+    let plan = WorkloadPlan { name: args.workload.clone(), tokens: args.tokens, length: args.length };
+    plan.check()?;
+    Ok(plan)
+}
+
+/// The raw record, report and exports, default names with `prefix`.
+pub(crate) fn output_files(args: &RunArgs, prefix: &str) -> OutputFiles {
+    OutputFiles::resolve(
+        args.raw.clone(),
+        args.output.clone(),
+        args.export_markdown.clone(),
+        args.export_csv.clone(),
+        args.overwrite,
+        prefix,
+    )
+}
+
+/// The set-up's notes and the checkpoint's load warnings, before anything is measured.
+pub(crate) fn print_setup(setup: &Setup<'_>) {
+    for note in &setup.notes {
+        eprintln!("note: {note}");
+    }
+    for w in &setup.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// The progress line: blocks done, elapsed time and the estimated time left (from the blocks
+/// done so far), and the live message.
+pub(crate) const PROGRESS_TEMPLATE: &str =
+    "{spinner} [{bar:30}] {pos}/{len} blocks · {elapsed_precise} elapsed · ETA {eta} · {msg}";
+
+/// The block progress bar (hidden with `--no-progress`); with idle windows it says which one
+/// follows a block.
+pub(crate) struct Bar {
+    bar: ProgressBar,
+    idle_windows: bool,
+}
+
+impl Bar {
+    pub(crate) fn new(blocks: u64, hidden: bool, idle_windows: bool) -> Self {
+        let bar = ProgressBar::new(blocks);
+        if hidden {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        bar.set_style(
+            ProgressStyle::with_template(PROGRESS_TEMPLATE).unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Self { bar, idle_windows }
+    }
+
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Watch for Bar {
+    fn block_done(&mut self, rec: &BlockRecord) {
+        self.bar.inc(1);
+        if self.idle_windows {
+            self.bar.set_message(format!("idle window {}", rec.index + 1));
+        }
+    }
+
+    fn progress(&mut self, arm: &str, cycle: usize, calls_per_s: f64) {
+        self.bar.set_message(format!("arm {arm} · cycle {} · {calls_per_s:.0} calls/s", cycle + 1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_progress_line_shows_the_time_left() {
+        let style = indicatif::ProgressStyle::with_template(super::PROGRESS_TEMPLATE);
+        assert!(style.is_ok());
+        assert!(super::PROGRESS_TEMPLATE.contains("ETA {eta}"));
+    }
+}
