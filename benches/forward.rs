@@ -155,7 +155,7 @@ fn main() {
                 }
             }
         }
-        if compare && precision == Precision::BF16 {
+        if compare && precision == Precision::Bf16 {
             for (name, bf16) in [("bf16 pair-dot", Bf16Kernel::Dot), ("bf16 decode", Bf16Kernel::Decode)] {
                 if bf16 != Tuning::default().bf16 {
                     variants.push((name, Tuning { bf16, ..Tuning::default() }));

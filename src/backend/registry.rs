@@ -16,6 +16,9 @@ use crate::model::palettize::{
 use crate::model::synthetic::random_weights;
 use crate::model::weights::DecisionWeights;
 
+/// The portable spec precisions (`portable:f32|f16|bf16|w8|w6|w4`) are the one precision type.
+pub use crate::model::Precision;
+
 /// A backend spec that cannot be built here.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -39,60 +42,9 @@ pub enum RegistryError {
     CoreMl { spec: String, error: CoreMlError },
 }
 
-/// Portable weight precisions. Activations are FP32 in every arm (the BF16 arm's pair-dot
-/// kernel rounds each product's input to BF16, see [`crate::backend::portable::Bf16Kernel`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Precision {
-    /// FP32 weights, FP32 compute.
-    F32,
-    /// FP16 projection weights, decoded to FP32 for the products.
-    F16,
-    /// BF16 projection weights.
-    BF16,
-    /// Grouped k-means palettization, 8-bit indices (weight-only; NOT W8A8).
-    W8,
-    /// Grouped k-means palettization, 6-bit indices (convert-check candidate).
-    W6,
-    /// Grouped k-means palettization, 4-bit indices (convert-check candidate).
-    W4,
-}
-
-impl Precision {
-    /// Every portable precision, in spec order.
-    pub const ALL: [Precision; 6] =
-        [Precision::F32, Precision::F16, Precision::BF16, Precision::W8, Precision::W6, Precision::W4];
-
-    /// Spec name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::F32 => "f32",
-            Precision::F16 => "f16",
-            Precision::BF16 => "bf16",
-            Precision::W8 => "w8",
-            Precision::W6 => "w6",
-            Precision::W4 => "w4",
-        }
-    }
-
-    /// The precision with spec name `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// Index width of a palettized precision; `None` for the dense ones.
-    pub fn palette_bits(self) -> Option<u8> {
-        match self {
-            Precision::W8 => Some(8),
-            Precision::W6 => Some(6),
-            Precision::W4 => Some(4),
-            _ => None,
-        }
-    }
-}
-
 /// The portable arms the `speed` command runs by default: f32, f16, bf16, w8.
 pub fn portable_precisions() -> &'static [Precision] {
-    &[Precision::F32, Precision::F16, Precision::BF16, Precision::W8]
+    &[Precision::F32, Precision::F16, Precision::Bf16, Precision::W8]
 }
 
 /// A parsed backend spec.
@@ -498,7 +450,7 @@ pub fn convert_weights(
     match precision {
         Precision::F32 => Ok((weights, None)),
         Precision::F16 => Ok((weights.into_half(HalfKind::F16), None)),
-        Precision::BF16 => Ok((weights.into_half(HalfKind::BF16), None)),
+        Precision::Bf16 => Ok((weights.into_half(HalfKind::BF16), None)),
         p => {
             let cfg = PaletteConfig::new(p.palette_bits().unwrap_or(8));
             let (w, report) = palettize(weights, &cfg).map_err(weights_err)?;
@@ -515,7 +467,7 @@ pub fn converted_fingerprint(source: &str, precision: Precision) -> String {
     let mut text = format!("laya-bench-convert/1\nsource={source}\nprecision={}\n", precision.name());
     match precision {
         Precision::F32 => return source.to_string(),
-        Precision::F16 | Precision::BF16 => text.push_str("scope=projections\nrounding=nearest-even\n"),
+        Precision::F16 | Precision::Bf16 => text.push_str("scope=projections\nrounding=nearest-even\n"),
         p => {
             let c = PaletteConfig::new(p.palette_bits().unwrap_or(8));
             text.push_str(&format!(
@@ -677,7 +629,7 @@ mod tests {
         let names: Vec<&str> = portable_precisions().iter().map(|p| p.name()).collect();
         assert_eq!(names, ["f32", "f16", "bf16", "w8"]);
         assert_eq!(Precision::W6.palette_bits(), Some(6));
-        assert_eq!(Precision::BF16.palette_bits(), None);
+        assert_eq!(Precision::Bf16.palette_bits(), None);
     }
 
     #[test]

@@ -6,10 +6,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bounds::{body_weight_bytes, Precision as BoundsPrecision};
+use crate::bounds::body_weight_bytes;
 use crate::laya::bundle::CoreMlBundle;
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::weights::WeightBytes;
+use crate::model::Precision;
 
 /// The tables the host gathers rows from (never part of the payload or the stream).
 pub const HOST_EMBEDDING_TABLES: [&str; 2] = ["encoder.embeddings.tok_embeddings.weight", "type_emb.weight"];
@@ -96,16 +97,16 @@ pub fn missing_side(spec: &str, reason: &str) -> PackageSide {
 
 /// The storage precision a Core ML manifest names (`float16`, `float32`, or a `w8`/`w6`/`w4`
 /// palettized variant), as the bounds contract knows it.
-pub fn coreml_precision(precision: Option<&str>, quantization: Option<&str>) -> Option<BoundsPrecision> {
+pub fn coreml_precision(precision: Option<&str>, quantization: Option<&str>) -> Option<Precision> {
     match quantization.map(str::to_ascii_lowercase).as_deref() {
-        Some(q) if q.starts_with("w8") => return Some(BoundsPrecision::W8),
-        Some(q) if q.starts_with("w6") => return Some(BoundsPrecision::W6),
-        Some(q) if q.starts_with("w4") => return Some(BoundsPrecision::W4),
+        Some(q) if q.starts_with("w8") => return Some(Precision::W8),
+        Some(q) if q.starts_with("w6") => return Some(Precision::W6),
+        Some(q) if q.starts_with("w4") => return Some(Precision::W4),
         _ => {}
     }
     match precision {
-        Some("float16") | Some("fp16") => Some(BoundsPrecision::F16),
-        Some("float32") | Some("fp32") => Some(BoundsPrecision::F32),
+        Some("float16") | Some("fp16") => Some(Precision::F16),
+        Some("float32") | Some("fp32") => Some(Precision::F32),
         _ => None,
     }
 }
@@ -176,9 +177,9 @@ mod tests {
 
     #[test]
     fn manifest_precisions_map_to_the_bounds_contract() {
-        assert_eq!(coreml_precision(Some("float16"), None), Some(BoundsPrecision::F16));
-        assert_eq!(coreml_precision(Some("float16"), Some("w8-pt")), Some(BoundsPrecision::W8));
-        assert_eq!(coreml_precision(Some("float32"), None), Some(BoundsPrecision::F32));
+        assert_eq!(coreml_precision(Some("float16"), None), Some(Precision::F16));
+        assert_eq!(coreml_precision(Some("float16"), Some("w8-pt")), Some(Precision::W8));
+        assert_eq!(coreml_precision(Some("float32"), None), Some(Precision::F32));
         assert_eq!(coreml_precision(Some("int3"), None), None);
         assert_eq!(coreml_precision(None, None), None);
     }

@@ -4,6 +4,9 @@ pub mod export;
 pub mod lowp;
 pub mod ops;
 pub mod palettize;
+pub mod precision;
 pub mod synthetic;
 pub mod tail;
 pub mod weights;
+
+pub use precision::{ComputeType, Precision};

@@ -273,7 +273,7 @@ fn registry_builds_every_precision_with_its_name_and_fingerprint() {
         let bytes = b.weight_bytes();
         let f32_bytes = fp32_weights().weight_bytes();
         match p {
-            Precision::F16 | Precision::BF16 => assert_eq!(bytes.projections * 2, f32_bytes.projections),
+            Precision::F16 | Precision::Bf16 => assert_eq!(bytes.projections * 2, f32_bytes.projections),
             // nothing above 65,536 elements in the tiny model
             _ => assert_eq!(bytes, f32_bytes),
         }
