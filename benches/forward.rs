@@ -15,9 +15,10 @@
 use std::time::Instant;
 
 use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, PortableBackend, Tuning};
-use laya_bench::backend::registry::{convert_weights, portable_precisions, Precision};
+use laya_bench::backend::registry::{portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::laya::config::{AgentConfig, EncoderConfig};
+use laya_bench::model::loader::convert_weights;
 use laya_bench::model::synthetic::{published_shape, random_weights};
 use laya_bench::model::weights::Layout;
 

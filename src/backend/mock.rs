@@ -4,7 +4,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
+use super::{
+    Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
+};
+
+/// The scripted backend's [`BackendInfo::name`] (the raw header's `backend`).
+pub const NAME: &str = "mock";
 
 /// What the scripted backend returns for each call.
 #[derive(Debug, Clone)]
@@ -47,13 +52,16 @@ impl ScriptedBackend {
     pub fn new(shapes: ShapeCaps, script: Script, delay: Duration) -> Self {
         Self {
             info: BackendInfo {
-                name: "mock".into(),
+                kind: BackendKind::Mock,
+                name: NAME.into(),
                 precision: "scripted".into(),
                 device: "none (scripted outputs, not a measurement)".into(),
                 shapes,
                 fingerprint: "mock".into(),
                 notes: Vec::new(),
                 blas: None,
+                host_hints: HostHints::default(),
+                weight_bytes: None,
             },
             script,
             delay,

@@ -1,7 +1,8 @@
 //! The Backend trait: one synchronous forward over a packed batch, shared by every engine.
 //!
 //! The host path (prompt, tokens, packing, decoding) lives in `laya/` and is the same code for
-//! every backend, so each backend is timed over the same boundary.
+//! every backend, so each backend is timed over the same boundary. The batch types live in
+//! [`crate::laya::batch`] (the host packs and reads them) and are re-exported here.
 
 pub mod coreml;
 pub mod mlx;
@@ -9,36 +10,14 @@ pub mod mock;
 pub mod portable;
 pub mod registry;
 
-/// Fixed graph shapes a backend can run (host-contract.md §3.9).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShapeMode {
-    /// One fixed length (the ANE bundle: B1/K32/L).
-    Fixed,
-    /// A list of allowed lengths; a batch uses the first that holds it.
-    Enumerated(Vec<usize>),
-    /// Any multiple of 16 in `[min_length, max_length]`.
-    Range,
-}
-
-/// The shapes a backend accepts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeCaps {
-    /// Rows per forward call.
-    pub batch_size: usize,
-    /// Longest padded row.
-    pub max_length: usize,
-    /// Shortest padded row (range mode).
-    pub min_length: usize,
-    /// Marker slots `K` per row.
-    pub max_options: usize,
-    /// How a row length becomes a graph length.
-    pub mode: ShapeMode,
-}
+pub use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 
 /// What a backend is, for reports and raw headers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendInfo {
-    /// Short name, e.g. `portable`.
+    /// Which engine this is; behaviour that depends on the engine reads this, never `name`.
+    pub kind: BackendKind,
+    /// Short name, e.g. `portable` (serialized as the raw header's and reports' `backend`).
     pub name: String,
     /// Weight precision, e.g. `f32`, `f16`, `w8`.
     pub precision: String,
@@ -55,88 +34,32 @@ pub struct BackendInfo {
     /// does (MLX's CPU build: e.g. `OpenBLAS 0.3.21 … (/usr/lib/…/libopenblas.so.0)`); `None`
     /// for engines with their own kernels.
     pub blas: Option<String>,
+    /// What the host an arm runs behind should do for this engine ([`registry::host_for`]).
+    pub host_hints: HostHints,
+    /// Resident bytes of the model's weights as this engine holds them, where the engine
+    /// knows (the portable engine); `None` otherwise. Not part of the raw header.
+    pub weight_bytes: Option<u64>,
 }
 
-/// One packed batch in graph shape: `B` rows of length `L` with `K` marker slots.
-///
-/// Row-major flat arrays, exactly the int32 arrays of the reference's `collate_items`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PreparedBatch {
-    /// `B`.
-    pub batch: usize,
-    /// `L`.
-    pub length: usize,
-    /// `K`.
-    pub max_options: usize,
-    /// `[B, L]` token ids, padded with the pad id.
-    pub input_ids: Vec<i32>,
-    /// `[B, L]` 1 on real tokens (column 0 is 1 in every row, dummy rows included).
-    pub attention_mask: Vec<i32>,
-    /// `[B, K]` marker positions (0 in unused slots).
-    pub marker_pos: Vec<i32>,
-    /// `[B, K]` 1 on used marker slots.
-    pub marker_mask: Vec<i32>,
-    /// `[B]` question type: 0 choice, 1 score, 2 noul.
-    pub qtype: Vec<i32>,
-    /// `[B, L]` RoPE positions, parallel layout only.
-    pub position_ids: Option<Vec<i32>>,
-    /// `[B, L]` option slot of each token (0 shared), parallel layout only.
-    pub option_ids: Option<Vec<i32>>,
+/// The engines that exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// The portable CPU engine (`portable:…`).
+    Portable,
+    /// Scripted outputs (`mock:…`), never a measurement of a model.
+    Mock,
+    /// A Core ML bundle (`coreml:…`).
+    CoreMl,
+    /// The compiled MLX graph (`mlx:…`).
+    Mlx,
 }
 
-impl PreparedBatch {
-    /// Reset to an empty batch of the given shape, reusing the allocations.
-    pub fn reset(&mut self, batch: usize, length: usize, max_options: usize, pad_id: i32, parallel: bool) {
-        self.batch = batch;
-        self.length = length;
-        self.max_options = max_options;
-        fill(&mut self.input_ids, batch * length, pad_id);
-        fill(&mut self.attention_mask, batch * length, 0);
-        for row in 0..batch {
-            self.attention_mask[row * length] = 1;
-        }
-        fill(&mut self.marker_pos, batch * max_options, 0);
-        fill(&mut self.marker_mask, batch * max_options, 0);
-        fill(&mut self.qtype, batch, 0);
-        if parallel {
-            fill(self.position_ids.get_or_insert_with(Vec::new), batch * length, 0);
-            fill(self.option_ids.get_or_insert_with(Vec::new), batch * length, 0);
-        } else {
-            self.position_ids = None;
-            self.option_ids = None;
-        }
-    }
-}
-
-fn fill(v: &mut Vec<i32>, n: usize, value: i32) {
-    v.clear();
-    v.resize(n, value);
-}
-
-/// What a forward returns: `[B, K]` masked logits and `[B, A]` action logits, f32.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ForwardOutput {
-    /// `B`.
-    pub batch: usize,
-    /// `K`.
-    pub max_options: usize,
-    /// `A`.
-    pub num_actions: usize,
-    /// `[B, K]`, masked slots are `-1e4`.
-    pub logits: Vec<f32>,
-    /// `[B, A]`.
-    pub action_logits: Vec<f32>,
-}
-
-/// A forward pass that failed.
-#[derive(Debug, thiserror::Error)]
-pub enum BackendError {
-    /// The batch does not fit this backend's shapes or vocabulary.
-    #[error("batch does not fit the backend: {0}")]
-    Shape(String),
-    /// The engine or framework failed at run time.
-    #[error("forward failed: {0}")]
-    Runtime(String),
+/// How the host path in front of an engine is set up; the same for every command.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostHints {
+    /// Capacity of the host's question-prefix cache ([`crate::laya::prefix`]), when the arm
+    /// runs with one (the published MLX baseline did); `None` builds every head on every call.
+    pub prefix_cache: Option<usize>,
 }
 
 /// One model engine. Object-safe; `forward` takes `&mut self` so scratch buffers are reused.
@@ -145,4 +68,15 @@ pub trait Backend: Send {
     fn info(&self) -> &BackendInfo;
     /// Run the model on a packed batch, writing logits and action logits into `out`.
     fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError>;
+}
+
+/// Every backend is what the host calls: its forward, named by its [`BackendInfo::name`].
+impl<T: Backend + ?Sized> crate::laya::batch::Forward for T {
+    fn name(&self) -> &str {
+        &self.info().name
+    }
+
+    fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError> {
+        Backend::forward(self, batch, out)
+    }
 }

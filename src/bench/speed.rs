@@ -242,7 +242,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             unstable_calls: totals.unstable[i],
             gflop_per_decision: gflop,
             // A scripted arm does no model arithmetic: a FLOP rate of it would be fiction.
-            achieved_gflops: gflop.filter(|_| info.backend != "mock").map(|g| g / t),
+            achieved_gflops: gflop.filter(|_| !info.is_scripted()).map(|g| g / t),
             answers,
             max_probability_diff_vs_baseline: max_diff,
             answer_mismatches_vs_baseline: mismatches,
@@ -253,7 +253,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             identical_to: header.arms[..i]
                 .iter()
                 .find(|o| {
-                    o.fingerprint == info.fingerprint && o.backend == info.backend && info.backend != "mock"
+                    o.fingerprint == info.fingerprint && o.backend == info.backend && !info.is_scripted()
                 })
                 .map(|o| o.name.clone()),
         });

@@ -420,7 +420,7 @@ fn manifest_quantization(c: &CoreMlBundle) -> Option<String> {
 fn static_checks(c: &CoreMlBundle, source: &Bundle) -> Result<BundleChecks, Failure> {
     let weights = match c.host_weights {
         Some(_) => Some(
-            registry::load_source("portable:f32", source)
+            crate::model::loader::load_source("portable:f32", source)
                 .map_err(|e| Failure::input(anyhow!(e).context("--source")))?
                 .0,
         ),

@@ -4,8 +4,8 @@ use anyhow::{anyhow, Context};
 
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
-use crate::backend::registry::load_source;
 use crate::cli::PalettizeArgs;
+use crate::model::loader::load_source;
 use crate::model::palettize::{palettize, write_palette, PaletteConfig, PaletteMeta};
 use crate::report::write_atomic;
 

@@ -6,12 +6,11 @@ use serde_json::{json, Value};
 
 use super::predict::{build_backend, load_bundle};
 use super::{Failure, Outcome};
-use crate::backend::mlx;
+use crate::backend::registry;
 use crate::bench::outputs::refuse_existing;
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
-use crate::laya::host::Host;
 use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance, VerifyError};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {
@@ -63,8 +62,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     for spec in &specs {
         let mut backend = build_backend(spec, &bundle)?;
         let info = backend.info().clone();
-        let host =
-            mlx::configure_host(Host::new(&bundle.tokenizer, &bundle.agent, info.shapes.clone()), &info);
+        let host = registry::host_for(&bundle, info.shapes.clone(), &info);
         let facts = ModelFacts {
             vocab_size: bundle.encoder.vocab_size,
             num_actions: bundle.agent.num_actions,

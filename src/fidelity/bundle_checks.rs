@@ -403,7 +403,7 @@ mod tests {
 
     fn tiny() -> DecisionWeights {
         let bundle = crate::laya::bundle::Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
-        crate::backend::registry::load_source("portable:f32", &bundle).unwrap().0
+        crate::model::loader::load_source("portable:f32", &bundle).unwrap().0
     }
 
     #[test]

@@ -188,7 +188,7 @@ mod tests {
     fn tiny_builtin_payload_is_counted_from_real_storage() {
         let bundle =
             crate::laya::bundle::Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
-        let (w, _) = crate::backend::registry::load_source("portable:f32", &bundle).unwrap();
+        let (w, _) = crate::model::loader::load_source("portable:f32", &bundle).unwrap();
         let bytes = w.weight_bytes();
         // Token embedding 1400 × 64 and type embedding 3 × 64, FP32.
         assert_eq!(bytes.host_embeddings, (1400 * 64 + 3 * 64) * 4);

@@ -9,9 +9,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::config::{AgentConfig, ConfigError, EncoderConfig, OptionLayout};
+use super::coreml_format::description::{self, ModelDescription};
+use super::coreml_format::{check_declared_ane, check_declared_ordinary, ordinary_caps, AneShape};
 use super::tokenizer::{Tokenizer, TokenizerError};
-use crate::backend::coreml::description::{self, ModelDescription};
-use crate::backend::coreml::layout::AneShape;
 
 /// The embedded default model's files (`fixtures/tiny`).
 pub mod builtin {
@@ -363,8 +363,9 @@ fn load_coreml_manifest(
 }
 
 /// Read the package's model description and check it against what the manifest and configs
-/// promise and the adapter will feed and read (`backend::coreml::check_declared_*`), on every
-/// OS. Nothing is compiled or loaded.
+/// promise and the adapter will feed and read ([`super::coreml_format::check_declared_ane`],
+/// [`super::coreml_format::check_declared_ordinary`]), on every OS. Nothing is compiled or
+/// loaded.
 fn declared_interface(
     package: &Path,
     manifest: &Value,
@@ -374,7 +375,6 @@ fn declared_interface(
     encoder: &EncoderConfig,
     agent: &AgentConfig,
 ) -> Result<ModelDescription, BundleError> {
-    use crate::backend::coreml::{check_declared_ane, check_declared_ordinary, ordinary_caps};
     let desc = description::read_package(package).map_err(|e| BundleError::Package(e.to_string()))?;
     let fail = |detail: String, fields: &str| {
         BundleError::Package(format!("{}: {detail} (checked against {fields})", desc.file))

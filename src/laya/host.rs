@@ -4,13 +4,13 @@
 
 use serde_json::{Map, Value};
 
+use super::batch::{BackendError, Forward, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use super::config::{AgentConfig, OptionLayout};
 use super::decode::{decode_answer, softmax_f32, Answer, MinConfidence, Temperatures};
 use super::prompt::{build_head, build_row, encode_question, Head, OptionStats, Row};
 use super::pyjson::write_dumps;
 use super::question::{compile_questions, Question, RequestError};
 use super::tokenizer::{Tokenizer, TokenizerError};
-use crate::backend::{Backend, BackendError, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 
 /// A call that could not be completed.
 #[derive(Debug, thiserror::Error)]
@@ -201,7 +201,7 @@ impl<'t> Host<'t> {
     /// `predict(state, questions)`.
     pub fn predict(
         &self,
-        backend: &mut dyn Backend,
+        backend: &mut (impl Forward + ?Sized),
         state: &Value,
         questions: &Value,
         opts: &CallOptions,
@@ -214,7 +214,7 @@ impl<'t> Host<'t> {
     /// `predict_batch(states, questions)`: every state's rows share the packed forwards.
     pub fn predict_batch(
         &self,
-        backend: &mut dyn Backend,
+        backend: &mut (impl Forward + ?Sized),
         states: &[Value],
         questions: &Value,
         opts: &CallOptions,
@@ -301,7 +301,7 @@ impl<'t> Host<'t> {
     /// the action softmax's first probability.
     pub fn run_rows(
         &self,
-        backend: &mut dyn Backend,
+        backend: &mut (impl Forward + ?Sized),
         rows: &[Row],
         mut trace: Option<&mut Trace>,
     ) -> Result<Vec<(Vec<f32>, f32)>, HostError> {
@@ -315,7 +315,7 @@ impl<'t> Host<'t> {
             self.pack(chunk, lmax, &mut batch)?;
             backend.forward(&batch, &mut fwd)?;
             if fwd.logits.iter().chain(&fwd.action_logits).any(|v| !v.is_finite()) {
-                return Err(HostError::NonFinite(backend.info().name.clone()));
+                return Err(HostError::NonFinite(backend.name().to_string()));
             }
             let k = fwd.max_options;
             let a = fwd.num_actions;

@@ -181,7 +181,14 @@ mod tests {
     #[test]
     fn host_rows_are_identical_with_and_without_the_cache() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
-        let shapes = crate::backend::registry::portable_shapes(&bundle);
+        // The portable engine's default shapes (`backend::registry::portable_shapes`).
+        let shapes = crate::laya::batch::ShapeCaps {
+            batch_size: 8,
+            max_length: bundle.agent.max_len,
+            min_length: 16,
+            max_options: 255,
+            mode: crate::laya::batch::ShapeMode::Range,
+        };
         let plain = Host::new(&bundle.tokenizer, &bundle.agent, shapes.clone());
         let cached = Host::new(&bundle.tokenizer, &bundle.agent, shapes).with_prefix_cache(DEFAULT_CAPACITY);
         let qs = questions();

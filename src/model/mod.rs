@@ -1,6 +1,7 @@
 //! Checkpoint weights, synthetic shape-faithful checkpoints and the host tail.
 
 pub mod export;
+pub mod loader;
 pub mod lowp;
 pub mod ops;
 pub mod palettize;

@@ -139,6 +139,13 @@ impl ArmInfo {
             blas: info.blas.clone(),
         }
     }
+
+    /// Whether the arm ran the scripted backend (`mock:…`), which does no model arithmetic and
+    /// is never a measurement of a model. Read from the recorded `backend` name, so it answers
+    /// for arms read back from raw files too.
+    pub fn is_scripted(&self) -> bool {
+        self.backend == crate::backend::mock::NAME
+    }
 }
 
 /// The workload as the header records it.
@@ -629,6 +636,30 @@ mod tests {
         );
         let h = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
         assert!(!h.contains("\"sensor\"") && !h.contains("\"energy\""), "{h}");
+    }
+
+    #[test]
+    fn a_scripted_arm_is_known_by_its_recorded_backend_name() {
+        use crate::backend::mock::{Script, ScriptedBackend};
+        use crate::backend::{Backend, ShapeCaps, ShapeMode};
+        let shapes = ShapeCaps {
+            batch_size: 1,
+            max_length: 32,
+            min_length: 16,
+            max_options: 4,
+            mode: ShapeMode::Range,
+        };
+        let mock =
+            ScriptedBackend::new(shapes, Script::Synthetic { num_actions: 2 }, std::time::Duration::ZERO);
+        let arm = ArmInfo::describe("m", "mock:ok", mock.info());
+        assert!(arm.is_scripted());
+        // Only the serialized fields: the kind, host hints and weight bytes stay in memory.
+        let json = serde_json::to_string(&arm).unwrap();
+        assert!(
+            json.contains("\"backend\":\"mock\"") && !json.contains("kind") && !json.contains("hint"),
+            "{json}"
+        );
+        assert!(!ArmInfo { backend: "portable".into(), ..arm }.is_scripted());
     }
 
     #[test]

@@ -7,9 +7,10 @@
 //! palettize every projection; the registry's default (threshold 65,536) leaves them FP32.
 
 use laya_bench::backend::portable::{Bf16Kernel, PortableBackend, Tuning};
-use laya_bench::backend::registry::{build_portable, converted_fingerprint, BackendSpec, Precision};
+use laya_bench::backend::registry::{build_portable, BackendSpec, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::laya::bundle::{Bundle, ModelSpec};
+use laya_bench::model::loader::converted_fingerprint;
 use laya_bench::model::lowp::HalfKind;
 use laya_bench::model::palettize::{
     palettize, read_palette, write_palette, PaletteConfig, PaletteMeta, PaletteReport,

@@ -2,69 +2,14 @@
 //! shape, the ordinary export's by name), strided multi-array reads, and the ANE host tail
 //! (option mask, action features, FP32 action head) of laya-coreml 0.5.1's `ANEAgent.forward`.
 
+pub use crate::laya::coreml_format::{identify_ane_outputs, ArrayType};
+
 use super::{CoreMlError, HostWeights, ANE_SLOTS};
 use crate::backend::ForwardOutput;
 use crate::model::tail::action_features;
 
 /// Logit of an unused option slot (host-contract.md §2 step 9).
 pub const MASKED_LOGIT: f32 = -1e4;
-
-/// Element type of a Core ML multi-array, as far as this adapter reads or writes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArrayType {
-    /// IEEE half.
-    Float16,
-    /// IEEE single.
-    Float32,
-    /// IEEE double.
-    Float64,
-    /// 32-bit signed integer.
-    Int32,
-    /// Anything else (named by its Core ML code).
-    Other(isize),
-}
-
-impl ArrayType {
-    /// From `MLMultiArrayDataType`'s raw value (`0x10000 | bits` floats, `0x20000 | bits` ints).
-    pub fn from_code(code: isize) -> Self {
-        match code {
-            0x10010 => ArrayType::Float16,
-            0x10020 => ArrayType::Float32,
-            0x10040 => ArrayType::Float64,
-            0x20020 => ArrayType::Int32,
-            other => ArrayType::Other(other),
-        }
-    }
-    /// `MLMultiArrayDataType`'s raw value.
-    pub fn code(self) -> isize {
-        match self {
-            ArrayType::Float16 => 0x10010,
-            ArrayType::Float32 => 0x10020,
-            ArrayType::Float64 => 0x10040,
-            ArrayType::Int32 => 0x20020,
-            ArrayType::Other(c) => c,
-        }
-    }
-    /// Bytes per element, `None` for types this adapter does not read.
-    pub fn size_bytes(self) -> Option<usize> {
-        match self {
-            ArrayType::Float16 => Some(2),
-            ArrayType::Float32 | ArrayType::Int32 => Some(4),
-            ArrayType::Float64 => Some(8),
-            ArrayType::Other(_) => None,
-        }
-    }
-    /// Short name for messages.
-    pub fn name(self) -> String {
-        match self {
-            ArrayType::Float16 => "float16".into(),
-            ArrayType::Float32 => "float32".into(),
-            ArrayType::Float64 => "float64".into(),
-            ArrayType::Int32 => "int32".into(),
-            ArrayType::Other(c) => format!("data type 0x{c:x}"),
-        }
-    }
-}
 
 /// One output multi-array as Core ML returned it: raw bytes plus shape and strides (elements).
 #[derive(Debug, Clone, Copy)]
@@ -138,28 +83,6 @@ impl RawArray<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// Which outputs of the ANE package are the option logits `(1, 1, 1, 32)` and the pooled CLS
-/// `(1, D, 1, 1)`: like the reference, the first output whose `shape[1] == 1` is the logits and
-/// the first whose `shape[1] != 1` is the CLS; both must also have the right element counts.
-pub fn identify_ane_outputs<'a, I>(shapes: I, width: usize) -> Result<(usize, usize), CoreMlError>
-where
-    I: IntoIterator<Item = (&'a str, &'a [usize])>,
-    I::IntoIter: Clone,
-{
-    let shapes = shapes.into_iter();
-    let dim1 = |s: &[usize]| s.get(1).copied();
-    let logits = shapes.clone().position(|(_, s)| dim1(s) == Some(1));
-    let pooled = shapes.clone().position(|(_, s)| dim1(s).is_some_and(|d| d != 1));
-    let numel = |i: usize| shapes.clone().nth(i).map_or(0, |(_, s)| s.iter().product::<usize>());
-    match (logits, pooled) {
-        (Some(l), Some(p)) if numel(l) == ANE_SLOTS && numel(p) == width => Ok((l, p)),
-        _ => Err(CoreMlError::Signature(format!(
-            "the ANE package must output logits (1, 1, 1, {ANE_SLOTS}) and the pooled CLS (1, {width}, 1, 1) (told apart by shape[1]); it outputs {}. Re-export the bundle with laya-coreml 0.5",
-            shapes.map(|(n, s)| format!("{n} {s:?}")).collect::<Vec<_>>().join(", ")
-        ))),
     }
 }
 
@@ -242,19 +165,6 @@ mod tests {
     }
 
     #[test]
-    fn data_type_codes_match_core_ml() {
-        // MLMultiArrayDataType: Float16 = 0x10000 | 16, Float32 = | 32, Double = | 64, Int32 = 0x20000 | 32.
-        assert_eq!(ArrayType::from_code(65552), ArrayType::Float16);
-        assert_eq!(ArrayType::from_code(65568), ArrayType::Float32);
-        assert_eq!(ArrayType::from_code(65600), ArrayType::Float64);
-        assert_eq!(ArrayType::from_code(131104), ArrayType::Int32);
-        assert_eq!(ArrayType::from_code(0x20008), ArrayType::Other(0x20008));
-        for t in [ArrayType::Float16, ArrayType::Float32, ArrayType::Float64, ArrayType::Int32] {
-            assert_eq!(ArrayType::from_code(t.code()), t);
-        }
-    }
-
-    #[test]
     fn strided_fp16_reads_skip_row_padding() {
         // shape [2, 3] stored with a padded row stride of 4: [1 2 3 _ | 4 5 6 _]
         let bytes = f16_bytes(&[1.0, 2.0, 3.0, 99.0, 4.0, 5.0, 6.0, 99.0]);
@@ -295,16 +205,5 @@ mod tests {
         let b = RawArray { dtype: ArrayType::Float64, bytes: &bytes, ..a };
         b.read_f32(&mut out).unwrap();
         assert_eq!(out, [0.25f32, 3.0]);
-    }
-
-    #[test]
-    fn ane_outputs_are_told_apart_by_the_second_dimension() {
-        let logits = [1usize, 1, 1, 32];
-        let cls = [1usize, 8, 1, 1];
-        assert_eq!(identify_ane_outputs([("var_1", &cls[..]), ("var_2", &logits[..])], 8).unwrap(), (1, 0));
-        assert_eq!(identify_ane_outputs([("a", &logits[..]), ("b", &cls[..])], 8).unwrap(), (0, 1));
-        let e = identify_ane_outputs([("a", &logits[..])], 8).unwrap_err().to_string();
-        assert!(e.contains("a [1, 1, 1, 32]") && e.contains("pooled CLS (1, 8, 1, 1)"), "{e}");
-        assert!(identify_ane_outputs([("a", &logits[..]), ("b", &[1, 4, 1, 1][..])], 8).is_err());
     }
 }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::decode::ArrayType;
 use super::description::{read_package, DeclaredFeature, Flexibility, ModelDescription};
 use super::*;
 use crate::backend::ShapeMode;

@@ -10,6 +10,8 @@
 //!
 //! The builders write into buffers allocated once per backend, so a forward allocates nothing.
 
+pub use crate::laya::coreml_format::AneShape;
+
 use super::{CoreMlError, HostWeights, ANE_SLOTS};
 use crate::backend::PreparedBatch;
 
@@ -19,33 +21,6 @@ pub const MASK_OPEN: u16 = 0x0000;
 pub const MASK_HIDDEN: u16 = 0xF0E2;
 /// FP16 bits of `1.0`: a selected position in the marker map.
 pub const ONE: u16 = 0x3C00;
-
-/// The fixed signature of one ANE package: `L` positions, `D` channels, `V` vocabulary rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AneShape {
-    /// `L`, the bundle's `shape.max_length`.
-    pub length: usize,
-    /// `D`, the encoder's `hidden_size`.
-    pub width: usize,
-    /// `V`, the rows of the embedding table.
-    pub vocab: usize,
-    /// `local_attention // 2`: a key is in the window iff `|q − k| <= half_window`.
-    pub half_window: usize,
-}
-
-impl AneShape {
-    /// The five input names and their shapes, in the reference's order.
-    pub fn input_shapes(&self) -> [(&'static str, [usize; 4]); 5] {
-        let (l, d) = (self.length, self.width);
-        [
-            ("embeddings", [1, d, 1, l]),
-            ("full_mask", [1, l, 1, l]),
-            ("local_mask", [1, l, 1, l]),
-            ("type_vectors", [1, d, 1, 1]),
-            ("marker_map", [1, l, 1, ANE_SLOTS]),
-        ]
-    }
-}
 
 /// The five FP16 input tensors of one ANE call, reused across calls.
 #[derive(Debug, Clone, PartialEq)]

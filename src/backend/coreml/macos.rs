@@ -39,7 +39,8 @@ use super::{
     BundleFormat, CoreMlError, CoreMlSpec, FeatureSig, HostWeights, ModelSource,
 };
 use crate::backend::{
-    Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode,
+    Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
+    ShapeMode,
 };
 use crate::laya::bundle::CoreMlBundle;
 use crate::laya::config::EncoderConfig;
@@ -344,6 +345,7 @@ impl CoreMlBackend {
             Some(other) => other.to_string(),
         };
         let info = BackendInfo {
+            kind: BackendKind::CoreMl,
             name: format!("coreml:{}", units.name()),
             precision,
             device: units.describe().to_string(),
@@ -351,6 +353,8 @@ impl CoreMlBackend {
             fingerprint: sha256,
             notes: Vec::new(),
             blas: None,
+            host_hints: HostHints::default(),
+            weight_bytes: None,
         };
         let outputs = outputs.into_iter().map(|name| Output { name, ..Output::default() }).collect();
         Ok(Self { model, outputs, kind, info })

@@ -4,17 +4,17 @@
 //! - [`layout`]: the ANE bundle's FP16 BC1L input tensors from a [`PreparedBatch`];
 //! - [`decode`]: outputs by shape (ANE) or name (ordinary export), strided reads, the FP32 host
 //!   action tail;
-//! - [`description`]: the package's declared inputs and outputs, read from its protobuf model
-//!   specification on every OS;
-//! - this file: the spec, compute units, the host weights, the load-time signature checks (of
-//!   the declared interface on every OS, of the loaded model on macOS), the ordinary export's
-//!   shapes and inputs, the compiled-model cache and the compute-plan entry.
+//! - [`description`], the multi-array types, the ANE shapes and the load-time signature checks
+//!   (of the declared interface on every OS, of the loaded model on macOS): the bundle format's
+//!   package interface, in [`crate::laya::coreml_format`] (bundles check it when they load),
+//!   re-exported here;
+//! - this file: the spec, compute units, the host weights, the ordinary export's run shapes
+//!   and inputs, the compiled-model cache and the compute-plan entry.
 //!
 //! The framework calls live in `macos.rs` (compiled on macOS, and on other OSes only for type
 //! checking against `crate::apple_shim` with `--features apple-shim`). See docs/coreml.md.
 
 pub mod decode;
-pub mod description;
 pub mod layout;
 #[cfg(any(target_os = "macos", feature = "apple-shim"))]
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
@@ -24,17 +24,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use self::decode::{ArrayType, RawArray};
-use self::description::{DeclaredFeature, Flexibility, ModelDescription};
+pub use crate::laya::coreml_format::{
+    check_ane_signature, check_declared_ane, check_declared_ordinary, check_ordinary_signature, description,
+    ordinary_caps, ordinary_input_names, FeatureSig, FormatError, ANE_SLOTS,
+};
+
+use self::decode::RawArray;
 use self::layout::{AneInputs, AneShape};
 use super::{ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use crate::laya::bundle::tree_sha256;
 use crate::model::tail::ActionHead;
 use crate::model::weights::{Linear, Matrix};
 use crate::trace::compute_plan::ComputePlanReport;
-
-/// Marker slots of every ANE bundle (`K`).
-pub const ANE_SLOTS: usize = 32;
 
 /// Why the Core ML adapter cannot load or run, naming the input, file or step.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +79,15 @@ pub enum CoreMlError {
         /// The framework's own description.
         detail: String,
     },
+}
+
+impl From<FormatError> for CoreMlError {
+    fn from(e: FormatError) -> Self {
+        match e {
+            FormatError::Bundle { path, detail } => CoreMlError::Bundle { path, detail },
+            FormatError::Signature(m) => CoreMlError::Signature(m),
+        }
+    }
 }
 
 /// Where Core ML may run the model (`MLComputeUnits`).
@@ -337,337 +347,6 @@ impl AneHost {
             out,
         )
     }
-}
-
-/// One input or output of a package's model description.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeatureSig {
-    /// Feature name.
-    pub name: String,
-    /// Default shape of its multi-array constraint (empty when it is not a multi-array).
-    pub shape: Vec<usize>,
-    /// Element type.
-    pub dtype: ArrayType,
-}
-
-fn py_tuple(dims: &[usize]) -> String {
-    match dims {
-        [one] => format!("({one},)"),
-        _ => format!("({})", dims.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
-    }
-}
-
-fn py_shapes<'a>(items: impl Iterator<Item = (&'a str, &'a [usize])>) -> String {
-    let parts: Vec<String> = items.map(|(n, s)| format!("'{n}': {}", py_tuple(s))).collect();
-    format!("{{{}}}", parts.join(", "))
-}
-
-/// The ANE package's inputs must be exactly the five tensors of `shape`, FP16 or FP32 (the
-/// reference's check, then which input differs and how).
-pub fn check_ane_signature(shape: AneShape, actual: &[FeatureSig]) -> Result<(), CoreMlError> {
-    let expected = shape.input_shapes();
-    let mismatch = |detail: String| {
-        CoreMlError::Signature(format!(
-            "Package signature mismatch: expected {}, got {}; {detail}. The package does not belong to this bundle's config; fetch the bundle again",
-            py_shapes(expected.iter().map(|(n, s)| (*n, s.as_slice()))),
-            py_shapes(actual.iter().map(|f| (f.name.as_str(), f.shape.as_slice()))),
-        ))
-    };
-    for (name, dims) in &expected {
-        match actual.iter().find(|f| f.name == *name) {
-            None => return Err(mismatch(format!("input `{name}` is missing"))),
-            Some(f) if f.shape != dims => {
-                return Err(mismatch(format!(
-                    "input `{name}` has shape {}, expected {}",
-                    py_tuple(&f.shape),
-                    py_tuple(dims)
-                )))
-            }
-            Some(f) if !matches!(f.dtype, ArrayType::Float16 | ArrayType::Float32) => {
-                return Err(mismatch(format!("input `{name}` is {}, expected float16", f.dtype.name())))
-            }
-            Some(_) => {}
-        }
-    }
-    if let Some(extra) = actual.iter().find(|f| !expected.iter().any(|(n, _)| *n == f.name)) {
-        return Err(mismatch(format!("input `{}` is not part of the ANE signature", extra.name)));
-    }
-    Ok(())
-}
-
-/// The declared multi-array of `f`, or why it is not one the adapter can feed or read.
-fn declared_array(f: &DeclaredFeature, what: &str) -> Result<ArrayType, CoreMlError> {
-    f.array_type().filter(|_| f.kind == "multi_array").ok_or_else(|| {
-        CoreMlError::Signature(format!(
-            "Package signature mismatch: {what} `{}` is declared as {} with data type {}, not a multi-array the adapter can {}",
-            f.name,
-            f.kind,
-            f.data_type.as_deref().unwrap_or("unset"),
-            if what == "input" { "feed" } else { "read" }
-        ))
-    })
-}
-
-/// The declared interface of an ANE package (read from its specification, on any OS) against
-/// what the adapter feeds and reads: exactly the five inputs of `shape`, fixed (no flexible
-/// shapes), FP16 or FP32 ([`check_ane_signature`]); two FP16/FP32 outputs told apart by shape,
-/// logits `(1, 1, 1, 32)` and the pooled CLS `(1, D, 1, 1)`.
-pub fn check_declared_ane(desc: &ModelDescription, shape: AneShape) -> Result<(), CoreMlError> {
-    for f in &desc.inputs {
-        declared_array(f, "input")?;
-    }
-    let sigs: Vec<FeatureSig> = desc.inputs.iter().map(DeclaredFeature::sig).collect();
-    check_ane_signature(shape, &sigs)?;
-    if let Some(f) = desc.inputs.iter().find(|f| f.flexibility != Flexibility::Fixed) {
-        return Err(CoreMlError::Signature(format!(
-            "Package signature mismatch: input `{}` declares flexible shapes ({}); the ANE signature is fixed at {}. Re-export the bundle",
-            f.name,
-            describe_flexibility(&f.flexibility),
-            py_tuple(&f.shape)
-        )));
-    }
-    for f in &desc.outputs {
-        match declared_array(f, "output")? {
-            ArrayType::Float16 | ArrayType::Float32 => {}
-            other => {
-                return Err(CoreMlError::Signature(format!(
-                    "Package signature mismatch: output `{}` is {}; the ANE host reads float16 or float32 outputs",
-                    f.name,
-                    other.name()
-                )))
-            }
-        }
-    }
-    decode::identify_ane_outputs(
-        desc.outputs.iter().map(|f| (f.name.as_str(), f.shape.as_slice())),
-        shape.width,
-    )
-    .map(|_| ())
-}
-
-fn describe_flexibility(f: &Flexibility) -> String {
-    match f {
-        Flexibility::Fixed => "fixed".into(),
-        Flexibility::Enumerated(shapes) => {
-            format!("enumerated {}", shapes.iter().map(|s| py_tuple(s)).collect::<Vec<_>>().join(", "))
-        }
-        Flexibility::Range(dims) => format!(
-            "range {}",
-            dims.iter()
-                .map(|d| match d.upper {
-                    Some(u) => format!("{}..{u}", d.lower),
-                    None => format!("{}..", d.lower),
-                })
-                .collect::<Vec<_>>()
-                .join(" x ")
-        ),
-    }
-}
-
-/// The declared interface of an ordinary export against its `coreml_config.json` shapes and
-/// what the adapter feeds and reads: [`check_ordinary_signature`] on the default shapes; every
-/// `[B, L]` input accepts exactly the manifest's lengths (`shape.lengths` for enumerated, the
-/// `min_length..max_length` range, or the one fixed length); the `[B, K]` and `[B]` inputs are
-/// fixed; `action_logits` is `(B, actions)`; outputs are float16 or float32.
-pub fn check_declared_ordinary(
-    desc: &ModelDescription,
-    caps: &ShapeCaps,
-    parallel: bool,
-    actions: usize,
-) -> Result<(), CoreMlError> {
-    for f in &desc.inputs {
-        declared_array(f, "input")?;
-    }
-    for f in &desc.outputs {
-        declared_array(f, "output")?;
-    }
-    let sigs = |v: &[DeclaredFeature]| v.iter().map(DeclaredFeature::sig).collect::<Vec<_>>();
-    check_ordinary_signature(caps, parallel, &sigs(&desc.inputs), &sigs(&desc.outputs))?;
-    let b = caps.batch_size;
-    let disagree = |name: &str, field: &str, manifest: String, declared: &Flexibility| {
-        CoreMlError::Signature(format!(
-            "coreml_config.json {field} {manifest} disagrees with input `{name}` of the package, which declares {} shapes; the manifest does not describe this package, re-export the bundle",
-            describe_flexibility(declared)
-        ))
-    };
-    for f in desc.inputs.iter() {
-        let name = f.name.as_str();
-        let sequence = matches!(name, "input_ids" | "attention_mask" | "position_ids" | "option_ids");
-        if !sequence {
-            if f.flexibility != Flexibility::Fixed {
-                return Err(CoreMlError::Signature(format!(
-                    "Package signature mismatch: input `{name}` declares {} shapes; the laya-coreml signature fixes it at {}",
-                    describe_flexibility(&f.flexibility),
-                    py_tuple(&f.shape)
-                )));
-            }
-            continue;
-        }
-        match &caps.mode {
-            ShapeMode::Enumerated(lengths) => {
-                let mut want: Vec<Vec<usize>> = lengths.iter().map(|&l| vec![b, l]).collect();
-                want.sort();
-                let mut got = f.shapes().unwrap_or_default();
-                got.sort();
-                got.dedup();
-                if got != want {
-                    return Err(disagree(name, "shape.lengths", format!("{lengths:?}"), &f.flexibility));
-                }
-            }
-            ShapeMode::Range => {
-                let ok = matches!(&f.flexibility, Flexibility::Range(d) if d.len() == 2
-                    && d[0].lower == b && d[0].upper == Some(b)
-                    && d[1].lower == caps.min_length && d[1].upper == Some(caps.max_length));
-                if !ok {
-                    let m = format!("{}..{} (mode range)", caps.min_length, caps.max_length);
-                    return Err(disagree(name, "shape.min_length..max_length", m, &f.flexibility));
-                }
-            }
-            ShapeMode::Fixed => {
-                if f.flexibility != Flexibility::Fixed || f.shape != [b, caps.max_length] {
-                    let m = format!("{} (fixed)", caps.max_length);
-                    return Err(disagree(name, "shape.max_length", m, &f.flexibility));
-                }
-            }
-        }
-    }
-    if let Some(f) = desc.outputs.iter().find(|f| f.name == "action_logits") {
-        if f.shape.get(1) != Some(&actions) {
-            return Err(CoreMlError::Signature(format!(
-                "Package signature mismatch: output `action_logits` has shape {}, expected ({b}, {actions}) for the {actions} actions of rl_agent_config.json (act_costs + 1)",
-                py_tuple(&f.shape)
-            )));
-        }
-    }
-    for f in &desc.outputs {
-        if !matches!(f.array_type(), Some(ArrayType::Float16 | ArrayType::Float32)) {
-            return Err(CoreMlError::Signature(format!(
-                "Package signature mismatch: output `{}` is {}; the adapter reads float16 or float32 outputs",
-                f.name,
-                f.data_type.as_deref().unwrap_or("unset")
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Names of the ordinary export's inputs, in [`ordinary_inputs`] order.
-pub fn ordinary_input_names(parallel: bool) -> &'static [&'static str] {
-    const SEQ: [&str; 7] =
-        ["input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype", "position_ids", "option_ids"];
-    if parallel {
-        &SEQ
-    } else {
-        &SEQ[..5]
-    }
-}
-
-/// The ordinary export's inputs: `[B, L]`, `[B, K]` and `[B]` int32, `L` flexible; outputs
-/// `logits [B, K]` and `action_logits [B, A]`. Checks names, types and the fixed dimensions.
-pub fn check_ordinary_signature(
-    caps: &ShapeCaps,
-    parallel: bool,
-    inputs: &[FeatureSig],
-    outputs: &[FeatureSig],
-) -> Result<(), CoreMlError> {
-    let (b, k) = (caps.batch_size, caps.max_options);
-    let mismatch = |what: &str, name: &str, detail: String| {
-        CoreMlError::Signature(format!(
-            "Package signature mismatch: {what} `{name}` {detail}; re-export the bundle with laya-coreml 0.5 (laya-coreml format, option layout {})",
-            if parallel { "parallel" } else { "sequential" }
-        ))
-    };
-    for name in ordinary_input_names(parallel) {
-        let f = inputs
-            .iter()
-            .find(|f| f.name == *name)
-            .ok_or_else(|| mismatch("input", name, "is missing".into()))?;
-        let want: Option<usize> = match *name {
-            "marker_pos" | "marker_mask" => Some(k),
-            _ => None,
-        };
-        let rank = if *name == "qtype" { 1 } else { 2 };
-        let shape_ok = f.shape.len() == rank && f.shape[0] == b && want.is_none_or(|k| f.shape[1] == k);
-        if !shape_ok {
-            let expected = match (*name, want) {
-                ("qtype", _) => format!("({b},)"),
-                (_, Some(k)) => format!("({b}, {k})"),
-                _ => format!("({b}, L)"),
-            };
-            return Err(mismatch(
-                "input",
-                name,
-                format!("has shape {}, expected {expected}", py_tuple(&f.shape)),
-            ));
-        }
-        if f.dtype != ArrayType::Int32 {
-            return Err(mismatch("input", name, format!("is {}, expected int32", f.dtype.name())));
-        }
-    }
-    if let Some(extra) = inputs.iter().find(|f| !ordinary_input_names(parallel).contains(&f.name.as_str())) {
-        return Err(mismatch("input", &extra.name, "is not part of the laya-coreml signature".into()));
-    }
-    for name in ["logits", "action_logits"] {
-        let f = outputs
-            .iter()
-            .find(|f| f.name == name)
-            .ok_or_else(|| mismatch("output", name, "is missing".into()))?;
-        let ok = f.shape.len() == 2 && f.shape[0] == b && (name != "logits" || f.shape[1] == k);
-        if !ok {
-            return Err(mismatch(
-                "output",
-                name,
-                format!(
-                    "has shape {}, expected ({b}, {})",
-                    py_tuple(&f.shape),
-                    if name == "logits" { k.to_string() } else { "A".into() }
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The ordinary export's shapes from its `coreml_config.json` `shape` object (host-contract.md
-/// §1.6): `mode` enumerated (with `lengths`), range, or fixed (also when `flexible` is false).
-pub fn ordinary_caps(manifest: &Value, file: &str) -> Result<ShapeCaps, CoreMlError> {
-    let bad = |detail: &str| CoreMlError::Bundle { path: file.to_string(), detail: detail.to_string() };
-    let shape = manifest.get("shape").and_then(Value::as_object).ok_or_else(|| bad("`shape` is missing"))?;
-    let get = |key: &str| shape.get(key).and_then(Value::as_u64).map(|v| v as usize);
-    let batch_size = get("batch_size")
-        .filter(|&b| b > 0)
-        .ok_or_else(|| bad("shape.batch_size must be a positive integer"))?;
-    let max_length = get("max_length")
-        .filter(|&l| l > 0)
-        .ok_or_else(|| bad("shape.max_length must be a positive integer"))?;
-    let min_length = get("min_length").unwrap_or(16).min(max_length);
-    let max_options = get("max_options").unwrap_or(32);
-    let flexible = shape.get("flexible").and_then(Value::as_bool).unwrap_or(true);
-    let mode = match (flexible, shape.get("mode").and_then(Value::as_str)) {
-        (false, _) | (_, Some("fixed")) => ShapeMode::Fixed,
-        (_, Some("range")) => ShapeMode::Range,
-        (_, Some("enumerated")) | (_, None) => {
-            let lengths: Vec<usize> = shape
-                .get("lengths")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_u64)
-                        .map(|v| v as usize)
-                        .filter(|&l| l <= max_length)
-                        .collect()
-                })
-                .unwrap_or_default();
-            if lengths.is_empty() {
-                return Err(bad("shape.lengths must list the enumerated lengths"));
-            }
-            ShapeMode::Enumerated(lengths)
-        }
-        (_, Some(other)) => {
-            return Err(bad(&format!("shape.mode `{other}` is not enumerated, range or fixed")));
-        }
-    };
-    Ok(ShapeCaps { batch_size, max_length, min_length, max_options, mode })
 }
 
 /// The shapes an ordinary export runs with: when the command asks for one fixed length that the

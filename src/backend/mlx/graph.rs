@@ -20,11 +20,17 @@ use mlx_rs::{fast, transforms, Array, Device, DeviceType, Dtype};
 
 #[cfg(target_os = "linux")]
 use super::blas::{BlasKind, BlasProvider};
-use super::{copy_outputs, default_shapes, fingerprint, parameter_names, MlxDtype, MlxInputs, MlxSpec, NAME};
-use crate::backend::registry::{load_source, RegistryError};
-use crate::backend::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
+use super::{
+    copy_outputs, default_shapes, fingerprint, host_hints, parameter_names, MlxDtype, MlxInputs, MlxSpec,
+    NAME,
+};
+use crate::backend::registry::RegistryError;
+use crate::backend::{
+    Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, PreparedBatch, ShapeCaps,
+};
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::config::{EncoderConfig, LayerKind, OptionLayout};
+use crate::model::loader::load_source;
 use crate::model::synthetic::published_shape;
 
 /// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
@@ -433,6 +439,7 @@ impl MlxBackend {
             Compile::No => CompiledForward(Box::new(f)),
         };
         let info = BackendInfo {
+            kind: BackendKind::Mlx,
             name: NAME.into(),
             precision: spec.dtype.name().into(),
             device: device_name(),
@@ -443,6 +450,8 @@ impl MlxBackend {
                 Compile::No => vec!["the forward is not compiled: MLX evaluates it op by op".into()],
             },
             blas,
+            host_hints: host_hints(),
+            weight_bytes: None,
         };
         Ok(MlxBackend {
             info,

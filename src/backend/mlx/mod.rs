@@ -18,10 +18,9 @@ pub mod graph;
 use std::collections::HashMap;
 
 use super::portable::attention::{window_template, Masks};
-use super::{BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use super::{BackendError, ForwardOutput, HostHints, PreparedBatch, ShapeCaps, ShapeMode};
 use crate::laya::bundle::sha256_hex;
 use crate::laya::config::{AgentConfig, EncoderConfig, LayerKind};
-use crate::laya::host::Host;
 use crate::laya::prefix::DEFAULT_CAPACITY;
 
 /// `BackendInfo::name` of this backend.
@@ -162,14 +161,10 @@ pub fn fingerprint(source_fingerprint: &str, dtype: MlxDtype) -> String {
     }
 }
 
-/// Switch on the host's prompt-prefix cache for an MLX backend (the baseline ran with
-/// `cache_prompts=True`); any other backend's host is returned unchanged.
-pub fn configure_host<'t>(host: Host<'t>, info: &BackendInfo) -> Host<'t> {
-    if info.name == NAME {
-        host.with_prefix_cache(DEFAULT_CAPACITY)
-    } else {
-        host
-    }
+/// The host hints of an MLX backend: the host's prompt-prefix cache is on (the baseline ran
+/// with `cache_prompts=True`), at [`DEFAULT_CAPACITY`] heads.
+pub fn host_hints() -> HostHints {
+    HostHints { prefix_cache: Some(DEFAULT_CAPACITY) }
 }
 
 /// RoPE cos/sin tables for explicit positions (parallel layout), `[B, 1, L, dh/2]` row-major,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::backend::{BackendInfo, BackendKind};
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::model::weights::tensor_specs;
 
@@ -211,7 +212,8 @@ fn outputs_keep_the_batch_slots_and_all_actions() {
 #[test]
 fn only_an_mlx_backend_turns_on_the_prefix_cache() {
     let b = tiny();
-    let info = |name: &str| BackendInfo {
+    let info = |kind: BackendKind, name: &str, host_hints: HostHints| BackendInfo {
+        kind,
         name: name.into(),
         precision: "f16".into(),
         device: "gpu".into(),
@@ -219,9 +221,11 @@ fn only_an_mlx_backend_turns_on_the_prefix_cache() {
         fingerprint: String::new(),
         notes: Vec::new(),
         blas: None,
+        host_hints,
+        weight_bytes: None,
     };
-    let host =
-        |name: &str| configure_host(Host::new(&b.tokenizer, &b.agent, default_shapes(&b.agent)), &info(name));
-    assert!(host(NAME).prefix_cache.is_some());
-    assert!(host("portable").prefix_cache.is_none());
+    let host = |i: BackendInfo| crate::backend::registry::host_for(&b, default_shapes(&b.agent), &i);
+    assert_eq!(host_hints().prefix_cache, Some(DEFAULT_CAPACITY));
+    assert!(host(info(BackendKind::Mlx, NAME, host_hints())).prefix_cache.is_some());
+    assert!(host(info(BackendKind::Portable, "portable", HostHints::default())).prefix_cache.is_none());
 }

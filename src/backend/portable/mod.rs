@@ -23,7 +23,9 @@ use std::sync::Arc;
 
 use self::attention::{apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope};
 use self::linalg::{linear, Plan, Split};
-use super::{Backend, BackendError, BackendInfo, ForwardOutput, PreparedBatch, ShapeCaps};
+use super::{
+    Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
+};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
 use crate::model::lowp::{HalfOrder, PaletteOrder};
 use crate::model::ops;
@@ -299,7 +301,9 @@ impl PortableBackend {
             p if f32panel::available() => format!(", {p} weights decoded to f32 panels, avx512f fma"),
             p => format!(", {p} weights decoded to f32 tiles, gemm"),
         };
+        let weight_bytes = Some(w.weight_bytes().total as u64);
         let info = BackendInfo {
+            kind: BackendKind::Portable,
             name: "portable".into(),
             precision,
             device: format!("cpu ({threads} threads, {isa}{kernel})"),
@@ -307,6 +311,8 @@ impl PortableBackend {
             fingerprint,
             notes: Vec::new(),
             blas: None,
+            host_hints: HostHints::default(),
+            weight_bytes,
         };
         Self {
             info,

@@ -308,6 +308,16 @@ fn forward_is_deterministic_and_reuses_scratch() {
 }
 
 #[test]
+fn info_names_the_engine_and_its_resident_weight_bytes() {
+    let (e, w) = engine(1, 32, 1, 4);
+    let info = e.info();
+    assert_eq!((info.kind, info.name.as_str()), (BackendKind::Portable, "portable"));
+    assert_eq!(info.host_hints, HostHints::default(), "no prefix cache in front of the portable engine");
+    assert_eq!(info.weight_bytes, Some(w.weight_bytes().total as u64));
+    assert_eq!(info.weight_bytes, Some(e.weight_bytes().total as u64));
+}
+
+#[test]
 fn ablations_change_the_logits() {
     let (mut e, _) = engine(1, 32, 1, 4);
     let b = batch(1, 32, 4, &[32], 512);

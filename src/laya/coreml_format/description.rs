@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::decode::ArrayType;
+use super::ArrayType;
 
 /// Why a package's description cannot be read, naming the file and the field.
 #[derive(Debug, thiserror::Error)]
