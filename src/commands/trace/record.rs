@@ -1,247 +1,28 @@
-//! `laya-bench trace`: run one arm for a profiler to attach to (`run`), summarize xctrace
-//! exports (`summarize`, any OS), or do both with Instruments in one command (`record`, macOS).
-//!
-//! `record` is portable plumbing ([`record_with`]) driven by a thin macOS-only entry point
-//! that names the real programs (this executable and `xcrun`); tests drive the same plumbing
-//! on any OS with a stand-in for `xcrun`.
+//! `trace record`: the traced `trace run` child, Instruments attached once it is warm, the
+//! exports and their summary. Portable plumbing ([`record_with`]) driven by a thin macOS-only
+//! entry point that names the real programs; tests drive it with a stand-in for `xcrun`.
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(target_os = "macos")]
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 
-use super::predict::load_bundle;
-use super::{Failure, Outcome};
+use super::{duration_arg, print_summary, workload_plan, write_json, RecordTools};
 use crate::bench::arm::ArmSpec;
-use crate::bench::outputs::{check_folder, refuse_existing};
-use crate::bench::record::{HeaderInput, RunIo, Watch};
-use crate::bench::setup::{Setup, WorkloadPlan};
-use crate::bench::speed;
-use crate::bench::time::{self, timestamp_stem, unix_now};
-use crate::cli::{
-    TraceArgs, TraceCommand, TraceRecordArgs, TraceRunArgs, TraceSummarizeArgs, TraceWorkloadArgs,
-};
-use crate::protocol::{BlockLimit, Plan};
-use crate::report::write_atomic;
-use crate::stats::LatencySummary;
+use crate::bench::time::timestamp_stem;
+use crate::cli::{TraceRecordArgs, TraceWorkloadArgs};
+use crate::commands::{Failure, Outcome};
+#[cfg(not(target_os = "macos"))]
+use crate::trace::child::RECORD_NEEDS_MACOS;
 use crate::trace::child::{self, XcrunError};
-pub use crate::trace::child::{RecordTools, RECORD_NEEDS_MACOS};
-use crate::trace::recorder::{
-    record_args, table_export_args, toc_export_args, ArtifactLayout, ReadyFile, READY_SCHEMA_VERSION,
-};
-use crate::trace::render::render_summary;
-use crate::trace::{plan_evidence, summarize_files, SummarizeInputs, TableKind, TraceSummary, TraceToc};
+use crate::trace::recorder::{record_args, table_export_args, toc_export_args, ArtifactLayout};
+use crate::trace::{plan_evidence, summarize_files, SummarizeInputs, TableKind, TraceToc};
 
-/// Run a `trace` subcommand.
-pub(crate) fn run(args: &TraceArgs) -> Outcome {
-    match &args.command {
-        TraceCommand::Run(a) => run_traced(a),
-        TraceCommand::Summarize(a) => summarize(a),
-        TraceCommand::Record(a) => record(a),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Shared validation
-
-fn duration_arg(flag: &str, text: &str, allow_zero: bool) -> Result<Duration, Failure> {
-    Ok(if allow_zero { time::duration(flag, text)? } else { time::positive_duration(flag, text)? })
-}
-
-fn workload_plan(w: &TraceWorkloadArgs) -> Result<WorkloadPlan, Failure> {
-    let plan = WorkloadPlan { name: w.workload.clone(), tokens: w.tokens, length: w.length };
-    plan.check()?;
-    Ok(plan)
-}
-
-// ---------------------------------------------------------------------------------------------
-// trace run: `speed` with one block on one arm, and a ready file once it is warm
-
-/// Writes the ready file once the arm is warm, so a profiler attaches to the measured block only.
-struct ReadyWatch {
-    ready: Option<(PathBuf, ReadyFile)>,
-}
-
-impl Watch for ReadyWatch {
-    fn started(&mut self, started_unix_s: f64) {
-        if let Some((_, ready)) = &mut self.ready {
-            ready.started_unix_s = started_unix_s;
-        }
-    }
-
-    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), String> {
-        if arm + 1 < arms {
-            return Ok(());
-        }
-        if let Some((path, ready)) = &mut self.ready {
-            ready.ready_unix_s = unix_now();
-            write_atomic(path, &ready.to_bytes())
-                .map_err(|e| format!("cannot write the ready file {}: {e}", path.display()))?;
-        }
-        Ok(())
-    }
-}
-
-/// Removes a stale ready file so no waiter mistakes it for this run's; the folder must exist.
-fn prepare_ready(path: &Path) -> Result<(), Failure> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(Failure::input(anyhow!(
-            "--ready {}: the folder {} does not exist",
-            path.display(),
-            dir.display()
-        )));
-    }
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => {
-            Err(Failure::input(anyhow!("--ready {}: cannot remove the stale file: {e}", path.display())))
-        }
-    }
-}
-
-fn run_traced(args: &TraceRunArgs) -> Outcome {
-    let w = &args.workload;
-    let arm = ArmSpec::parse_named(&w.arm)?;
-    let seconds = duration_arg("--seconds", &args.seconds, false)?;
-    let workload = workload_plan(w)?;
-    let raw_path = args
-        .raw
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.raw.jsonl", timestamp_stem("trace-run"))));
-    refuse_existing(&raw_path, args.overwrite)?;
-    check_folder("--raw", &raw_path)?;
-    if let Some(ready) = &args.ready {
-        check_folder("--ready", ready)?;
-        prepare_ready(ready)?;
-    }
-    let bundle = load_bundle(&w.model.model)?;
-    let mut setup = Setup::build(&bundle, std::slice::from_ref(&arm), &workload)?;
-    let plan = Plan::saturated(1, BlockLimit::Duration(seconds), w.warmup);
-    let order = [(0, 0)];
-    let input = HeaderInput {
-        kind: "trace-run",
-        command_line: std::env::args().collect(),
-        workload: &workload,
-        order: Some(&order),
-    };
-    let ready = args.ready.clone().map(|path| {
-        let file = ReadyFile {
-            schema_version: READY_SCHEMA_VERSION,
-            pid: std::process::id(),
-            started_unix_s: 0.0,
-            ready_unix_s: 0.0,
-            arm: arm.name.clone(),
-            spec: arm.spec.clone(),
-            block_seconds: seconds.as_secs_f64(),
-            raw_path: raw_path.display().to_string(),
-        };
-        (path, file)
-    });
-    let mut watch = ReadyWatch { ready };
-    let stop = super::interrupt::install_or_warn();
-    let measured = speed::measure(
-        &bundle,
-        &mut setup,
-        &input,
-        &plan,
-        RunIo { raw: &raw_path, overwrite: args.overwrite, stop },
-        &mut watch,
-    )?;
-    let totals = measured.totals;
-    let reason = measured.reason;
-    if let Some(r) = &reason {
-        eprintln!("the run is INCOMPLETE ({r}); the figures below cover what ran");
-    }
-    let block_s = totals.block_ns[0] as f64 / 1e9;
-    let mut latencies: Vec<f64> = totals.durations_ns[0].iter().map(|&d| d as f64 / 1e9).collect();
-    println!(
-        "trace run: arm `{}` ({}), one {:.2} s block after {} warm-up calls",
-        arm.name,
-        arm.spec,
-        block_s,
-        w.warmup.max(setup.workload.requests.len())
-    );
-    match LatencySummary::from_latencies(&mut latencies) {
-        Some(l) => println!(
-            "  calls {} · {:.1} calls/s · latency mean {:.3} ms · p50 {:.3} ms · p95 {:.3} ms",
-            l.calls,
-            l.calls as f64 / block_s,
-            l.mean_s * 1e3,
-            l.p50_s * 1e3,
-            l.p95_s * 1e3
-        ),
-        None => println!("  calls 0"),
-    }
-    println!("  raw record: {}", raw_path.display());
-    if let Some((path, file)) = &watch.ready {
-        println!("  ready file: {} (pid {})", path.display(), file.pid);
-    }
-    println!(
-        "  note: this run is meant to be traced; an attached profiler perturbs its timing, so these \
-         are not speed results (use `laya-bench speed`)"
-    );
-    if let Some(r) = reason {
-        return Err(Failure::run(anyhow!(
-            "the run is INCOMPLETE ({r}); everything measured so far is in {}",
-            raw_path.display()
-        )));
-    }
-    if totals.unstable[0] > 0 {
-        return Err(Failure::run(anyhow!(
-            "unstable: {} calls did not reproduce the warm-up result (see the call records in {})",
-            totals.unstable[0],
-            raw_path.display()
-        )));
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// trace summarize
-
-fn summarize(args: &TraceSummarizeArgs) -> Outcome {
-    if let Some(path) = &args.output {
-        check_folder("--output", path)?;
-    }
-    let summary = summarize_files(SummarizeInputs {
-        hardware_xml: &args.hardware_xml,
-        toc_xml: &args.toc_xml,
-        signpost_xml: args.signpost_xml.as_deref(),
-        run_number: args.run,
-    })
-    // The error's message already holds its cause; `anyhow!(e)` would print the cause twice.
-    .map_err(|e| Failure::input(anyhow!("cannot summarize the xctrace exports: {e}")))?;
-    if let Some(path) = &args.output {
-        write_json(&summary, path)?;
-    }
-    print_summary(&summary, args.json)
-}
-
-fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<(), Failure> {
-    let json = serde_json::to_vec_pretty(value).map_err(|e| Failure::run(anyhow!(e)))?;
-    write_atomic(path, &json)
-        .with_context(|| format!("cannot write {}", path.display()))
-        .map_err(Failure::run)
-}
-
-fn print_summary(summary: &TraceSummary, json: bool) -> Outcome {
-    if json {
-        let text = serde_json::to_string_pretty(summary).map_err(|e| Failure::run(anyhow!(e)))?;
-        println!("{text}");
-    } else {
-        print!("{}", render_summary(summary));
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// trace record
-
-fn record(args: &TraceRecordArgs) -> Outcome {
+pub(super) fn record(args: &TraceRecordArgs) -> Outcome {
     #[cfg(target_os = "macos")]
     {
         macos::record(args)
@@ -421,7 +202,7 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::ModelArgs;
+    use crate::cli::{ModelArgs, TraceArgs, TraceCommand};
 
     fn workload_args() -> TraceWorkloadArgs {
         TraceWorkloadArgs {

@@ -1,0 +1,85 @@
+//! `laya-bench trace`: run one arm for a profiler to attach to (`run`), summarize xctrace
+//! exports (`summarize`, any OS), or do both with Instruments in one command (`record`, macOS).
+//!
+//! `record` is portable plumbing ([`record_with`]) driven by a thin macOS-only entry point
+//! that names the real programs (this executable and `xcrun`); tests drive the same plumbing
+//! on any OS with a stand-in for `xcrun`.
+
+mod record;
+mod run;
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+
+use super::{Failure, Outcome};
+use crate::bench::outputs::check_folder;
+use crate::bench::setup::WorkloadPlan;
+use crate::bench::time;
+use crate::cli::{TraceArgs, TraceCommand, TraceSummarizeArgs, TraceWorkloadArgs};
+use crate::report::write_atomic;
+pub use crate::trace::child::{RecordTools, RECORD_NEEDS_MACOS};
+use crate::trace::render::render_summary;
+use crate::trace::{summarize_files, SummarizeInputs, TraceSummary};
+pub use record::record_with;
+
+/// Run a `trace` subcommand.
+pub(crate) fn run(args: &TraceArgs) -> Outcome {
+    match &args.command {
+        TraceCommand::Run(a) => run::run(a),
+        TraceCommand::Summarize(a) => summarize(a),
+        TraceCommand::Record(a) => record::record(a),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared validation
+
+pub(super) fn duration_arg(flag: &str, text: &str, allow_zero: bool) -> Result<Duration, Failure> {
+    Ok(if allow_zero { time::duration(flag, text)? } else { time::positive_duration(flag, text)? })
+}
+
+pub(super) fn workload_plan(w: &TraceWorkloadArgs) -> Result<WorkloadPlan, Failure> {
+    let plan = WorkloadPlan { name: w.workload.clone(), tokens: w.tokens, length: w.length };
+    plan.check()?;
+    Ok(plan)
+}
+
+// ---------------------------------------------------------------------------------------------
+// trace summarize
+
+fn summarize(args: &TraceSummarizeArgs) -> Outcome {
+    if let Some(path) = &args.output {
+        check_folder("--output", path)?;
+    }
+    let summary = summarize_files(SummarizeInputs {
+        hardware_xml: &args.hardware_xml,
+        toc_xml: &args.toc_xml,
+        signpost_xml: args.signpost_xml.as_deref(),
+        run_number: args.run,
+    })
+    // The error's message already holds its cause; `anyhow!(e)` would print the cause twice.
+    .map_err(|e| Failure::input(anyhow!("cannot summarize the xctrace exports: {e}")))?;
+    if let Some(path) = &args.output {
+        write_json(&summary, path)?;
+    }
+    print_summary(&summary, args.json)
+}
+
+pub(super) fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<(), Failure> {
+    let json = serde_json::to_vec_pretty(value).map_err(|e| Failure::run(anyhow!(e)))?;
+    write_atomic(path, &json)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .map_err(Failure::run)
+}
+
+pub(super) fn print_summary(summary: &TraceSummary, json: bool) -> Outcome {
+    if json {
+        let text = serde_json::to_string_pretty(summary).map_err(|e| Failure::run(anyhow!(e)))?;
+        println!("{text}");
+    } else {
+        print!("{}", render_summary(summary));
+    }
+    Ok(())
+}
