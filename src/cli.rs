@@ -1,6 +1,48 @@
 //! Command-line arguments (clap derive): one Args struct per command.
+//!
+//! Arguments are taken in two stages (the ripgrep habit): clap's value parsers turn each flag
+//! into its type here (a duration, an arm with its parsed spec), naming the flag in every
+//! message; then each command builds a validated plan (`bench::speed::plan`,
+//! `bench::energy::settings`, ...) that checks how the flags fit together, before anything
+//! loads.
 
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use clap::builder::TypedValueParser;
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
+
+use crate::bench::arm::ArmSpec;
+use crate::bench::BenchError;
+
+/// A value parser from a function of (flag, text): its error becomes clap's message as is
+/// (the function names the flag), exit 2.
+#[derive(Clone, Copy)]
+pub struct FlagParser<T>(fn(&str, &str) -> Result<T, BenchError>);
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for FlagParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag =
+            arg.and_then(|a| a.get_long()).map(|l| format!("--{l}")).unwrap_or_else(|| "the value".into());
+        (self.0)(&flag, &value.to_string_lossy())
+            .map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("{e}\n")).with_cmd(cmd))
+    }
+}
+
+/// `500ms`, `2s`, `1m`, or a plain number of seconds (zero allowed here; plans refuse it where
+/// a zero makes no sense).
+pub const DURATION: FlagParser<Duration> = FlagParser(crate::bench::time::duration);
+
+/// `NAME=SPEC`, the spec parsed.
+pub const NAMED_ARM: FlagParser<ArmSpec> = FlagParser(|_, text| ArmSpec::parse_named(text));
 
 /// Audit-grade speed and energy benchmarks for Laya typed-decision models.
 #[derive(Debug, Parser)]
@@ -140,8 +182,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// An arm as NAME=SPEC (repeat; the first is the baseline). Default: every portable precision.
-    #[arg(long = "arm", allow_negative_numbers = true, value_name = "NAME=SPEC")]
-    pub arms: Vec<String>,
+    #[arg(long = "arm", allow_negative_numbers = true, value_name = "NAME=SPEC", value_parser = NAMED_ARM)]
+    pub arms: Vec<ArmSpec>,
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
     #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
     pub workload: String,
@@ -193,9 +235,10 @@ pub struct SpeedArgs {
         allow_negative_numbers = true,
         default_value = "2s",
         value_name = "DURATION",
+        value_parser = DURATION,
         conflicts_with = "calls"
     )]
-    pub seconds: String,
+    pub seconds: Duration,
     /// Block length in calls instead of time.
     #[arg(long, allow_negative_numbers = true, value_name = "K")]
     pub calls: Option<u64>,
@@ -218,20 +261,20 @@ pub struct EnergyArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "W|mW|uW")]
     pub sensor_unit: Option<String>,
     /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds).
-    #[arg(long, allow_negative_numbers = true, default_value = "500ms", value_name = "DURATION")]
-    pub sample_interval: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "500ms", value_name = "DURATION", value_parser = DURATION)]
+    pub sample_interval: Duration,
     /// Balanced cycles (each visits the arms in order, then in reverse).
     #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_name = "C")]
     pub cycles: usize,
     /// Block length (saturated, or the paced schedule's length with --rate).
-    #[arg(long, allow_negative_numbers = true, default_value = "20s", value_name = "DURATION")]
-    pub seconds: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "20s", value_name = "DURATION", value_parser = DURATION)]
+    pub seconds: Duration,
     /// Idle window before the first block, between blocks and after the last.
-    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
-    pub idle_seconds: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
+    pub idle_seconds: Duration,
     /// Discarded start of every idle window (settling); the rest is the stable idle window.
-    #[arg(long, allow_negative_numbers = true, default_value = "3s", value_name = "DURATION")]
-    pub idle_discard: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "3s", value_name = "DURATION", value_parser = DURATION)]
+    pub idle_discard: Duration,
     /// Reject the run if any reading is above this many watts (a loose sanity cap, not an
     /// accuracy bound).
     #[arg(long, default_value_t = 500.0, value_name = "W", allow_negative_numbers = true)]
@@ -339,8 +382,14 @@ pub struct TraceWorkloadArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// The one arm to run, as NAME=SPEC.
-    #[arg(long, allow_negative_numbers = true, default_value = "f32=portable:f32", value_name = "NAME=SPEC")]
-    pub arm: String,
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        default_value = "f32=portable:f32",
+        value_name = "NAME=SPEC",
+        value_parser = NAMED_ARM
+    )]
+    pub arm: ArmSpec,
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
     #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
     pub workload: String,
@@ -363,8 +412,8 @@ pub struct TraceRunArgs {
     pub workload: TraceWorkloadArgs,
     /// How long the measured block runs after warm-up (`500ms`, `30s`, `1m`; a plain number is
     /// seconds).
-    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
-    pub seconds: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
+    pub seconds: Duration,
     /// Write this JSON file (pid, start time, arm) once warm, for a profiler to attach.
     #[arg(long, value_name = "FILE")]
     pub ready: Option<std::path::PathBuf>,
@@ -406,14 +455,14 @@ pub struct TraceRecordArgs {
     #[command(flatten)]
     pub workload: TraceWorkloadArgs,
     /// Recording length (xctrace `--time-limit`); the traced run lasts this plus --margin.
-    #[arg(long, allow_negative_numbers = true, default_value = "15s", value_name = "DURATION")]
-    pub seconds: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "15s", value_name = "DURATION", value_parser = DURATION)]
+    pub seconds: Duration,
     /// Extra run time so the workload outlasts the recording while xctrace attaches.
-    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION")]
-    pub margin: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
+    pub margin: Duration,
     /// How long to wait for the traced run to load the model and warm up.
-    #[arg(long, allow_negative_numbers = true, default_value = "5m", value_name = "DURATION")]
-    pub ready_timeout: String,
+    #[arg(long, allow_negative_numbers = true, default_value = "5m", value_name = "DURATION", value_parser = DURATION)]
+    pub ready_timeout: Duration,
     /// Folder that receives `trace-<UTC time>/` with the archive, the exports and the summary.
     #[arg(long, default_value = "artifacts", value_name = "DIR")]
     pub artifacts: std::path::PathBuf,

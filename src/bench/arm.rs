@@ -68,17 +68,29 @@ impl ArmSpec {
         Ok(Self { name, spec, parsed })
     }
 
-    /// `--arm NAME=SPEC` texts as arms, or every default portable precision when none is given.
-    pub fn parse_all_or_default(texts: &[String]) -> Result<Vec<Self>, BenchError> {
-        let pairs = if texts.is_empty() {
-            portable_precisions()
+    /// The arms given (each name once, exit 2 otherwise), or every default portable precision
+    /// when none is given.
+    pub fn defaults_or(given: &[ArmSpec]) -> Result<Vec<Self>, BenchError> {
+        if given.is_empty() {
+            return portable_precisions()
                 .iter()
-                .map(|p| (p.name().to_string(), format!("portable:{}", p.name())))
-                .collect()
-        } else {
-            split_all(texts)?
-        };
-        pairs.into_iter().map(|(n, s)| Self::new(n, s)).collect()
+                .map(|p| Self::new(p.name().to_string(), format!("portable:{}", p.name())))
+                .collect();
+        }
+        for (i, arm) in given.iter().enumerate() {
+            if given[..i].iter().any(|a| a.name == arm.name) {
+                return Err(BenchError::Input(format!(
+                    "--arm: the name `{}` is used twice; give every arm its own name",
+                    arm.name
+                )));
+            }
+        }
+        Ok(given.to_vec())
+    }
+
+    /// `NAME=SPEC` as the user would type it again.
+    pub fn text(&self) -> String {
+        format!("{}={}", self.name, self.spec)
     }
 
     /// One `--arm NAME=SPEC` (a single-arm command), the spec error naming the flag.
@@ -163,10 +175,14 @@ mod tests {
 
     #[test]
     fn the_default_arms_are_the_portable_precisions() {
-        let arms = ArmSpec::parse_all_or_default(&[]).unwrap();
+        let arms = ArmSpec::defaults_or(&[]).unwrap();
         let names: Vec<&str> = arms.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["f32", "f16", "bf16", "w8"]);
         assert_eq!(arms[3].spec, "portable:w8");
+        let a = ArmSpec::parse_named("a=portable:f32").unwrap();
+        assert_eq!(a.text(), "a=portable:f32");
+        let twice = ArmSpec::defaults_or(&[a.clone(), a]).unwrap_err();
+        assert!(twice.to_string().contains("`a` is used twice"), "{twice}");
         let e = ArmSpec::parse_named("a=nope:x").unwrap_err();
         assert!(matches!(e, BenchError::Input(_)) && e.to_string().starts_with("--arm `a=nope:x`: "), "{e}");
     }

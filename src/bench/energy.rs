@@ -31,22 +31,22 @@ use super::record::{
 };
 use super::setup::Setup;
 use super::speed::{interrupted_reason, raised};
-use super::time::{duration, positive_duration};
+use super::time::positive;
 use super::BenchError;
 
 /// The energy flags as given.
 #[derive(Debug, Clone)]
-pub struct EnergyFlags<'a> {
+pub struct EnergyFlags {
     /// Balanced cycles.
     pub cycles: usize,
     /// Block length.
-    pub seconds: &'a str,
+    pub seconds: Duration,
     /// Sample interval.
-    pub sample_interval: &'a str,
+    pub sample_interval: Duration,
     /// Idle window length.
-    pub idle_seconds: &'a str,
+    pub idle_seconds: Duration,
     /// Start of each idle window left out of idle power.
-    pub idle_discard: &'a str,
+    pub idle_discard: Duration,
     /// Readings above this are a sensor fault.
     pub max_watts: f64,
     /// Equal-load mode: requests per second.
@@ -71,14 +71,14 @@ pub struct Settings {
 }
 
 /// Check every energy flag before anything loads (exit 2).
-pub fn settings(f: &EnergyFlags<'_>) -> Result<Settings, BenchError> {
+pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
     if f.cycles == 0 {
         return Err(BenchError::Input("--cycles must be at least 1".into()));
     }
-    let block = positive_duration("--seconds", f.seconds)?;
-    let interval = positive_duration("--sample-interval", f.sample_interval)?;
-    let idle = positive_duration("--idle-seconds", f.idle_seconds)?;
-    let idle_discard = duration("--idle-discard", f.idle_discard)?;
+    let block = positive("--seconds", f.seconds)?;
+    let interval = positive("--sample-interval", f.sample_interval)?;
+    let idle = positive("--idle-seconds", f.idle_seconds)?;
+    let idle_discard = f.idle_discard;
     if idle_discard >= idle {
         return Err(BenchError::Input(format!(
             "--idle-discard {idle_discard:?} leaves nothing of the {idle:?} idle window; shorten --idle-discard or lengthen --idle-seconds"

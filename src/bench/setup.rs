@@ -131,7 +131,7 @@ mod tests {
     fn every_arm_is_built_at_the_plan_length() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let specs =
-            ArmSpec::parse_all_or_default(&["a=portable:f32".into(), "b=portable:w8".into()]).unwrap();
+            [ArmSpec::parse_named("a=portable:f32").unwrap(), ArmSpec::parse_named("b=portable:w8").unwrap()];
         let setup = Setup::build(&bundle, &specs, &plan(91, 96)).unwrap();
         assert_eq!(setup.arms.len(), 2);
         assert!(setup.built.tokens_per_row.iter().flatten().all(|&t| t == 91));

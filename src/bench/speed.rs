@@ -34,14 +34,19 @@ pub struct Measured {
 
 /// The plan of a `speed` run: `cycles` balanced cycles of blocks of `calls` calls or
 /// `seconds` long, after `warmup` warm-up calls per arm (exit 2 on a zero count or duration).
-pub fn plan(cycles: usize, calls: Option<u64>, seconds: &str, warmup: usize) -> Result<Plan, BenchError> {
+pub fn plan(
+    cycles: usize,
+    calls: Option<u64>,
+    seconds: std::time::Duration,
+    warmup: usize,
+) -> Result<Plan, BenchError> {
     if cycles == 0 {
         return Err(BenchError::Input("--cycles must be at least 1".into()));
     }
     let block = match calls {
         Some(0) => return Err(BenchError::Input("--calls must be at least 1".into())),
         Some(k) => BlockLimit::Calls(k),
-        None => BlockLimit::Duration(super::time::positive_duration("--seconds", seconds)?),
+        None => BlockLimit::Duration(super::time::positive("--seconds", seconds)?),
     };
     Ok(Plan::saturated(cycles, block, warmup))
 }

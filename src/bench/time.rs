@@ -48,7 +48,11 @@ pub fn civil_utc(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
 /// A positive duration flag (`--seconds 2s`, `--idle-seconds 500ms`; a plain number is
 /// seconds), exit 2 naming the flag.
 pub fn positive_duration(flag: &str, value: &str) -> Result<std::time::Duration, super::BenchError> {
-    let d = duration(flag, value)?;
+    positive(flag, duration(flag, value)?)
+}
+
+/// A duration flag's value, refused when zero (exit 2 naming the flag).
+pub fn positive(flag: &str, d: std::time::Duration) -> Result<std::time::Duration, super::BenchError> {
     if d.is_zero() {
         return Err(super::BenchError::Input(format!("{flag} must be longer than zero")));
     }

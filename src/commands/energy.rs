@@ -18,10 +18,10 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let arms = run_common::arms(common)?;
     let settings = energy::settings(&EnergyFlags {
         cycles: args.cycles,
-        seconds: &args.seconds,
-        sample_interval: &args.sample_interval,
-        idle_seconds: &args.idle_seconds,
-        idle_discard: &args.idle_discard,
+        seconds: args.seconds,
+        sample_interval: args.sample_interval,
+        idle_seconds: args.idle_seconds,
+        idle_discard: args.idle_discard,
         max_watts: args.max_watts,
         rate: args.rate,
         warmup: common.warmup,

@@ -15,7 +15,7 @@ use crate::protocol::BlockRecord;
 
 /// `--arm NAME=SPEC…`, or every default portable precision (exit 2 on a bad name or spec).
 pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {
-    Ok(ArmSpec::parse_all_or_default(&args.arms)?)
+    Ok(ArmSpec::defaults_or(&args.arms)?)
 }
 
 /// `--workload`, `--tokens`, `--length`, checked (exit 2).

@@ -15,7 +15,7 @@ use crate::cli::SpeedArgs;
 pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let common = &args.run;
     let arms = run_common::arms(common)?;
-    let plan = speed::plan(args.cycles, args.calls, &args.seconds, common.warmup)?;
+    let plan = speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?;
     let workload = run_common::workload(common)?;
     let files = run_common::output_files(common, "speed");
     files.check()?;

@@ -9,14 +9,12 @@ mod record;
 mod run;
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 
 use super::{Failure, Outcome};
 use crate::bench::outputs::check_folder;
 use crate::bench::setup::WorkloadPlan;
-use crate::bench::time;
 use crate::cli::{TraceArgs, TraceCommand, TraceSummarizeArgs, TraceWorkloadArgs};
 use crate::report::write_atomic;
 pub use crate::trace::child::{RecordTools, RECORD_NEEDS_MACOS};
@@ -35,10 +33,6 @@ pub(crate) fn run(args: &TraceArgs) -> Outcome {
 
 // ---------------------------------------------------------------------------------------------
 // Shared validation
-
-pub(super) fn duration_arg(flag: &str, text: &str, allow_zero: bool) -> Result<Duration, Failure> {
-    Ok(if allow_zero { time::duration(flag, text)? } else { time::positive_duration(flag, text)? })
-}
 
 pub(super) fn workload_plan(w: &TraceWorkloadArgs) -> Result<WorkloadPlan, Failure> {
     let plan = WorkloadPlan { name: w.workload.clone(), tokens: w.tokens, length: w.length };

@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 
-use super::{duration_arg, print_summary, workload_plan, write_json, RecordTools};
-use crate::bench::arm::ArmSpec;
-use crate::bench::time::timestamp_stem;
+use super::{print_summary, workload_plan, write_json, RecordTools};
+use crate::bench::time::{positive, timestamp_stem};
 use crate::cli::{TraceRecordArgs, TraceWorkloadArgs};
 use crate::commands::{Failure, Outcome};
 #[cfg(not(target_os = "macos"))]
@@ -68,7 +67,7 @@ fn child_run_args(w: &TraceWorkloadArgs, run_for: Duration, ready: &Path, raw: &
         "--model".into(),
         w.model.model.clone().into(),
         "--arm".into(),
-        w.arm.clone().into(),
+        w.arm.text().into(),
         "--workload".into(),
         w.workload.clone().into(),
         "--tokens".into(),
@@ -92,10 +91,10 @@ fn child_run_args(w: &TraceWorkloadArgs, run_for: Duration, ready: &Path, raw: &
 /// OS with a stand-in for `xcrun`.
 pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
     let w = &args.workload;
-    let choice = ArmSpec::parse_named(&w.arm)?;
-    let seconds = duration_arg("--seconds", &args.seconds, false)?;
-    let margin = duration_arg("--margin", &args.margin, true)?;
-    let ready_timeout = duration_arg("--ready-timeout", &args.ready_timeout, false)?;
+    let choice = &w.arm;
+    let seconds = positive("--seconds", args.seconds)?;
+    let margin = args.margin;
+    let ready_timeout = positive("--ready-timeout", args.ready_timeout)?;
     workload_plan(w)?;
     if args.template.trim().is_empty() {
         return Err(Failure::input(anyhow!("--template must name an Instruments template, e.g. 'Core ML'")));
@@ -202,12 +201,13 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::arm::ArmSpec;
     use crate::cli::{ModelArgs, TraceArgs, TraceCommand};
 
     fn workload_args() -> TraceWorkloadArgs {
         TraceWorkloadArgs {
             model: ModelArgs { model: "builtin:tiny".into() },
-            arm: "f32=portable:f32".into(),
+            arm: ArmSpec::parse_named("f32=portable:f32").unwrap(),
             workload: "invoice".into(),
             tokens: 91,
             length: 96,

@@ -4,13 +4,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 
-use super::{duration_arg, workload_plan};
-use crate::bench::arm::ArmSpec;
+use super::workload_plan;
 use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::bench::record::{HeaderInput, RunIo, Watch};
 use crate::bench::setup::Setup;
 use crate::bench::speed;
-use crate::bench::time::{timestamp_stem, unix_now};
+use crate::bench::time::{positive, timestamp_stem, unix_now};
 use crate::cli::TraceRunArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
@@ -65,8 +64,8 @@ fn prepare_ready(path: &Path) -> Result<(), Failure> {
 
 pub(super) fn run(args: &TraceRunArgs) -> Outcome {
     let w = &args.workload;
-    let arm = ArmSpec::parse_named(&w.arm)?;
-    let seconds = duration_arg("--seconds", &args.seconds, false)?;
+    let arm = w.arm.clone();
+    let seconds = positive("--seconds", args.seconds)?;
     let workload = workload_plan(w)?;
     let raw_path = args
         .raw
