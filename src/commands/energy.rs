@@ -4,12 +4,10 @@
 
 use anyhow::anyhow;
 
-use super::predict::load_bundle;
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::bench::energy::{self, EnergyFlags};
-use crate::bench::record::{HeaderInput, RunIo};
-use crate::bench::setup::Setup;
+use crate::bench::record::RunIo;
 use crate::cli::EnergyArgs;
 use crate::report::energy::RunStatus;
 
@@ -26,24 +24,15 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         rate: args.rate,
         warmup: common.warmup,
     })?;
-    let workload = run_common::workload(common)?;
     let sensor = energy::sensor_spec(args.sensor.as_deref(), args.sensor_unit.as_deref())?;
-    let files = run_common::output_files(common, "energy");
-    files.check()?;
-    let bundle = load_bundle(&common.model.model)?;
-    let mut setup = Setup::build(&bundle, &arms, &workload)?;
-    run_common::print_setup(&setup);
+    let prepared = run_common::prepare(common, "energy")?;
+    let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
+    let (bundle, files) = (&prepared.bundle, &prepared.files);
     let stop = interrupt::install_or_warn();
-    let input = HeaderInput {
-        kind: "energy",
-        command_line: std::env::args().collect(),
-        workload: &workload,
-        order: None,
-    };
     let blocks = crate::protocol::balanced_order(setup.arms.len(), settings.plan.cycles).len() as u64;
     let mut bar = Bar::new(blocks, common.no_progress, true);
     let outcome = energy::run(
-        &bundle,
+        bundle,
         &mut setup,
         &input,
         &settings,

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::predict::load_bundle;
 use super::Failure;
 use crate::bench::arm::ArmSpec;
 use crate::bench::outputs::OutputFiles;
-use crate::bench::record::Watch;
+use crate::bench::record::{HeaderInput, Watch};
 use crate::bench::setup::{Setup, WorkloadPlan};
 use crate::cli::RunArgs;
+use crate::laya::bundle::Bundle;
 use crate::protocol::BlockRecord;
 
 /// `--arm NAME=SPEC…`, or every default portable precision (exit 2 on a bad name or spec).
@@ -19,14 +21,14 @@ pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {
 }
 
 /// `--workload`, `--tokens`, `--length`, checked (exit 2).
-pub(crate) fn workload(args: &RunArgs) -> Result<WorkloadPlan, Failure> {
+fn workload(args: &RunArgs) -> Result<WorkloadPlan, Failure> {
     let plan = WorkloadPlan { name: args.workload.clone(), tokens: args.tokens, length: args.length };
     plan.check()?;
     Ok(plan)
 }
 
 /// The raw record, report and exports, default names with `prefix`.
-pub(crate) fn output_files(args: &RunArgs, prefix: &str) -> OutputFiles {
+fn output_files(args: &RunArgs, prefix: &str) -> OutputFiles {
     OutputFiles::resolve(
         args.raw.clone(),
         args.output.clone(),
@@ -37,8 +39,42 @@ pub(crate) fn output_files(args: &RunArgs, prefix: &str) -> OutputFiles {
     )
 }
 
+/// A `speed`/`energy` run before its arms are built: the workload plan and the output files
+/// checked, the model loaded.
+pub(crate) struct Prepared {
+    pub workload: WorkloadPlan,
+    pub files: OutputFiles,
+    pub bundle: Bundle,
+}
+
+/// Check the workload flags and every output file, then load the model (exit 2 on any of them).
+pub(crate) fn prepare(args: &RunArgs, prefix: &str) -> Result<Prepared, Failure> {
+    let workload = workload(args)?;
+    let files = output_files(args, prefix);
+    files.check()?;
+    let bundle = load_bundle(&args.model.model)?;
+    Ok(Prepared { workload, files, bundle })
+}
+
+/// Build the arms and the workload, print their notes, and the raw header's inputs for `kind`.
+pub(crate) fn set_up<'b>(
+    kind: &'static str,
+    prepared: &'b Prepared,
+    arms: &[ArmSpec],
+) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
+    let setup = Setup::build(&prepared.bundle, arms, &prepared.workload)?;
+    print_setup(&setup);
+    let input = HeaderInput {
+        kind,
+        command_line: std::env::args().collect(),
+        workload: &prepared.workload,
+        order: None,
+    };
+    Ok((setup, input))
+}
+
 /// The set-up's notes and the checkpoint's load warnings, before anything is measured.
-pub(crate) fn print_setup(setup: &Setup<'_>) {
+fn print_setup(setup: &Setup<'_>) {
     for note in &setup.notes {
         eprintln!("note: {note}");
     }

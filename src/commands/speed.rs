@@ -4,11 +4,9 @@
 
 use anyhow::anyhow;
 
-use super::predict::load_bundle;
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
-use crate::bench::record::{HeaderInput, RunIo};
-use crate::bench::setup::Setup;
+use crate::bench::record::RunIo;
 use crate::bench::speed;
 use crate::cli::SpeedArgs;
 
@@ -16,23 +14,14 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let common = &args.run;
     let arms = run_common::arms(common)?;
     let plan = speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?;
-    let workload = run_common::workload(common)?;
-    let files = run_common::output_files(common, "speed");
-    files.check()?;
-    let bundle = load_bundle(&common.model.model)?;
-    let mut setup = Setup::build(&bundle, &arms, &workload)?;
-    run_common::print_setup(&setup);
+    let prepared = run_common::prepare(common, "speed")?;
+    let (mut setup, input) = run_common::set_up("speed", &prepared, &arms)?;
+    let (bundle, files) = (&prepared.bundle, &prepared.files);
     let stop = interrupt::install_or_warn();
-    let input = HeaderInput {
-        kind: "speed",
-        command_line: std::env::args().collect(),
-        workload: &workload,
-        order: None,
-    };
     let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
     let mut bar = Bar::new(blocks, common.no_progress, false);
     let measured = speed::measure(
-        &bundle,
+        bundle,
         &mut setup,
         &input,
         &plan,
@@ -41,7 +30,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     );
     bar.finish();
     let measured = measured?;
-    let gflop = speed::gflop_per_decision(&bundle, common.length);
+    let gflop = speed::gflop_per_decision(bundle, common.length);
     let mut report = speed::report(&measured.header, &measured.totals, &files.raw, gflop);
     report.status = measured.status.as_str().into();
     report.status_reason = measured.reason.clone();

@@ -55,19 +55,25 @@ const NO_RULE: FieldRule = FieldRule { field: "", engineering_types: &[], mnemon
 /// Rules for (timestamp, duration, device, label, state), in that order.
 type FieldRules = [FieldRule; 5];
 
+/// Every table's start time.
+const START_RULE: FieldRule = FieldRule {
+    field: "timestamp",
+    engineering_types: &["start-time"],
+    mnemonics: &["start"],
+    required: true,
+};
+
+/// Every table's duration.
+const DURATION_RULE: FieldRule = FieldRule {
+    field: "duration",
+    engineering_types: &["duration"],
+    mnemonics: &["duration"],
+    required: true,
+};
+
 const ANE_RULES: FieldRules = [
-    FieldRule {
-        field: "timestamp",
-        engineering_types: &["start-time"],
-        mnemonics: &["start"],
-        required: true,
-    },
-    FieldRule {
-        field: "duration",
-        engineering_types: &["duration"],
-        mnemonics: &["duration"],
-        required: true,
-    },
+    START_RULE,
+    DURATION_RULE,
     FieldRule {
         field: "device",
         engineering_types: &["ane-event-name"],
@@ -84,18 +90,8 @@ const ANE_RULES: FieldRules = [
 ];
 
 const SIGNPOST_RULES: FieldRules = [
-    FieldRule {
-        field: "timestamp",
-        engineering_types: &["start-time"],
-        mnemonics: &["start"],
-        required: true,
-    },
-    FieldRule {
-        field: "duration",
-        engineering_types: &["duration"],
-        mnemonics: &["duration"],
-        required: true,
-    },
+    START_RULE,
+    DURATION_RULE,
     NO_RULE,
     FieldRule { field: "label", engineering_types: &["coreml-model-name"], mnemonics: &[], required: false },
     FieldRule { field: "state", engineering_types: &["coreml-model-event"], mnemonics: &[], required: false },
