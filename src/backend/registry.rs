@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::coreml::{CoreMlError, CoreMlSpec};
 use super::portable::PortableBackend;
-use super::{Backend, ShapeCaps, ShapeMode};
+use super::{Backend, BackendKind, ShapeCaps, ShapeMode};
 use crate::laya::bundle::{sha256_hex, Bundle, ModelSpec, Weights};
 use crate::model::loader::{
     convert_weights, converted_fingerprint, load_source, source_fingerprint, LoadError,
@@ -144,6 +144,30 @@ impl BackendSpec {
                 .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e }),
             _ => Err(unknown()),
         }
+    }
+}
+
+/// What a spec text names, read from its kind prefix alone (nothing is parsed, loaded or
+/// checked): `convert-check` takes a backend spec or a model as its candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpecKind {
+    /// A backend that runs a model named elsewhere: `portable:…`, `mock:…` or `mlx:…`.
+    Engine(BackendKind),
+    /// A Core ML bundle, its own model: the folder (and compute units), the text after
+    /// `coreml:`.
+    CoreMl(String),
+    /// Not a backend spec: a model folder or model spec (`builtin:tiny`, `hub:…`, a path).
+    Model,
+}
+
+/// Classify a spec text by its kind prefix ([`SpecKind`]).
+pub fn classify(text: &str) -> SpecKind {
+    match text.split_once(':').map(|(k, _)| k).unwrap_or(text) {
+        "portable" => SpecKind::Engine(BackendKind::Portable),
+        "mock" => SpecKind::Engine(BackendKind::Mock),
+        "mlx" => SpecKind::Engine(BackendKind::Mlx),
+        "coreml" => SpecKind::CoreMl(text.strip_prefix("coreml:").unwrap_or_default().to_string()),
+        _ => SpecKind::Model,
     }
 }
 
@@ -503,6 +527,19 @@ mod tests {
         let e = BackendSpec::parse("coreml:b:gpu").unwrap_err().to_string();
         assert!(e.contains("backend `coreml:b:gpu`") && e.contains("cpu_ne, cpu_gpu, all, cpu"), "{e}");
         assert!(BackendSpec::parse("coreml:").is_err());
+    }
+
+    #[test]
+    fn specs_are_classified_by_their_kind_prefix() {
+        assert_eq!(classify("portable:w8:p.st"), SpecKind::Engine(BackendKind::Portable));
+        assert_eq!(classify("portable"), SpecKind::Engine(BackendKind::Portable));
+        assert_eq!(classify("mock:fail-after=3"), SpecKind::Engine(BackendKind::Mock));
+        assert_eq!(classify("mlx:fp16:builtin:tiny"), SpecKind::Engine(BackendKind::Mlx));
+        assert_eq!(classify("coreml:/b/w8:cpu_gpu"), SpecKind::CoreMl("/b/w8:cpu_gpu".into()));
+        assert_eq!(classify("coreml"), SpecKind::CoreMl(String::new()));
+        for model in ["builtin:tiny", "hub:laya-tiny", "synthetic:base", "/models/laya", "mlxish"] {
+            assert_eq!(classify(model), SpecKind::Model, "{model}");
+        }
     }
 
     #[test]

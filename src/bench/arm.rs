@@ -1,10 +1,10 @@
 //! The arms of a run: `NAME=SPEC` parsed once for every command, and [`Arm::build`], the one
 //! place an arm is made: the backend from its spec, and the shared host path it runs behind,
 //! with the backend's host hints (the MLX prompt-prefix cache) applied by
-//! [`registry::host_for`].
+//! [`registry::host_for`] ([`Arm::around`] when the backend was built elsewhere).
 
 use crate::backend::registry::{self, portable_precisions, BackendSpec, RegistryError};
-use crate::backend::{ShapeCaps, ShapeMode};
+use crate::backend::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::protocol::Arm;
 
@@ -125,9 +125,23 @@ impl<'b> Arm<'b> {
         shapes: Option<ShapeCaps>,
     ) -> Result<Self, RegistryError> {
         let backend = registry::build(parsed, spec, bundle, shapes)?;
-        let info = backend.info();
-        let host = registry::host_for(bundle, info.shapes.clone(), info);
-        Ok(Arm { name: name.to_string(), spec: spec.to_string(), backend, host })
+        let shapes = backend.info().shapes.clone();
+        Ok(Self::around(bundle, name, spec, backend, shapes))
+    }
+
+    /// An arm around a backend already built, its host path at `host_shapes` with the
+    /// backend's host hints. [`Arm::build`] hosts at the backend's own shapes; `convert-check`
+    /// builds the portable engine itself (to keep its weight sizes and palettization report)
+    /// and builds rows at the check's shape.
+    pub fn around(
+        bundle: &'b Bundle,
+        name: &str,
+        spec: &str,
+        backend: Box<dyn Backend>,
+        host_shapes: ShapeCaps,
+    ) -> Self {
+        let host = registry::host_for(bundle, host_shapes, backend.info());
+        Arm { name: name.to_string(), spec: spec.to_string(), backend, host }
     }
 
     /// Build an arm that runs exactly `length` tokens per row (exit 2 when it cannot).

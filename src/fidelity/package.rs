@@ -111,6 +111,17 @@ pub fn coreml_precision(precision: Option<&str>, quantization: Option<&str>) -> 
     }
 }
 
+/// The manifest's optional quantization name (`w8`, `w8-pt`, ...), re-read from the bundle's
+/// `coreml_config.json`.
+pub fn manifest_quantization(c: &CoreMlBundle) -> Option<String> {
+    let dir = c.package.parent()?;
+    let text = std::fs::read_to_string(dir.join("coreml_config.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    ["quantization", "ane_quantization"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(serde_json::Value::as_str).map(str::to_string))
+}
+
 fn tree_bytes(dir: &Path) -> std::io::Result<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(dir)? {

@@ -5,7 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::bundle_checks::BundleChecks;
 use super::check::{QuestionResult, SuiteSummary};
+use super::gates::Judgement;
 use super::package::PackageAccounting;
+use super::suite::Suite;
+use crate::backend::{ShapeCaps, ShapeMode};
 use crate::report::raw::ToolInfo;
 use crate::trace::ComputePlanReport;
 
@@ -137,6 +140,131 @@ pub fn verdict(summary: &SuiteSummary, bundle: Option<&BundleChecks>) -> (String
     ("passed".into(), "every gate passed on every fitting question".into())
 }
 
+/// The verdict of a whole check: `incomplete` when the suite was stopped before its last
+/// question (`stopped` says why), else [`verdict`], with `identical` instead of `passed` when
+/// the candidate ran the source's own weights ([`identical_model`]).
+pub fn final_verdict(
+    summary: &SuiteSummary,
+    bundle: Option<&BundleChecks>,
+    (answered, asked): (usize, usize),
+    stopped: impl FnOnce() -> String,
+    sides: (&SideInfo, &SideInfo),
+) -> (String, String) {
+    if answered < asked {
+        return (
+            "incomplete".to_string(),
+            format!(
+                "{} after {answered} of {asked} questions; the figures cover only those, so no verdict is given",
+                stopped()
+            ),
+        );
+    }
+    let (v, why) = verdict(summary, bundle);
+    match identical_model(sides.0, sides.1) {
+        Some(same) if v == "passed" => ("identical".to_string(), same),
+        _ => (v, why),
+    }
+}
+
+/// Whether a verdict is a pass (`passed`, or `identical`: every gate passed, on itself).
+pub fn is_pass(verdict: &str) -> bool {
+    verdict == "passed" || verdict == "identical"
+}
+
+/// When the candidate is the source model itself (the same weights fingerprint on the same
+/// engine, e.g. a palettization that changed nothing), what the verdict says instead of
+/// PASSED: the check compared it with itself.
+pub fn identical_model(source: &SideInfo, candidate: &SideInfo) -> Option<String> {
+    let fingerprint = source.fingerprint.as_ref()?;
+    // Same weights on another engine (e.g. mlx:fp32 of the source) is a real comparison.
+    let same_engine = candidate.backend.as_deref().is_some_and(|b| b.starts_with("portable:"))
+        || candidate.backend == source.backend;
+    (same_engine && candidate.fingerprint.as_ref() == Some(fingerprint)).then(|| {
+        format!(
+            "the candidate runs the source's own weights (fingerprint {}, {}): every gate passed because it was compared with itself, which says nothing about a conversion",
+            &fingerprint[..fingerprint.len().min(12)],
+            source.backend.as_deref().unwrap_or("-")
+        )
+    })
+}
+
+/// Where the candidate's compute would be placed. Only Core ML's `MLComputePlan` answers
+/// that; every other candidate gets `None` and the reason.
+pub fn compute_placement(candidate: &SideInfo) -> (Option<ComputePlanReport>, String) {
+    use crate::backend::coreml::{compute_plan_for, default_units_for};
+    use crate::backend::registry::BackendSpec;
+    if candidate.kind != "coreml_bundle" {
+        return (
+            None,
+            format!(
+                "not applicable: placement comes from Core ML's MLComputePlan, and the candidate is a {} on {}",
+                if candidate.kind == "backend" { "backend spec" } else { "checkpoint" },
+                candidate.backend.as_deref().unwrap_or("no backend")
+            ),
+        );
+    }
+    let units = match BackendSpec::parse(&candidate.spec) {
+        Ok(BackendSpec::CoreMl(spec)) => spec.units,
+        _ => None,
+    };
+    let bundle = std::path::Path::new(&candidate.model);
+    let units = units.unwrap_or_else(|| default_units_for(bundle));
+    match compute_plan_for(bundle, units) {
+        Ok(report) => (
+            Some(report),
+            format!(
+                "expected placement from MLComputePlan with compute units {} (what Core ML prefers \
+                 before running; not proof that the accelerator ran: use `laya-bench trace` for that)",
+                units.name()
+            ),
+        ),
+        Err(e) => (None, format!("not computed: {e}")),
+    }
+}
+
+impl ShapeInfo {
+    /// The shape as the report names it.
+    pub fn of(shapes: &ShapeCaps) -> Self {
+        ShapeInfo {
+            batch_size: shapes.batch_size,
+            max_length_tokens: shapes.max_length,
+            max_options: shapes.max_options,
+            mode: match shapes.mode {
+                ShapeMode::Fixed => "fixed",
+                ShapeMode::Range => "range",
+                ShapeMode::Enumerated(_) => "enumerated",
+            }
+            .into(),
+        }
+    }
+}
+
+impl GateInfo {
+    /// The settings of a check at `gate` (flips allowed below 2 × gate).
+    pub fn new(gate: f64, repeats: usize, max_len_tokens: Option<usize>) -> Self {
+        GateInfo { max_abs_drift: gate, flip_allowed_below_margin: 2.0 * gate, repeats, max_len_tokens }
+    }
+}
+
+impl SuiteInfo {
+    /// Where the suite came from, its name and digest.
+    pub fn of(suite: &Suite) -> Self {
+        SuiteInfo { source: suite.source.clone(), name: suite.name.clone(), sha256: suite.sha256.clone() }
+    }
+}
+
+/// The judged questions, worst first: failed before passed, then by falling drift (a NaN
+/// drift compares equal to any other, so it keeps its place).
+pub fn worst_questions(questions: &[QuestionResult]) -> Vec<&QuestionResult> {
+    let mut judged: Vec<&QuestionResult> = questions.iter().filter(|q| q.gates.is_some()).collect();
+    judged.sort_by(|a, b| {
+        let (ga, gb) = (a.gates.as_ref(), b.gates.as_ref());
+        let key = |g: Option<&Judgement>| g.map_or((true, 0.0), |g| (g.passed, -g.drift));
+        key(ga).partial_cmp(&key(gb)).unwrap_or(std::cmp::Ordering::Equal)
+    });
+    judged
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +284,88 @@ mod tests {
             max_drift_question: None,
             max_drift_missing_reason: None,
         }
+    }
+
+    fn side(backend: &str, fingerprint: &str) -> SideInfo {
+        SideInfo {
+            spec: backend.into(),
+            kind: "backend".into(),
+            model: "builtin:tiny".into(),
+            backend: Some(backend.into()),
+            precision: None,
+            device: None,
+            fingerprint: Some(fingerprint.into()),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_stopped_suite_is_incomplete_and_the_source_against_itself_is_identical() {
+        let (src, same) = (side("portable:f32", "0123456789abcdef"), side("portable:w8", "0123456789abcdef"));
+        let (v, why) =
+            final_verdict(&summary(3, &[], None), None, (2, 3), || "stopped".into(), (&src, &same));
+        assert_eq!(v, "incomplete");
+        assert_eq!(
+            why,
+            "stopped after 2 of 3 questions; the figures cover only those, so no verdict is given"
+        );
+        let (v, why) = final_verdict(&summary(3, &[], None), None, (3, 3), String::new, (&src, &same));
+        assert_eq!(v, "identical");
+        assert!(why.contains("fingerprint 0123456789ab, portable:f32"), "{why}");
+        assert!(is_pass(&v) && is_pass("passed") && !is_pass("not_passed"));
+        // The same weights on another engine is a real comparison; a failed check stays failed.
+        let mlx = side("mlx:fp32:builtin:tiny", "0123456789abcdef");
+        assert_eq!(
+            final_verdict(&summary(3, &[], None), None, (3, 3), String::new, (&src, &mlx)).0,
+            "passed"
+        );
+        assert_eq!(
+            final_verdict(&summary(3, &["a"], None), None, (3, 3), String::new, (&src, &same)).0,
+            "failed"
+        );
+        assert_eq!(GateInfo::new(0.02, 3, None).flip_allowed_below_margin, 0.04);
+    }
+
+    #[test]
+    fn the_worst_questions_are_the_failed_then_the_largest_drifts() {
+        let q = |id: &str, passed: bool, drift: f64| {
+            let gates = crate::fidelity::gates::judge(
+                &crate::fidelity::Decision { probabilities: vec![0.9, 0.1], act_probability: 0.5 },
+                &crate::fidelity::Decision {
+                    probabilities: vec![0.9 - drift as f32, 0.1 + drift as f32],
+                    act_probability: 0.5,
+                },
+                true,
+                0.02,
+            );
+            assert_eq!(gates.passed, passed, "{id}");
+            QuestionResult {
+                id: id.into(),
+                state: "s".into(),
+                qtype: "noul".into(),
+                options: 2,
+                note: None,
+                fits: true,
+                not_fitting_reason: None,
+                row_tokens: Some(10),
+                state_tokens_dropped: Some(0),
+                source_answer: None,
+                candidate_answer: None,
+                gates: Some(gates),
+                gates_not_run_reason: None,
+            }
+        };
+        let mut skipped = q("skipped", true, 0.0);
+        skipped.gates = None;
+        let qs = [
+            q("small", true, 0.001),
+            skipped,
+            q("bad", false, 0.1),
+            q("big", true, 0.01),
+            q("worse", false, 0.2),
+        ];
+        let ids: Vec<&str> = worst_questions(&qs).iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(ids, ["worse", "bad", "big", "small"]);
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //!   recomputing energies from the raw samples with the `energy` module's own functions.
 //! - [`bootstrap`]: a seeded bootstrap over whole balanced cycles ([`rng`] is the generator).
 //! - [`claim`]: the claim rule (the LOWER bound decides; latency and stability gates).
-//! - [`compare`]: several runs of the same arms side by side.
+//! - [`compare`]: several runs of the same arms side by side; [`report`] assembles the
+//!   summary report of one or more runs.
+//! - [`pictures`]: the power timeline (with counter sensors' implied power), latency CDF and
+//!   energy per block of a run, as SVG text.
+//! - [`correct`]: the header field a metadata correction names (`--correct --field`).
 //! - [`synthetic`]: a raw record shaped like the published run, for tests and benches.
 //!
 //! Pure: nothing here reads a file, a clock or the environment; the command does.
@@ -15,13 +19,16 @@ pub mod audit;
 pub mod bootstrap;
 pub mod claim;
 pub mod compare;
+pub mod correct;
+pub mod pictures;
 pub mod rng;
 pub mod synthetic;
 
 use crate::energy::run::{aggregate, ratios, BlockFigures};
-use crate::report::raw::RawRun;
+use crate::report::raw::{RawRun, ToolInfo};
 use crate::report::summary::{
-    ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryStatus,
+    ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryReport,
+    SummarySettings, SummaryStatus, SCHEMA_VERSION,
 };
 use crate::stats::LatencySummary;
 
@@ -243,6 +250,56 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         summary.claim = Some(claim::claim(target, &summary.arms, baseline, passed, opts.level));
     }
     Ok(summary)
+}
+
+/// The summary report of summarized runs (no pictures yet): with several runs, side by side
+/// when every one has statistics; otherwise the warning why there is no comparison, for the
+/// caller to show.
+pub fn report(
+    runs: Vec<RunSummary>,
+    opts: &Options,
+) -> Result<(SummaryReport, Option<String>), SummaryError> {
+    let mut warning = None;
+    let comparison = if runs.len() > 1 {
+        match runs.iter().find(|r| r.arms.is_empty()) {
+            Some(r) => {
+                warning = Some(format!(
+                    "no side-by-side comparison: {} has no statistics ({})",
+                    r.source,
+                    r.statistics_missing_reason.as_deref().unwrap_or("not complete")
+                ));
+                None
+            }
+            None => Some(compare::compare(&runs)?),
+        }
+    } else {
+        None
+    };
+    let report = SummaryReport {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo::current(),
+        settings: SummarySettings {
+            bootstrap_resamples: opts.bootstrap,
+            seed: opts.seed,
+            level: opts.level,
+            target: opts.target,
+            baseline: opts.baseline.clone(),
+        },
+        runs,
+        comparison,
+        plots: Vec::new(),
+    };
+    Ok((report, warning))
+}
+
+/// Every run that does not hold up as complete, as `SOURCE: STATUS: reason; reason`.
+pub fn not_complete(runs: &[RunSummary]) -> Vec<String> {
+    runs.iter()
+        .filter(|r| r.status != SummaryStatus::Complete)
+        .map(|r| {
+            format!("{}: {}: {}", r.source, r.status.as_str().to_uppercase(), r.status_reasons.join("; "))
+        })
+        .collect()
 }
 
 /// Per-arm figures, ratios, latency and bootstrap intervals.

@@ -521,3 +521,26 @@ fn a_sample_without_its_raw_field_is_refused_naming_the_line() {
     let e = raw::read(&path).unwrap_err().to_string();
     assert!(e.contains(&format!("line {} is not a valid record", i + 1)) && e.contains("raw"), "{e}");
 }
+
+#[test]
+fn the_report_compares_runs_with_statistics_and_names_the_others() {
+    let complete = summarize_records(&published(), 0);
+    let mut recs = published();
+    recs.pop();
+    let mut cut = summarize_records(&recs, 0);
+    cut.source = "cut.raw.jsonl".into();
+    let (one, warning) = super::report(vec![complete.clone()], &opts(0)).unwrap();
+    assert!(one.comparison.is_none() && warning.is_none() && one.plots.is_empty());
+    assert_eq!((one.settings.bootstrap_resamples, one.settings.seed), (0, 1));
+    let (two, _) = super::report(vec![complete.clone(), complete.clone()], &opts(0)).unwrap();
+    assert!(two.comparison.is_some());
+    let (mixed, warning) = super::report(vec![complete.clone(), cut.clone()], &opts(0)).unwrap();
+    assert!(mixed.comparison.is_none());
+    assert_eq!(
+        warning.unwrap(),
+        "no side-by-side comparison: cut.raw.jsonl has no statistics (the record is incomplete: no figure is derived from it)"
+    );
+    assert!(not_complete(std::slice::from_ref(&complete)).is_empty());
+    let bad = not_complete(&[complete, cut.clone()]);
+    assert_eq!(bad, [format!("cut.raw.jsonl: INCOMPLETE: {}", cut.status_reasons.join("; "))]);
+}
