@@ -6,18 +6,22 @@
 //! questions as JSON values exactly as the reference builds them, and the policy reads the
 //! host's result JSON back; [`host_predictor::HostPredictor`] is that predictor over the shared
 //! host path and a backend. [`paired`] and [`rate`] run games with predictors and time whole
-//! decisions; nothing here prints. Food placement reproduces CPython's `random.Random`
-//! ([`pyrandom`]) so seeds give the reference's boards.
+//! decisions; [`session`] is `snake play`'s loop and [`playback`] `snake replay`'s, both on a
+//! [`view::Screen`] whose frames [`view`] lays out; nothing here prints. Food placement
+//! reproduces CPython's `random.Random` ([`pyrandom`]) so seeds give the reference's boards.
 
 pub mod features;
 pub mod game;
 pub mod host_predictor;
 pub mod paired;
+pub mod playback;
 pub mod policy;
 pub mod prompt;
 pub mod pyrandom;
 pub mod rate;
 pub mod recording;
+pub mod session;
+pub mod view;
 
 pub use features::{Features, MoveInfo, MoveReason};
 pub use game::{Cell, DeathReason, Direction, Game, GameError, Legality, Snapshot};

@@ -1,27 +1,25 @@
 //! `laya-bench snake compare`: the paired check of snake.md §5.1 on two arms, written as a
 //! JSON report; exit 1 when the executed moves ever differ or the snake dies.
 
-use std::path::PathBuf;
+use anyhow::anyhow;
 
-use anyhow::{anyhow, Context};
-
-use super::{build_arm, iso_utc_now, policy, row_length, truncation_warning};
+use super::{
+    build_arm, iso_utc_now, output_path, policy, row_length, truncation_warning, warm_up_arm, write_report,
+};
 use crate::bench::arm::split_all as named_arms;
 use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::bench::record::model_json;
-use crate::bench::time::timestamp_stem;
 use crate::cli::SnakeCompareArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};
-use crate::report::write_atomic;
-use crate::snake::game::{Game, RNG_IDENTITY};
+use crate::snake::game::RNG_IDENTITY;
 use crate::snake::host_predictor::HostPredictor;
 use crate::snake::paired::{
     failures, run_seed, ArmSeedResult, PairedArm, PairedReport, PairedReportSettings, PairedSettings,
     PairedTotals, SeedRun, ORDER, REPORT_KIND, SCHEMA_VERSION,
 };
-use crate::snake::rate::{warm_up, WARMUP_SEED};
+use crate::snake::rate::WARMUP_SEED;
 
 /// Untimed guarded decisions per arm before the first seed.
 const WARMUP_DECISIONS: u64 = 6;
@@ -36,10 +34,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
             arms.len()
         )));
     };
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-compare"))));
+    let output = output_path(args.output.as_deref(), "snake-compare");
     refuse_existing(&output, args.overwrite)?;
     check_folder("--output", &output)?;
     let created_utc = iso_utc_now();
@@ -49,11 +44,8 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     let mut a = build_arm(&bundle, name_a, spec_a, length)?;
     let mut b = build_arm(&bundle, name_b, spec_b, length)?;
     for arm in [&mut a, &mut b] {
-        let game = Game::new(g.width, g.height, WARMUP_SEED, g.initial_length).map_err(Failure::input)?;
-        warm_up(game, policy, arm, WARMUP_DECISIONS).map_err(|e| {
-            Failure::run(anyhow!("{e}").context(format!("warm-up of arm `{}`", arm.identity().name)))
-        })?;
-        arm.reset_counts();
+        let what = format!("warm-up of arm `{}`", arm.identity().name);
+        warm_up_arm(arm, g, WARMUP_SEED, policy, WARMUP_DECISIONS, &what)?;
     }
     let settings = PairedSettings {
         width: g.width,
@@ -106,11 +98,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         passed: failures.is_empty(),
         failures,
     };
-    let bytes =
-        serde_json::to_vec_pretty(&report).context("cannot serialize the report").map_err(Failure::run)?;
-    write_atomic(&output, &bytes)
-        .with_context(|| format!("cannot write {}", output.display()))
-        .map_err(Failure::run)?;
+    write_report(&output, &report).map_err(Failure::run)?;
     let t = &report.totals;
     println!(
         "total: executed agreement {}/{}, proposed agreement {}/{}, deaths {}, interventions A {} B {}, max move-probability difference {}",

@@ -1,7 +1,8 @@
 //! `laya-bench snake`: play (terminal view or headless), replay, compare, bench.
 //!
 //! The game, policy, paired check and rate benchmark live in `crate::snake`; this folder turns
-//! arguments into those runs, draws the terminal view and prints.
+//! arguments into those runs, owns the terminal (`tui.rs`; what a frame shows is
+//! `crate::snake::view`) and prints.
 
 mod compare;
 mod play;
@@ -9,18 +10,23 @@ mod rate;
 mod replay;
 mod tui;
 
-use anyhow::anyhow;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
 use crate::bench::record::model_json;
-use crate::bench::time::iso_utc_now;
+use crate::bench::time::{iso_utc_now, timestamp_stem};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::laya::bundle::Bundle;
 use crate::report::raw::HostInfo;
+use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::host_predictor::{self, HostPredictor};
+use crate::snake::rate::warm_up;
 use crate::snake::{PolicyConfig, PromptStyle};
 
 /// What the policy says it is, in recordings and reports.
@@ -67,7 +73,7 @@ fn row_length(bundle: &Bundle, game: &SnakeGameArgs, policy: PolicyConfig) -> Re
             ))),
         };
     }
-    let walk = Game::new(game.width, game.height, 0, game.initial_length).map_err(Failure::input)?;
+    let walk = new_game(game, 0)?;
     let longest = host_predictor::probe_row_tokens(bundle, walk, policy)
         .map_err(|e| Failure::input(anyhow!(e).context("probing the row length (pass --row-length L)")))?;
     let length = host_predictor::auto_row_length(longest, bundle.agent.max_len);
@@ -91,6 +97,39 @@ fn build_arm<'b>(
         eprintln!("warning: {w}");
     }
     Ok(arm)
+}
+
+/// A board of `game`'s size and initial length on seed `seed` (exit 2 when it cannot be built).
+fn new_game(game: &SnakeGameArgs, seed: i64) -> Result<Game, Failure> {
+    Game::new(game.width, game.height, seed, game.initial_length).map_err(Failure::input)
+}
+
+/// The untimed warm-up of an arm: `decisions` shielded decisions on the board of seed `seed`,
+/// then its counts are reset (exit 2 for a board that cannot be built, 1 when a decision
+/// fails, under the context `what`).
+fn warm_up_arm(
+    arm: &mut HostPredictor<'_>,
+    game: &SnakeGameArgs,
+    seed: i64,
+    policy: PolicyConfig,
+    decisions: u64,
+    what: &str,
+) -> Outcome {
+    warm_up(new_game(game, seed)?, policy, arm, decisions)
+        .map_err(|e| Failure::run(anyhow!("{e}").context(what.to_string())))?;
+    arm.reset_counts();
+    Ok(())
+}
+
+/// `--output`, or `STEM-<timestamp>.json` in the current folder.
+fn output_path(output: Option<&Path>, stem: &str) -> PathBuf {
+    output.map_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem(stem))), Path::to_path_buf)
+}
+
+/// Write a report as pretty JSON, atomically (a reader never sees half a report).
+fn write_report(path: &Path, report: &impl Serialize) -> anyhow::Result<()> {
+    let bytes = serde_json::to_vec_pretty(report).context("cannot serialize the report")?;
+    write_atomic(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// A warning when some decisions' state was cut to fit the row length (the model saw less).

@@ -5,34 +5,32 @@
 //! questions, plus rendering and the game step). A single question's latency is never shown
 //! as a frame time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{anyhow, Context};
 use serde_json::{json, Map, Value};
 
-use super::tui::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
-use super::{build_arm, iso_utc_now, load_single, policy, row_length, truncation_warning};
+use super::{
+    build_arm, iso_utc_now, load_single, output_path, policy, row_length, truncation_warning, warm_up_arm,
+    write_report,
+};
 use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::bench::record::model_json;
-use crate::bench::time::timestamp_stem;
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::report::raw::{HostInfo, ToolInfo};
-use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
 use crate::snake::rate::{
-    parse_rates, warm_up, Episode, FrameInfo, Phase, RateError, RateReport, RateRun, RateSettings,
-    REPORT_KIND, SCHEMA_VERSION, WARMUP_SEED, WARMUP_STEPS,
+    parse_rates, Episode, FrameInfo, Phase, RateError, RateReport, RateRun, RateSettings, REPORT_KIND,
+    SCHEMA_VERSION, WARMUP_SEED, WARMUP_STEPS,
 };
+use crate::snake::view::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
 use crate::snake::Decision;
 
 /// Run `snake bench`.
 pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("snake-bench"))));
+    let output = output_path(args.output.as_deref(), "snake-bench");
     let resumed = if args.resume { Some(read_report(&output)?) } else { None };
     if resumed.is_none() {
         refuse_existing(&output, args.overwrite)?;
@@ -89,15 +87,11 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
             resumed_sessions: 0,
         },
     };
-    save(&output, &report).map_err(Failure::run)?;
+    write_report(&output, &report).map_err(Failure::run)?;
     if !report.complete {
         // Before the warm-up, so a signal at any point after the first save stops cleanly.
         let _ = interrupt::install_or_warn();
-        let warm = Game::new(settings.width, settings.height, WARMUP_SEED, settings.initial_length)
-            .map_err(Failure::input)?;
-        warm_up(warm, policy, &mut arm, WARMUP_STEPS)
-            .map_err(|e| Failure::run(anyhow!("{e}").context("warm-up")))?;
-        arm.reset_counts();
+        warm_up_arm(&mut arm, &game_args, WARMUP_SEED, policy, WARMUP_STEPS, "warm-up")?;
         let engine = arm.engine();
         let mut canvas = OffscreenCanvas::new(settings.width, settings.height);
         let mut render = |game: &Game, decision: &Decision, info: &FrameInfo| -> Result<(), ModelError> {
@@ -119,7 +113,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
             Ok(())
         };
         let mut sink = |report: &RateReport, phase: Phase, episode: &Episode| -> Result<(), ModelError> {
-            save(&output, report).map_err(ModelError::from)?;
+            write_report(&output, report).map_err(ModelError::from)?;
             println!("{}", episode_line(phase, episode));
             Ok(())
         };
@@ -132,7 +126,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
         }
         .run(&mut report);
         match result {
-            Ok(()) => save(&output, &report).map_err(Failure::run)?,
+            Ok(()) => write_report(&output, &report).map_err(Failure::run)?,
             Err(RateError::Stopped) => {
                 return Err(Failure::run(anyhow!(
                     "stopped; {} keeps every finished episode: continue with --resume --output {}",
@@ -237,11 +231,6 @@ fn check_identity(
         "--resume: the report was measured with a different model or arm ({}); resume with the same --model and --arm, or start a new --output",
         changed.join(", ")
     )))
-}
-
-fn save(path: &Path, report: &RateReport) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(report).context("cannot serialize the report")?;
-    write_atomic(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The method prose stored in every report.
