@@ -79,6 +79,11 @@ pub fn candidate_model(spec: &str, kind: &SpecKind) -> Option<String> {
 /// loads).
 pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), BenchError> {
     let SpecKind::CoreMl(path) = kind else { return Ok(()) };
+    if path.is_empty() {
+        return Err(BenchError::Input(format!(
+            "--candidate {spec}: name the Core ML bundle folder, e.g. --candidate coreml:bundles/laya-ane"
+        )));
+    }
     let dir = std::path::Path::new(path);
     if dir.join("coreml_config.json").is_file() {
         return Ok(());
@@ -434,6 +439,8 @@ mod tests {
     #[test]
     fn a_coreml_candidate_must_name_a_bundle_folder() {
         let e = check_coreml_folder("coreml:/nowhere", &SpecKind::CoreMl("/nowhere".into())).unwrap_err();
+        let empty = check_coreml_folder("coreml", &SpecKind::CoreMl(String::new())).unwrap_err();
+        assert!(empty.to_string().contains("name the Core ML bundle folder"), "{empty}");
         assert!(e.to_string().ends_with("the folder /nowhere does not exist, so it is not a Core ML bundle (a folder with coreml_config.json)"), "{e}");
         assert!(check_coreml_folder("builtin:tiny", &SpecKind::Model).is_ok());
         assert_eq!(
