@@ -2,8 +2,8 @@
 //! apple-shim` on non-Apple targets (see docs/coreml.md, "Compiling blind").
 //!
 //! Each item mirrors, by name and signature, exactly one item of `objc2` 0.6.5,
-//! `objc2-foundation` 0.3.2, `objc2-core-ml` 0.3.2 or `block2` 0.6.2 that a macOS leaf file
-//! uses (each item's doc names the crate file). The macOS leaves import either the real crates
+//! `objc2-foundation` 0.3.2, `objc2-core-ml` 0.3.2, `block2` 0.6.2 or Darwin `libc` 0.2.191
+//! that a macOS leaf file uses (each item's doc names the crate file). The macOS leaves import either the real crates
 //! or these modules under the same aliases, so one source file type-checks against both. The
 //! bodies never run: no code path constructs a shim value (the registry answers "needs macOS"
 //! on other OSes), and every function that would produce one diverges through [`never`].
@@ -11,6 +11,9 @@
 
 pub mod block2;
 pub mod core_ml;
+/// `libc` 0.2.191 Darwin items used by the host probe (src/report/host_macos.rs).
+#[allow(non_camel_case_types, missing_docs)]
+pub mod darwin_libc;
 pub mod foundation;
 /// `objc2-io-kit` 0.3.2 items used by the PSTR leaf (src/power/smc_iokit.rs); extern
 /// declarations of the same IOKit symbols, which exist only on macOS.

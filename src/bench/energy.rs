@@ -21,9 +21,11 @@ use crate::laya::bundle::Bundle;
 use crate::power::replay::{IterSource, ReplaySensor};
 use crate::power::sampler::{max_gap, Sample};
 use crate::power::{self, FaultKind, Sensor, SensorSpec};
-use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Pace, Plan, RunEnd, Sampling};
-use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RunStatus, RATIO_RULE};
+use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Pace, Phase, Plan, RunEnd, Sampling};
+use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RATIO_RULE};
+use crate::report::provenance::Provenance;
 use crate::report::raw::{self, EnergyPlanInfo, Header, RawWriter, Record};
+use crate::report::status::RunStatus;
 use crate::stats::LatencySummary;
 
 use super::record::{
@@ -357,7 +359,7 @@ pub fn run(
     };
     let failed_on_input = matches!(
         &outcome.end,
-        RunEnd::CallFailed { error, phase, .. } if phase == "warm-up" && error.is_input_error()
+        RunEnd::CallFailed { error, phase, .. } if *phase == Phase::Warmup && error.is_input_error()
     );
 
     // Append the verdict; nothing written before is touched.
@@ -561,13 +563,15 @@ fn build_report(
         .sampler
         .as_ref()
         .and_then(|s| s.cpu_time_ns.filter(|_| s.wall_ns > 0).map(|c| c as f64 / s.wall_ns as f64));
+    // The report's own field order puts the status between these three.
+    let Provenance { schema_version, tool, host } = header.provenance(crate::report::energy::SCHEMA_VERSION);
     EnergyReport {
-        schema_version: crate::report::energy::SCHEMA_VERSION,
+        schema_version,
         status,
         status_reason,
         rejections: verdict.rejections.clone(),
-        tool: header.tool.clone(),
-        host: header.host.clone(),
+        tool,
+        host,
         model: header.model.clone(),
         workload: header.workload.clone(),
         plan: header.plan.clone(),

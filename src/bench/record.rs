@@ -9,17 +9,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 
-use serde_json::json;
-
 use crate::energy::run::RejectionDetail;
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{HostError, StateResult};
 use crate::power::sampler::Sample;
 use crate::protocol::{self, answer_label, Arm, BlockLimit, Observer, Plan, Progress};
-use crate::report::energy::RunStatus;
-use crate::report::raw::{
-    self, ArmInfo, Header, HostInfo, PlanInfo, RawWriter, Record, ToolInfo, WorkloadInfo,
-};
+use crate::report::model::ModelInfo;
+use crate::report::provenance::Provenance;
+use crate::report::raw::{self, ArmInfo, Header, PlanInfo, RawWriter, Record, WorkloadInfo};
+use crate::report::status::RunStatus;
 
 use super::setup::{Setup, WorkloadPlan};
 use super::time::unix_now;
@@ -33,21 +31,6 @@ pub struct RunIo<'a> {
     pub overwrite: bool,
     /// Raised (by the Ctrl-C/SIGTERM handler) to stop cleanly between calls.
     pub stop: Option<&'a AtomicBool>,
-}
-
-/// The model as raw headers and reports describe it.
-pub fn model_json(bundle: &Bundle) -> serde_json::Value {
-    let e = &bundle.encoder;
-    json!({
-        "spec": bundle.source,
-        "hidden_size": e.hidden_size,
-        "layers": e.num_layers,
-        "heads": e.num_heads,
-        "intermediate_size": e.intermediate_size,
-        "vocab_size": e.vocab_size,
-        "head_layers": bundle.agent.head_layers,
-        "max_len": bundle.agent.max_len,
-    })
 }
 
 /// An arm's identity for the raw header: name, spec, backend, precision, device, fingerprint
@@ -79,15 +62,17 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
             .map(|&(_, a)| arms[a].name.clone())
             .collect(),
     };
+    // The header's own field order puts `kind` and `command_line` between these three.
+    let Provenance { schema_version, tool, host } = Provenance::current(raw::SCHEMA_VERSION);
     Header {
-        schema_version: raw::SCHEMA_VERSION,
+        schema_version,
         kind: input.kind.into(),
-        tool: ToolInfo::current(),
+        tool,
         command_line: input.command_line.clone(),
         started_unix_s: 0.0,
         clock: "monotonic ns since started_unix_s".into(),
-        host: HostInfo::detect(),
-        model: model_json(bundle),
+        host,
+        model: ModelInfo::describe(bundle),
         arms: arms.iter().map(arm_info).collect(),
         workload: WorkloadInfo {
             name: setup.built.name.clone(),
@@ -121,13 +106,7 @@ pub fn footer(
     reason: Option<String>,
     rejections: Vec<RejectionDetail>,
 ) -> Record {
-    Record::Footer {
-        status: status.as_str().into(),
-        ended_unix_s: unix_now(),
-        total_calls,
-        reason,
-        rejections,
-    }
+    Record::Footer { status, ended_unix_s: unix_now(), total_calls, reason, rejections }
 }
 
 /// The warm-up record and its reference answers per request.
@@ -162,7 +141,7 @@ pub fn block_records(
         end_ns: rec.end_ns,
         calls: rec.calls,
         unstable_calls: rec.unstable_calls,
-        rss_bytes: raw::current_rss_bytes(),
+        rss_bytes: crate::report::host::current_rss_bytes(),
         scheduled_calls: rec.scheduled_calls,
         missed_deadlines: rec.scheduled_calls.map(|_| rec.missed_deadlines),
         ended_early: rec.ended_early,

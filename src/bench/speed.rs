@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::laya::bundle::Bundle;
 use crate::protocol::{
-    self, answer_label, probabilities, BlockLimit, Clock, Controls, Plan, RunEnd, RunError, RunTotals,
+    self, answer_label, probabilities, BlockLimit, Clock, Controls, Phase, Plan, RunEnd, RunError, RunTotals,
 };
-use crate::report::energy::RunStatus;
 use crate::report::raw::{Header, RawWriter, Record};
-use crate::report::speed::{ratio_in_words, ArmResult, OutlierCall, SpeedReport};
+use crate::report::speed::{self as speed_report, ratio_in_words, ArmResult, OutlierCall, SpeedReport};
+use crate::report::status::RunStatus;
 use crate::stats::LatencySummary;
 use crate::summary::bootstrap::speed_gain_intervals;
 
@@ -111,7 +111,7 @@ pub fn measure(
             (RunStatus::Incomplete, Some(interrupted_reason(&during, raised(stop))))
         }
         RunEnd::CallFailed { arm, phase, error } => {
-            let code = if phase == "warm-up" && error.is_input_error() { 2 } else { 1 };
+            let code = if phase == Phase::Warmup && error.is_input_error() { 2 } else { 1 };
             let e = RunError::Call { arm, phase, error };
             return Err(stopped(&mut rec, e.to_string(), code, super::chain("", &e)));
         }
@@ -299,16 +299,14 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         }
     }
     SpeedReport {
-        schema_version: crate::report::speed::SCHEMA_VERSION,
-        tool: header.tool.clone(),
-        host: header.host.clone(),
+        provenance: header.provenance(speed_report::SCHEMA_VERSION),
         model: header.model.clone(),
         workload: header.workload.clone(),
         plan: header.plan.clone(),
         raw_path: Some(raw_path.display().to_string()),
         stable: totals.unstable.iter().all(|&u| u == 0),
         arms: results,
-        status: "complete".into(),
+        status: RunStatus::Complete,
         status_reason: None,
         warnings,
     }

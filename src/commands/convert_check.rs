@@ -26,7 +26,7 @@ use crate::fidelity::setup::{self, Candidate};
 use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
 use crate::laya::bundle::{Bundle, ModelSpec, Weights};
 use crate::laya::host::CallOptions;
-use crate::report::energy::num;
+use crate::report::format::num;
 use crate::report::raw::ToolInfo;
 use crate::report::write_atomic;
 

@@ -1,12 +1,13 @@
 //! macOS leaf of `laya-bench doctor`: the probes that only exist on a Mac. Thin: each asks
 //! the system one question; the report types and their formatting are portable
-//! (`doctor.rs`).
+//! (`report/doctor.rs`), and the chip is the host probe's (`report/host.rs`, `sysctlbyname`).
 
 use std::path::Path;
 use std::process::Command;
 
-use super::doctor::{compute_plan_supported, AppleReport, Probe};
 use crate::power::{self, SensorSpec};
+use crate::report::doctor::{compute_plan_supported, AppleReport, Probe};
+use crate::report::host::HostInfo;
 
 /// Core ML's framework bundle on every macOS that has Core ML.
 const CORE_ML_FRAMEWORK: &str = "/System/Library/Frameworks/CoreML.framework";
@@ -45,7 +46,9 @@ fn mlx_probe() -> Probe {
 
 /// Chip, OS version, Core ML, MLX and one real PSTR read.
 pub fn probe() -> AppleReport {
-    let chip = command_line("sysctl", &["-n", "machdep.cpu.brand_string"]);
+    let chip = HostInfo::detect()
+        .cpu_model
+        .ok_or_else(|| "sysctlbyname(machdep.cpu.brand_string) gave nothing".to_string());
     let version = command_line("sw_vers", &["-productVersion"]);
     let build = command_line("sw_vers", &["-buildVersion"]).ok();
     let core_ml = if Path::new(CORE_ML_FRAMEWORK).is_dir() {

@@ -9,7 +9,7 @@ use super::{interrupt, Failure, Outcome};
 use crate::bench::energy::{self, EnergyFlags};
 use crate::bench::record::RunIo;
 use crate::cli::EnergyArgs;
-use crate::report::energy::RunStatus;
+use crate::report::status::RunStatus;
 
 pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let common = &args.run;

@@ -32,7 +32,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let measured = measured?;
     let gflop = speed::gflop_per_decision(bundle, common.length);
     let mut report = speed::report(&measured.header, &measured.totals, &files.raw, gflop);
-    report.status = measured.status.as_str().into();
+    report.status = measured.status;
     report.status_reason = measured.reason.clone();
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();

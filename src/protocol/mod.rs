@@ -251,6 +251,36 @@ pub trait Observer {
     }
 }
 
+/// Where in a run a call failed or a run stopped. Its `Display` is the text errors, footers
+/// and reports use: `warm-up`, `block N (cycle C)`, `idle window N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The warm-up, outside every measured interval.
+    Warmup,
+    /// A timed block.
+    Block {
+        /// Block index in the run's order.
+        index: usize,
+        /// Its balanced cycle.
+        cycle: usize,
+    },
+    /// An idle window (0 before the first block, `i + 1` after block `i`).
+    Idle {
+        /// Window index.
+        index: usize,
+    },
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Phase::Warmup => f.write_str("warm-up"),
+            Phase::Block { index, cycle } => write!(f, "block {index} (cycle {cycle})"),
+            Phase::Idle { index } => write!(f, "idle window {index}"),
+        }
+    }
+}
+
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -259,8 +289,8 @@ pub enum RunError {
     Call {
         /// Arm name.
         arm: String,
-        /// `warm-up` or `block N (cycle C)`.
-        phase: String,
+        /// The warm-up or a block.
+        phase: Phase,
         /// The failure.
         error: HostError,
     },
@@ -294,8 +324,8 @@ pub enum RunEnd {
     CallFailed {
         /// Arm name.
         arm: String,
-        /// `warm-up` or `block N (cycle C)`.
-        phase: String,
+        /// The warm-up or a block.
+        phase: Phase,
         /// The failure.
         error: HostError,
     },
@@ -483,7 +513,7 @@ impl Runner<'_, '_, '_> {
                     Err(error) => {
                         self.observer.failure(self.arms, None, a, &error)?;
                         let arm = self.arms[a].name.clone();
-                        return Ok(Some(RunEnd::CallFailed { arm, phase: "warm-up".into(), error }));
+                        return Ok(Some(RunEnd::CallFailed { arm, phase: Phase::Warmup, error }));
                     }
                 }
             }
@@ -747,7 +777,7 @@ pub fn run_with(
                 let (rec, halted) = r.idle(index, length)?;
                 extend(&mut span, rec.start_ns, rec.end_ns);
                 if let Some(h) = halted {
-                    end = h.end(format!("idle window {index}"));
+                    end = h.end(Phase::Idle { index }.to_string());
                     break;
                 }
             }
@@ -762,7 +792,7 @@ pub fn run_with(
                 BlockEnd::Failed(error) => {
                     end = RunEnd::CallFailed {
                         arm: r.arms[a].name.clone(),
-                        phase: format!("block {index} (cycle {cycle})"),
+                        phase: Phase::Block { index, cycle },
                         error,
                     };
                     break;
@@ -776,7 +806,7 @@ pub fn run_with(
             let (rec, halted) = r.idle(index, length)?;
             extend(&mut span, rec.start_ns, rec.end_ns);
             if let Some(h) = halted {
-                end = h.end(format!("idle window {index}"));
+                end = h.end(Phase::Idle { index }.to_string());
             }
         }
     }

@@ -437,3 +437,10 @@ fn a_sensor_that_stops_ends_the_run_early() {
     assert_eq!(samples.len(), 9);
     assert!(matches!(&samples[8].outcome, crate::power::sampler::SampleOutcome::Fault(f) if f.fatal));
 }
+
+#[test]
+fn phases_read_as_the_reports_name_them() {
+    assert_eq!(Phase::Warmup.to_string(), "warm-up");
+    assert_eq!(Phase::Block { index: 3, cycle: 1 }.to_string(), "block 3 (cycle 1)");
+    assert_eq!(Phase::Idle { index: 2 }.to_string(), "idle window 2");
+}

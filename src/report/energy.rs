@@ -8,8 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
+use super::model::ModelInfo;
 use super::raw::{ArmInfo, EnergyPlanInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
-use super::speed::csv_field;
+pub use super::status::RunStatus;
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
 use crate::power::sampler::SamplerReport;
@@ -21,32 +23,6 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// The wording rule printed with every ratio table.
 pub const RATIO_RULE: &str = "S = t_base / t_arm (speed gain), R = P_base / P_arm (power ratio), S × R = E_base / E_arm (energy gain). E = P × t already contains the time, so multiplying S × R by S again double-counts time.";
-
-/// How the run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Every block and idle window ran and no rule rejected the samples.
-    Complete,
-    /// A rule rejected the samples (or the sensor stopped): no energy figure may be used.
-    Rejected,
-    /// Interrupted (Ctrl-C) before the plan was done.
-    Incomplete,
-    /// A call or the sampler failed.
-    Failed,
-}
-
-impl RunStatus {
-    /// The status word (`complete`, `rejected`, `incomplete`, `failed`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Complete => "complete",
-            RunStatus::Rejected => "rejected",
-            RunStatus::Incomplete => "incomplete",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
 
 /// One arm's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,7 +75,9 @@ pub struct EnergyBlock {
 /// The final `energy` report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
-    /// Report schema version.
+    /// Report schema version. With `tool` and `host` it is filled from one
+    /// [`super::provenance::Provenance`]; the status fields sit between them in the JSON, so
+    /// they stay three fields rather than one flattened one.
     pub schema_version: u32,
     /// `complete`, `rejected`, `incomplete` or `failed`.
     pub status: RunStatus,
@@ -112,7 +90,7 @@ pub struct EnergyReport {
     /// Machine.
     pub host: HostInfo,
     /// Model spec and shape.
-    pub model: serde_json::Value,
+    pub model: ModelInfo,
     /// Workload.
     pub workload: WorkloadInfo,
     /// Schedule.
@@ -139,24 +117,6 @@ pub struct EnergyReport {
     pub stable: bool,
     /// Reading rules and caveats (the ratio wording rule, idle-subtraction boundary, ...).
     pub notes: Vec<String>,
-}
-
-/// A number with `digits` decimals, or `n/a`.
-pub(crate) fn num(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) => format!("{x:.digits$}"),
-        None => "n/a".into(),
-    }
-}
-
-/// Seconds as milliseconds with 3 decimals, or `n/a`.
-pub(crate) fn ms(v: Option<f64>) -> String {
-    num(v.map(|s| s * 1e3), 3)
-}
-
-/// A CSV cell: the number, or empty when missing.
-pub(crate) fn csv_num(v: Option<f64>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
 }
 
 impl EnergyReport {
@@ -236,7 +196,7 @@ impl EnergyReport {
             self.workload.name,
             self.workload.requests,
             self.workload.length,
-            super::count(self.plan.cycles, "balanced cycle", "balanced cycles"),
+            count(self.plan.cycles, "balanced cycle", "balanced cycles"),
             num(self.plan.block_seconds, 3),
             mode,
             self.energy_plan.idle_seconds,
@@ -294,7 +254,7 @@ impl EnergyReport {
                 (a.arm.name.as_str(), all.map(|(f, why)| (f.as_str(), why.as_str())).collect())
             })
             .collect();
-        let missing = super::summary::missing_markdown(&arms);
+        let missing = missing_markdown(&arms);
         if !missing.is_empty() {
             out.push('\n');
             out.push_str(missing.trim_end_matches('\n'));

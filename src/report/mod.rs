@@ -1,32 +1,27 @@
 //! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters
-//! (`speed`, `energy`).
+//! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
+//! every document opens with ([`provenance`], [`host`]), the model ([`model`]), how a run
+//! ended ([`status`]) and the number and table formatting ([`format`]).
 //! Maps data to bytes and back; never measures.
 
+pub mod doctor;
 pub mod energy;
+pub mod format;
+pub mod host;
+#[cfg(any(target_os = "macos", feature = "apple-shim"))]
+pub mod host_macos;
+pub mod model;
 pub mod plots;
+pub mod provenance;
 pub mod raw;
 pub mod speed;
+pub mod status;
 pub mod summary;
+
+pub use format::{count, display_width, pad};
 
 use std::io::Write;
 use std::path::Path;
-
-/// Terminal columns `text` takes: a wide character (今, 日) takes two, a combining mark none.
-/// Measured by ratatui's text width (unicode-width), already a dependency for the Snake view.
-pub fn display_width(text: &str) -> usize {
-    ratatui::text::Line::raw(text).width()
-}
-
-/// `text` padded with spaces to `width` terminal columns (left-aligned; longer text is kept).
-pub fn pad(text: &str, width: usize) -> String {
-    let w = display_width(text);
-    format!("{text}{}", " ".repeat(width.saturating_sub(w)))
-}
-
-/// `n` and the noun, singular for one: `1 balanced cycle`, `3 balanced cycles`.
-pub fn count(n: usize, singular: &str, plural: &str) -> String {
-    format!("{n} {}", if n == 1 { singular } else { plural })
-}
 
 /// Whether a new file can be written in `folder` now: a probe file is created there
 /// (`create_new`, so nothing is replaced) and removed. Permission bits alone do not answer
@@ -58,23 +53,4 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
-}
-
-#[cfg(test)]
-mod count_tests {
-    #[test]
-    fn wide_characters_take_two_columns() {
-        assert_eq!(super::display_width("今日"), 4);
-        assert_eq!(super::display_width("abc"), 3);
-        assert_eq!(super::pad("今日", 6), "今日  ");
-        assert_eq!(super::pad("ab", 4), "ab  ");
-        assert_eq!(super::pad("abcdef", 4), "abcdef");
-    }
-
-    #[test]
-    fn one_is_singular() {
-        assert_eq!(super::count(1, "balanced cycle", "balanced cycles"), "1 balanced cycle");
-        assert_eq!(super::count(0, "block", "blocks"), "0 blocks");
-        assert_eq!(super::count(3, "balanced cycle", "balanced cycles"), "3 balanced cycles");
-    }
 }

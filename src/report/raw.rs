@@ -16,6 +16,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use super::host::{current_rss_bytes, HostInfo};
+use super::model::ModelInfo;
+use super::provenance::Provenance;
+pub use super::provenance::ToolInfo;
+use super::status::RunStatus;
 use crate::energy::idle::BlockEnergy;
 use crate::energy::run::RejectionDetail;
 use crate::power::sampler::{Sample, SamplerReport};
@@ -24,73 +29,6 @@ use crate::power::SensorInfo;
 /// Current raw schema version. 2 adds `probe` records (the readings an energy run takes before
 /// measuring); every version-1 record reads unchanged.
 pub const SCHEMA_VERSION: u32 = 2;
-
-/// The tool that wrote a record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolInfo {
-    /// `laya-bench`.
-    pub name: String,
-    /// Crate version.
-    pub version: String,
-    /// Git revision at build time, or `unknown`.
-    pub git_revision: String,
-}
-
-impl ToolInfo {
-    /// This build.
-    pub fn current() -> Self {
-        Self {
-            name: "laya-bench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            git_revision: option_env!("LAYA_BENCH_GIT_REVISION").unwrap_or("unknown").into(),
-        }
-    }
-}
-
-/// The machine a run measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostInfo {
-    /// Host name, if readable.
-    pub hostname: Option<String>,
-    /// `linux`, `macos`, ...
-    pub os: String,
-    /// `x86_64`, `aarch64`, ...
-    pub arch: String,
-    /// CPU model string, if readable.
-    pub cpu_model: Option<String>,
-    /// Logical CPUs available to the process.
-    pub logical_cpus: usize,
-    /// Physical memory, if readable.
-    pub memory_bytes: Option<u64>,
-}
-
-impl HostInfo {
-    /// Read what this OS exposes; missing facts are `None`, never guessed.
-    pub fn detect() -> Self {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
-        let cpu_model = cpuinfo.as_deref().and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        });
-        let memory_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
-            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kb * 1024)
-        });
-        let hostname =
-            std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string());
-        Self {
-            hostname,
-            os: std::env::consts::OS.into(),
-            arch: std::env::consts::ARCH.into(),
-            cpu_model,
-            logical_cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            memory_bytes,
-        }
-    }
-}
 
 /// One arm as the header records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,7 +134,7 @@ pub struct Header {
     /// Machine.
     pub host: HostInfo,
     /// Model spec and its shape.
-    pub model: serde_json::Value,
+    pub model: ModelInfo,
     /// Arms.
     pub arms: Vec<ArmInfo>,
     /// Workload.
@@ -209,6 +147,13 @@ pub struct Header {
     /// Energy runs: the energy protocol's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyPlanInfo>,
+}
+
+impl Header {
+    /// The header's writer and machine, for a report of `schema_version` derived from it.
+    pub fn provenance(&self, schema_version: u32) -> Provenance {
+        Provenance::derived(schema_version, &self.tool, &self.host)
+    }
 }
 
 /// The energy protocol's settings as the header records them.
@@ -357,8 +302,8 @@ pub enum Record {
     },
     /// Last line of a finished run.
     Footer {
-        /// `complete` or `failed`; energy runs also `rejected` or `incomplete`.
-        status: String,
+        /// `complete`, `incomplete` or `failed`; energy runs also `rejected`.
+        status: RunStatus,
         /// Wall-clock end, Unix seconds.
         ended_unix_s: f64,
         /// Timed calls recorded.
@@ -549,13 +494,6 @@ pub fn probes(run: &RawRun) -> Vec<Sample> {
         .collect()
 }
 
-/// Resident memory of this process now, where the OS says (Linux `/proc/self/statm`).
-pub fn current_rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,7 +507,7 @@ mod tests {
             started_unix_s: 1.5,
             clock: "monotonic ns since started_unix_s".into(),
             host: HostInfo::detect(),
-            model: serde_json::json!({"spec": "builtin:tiny"}),
+            model: ModelInfo::spec_only("builtin:tiny"),
             arms: vec![],
             workload: WorkloadInfo {
                 name: "w".into(),
@@ -612,7 +550,7 @@ mod tests {
         w.write(&Record::Header(Box::new(header()))).unwrap();
         w.write(&call(1)).unwrap();
         w.write(&Record::Footer {
-            status: "complete".into(),
+            status: RunStatus::Complete,
             ended_unix_s: 2.0,
             total_calls: 1,
             reason: None,
@@ -681,7 +619,7 @@ mod tests {
         let rejection =
             Rejection::AboveCap { sample: SampleRef { seq: 0, t_s: 9e-9 }, watts: 40089.0, max_watts: 500.0 };
         let footer = Record::Footer {
-            status: "rejected".into(),
+            status: RunStatus::Rejected,
             ended_unix_s: 3.0,
             total_calls: 0,
             reason: None,
@@ -717,6 +655,36 @@ mod tests {
         assert!(!run.complete);
         assert_eq!(run.records.len(), 1);
         assert!(run.truncated_tail.unwrap().starts_with("{\"record\":\"call\""));
+    }
+
+    #[test]
+    fn lines_written_before_the_typed_model_and_status_read_and_write_back_unchanged() {
+        // A header and footer exactly as the previous version wrote them (model as a JSON
+        // object, footer status as a string).
+        let header = r#"{"record":"header","schema_version":2,"kind":"speed","tool":{"name":"laya-bench","version":"0.1.0","git_revision":"821a2234ba89"},"command_line":["laya-bench","speed","--calls","20"],"started_unix_s":1796181992.0455773,"clock":"monotonic ns since started_unix_s","host":{"hostname":"vm","os":"linux","arch":"x86_64","cpu_model":"AMD EPYC","logical_cpus":2,"memory_bytes":25275973632},"model":{"spec":"builtin:tiny","hidden_size":64,"layers":4,"heads":4,"intermediate_size":96,"vocab_size":1400,"head_layers":2,"max_len":512},"arms":[{"name":"a","spec":"mock:ok","backend":"mock","precision":"scripted","device":"none (scripted outputs, not a measurement)","fingerprint":"mock","batch":1,"length":96,"max_options":32}],"workload":{"name":"invoice","requests":1,"tokens_per_row":[[91]],"target_tokens":91,"length":96},"plan":{"cycles":1,"block_seconds":null,"block_calls":20,"warmup_calls":2,"order":["a","a"]}}"#;
+        let footers = [
+            r#"{"record":"footer","status":"complete","ended_unix_s":1796181992.243547,"total_calls":40}"#,
+            r#"{"record":"footer","status":"incomplete","ended_unix_s":2.5,"total_calls":3,"reason":"interrupted"}"#,
+            r#"{"record":"footer","status":"failed","ended_unix_s":2.5,"total_calls":0,"reason":"x"}"#,
+            r#"{"record":"footer","status":"rejected","ended_unix_s":2.5,"total_calls":0}"#,
+        ];
+        let Record::Header(h) = serde_json::from_str::<Record>(header).unwrap() else {
+            panic!("not a header")
+        };
+        assert_eq!(h.model.spec, "builtin:tiny");
+        assert_eq!((h.model.hidden_size, h.model.max_len), (Some(64), Some(512)));
+        assert_eq!(serde_json::to_string(&Record::Header(h)).unwrap(), header);
+        let words = ["complete", "incomplete", "failed", "rejected"];
+        for (line, word) in footers.iter().zip(words) {
+            let r: Record = serde_json::from_str(line).unwrap();
+            assert!(matches!(&r, Record::Footer { status, .. } if status.as_str() == word), "{r:?}");
+            assert_eq!(serde_json::to_string(&r).unwrap(), *line);
+        }
+        // A footer status this version does not know is not a footer.
+        assert!(serde_json::from_str::<Record>(
+            r#"{"record":"footer","status":"done","ended_unix_s":1,"total_calls":0}"#
+        )
+        .is_err());
     }
 
     #[test]

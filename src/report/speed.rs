@@ -2,7 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::raw::{ArmInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
+use super::format::{csv_field, ms};
+use super::model::ModelInfo;
+use super::provenance::Provenance;
+use super::raw::{ArmInfo, PlanInfo, WorkloadInfo};
+use super::status::RunStatus;
 use super::summary::Interval;
 use crate::stats::LatencySummary;
 
@@ -87,14 +91,11 @@ pub fn ratio_in_words(s: f64) -> String {
 /// The final `speed` report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpeedReport {
-    /// Report schema version.
-    pub schema_version: u32,
-    /// Writer.
-    pub tool: ToolInfo,
-    /// Machine.
-    pub host: HostInfo,
+    /// Report schema version, writer and machine (the raw header's).
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// Model spec and shape.
-    pub model: serde_json::Value,
+    pub model: ModelInfo,
     /// Workload.
     pub workload: WorkloadInfo,
     /// Schedule.
@@ -108,7 +109,7 @@ pub struct SpeedReport {
     /// `complete`, or `incomplete` when a signal (Ctrl-C, SIGTERM) stopped the run: its figures
     /// then cover only the blocks that ran, and the raw record's footer says the same.
     #[serde(default = "complete")]
-    pub status: String,
+    pub status: RunStatus,
     /// Why the run is not complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
@@ -117,22 +118,18 @@ pub struct SpeedReport {
     pub warnings: Vec<String>,
 }
 
-fn complete() -> String {
-    "complete".into()
-}
-
-fn ms(s: f64) -> String {
-    format!("{:.3}", s * 1e3)
+fn complete() -> RunStatus {
+    RunStatus::Complete
 }
 
 impl SpeedReport {
     /// hyperfine-style Markdown table.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        if self.status != "complete" {
+        if self.status != RunStatus::Complete {
             out.push_str(&format!(
                 "**{}**: {}; the figures below cover only the blocks that ran.\n\n",
-                self.status.to_uppercase(),
+                self.status.as_str().to_uppercase(),
                 self.status_reason.as_deref().unwrap_or("the run did not finish")
             ));
         }
@@ -146,7 +143,6 @@ impl SpeedReport {
         ));
         out.push_str("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P90 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | vs baseline (95 % CI) | GFLOP/s | Unstable |\n");
         out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
-        let opt_ms = |x: Option<f64>| x.map(ms).unwrap_or_else(|| "n/a".into());
         for (i, a) in self.arms.iter().enumerate() {
             let relative = if i == 0 {
                 "baseline".to_string()
@@ -163,13 +159,13 @@ impl SpeedReport {
                 "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {:.1} | {} | {} | {} |\n",
                 a.arm.name,
                 a.arm.spec,
-                ms(a.latency.mean_s),
-                opt_ms(a.latency.std_s),
-                ms(a.latency.p50_s),
-                opt_ms(a.latency.p90_s),
-                ms(a.latency.p99_s),
-                ms(a.latency.min_s),
-                ms(a.latency.max_s),
+                ms(Some(a.latency.mean_s)),
+                ms(a.latency.std_s),
+                ms(Some(a.latency.p50_s)),
+                ms(a.latency.p90_s),
+                ms(Some(a.latency.p99_s)),
+                ms(Some(a.latency.min_s)),
+                ms(Some(a.latency.max_s)),
                 a.decisions_per_s,
                 relative,
                 a.achieved_gflops.map(|g| format!("{g:.1}")).unwrap_or_else(|| "n/a".into()),
@@ -228,15 +224,6 @@ impl SpeedReport {
     }
 }
 
-/// Quote a CSV field when it needs it.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,12 +235,5 @@ mod tests {
         assert_eq!(ratio_in_words(1.002), "1.00× (same speed)");
         assert_eq!(ratio_in_words(0.5), "0.50× = 50 % slower");
         assert!(ratio_in_words(f64::NAN).starts_with("no ratio"));
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_when_needed() {
-        assert_eq!(csv_field("a"), "a");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

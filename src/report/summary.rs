@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::energy::{csv_num, num, RATIO_RULE};
+use super::energy::RATIO_RULE;
+use super::format::{count, csv_field, csv_num, missing_markdown, num};
 use super::raw::{HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
-use super::speed::csv_field;
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail};
 use crate::energy::BlockEnergy;
@@ -467,8 +467,8 @@ impl RunSummary {
             self.tool.version,
             self.tool.git_revision,
             self.workload.name,
-            super::count(self.plan.cycles, "balanced cycle", "balanced cycles"),
-            super::count(self.blocks.len(), "block", "blocks"),
+            count(self.plan.cycles, "balanced cycle", "balanced cycles"),
+            count(self.blocks.len(), "block", "blocks"),
             self.host.os,
             self.host.arch,
             self.host.logical_cpus
@@ -613,47 +613,6 @@ fn quantity_display(quantity: &str) -> (&str, usize, f64) {
     }
 }
 
-/// The "Missing values" list: one line per reason and set of arms, naming its fields.
-/// A field's generic "an input is missing" reason is left out where the same arm gives the
-/// input's own reason for that field; every field keeps at least one reason.
-pub(crate) fn missing_markdown(arms: &[(&str, Vec<(&str, &str)>)]) -> String {
-    use crate::energy::run::{INPUT_MISSING, R_MISSING, S_MISSING, S_OR_R_MISSING};
-    let generic = |why: &str| [INPUT_MISSING, S_OR_R_MISSING, S_MISSING, R_MISSING].contains(&why);
-    // (reason, field) -> arms, in arm order and without repeats.
-    let mut by_reason: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-    for (arm, entries) in arms {
-        for &(field, why) in entries {
-            let specific = entries.iter().any(|&(f, w)| f == field && !generic(w));
-            if generic(why) && specific {
-                continue;
-            }
-            let list = by_reason.entry((why, field)).or_default();
-            if !list.contains(arm) {
-                list.push(arm);
-            }
-        }
-    }
-    if by_reason.is_empty() {
-        return String::new();
-    }
-    // (reason, arms) -> fields.
-    let mut lines: BTreeMap<(&str, Vec<&str>), Vec<&str>> = BTreeMap::new();
-    for ((why, field), list) in by_reason {
-        lines.entry((why, list)).or_default().push(field);
-    }
-    let mut out = String::from("Missing values (n/a):\n\n");
-    for ((why, list), fields) in lines {
-        let whose = if list.len() == arms.len() && arms.len() > 1 {
-            "all arms".to_string()
-        } else {
-            format!("arm{} {}", if list.len() == 1 { "" } else { "s" }, list.join(", "))
-        };
-        out.push_str(&format!("- {why}: {} ({whose})\n", fields.join(", ")));
-    }
-    out.push('\n');
-    out
-}
-
 impl Comparison {
     /// Markdown: one table per quantity, runs as columns, disjoint intervals flagged.
     pub fn to_markdown(&self, runs: &[RunSummary]) -> String {
@@ -689,33 +648,5 @@ impl Comparison {
         }
         out.push('\n');
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::missing_markdown;
-    use crate::energy::run::{INPUT_MISSING, S_OR_R_MISSING};
-
-    #[test]
-    fn missing_values_are_grouped_by_reason_without_repeats() {
-        let none = "no power samples";
-        let arms = vec![
-            // A field listed twice for one arm (totals and intervals) names the arm once.
-            ("a", vec![("mean_power_w", none), ("mean_power_w", none), ("energy_gain", S_OR_R_MISSING)]),
-            ("b", vec![("mean_power_w", none), ("energy_gain", S_OR_R_MISSING), ("energy_gain", none)]),
-        ];
-        let md = missing_markdown(&arms);
-        assert_eq!(
-            md,
-            "Missing values (n/a):\n\n\
-             - S and R are missing: energy_gain (arm a)\n\
-             - no power samples: mean_power_w (all arms)\n\
-             - no power samples: energy_gain (arm b)\n\n"
-        );
-        // A generic reason alone stays: the field is still explained.
-        let md = missing_markdown(&[("x", vec![("power_ratio", INPUT_MISSING)])]);
-        assert_eq!(md, "Missing values (n/a):\n\n- a figure it needs is missing: power_ratio (arm x)\n\n");
-        assert_eq!(missing_markdown(&[("x", vec![])]), "");
     }
 }

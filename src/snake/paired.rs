@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::game::{DeathReason, Direction, Game, GameError};
 use super::policy::{decide, Decision, PolicyConfig, PolicyError, Predictor};
+use crate::report::model::ModelInfo;
 use crate::report::raw::{ArmInfo, HostInfo, ToolInfo};
 use crate::stats::LatencySummary;
 
@@ -372,7 +373,7 @@ pub struct PairedReport {
     /// The command line.
     pub command_line: Vec<String>,
     /// Model description.
-    pub model: serde_json::Value,
+    pub model: ModelInfo,
     /// Food RNG identity.
     pub rng: String,
     /// What was played.

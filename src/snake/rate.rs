@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::game::{Cell, DeathReason, Direction, Game, GameError};
 use super::paired::LatencyMs;
 use super::policy::{decide, Decision, ModelError, MoveProbabilities, PolicyConfig, PolicyError, Predictor};
+use crate::report::model::ModelInfo;
 use crate::report::raw::{ArmInfo, HostInfo, ToolInfo};
 
 /// Current schema version of the rate report.
@@ -168,7 +169,7 @@ pub struct RateReport {
     /// The command line of the first session.
     pub command_line: Vec<String>,
     /// Model description.
-    pub model: Value,
+    pub model: ModelInfo,
     /// The arm that played.
     pub arm: ArmInfo,
     /// Food RNG identity.

@@ -10,6 +10,7 @@ use crate::energy::{stable_idle_window, BlockEnergy, Rules, Window};
 use crate::power::sampler::Sample;
 use crate::protocol::balanced_order;
 use crate::report::raw::{Header, RawRun, Record};
+use crate::report::status::RunStatus;
 use crate::report::summary::{AuditCheck, CheckOutcome, Correction};
 
 /// Relative tolerance between a recomputed and a recorded energy figure.
@@ -57,8 +58,8 @@ pub struct BlockCalls {
 /// The footer as recorded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FooterRec {
-    /// Status word.
-    pub status: String,
+    /// How the run ended, as the footer says.
+    pub status: RunStatus,
     /// Calls it claims.
     pub total_calls: u64,
     /// Why not complete.
@@ -185,7 +186,7 @@ impl<'r> RunData<'r> {
                 }
                 Record::Footer { status, total_calls, reason, rejections, .. } => {
                     d.footer = Some(FooterRec {
-                        status: status.clone(),
+                        status: *status,
                         total_calls: *total_calls,
                         reason: reason.clone(),
                         rejections: rejections.clone(),
@@ -298,11 +299,11 @@ fn header_and_footer(d: &RunData<'_>, truncated_tail: bool) -> AuditCheck {
         None => c.problem(
             "no footer: the run did not finish (it crashed, was killed, or is still running)".into(),
         ),
-        Some(f) if f.status == "incomplete" => c.problem(format!(
+        Some(f) if f.status == RunStatus::Incomplete => c.problem(format!(
             "the footer says incomplete ({})",
             f.reason.as_deref().unwrap_or("no reason recorded")
         )),
-        Some(f) if f.status == "failed" => c.problem(format!(
+        Some(f) if f.status == RunStatus::Failed => c.problem(format!(
             "the footer says failed ({})",
             f.reason.as_deref().unwrap_or("no reason recorded")
         )),
@@ -765,7 +766,7 @@ fn rejection_rules(d: &RunData<'_>, recomputed: &RunEnergy) -> AuditCheck {
         }
     };
     if let Some(f) = &d.footer {
-        let says_rejected = f.status == "rejected";
+        let says_rejected = f.status == RunStatus::Rejected;
         if found != recorded {
             c.problem(format!(
                 "re-checking the samples finds rules violated: {}; the footer recorded: {} (status `{}`)",
@@ -773,13 +774,17 @@ fn rejection_rules(d: &RunData<'_>, recomputed: &RunEnergy) -> AuditCheck {
                 list(&recorded),
                 f.status
             ));
-        } else if !found.is_empty() && !says_rejected && f.status != "incomplete" && f.status != "failed" {
+        } else if !found.is_empty()
+            && !says_rejected
+            && f.status != RunStatus::Incomplete
+            && f.status != RunStatus::Failed
+        {
             c.problem(format!("the samples violate {} but the footer says `{}`", list(&found), f.status));
         }
     }
     let verdict = match &d.footer {
         _ if found.is_empty() => "no rule is violated".to_string(),
-        Some(f) if f.status == "rejected" && found == recorded => {
+        Some(f) if f.status == RunStatus::Rejected && found == recorded => {
             format!("the run is rejected by {} (as recorded)", list(&found))
         }
         _ => format!("the samples violate {}", list(&found)),
@@ -886,9 +891,9 @@ pub fn audit(run: &RawRun, d: &RunData<'_>) -> Audit {
     };
     checks.push(idle_windows(d, discard_s));
     checks.push(rejection_rules(d, &recomputed));
-    let footer_complete = d.footer.as_ref().is_some_and(|f| f.status == "complete");
+    let footer_complete = d.footer.as_ref().is_some_and(|f| f.status == RunStatus::Complete);
     if recomputed.rejected() || !footer_complete {
-        let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
+        let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == RunStatus::Rejected);
         let why = if d.footer.is_none() {
             "the record has no footer (the run did not finish): no figure is derived from it, so nothing is compared"
         } else if recomputed.rejected() || footer_rejected {

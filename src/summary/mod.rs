@@ -26,6 +26,7 @@ pub mod synthetic;
 
 use crate::energy::run::{aggregate, ratios, BlockFigures};
 use crate::report::raw::{RawRun, ToolInfo};
+use crate::report::status::RunStatus;
 use crate::report::summary::{
     ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryReport,
     SummarySettings, SummaryStatus, SCHEMA_VERSION,
@@ -98,16 +99,18 @@ const CUT_SHORT_CHECKS: [&str; 2] = ["balanced_cycles", "idle_windows"];
 fn status_of(d: &RunData<'_>, audit: &Audit) -> (SummaryStatus, Vec<String>) {
     let failed = audit.failed();
     let detail = |name: &str| audit.check(name).map(|c| c.detail.clone()).unwrap_or_default();
-    match d.footer.as_ref().map(|f| f.status.as_str()) {
-        None | Some("incomplete") => return (SummaryStatus::Incomplete, vec![detail("header_and_footer")]),
-        Some("failed") => {
+    match d.footer.as_ref().map(|f| f.status) {
+        None | Some(RunStatus::Incomplete) => {
+            return (SummaryStatus::Incomplete, vec![detail("header_and_footer")])
+        }
+        Some(RunStatus::Failed) => {
             let mut why = vec![detail("header_and_footer")];
             why.extend(d.errors.iter().cloned());
             return (SummaryStatus::Failed, why);
         }
         _ => {}
     }
-    let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == "rejected");
+    let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == RunStatus::Rejected);
     // A rejection the raw samples confirm stands even where the run was cut short by it (a
     // sensor that stopped, a probe reading that refused the run): the checks that only a
     // whole run passes then fail as its consequence, not as a sign the record is wrong.

@@ -9,9 +9,11 @@ use crate::energy::{Rules, Window};
 use crate::power::sampler::{Sample, SampleOutcome};
 use crate::power::{Reading, SensorInfo, SensorKind};
 use crate::protocol::balanced_order;
+use crate::report::model::ModelInfo;
 use crate::report::raw::{
     ArmInfo, EnergyPlanInfo, Header, HostInfo, PlanInfo, Record, ToolInfo, WorkloadInfo, SCHEMA_VERSION,
 };
+use crate::report::status::RunStatus;
 
 /// One arm of the synthetic run.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +114,7 @@ fn header(shape: &RunShape) -> Header {
             logical_cpus: 16,
             memory_bytes: None,
         },
-        model: serde_json::json!({"spec": "synthetic:multilingual"}),
+        model: ModelInfo::spec_only("synthetic:multilingual"),
         arms: shape
             .arms
             .iter()
@@ -255,7 +257,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
     let total_calls: u64 = order.iter().map(|&(_, a)| shape.arms[a].calls_per_block).sum();
     if !shape.energy {
         out.push(Record::Footer {
-            status: "complete".into(),
+            status: RunStatus::Complete,
             ended_unix_s: 1.8e9 + 600.0,
             total_calls,
             reason: None,
@@ -281,7 +283,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
     // Samples arrive interleaved with blocks in a real file; their order among other records
     // does not matter to the reader, only their own order.
     out.extend(samples.into_iter().map(|s| Record::Sample(Box::new(s))));
-    let status = if verdict.rejected() { "rejected" } else { "complete" };
+    let status = if verdict.rejected() { RunStatus::Rejected } else { RunStatus::Complete };
     if !verdict.rejected() {
         for (b, &(_, a)) in verdict.blocks.iter().zip(&order) {
             out.push(Record::BlockEnergy {
@@ -293,7 +295,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
         }
     }
     out.push(Record::Footer {
-        status: status.into(),
+        status,
         ended_unix_s: 1.8e9 + 600.0,
         total_calls,
         reason: None,

@@ -4,6 +4,7 @@
 use super::synthetic::{records, RunShape};
 use super::*;
 use crate::report::raw::{self, RawWriter, Record};
+use crate::report::status::RunStatus;
 use crate::report::summary::{SummaryReport, SummarySettings, SCHEMA_VERSION};
 
 /// Write the records with the real writer and read them back with the real reader.
@@ -109,7 +110,7 @@ fn a_footer_that_rejects_the_run_keeps_it_rejected() {
     let mut recs = published();
     recs.retain(|r| !matches!(r, Record::BlockEnergy { .. }));
     if let Some(Record::Footer { status, reason, .. }) = recs.last_mut() {
-        *status = "rejected".into();
+        *status = RunStatus::Rejected;
         *reason =
             Some("the sensor stopped during block 17 (cycle 2); the rest of the plan was not run".into());
     }
@@ -233,7 +234,7 @@ fn a_rejection_hidden_by_the_footer_fails_the_audit() {
     shape.spike = Some((30, 40089.0));
     let mut recs = records(&shape);
     if let Some(Record::Footer { status, rejections, .. }) = recs.last_mut() {
-        *status = "complete".into();
+        *status = RunStatus::Complete;
         rejections.clear();
     }
     let (s, failed) = failing(&recs);

@@ -82,7 +82,7 @@ fn samples(dir: &Path) -> (raw::RawRun, Vec<Sample>) {
 fn footer(run: &raw::RawRun) -> (String, Option<String>, Vec<String>) {
     match run.records.last() {
         Some(Record::Footer { status, reason, rejections, .. }) => (
-            status.clone(),
+            status.to_string(),
             reason.clone(),
             rejections.iter().map(|r| r.rejection.rule().to_string()).collect(),
         ),

@@ -93,7 +93,7 @@ fn a_failing_call_exits_1_and_the_raw_file_keeps_the_measurements() {
         .records
         .iter()
         .any(|r| matches!(r, Record::Error { message, .. } if message.contains("scripted failure"))));
-    assert!(matches!(run.records.last(), Some(Record::Footer { status, .. }) if status == "failed"));
+    assert!(matches!(run.records.last(), Some(Record::Footer { status, .. }) if status.as_str() == "failed"));
 }
 
 #[test]

@@ -236,7 +236,9 @@ mod run {
         );
         assert_exit(&o, 1, "everything measured so far is in r.raw.jsonl");
         let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
-        assert!(matches!(run.records.last(), Some(Record::Footer { status, .. }) if status == "failed"));
+        assert!(
+            matches!(run.records.last(), Some(Record::Footer { status, .. }) if status.as_str() == "failed")
+        );
     }
 }
 

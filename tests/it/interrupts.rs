@@ -29,7 +29,7 @@ const LONG_SPEED: &[&str] = &[
 
 fn footer(run: &raw::RawRun) -> (String, Option<String>) {
     match run.records.last() {
-        Some(Record::Footer { status, reason, .. }) => (status.clone(), reason.clone()),
+        Some(Record::Footer { status, reason, .. }) => (status.to_string(), reason.clone()),
         other => panic!("no footer: {other:?}"),
     }
 }

@@ -8,10 +8,10 @@ use super::{
 };
 use crate::bench::arm::split_all as named_arms;
 use crate::bench::outputs::{check_folder, refuse_existing};
-use crate::bench::record::model_json;
 use crate::cli::SnakeCompareArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
+use crate::report::model::ModelInfo;
 use crate::report::raw::{HostInfo, ToolInfo};
 use crate::snake::game::RNG_IDENTITY;
 use crate::snake::host_predictor::HostPredictor;
@@ -78,7 +78,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         tool: ToolInfo::current(),
         host: HostInfo::detect(),
         command_line: std::env::args().collect(),
-        model: model_json(&bundle),
+        model: ModelInfo::describe(&bundle),
         rng: RNG_IDENTITY.into(),
         settings: PairedReportSettings {
             seeds: args.seeds.clone(),

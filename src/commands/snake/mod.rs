@@ -18,10 +18,10 @@ use serde_json::{json, Map, Value};
 
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
-use crate::bench::record::model_json;
 use crate::bench::time::{iso_utc_now, timestamp_stem};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::laya::bundle::Bundle;
+use crate::report::model::ModelInfo;
 use crate::report::raw::HostInfo;
 use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
@@ -161,7 +161,7 @@ fn model_metadata(bundle: &Bundle, arm: &HostPredictor<'_>, prompt: PromptStyle)
     let id = arm.identity();
     let value = json!({
         "name": bundle.source,
-        "model": model_json(bundle),
+        "model": ModelInfo::describe(bundle),
         "arm": id,
         "engine": arm.engine(),
         "weight_fingerprint": id.fingerprint,

@@ -15,9 +15,9 @@ use super::{
     write_report,
 };
 use crate::bench::outputs::{check_folder, refuse_existing};
-use crate::bench::record::model_json;
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
+use crate::report::model::ModelInfo;
 use crate::report::raw::{HostInfo, ToolInfo};
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
@@ -54,7 +54,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     let policy = policy(&game_args, true)?;
     let length = usize::try_from(settings.row_length_tokens).unwrap_or(usize::MAX);
     let mut arm = build_arm(&bundle, &name, &spec, length)?;
-    let model = model_json(&bundle);
+    let model = ModelInfo::describe(&bundle);
     let mut report = match resumed {
         Some(mut r) => {
             check_identity(&r, &model, arm.identity())?;
@@ -206,13 +206,13 @@ fn read_report(path: &Path) -> Result<RateReport, Failure> {
 /// A resumed report must continue with the same model and arm (exit 2 otherwise).
 fn check_identity(
     report: &RateReport,
-    model: &Value,
+    model: &ModelInfo,
     arm: &crate::report::raw::ArmInfo,
 ) -> Result<(), Failure> {
     let old = &report.arm;
     let mut changed = Vec::new();
     if report.model != *model {
-        changed.push(format!("model {} → {}", report.model["spec"], model["spec"]));
+        changed.push(format!("model {:?} → {:?}", report.model.spec, model.spec));
     }
     for (field, a, b) in [
         ("arm spec", &old.spec, &arm.spec),

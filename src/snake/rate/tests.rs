@@ -39,7 +39,7 @@ fn report(settings: RateSettings) -> RateReport {
         tool: ToolInfo::current(),
         host: HostInfo::detect(),
         command_line: vec![],
-        model: json!({"spec": "stub"}),
+        model: ModelInfo::spec_only("stub"),
         arm: ArmInfo {
             name: "stub".into(),
             spec: "stub".into(),
