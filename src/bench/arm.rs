@@ -46,18 +46,24 @@ pub fn split_single(text: &str) -> Result<(String, String), BenchError> {
     Ok((name.to_string(), spec.to_string()))
 }
 
-/// Several `NAME=SPEC` texts as (name, spec) pairs; exit 2 on a malformed or repeated name.
-pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, BenchError> {
-    let mut out: Vec<(String, String)> = Vec::with_capacity(texts.len());
-    for text in texts {
-        let (name, spec) = split_named(text)?;
-        if out.iter().any(|(n, _)| *n == name) {
+/// Exit 2 when a name is given to two arms.
+fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), BenchError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        if seen.contains(&name) {
             return Err(BenchError::Input(format!(
                 "--arm: the name `{name}` is used twice; give every arm its own name"
             )));
         }
-        out.push((name, spec));
+        seen.push(name);
     }
+    Ok(())
+}
+
+/// Several `NAME=SPEC` texts as (name, spec) pairs; exit 2 on a malformed or repeated name.
+pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, BenchError> {
+    let out = texts.iter().map(|t| split_named(t)).collect::<Result<Vec<_>, _>>()?;
+    unique_names(out.iter().map(|(n, _)| n.as_str()))?;
     Ok(out)
 }
 
@@ -77,14 +83,7 @@ impl ArmSpec {
                 .map(|p| Self::new(p.name().to_string(), format!("portable:{}", p.name())))
                 .collect();
         }
-        for (i, arm) in given.iter().enumerate() {
-            if given[..i].iter().any(|a| a.name == arm.name) {
-                return Err(BenchError::Input(format!(
-                    "--arm: the name `{}` is used twice; give every arm its own name",
-                    arm.name
-                )));
-            }
-        }
+        unique_names(given.iter().map(|a| a.name.as_str()))?;
         Ok(given.to_vec())
     }
 

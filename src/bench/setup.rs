@@ -28,6 +28,13 @@ impl WorkloadPlan {
         self.name == "invoice"
     }
 
+    /// The plan, checked ([`Self::check`]).
+    pub fn checked(name: &str, tokens: usize, length: usize) -> Result<Self, BenchError> {
+        let plan = Self { name: name.to_string(), tokens, length };
+        plan.check()?;
+        Ok(plan)
+    }
+
     /// `length` must be positive and, for the invoice workload, hold `tokens` (exit 2).
     pub fn check(&self) -> Result<(), BenchError> {
         if self.length == 0 {

@@ -64,6 +64,5 @@ pub(crate) fn install_or_warn() -> Option<&'static AtomicBool> {
 
 /// Why a run stopped by the flag is incomplete, for its footer and report.
 pub(crate) fn reason(during: &str) -> String {
-    let signal = if raised() { "a signal (Ctrl-C or SIGTERM)" } else { "the stop flag" };
-    format!("interrupted by {signal} during {during}")
+    crate::bench::speed::interrupted_reason(during, raised())
 }

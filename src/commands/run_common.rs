@@ -22,9 +22,7 @@ pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {
 
 /// `--workload`, `--tokens`, `--length`, checked (exit 2).
 fn workload(args: &RunArgs) -> Result<WorkloadPlan, Failure> {
-    let plan = WorkloadPlan { name: args.workload.clone(), tokens: args.tokens, length: args.length };
-    plan.check()?;
-    Ok(plan)
+    Ok(WorkloadPlan::checked(&args.workload, args.tokens, args.length)?)
 }
 
 /// The raw record, report and exports, default names with `prefix`.

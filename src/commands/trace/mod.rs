@@ -35,9 +35,7 @@ pub(crate) fn run(args: &TraceArgs) -> Outcome {
 // Shared validation
 
 pub(super) fn workload_plan(w: &TraceWorkloadArgs) -> Result<WorkloadPlan, Failure> {
-    let plan = WorkloadPlan { name: w.workload.clone(), tokens: w.tokens, length: w.length };
-    plan.check()?;
-    Ok(plan)
+    Ok(WorkloadPlan::checked(&w.workload, w.tokens, w.length)?)
 }
 
 // ---------------------------------------------------------------------------------------------
