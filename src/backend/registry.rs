@@ -78,71 +78,102 @@ pub enum BackendSpec {
 /// The specs this build can run, for messages.
 pub const AVAILABLE: &str = "portable:f32, portable:f16, portable:bf16, portable:w8, portable:w6, portable:w4, portable:w8:PATH (or w6/w4), portable:palette:PATH";
 
+/// One backend spec kind: its prefix, the engine it builds and the parser of the text after
+/// `prefix:`. [`KINDS`] is the only list of spec kinds: [`BackendSpec::parse`] and
+/// [`classify`] read it.
+pub struct KindRow {
+    /// The text before the first `:` (`portable`, `mlx`).
+    pub prefix: &'static str,
+    /// The engine.
+    pub kind: BackendKind,
+    /// Read the rest of the spec (`spec` is the whole text, for messages).
+    parse: fn(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError>,
+}
+
+/// Every backend spec kind.
+pub const KINDS: &[KindRow] = &[
+    KindRow { prefix: "portable", kind: BackendKind::Portable, parse: parse_portable },
+    KindRow { prefix: "mock", kind: BackendKind::Mock, parse: parse_mock },
+    KindRow { prefix: "coreml", kind: BackendKind::CoreMl, parse: parse_coreml },
+    KindRow { prefix: "mlx", kind: BackendKind::Mlx, parse: parse_mlx },
+];
+
+fn unknown(spec: &str) -> RegistryError {
+    RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() }
+}
+
+fn parse_portable(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
+    let (prec, path) = match rest.split_once(':') {
+        Some((p, path)) => (p, Some(path)),
+        None => (rest, None),
+    };
+    match (prec, path) {
+        ("", None) => Ok(BackendSpec::Portable(Precision::F32)),
+        ("palette", Some(path)) if !path.is_empty() => {
+            Ok(BackendSpec::PortablePalette { path: PathBuf::from(path), bits: None })
+        }
+        (p, None) => Precision::from_name(p).map(BackendSpec::Portable).ok_or_else(|| unknown(spec)),
+        (p, Some(path)) if !path.is_empty() => {
+            match Precision::from_name(p).and_then(Precision::palette_bits) {
+                Some(bits) => {
+                    Ok(BackendSpec::PortablePalette { path: PathBuf::from(path), bits: Some(bits) })
+                }
+                None => Err(unknown(spec)),
+            }
+        }
+        _ => Err(unknown(spec)),
+    }
+}
+
+const MOCK_FORMS: &str = "mock:ok, mock:drift-after=N, mock:fail-after=N, mock:...:delay-us=D";
+
+fn parse_mock(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
+    let bad = || RegistryError::Unknown { spec: spec.into(), available: MOCK_FORMS.into() };
+    let (mut drift_after, mut fail_after, mut delay_us) = (None, None, 0);
+    for part in rest.split(':').filter(|p| !p.is_empty() && *p != "ok") {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        let n: u64 = value.parse().map_err(|_| bad())?;
+        match key {
+            "drift-after" => drift_after = Some(n as usize),
+            "fail-after" => fail_after = Some(n as usize),
+            "delay-us" => delay_us = n,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(BackendSpec::Mock { drift_after, fail_after, delay_us })
+}
+
+fn parse_coreml(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
+    CoreMlSpec::parse(rest)
+        .map(BackendSpec::CoreMl)
+        .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() })
+}
+
+fn parse_mlx(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
+    if !cfg!(feature = "mlx") {
+        return Err(RegistryError::Unavailable {
+            spec: spec.into(),
+            needs: MLX_NEEDS,
+            os: std::env::consts::OS,
+        });
+    }
+    super::mlx::MlxSpec::parse(rest)
+        .map(BackendSpec::Mlx)
+        .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e })
+}
+
+/// The row of a spec text's kind prefix, if it names one.
+fn row_of(text: &str) -> Option<(&'static KindRow, &str)> {
+    let (prefix, rest) = text.split_once(':').unwrap_or((text, ""));
+    KINDS.iter().find(|row| row.prefix == prefix).map(|row| (row, rest))
+}
+
 impl BackendSpec {
     /// Parse a spec string.
     pub fn parse(spec: &str) -> Result<Self, RegistryError> {
-        let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
-        let unknown = || RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() };
-        match kind {
-            "portable" => {
-                let (prec, path) = match rest.split_once(':') {
-                    Some((p, path)) => (p, Some(path)),
-                    None => (rest, None),
-                };
-                match (prec, path) {
-                    ("", None) => Ok(Self::Portable(Precision::F32)),
-                    ("palette", Some(path)) if !path.is_empty() => {
-                        Ok(Self::PortablePalette { path: PathBuf::from(path), bits: None })
-                    }
-                    (p, None) => Precision::from_name(p).map(Self::Portable).ok_or_else(unknown),
-                    (p, Some(path)) if !path.is_empty() => {
-                        match Precision::from_name(p).and_then(Precision::palette_bits) {
-                            Some(bits) => {
-                                Ok(Self::PortablePalette { path: PathBuf::from(path), bits: Some(bits) })
-                            }
-                            None => Err(unknown()),
-                        }
-                    }
-                    _ => Err(unknown()),
-                }
-            }
-            "mock" => {
-                let (mut drift_after, mut fail_after, mut delay_us) = (None, None, 0);
-                for part in rest.split(':').filter(|p| !p.is_empty() && *p != "ok") {
-                    let (key, value) = part.split_once('=').unwrap_or((part, ""));
-                    let n: u64 = value.parse().map_err(|_| RegistryError::Unknown {
-                        spec: spec.into(),
-                        available: "mock:ok, mock:drift-after=N, mock:fail-after=N, mock:...:delay-us=D"
-                            .into(),
-                    })?;
-                    match key {
-                        "drift-after" => drift_after = Some(n as usize),
-                        "fail-after" => fail_after = Some(n as usize),
-                        "delay-us" => delay_us = n,
-                        _ => {
-                            return Err(RegistryError::Unknown {
-                                spec: spec.into(),
-                                available:
-                                    "mock:ok, mock:drift-after=N, mock:fail-after=N, mock:...:delay-us=D"
-                                        .into(),
-                            })
-                        }
-                    }
-                }
-                Ok(Self::Mock { drift_after, fail_after, delay_us })
-            }
-            "coreml" => CoreMlSpec::parse(rest)
-                .map(Self::CoreMl)
-                .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() }),
-            "mlx" if !cfg!(feature = "mlx") => Err(RegistryError::Unavailable {
-                spec: spec.into(),
-                needs: MLX_NEEDS,
-                os: std::env::consts::OS,
-            }),
-            "mlx" => super::mlx::MlxSpec::parse(rest)
-                .map(Self::Mlx)
-                .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e }),
-            _ => Err(unknown()),
+        match row_of(spec) {
+            Some((row, rest)) => (row.parse)(spec, rest),
+            None => Err(unknown(spec)),
         }
     }
 }
@@ -162,12 +193,10 @@ pub enum SpecKind {
 
 /// Classify a spec text by its kind prefix ([`SpecKind`]).
 pub fn classify(text: &str) -> SpecKind {
-    match text.split_once(':').map(|(k, _)| k).unwrap_or(text) {
-        "portable" => SpecKind::Engine(BackendKind::Portable),
-        "mock" => SpecKind::Engine(BackendKind::Mock),
-        "mlx" => SpecKind::Engine(BackendKind::Mlx),
-        "coreml" => SpecKind::CoreMl(text.strip_prefix("coreml:").unwrap_or_default().to_string()),
-        _ => SpecKind::Model,
+    match row_of(text) {
+        Some((row, rest)) if row.kind == BackendKind::CoreMl => SpecKind::CoreMl(rest.to_string()),
+        Some((row, _)) => SpecKind::Engine(row.kind),
+        None => SpecKind::Model,
     }
 }
 

@@ -1,7 +1,8 @@
-//! Wall-clock names and stamps: `speed-20261129T151500Z` file stems, ISO-8601 UTC times and
-//! Unix seconds. Timed intervals never use these (the protocol's monotonic clock does).
+//! Wall-clock names and stamps (`speed-20261129T151500Z` file stems, ISO-8601 UTC times, Unix
+//! seconds; timed intervals never use these, the protocol's monotonic clock does) and the
+//! duration flags (`500ms`, `2s`, `1m`).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Wall-clock now, Unix seconds.
 pub fn unix_now() -> f64 {
@@ -61,13 +62,84 @@ pub fn positive(flag: &str, d: std::time::Duration) -> Result<std::time::Duratio
 
 /// A duration flag that may be zero, exit 2 naming the flag.
 pub fn duration(flag: &str, value: &str) -> Result<std::time::Duration, super::BenchError> {
-    crate::power::parse_duration(value)
-        .map_err(|e| super::BenchError::Input(format!("{flag} `{value}`: {e}")))
+    parse_duration(value).map_err(|e| super::BenchError::Input(format!("{flag} `{value}`: {e}")))
+}
+
+/// A duration flag that is not `500ms`, `2s`, `1m` or a plain number of seconds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was given.
+    #[error("empty duration: give a number with an optional unit, e.g. 500ms, 2s, 1m or 0.5")]
+    Empty,
+    /// The number part is missing or not a number.
+    #[error("invalid duration {input:?}: expected a number with an optional unit ms, s or m (e.g. 500ms, 2s, 1m; a plain number means seconds)")]
+    NotANumber {
+        /// The flag value as given.
+        input: String,
+    },
+    /// The unit is not one of `ms`, `s`, `m`.
+    #[error(
+        "invalid duration {input:?}: unknown unit {unit:?}; use ms, s or m (a plain number means seconds)"
+    )]
+    UnknownUnit {
+        /// The flag value as given.
+        input: String,
+        /// The unit found.
+        unit: String,
+    },
+    /// Negative, not finite, or too large.
+    #[error("invalid duration {input:?}: must be a finite, non-negative length of time")]
+    OutOfRange {
+        /// The flag value as given.
+        input: String,
+    },
+}
+
+/// Parse a duration flag: `500ms`, `2s`, `1m`, `0.25s`, or a plain number meaning seconds.
+///
+/// Surrounding whitespace and whitespace between number and unit are allowed. Zero is
+/// accepted; callers that need a positive duration check it themselves.
+pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let unit = unit.trim_start();
+    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+        return Err(DurationError::NotANumber { input: input.to_string() });
+    }
+    let scale_s = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "m" => 60.0,
+        _ => {
+            if unit.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                return Err(DurationError::UnknownUnit { input: input.to_string(), unit: unit.to_string() });
+            }
+            return Err(DurationError::NotANumber { input: input.to_string() });
+        }
+    };
+    // Whole numbers use exact integer arithmetic; decimals go through f64 seconds.
+    if !num.contains('.') {
+        let n: u64 = num.parse().map_err(|_| DurationError::OutOfRange { input: input.to_string() })?;
+        let d = match unit {
+            "ms" => Some(Duration::from_millis(n)),
+            "m" => n.checked_mul(60).map(Duration::from_secs),
+            _ => Some(Duration::from_secs(n)),
+        };
+        return d.ok_or_else(|| DurationError::OutOfRange { input: input.to_string() });
+    }
+    let value: f64 = num.parse().map_err(|_| DurationError::NotANumber { input: input.to_string() })?;
+    Duration::try_from_secs_f64(value * scale_s)
+        .map_err(|_| DurationError::OutOfRange { input: input.to_string() })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{civil_utc, iso_utc};
+    use super::{civil_utc, iso_utc, parse_duration, DurationError};
+    use std::time::Duration;
 
     #[test]
     fn civil_dates_by_hand() {
@@ -89,5 +161,32 @@ mod tests {
         assert_eq!(e, "--seconds must be longer than zero");
         assert!(duration("--idle-discard", "0s").unwrap().is_zero());
         assert!(duration("--x", "soon").unwrap_err().to_string().starts_with("--x `soon`: "));
+    }
+
+    #[test]
+    fn durations_in_every_documented_form() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0.25s"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration(" 250 ms "), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("2.5ms"), Ok(Duration::from_micros(2500)));
+    }
+
+    #[test]
+    fn garbage_durations_are_errors_that_say_what_is_accepted() {
+        for bad in ["", "  ", "ms", "abc", "-1s", "1.2.3s", ".", "1e3", "5 sec", "1h", "s5"] {
+            let e = parse_duration(bad).expect_err(bad);
+            let msg = e.to_string();
+            assert!(msg.contains("ms") || msg.contains("duration"), "{bad:?} -> {msg}");
+        }
+        assert!(matches!(parse_duration("1h"), Err(DurationError::UnknownUnit { .. })));
+        assert!(matches!(parse_duration("-1s"), Err(DurationError::NotANumber { .. })));
+        assert!(matches!(parse_duration("99999999999999999999"), Err(DurationError::OutOfRange { .. })));
+        assert!(matches!(parse_duration("307445734561825861m"), Err(DurationError::OutOfRange { .. })));
     }
 }

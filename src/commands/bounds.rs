@@ -3,14 +3,13 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::Path;
 
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 
 use super::{Failure, Outcome};
 use crate::bounds::{self, BoundBy, BoundsInput, BoundsReport, Precision};
 use crate::cli::BoundsArgs;
-use crate::laya::bundle::{builtin, ModelSpec};
+use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::synthetic::published_shape;
 
@@ -64,42 +63,9 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
 
 /// The two configs of a model spec; a checkpoint folder's weights and tokenizer are not read.
 fn load_configs(spec: &str) -> Result<(EncoderConfig, AgentConfig), Failure> {
-    let parsed = ModelSpec::parse(spec).map_err(|e| Failure::input(anyhow!(e)))?;
-    let configs = match parsed {
-        ModelSpec::Builtin => {
-            EncoderConfig::from_json(builtin::ENCODER_CONFIG, "builtin:tiny/encoder/config.json")
-                .and_then(|e| {
-                    AgentConfig::from_json(builtin::AGENT_CONFIG, "builtin:tiny/rl_agent_config.json")
-                        .map(|a| (e, a))
-                })
-                .map_err(anyhow::Error::from)
-        }
-        ModelSpec::Synthetic(name) => published_shape(&name)
-            .ok_or_else(|| anyhow!("unknown synthetic shape `{name}`: use multilingual or english")),
-        ModelSpec::Dir(dir) => read_dir_configs(&dir),
-    };
-    configs.map_err(|e| Failure::input(e.context(format!("cannot read the shape of model `{spec}`"))))
-}
-
-fn read_dir_configs(dir: &Path) -> anyhow::Result<(EncoderConfig, AgentConfig)> {
-    if !dir.is_dir() {
-        return Err(anyhow!(
-            "{} is not a folder; pass a checkpoint folder, builtin:tiny or synthetic:NAME",
-            dir.display()
-        ));
-    }
-    let read = |rel: &str| -> anyhow::Result<(String, String)> {
-        let path = dir.join(rel);
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("{name}: cannot read; is this a Laya checkpoint folder?"))?;
-        Ok((text, name))
-    };
-    let (text, name) = read("encoder/config.json")?;
-    let encoder = EncoderConfig::from_json(&text, &name)?;
-    let (text, name) = read("rl_agent_config.json")?;
-    let agent = AgentConfig::from_json(&text, &name)?;
-    Ok((encoder, agent))
+    ModelSpec::parse(spec)
+        .and_then(|parsed| Bundle::read_configs(&parsed, published_shape))
+        .map_err(|e| Failure::input(anyhow!(e).context(format!("cannot read the shape of model `{spec}`"))))
 }
 
 fn yes_no(v: bool) -> &'static str {

@@ -184,6 +184,32 @@ fn read_text(path: &Path) -> Result<String, BundleError> {
         .map_err(|_| BundleError::Io { path: path.display().to_string(), detail: "is not UTF-8 text".into() })
 }
 
+/// The embedded model's two configs.
+fn builtin_configs() -> Result<(EncoderConfig, AgentConfig), BundleError> {
+    Ok((
+        EncoderConfig::from_json(builtin::ENCODER_CONFIG, "builtin:tiny/encoder/config.json")?,
+        AgentConfig::from_json(builtin::AGENT_CONFIG, "builtin:tiny/rl_agent_config.json")?,
+    ))
+}
+
+/// A checkpoint folder's two configs (`encoder/config.json`, `rl_agent_config.json`).
+fn dir_configs(dir: &Path) -> Result<(EncoderConfig, AgentConfig), BundleError> {
+    if !dir.is_dir() {
+        return Err(BundleError::Io {
+            path: dir.display().to_string(),
+            detail: "is not a folder; pass a checkpoint folder, builtin:tiny or synthetic:NAME".into(),
+        });
+    }
+    let config = |rel: &str| -> Result<(String, String), BundleError> {
+        let path = dir.join(rel);
+        Ok((read_text(&path)?, path.display().to_string()))
+    };
+    let (text, name) = config("encoder/config.json")?;
+    let encoder = EncoderConfig::from_json(&text, &name)?;
+    let (text, name) = config("rl_agent_config.json")?;
+    Ok((encoder, AgentConfig::from_json(&text, &name)?))
+}
+
 /// The embedded tokenizer (also used by synthetic models).
 pub fn builtin_tokenizer() -> Result<Tokenizer, BundleError> {
     Ok(Tokenizer::from_bytes(builtin::TOKENIZER, builtin::TOKENIZER_CONFIG, "builtin:tiny/tokenizer")?)
@@ -196,19 +222,18 @@ impl Bundle {
         synthetic_configs: impl Fn(&str) -> Option<(EncoderConfig, AgentConfig)>,
     ) -> Result<Self, BundleError> {
         match spec {
-            ModelSpec::Builtin => Ok(Self {
-                source: "builtin:tiny".into(),
-                encoder: EncoderConfig::from_json(
-                    builtin::ENCODER_CONFIG,
-                    "builtin:tiny/encoder/config.json",
-                )?,
-                agent: AgentConfig::from_json(builtin::AGENT_CONFIG, "builtin:tiny/rl_agent_config.json")?,
-                tokenizer: builtin_tokenizer()?,
-                weights: Weights::Static(builtin::MODEL),
-            }),
+            ModelSpec::Builtin => {
+                let (encoder, agent) = builtin_configs()?;
+                Ok(Self {
+                    source: "builtin:tiny".into(),
+                    encoder,
+                    agent,
+                    tokenizer: builtin_tokenizer()?,
+                    weights: Weights::Static(builtin::MODEL),
+                })
+            }
             ModelSpec::Synthetic(name) => {
-                let (encoder, agent) = synthetic_configs(name)
-                    .ok_or_else(|| BundleError::UnknownSpec(format!("synthetic:{name}")))?;
+                let (encoder, agent) = Self::read_configs(spec, synthetic_configs)?;
                 Ok(Self {
                     source: format!("synthetic:{name}"),
                     encoder,
@@ -221,23 +246,24 @@ impl Bundle {
         }
     }
 
-    fn load_dir(dir: &Path) -> Result<Self, BundleError> {
-        if !dir.is_dir() {
-            return Err(BundleError::Io {
-                path: dir.display().to_string(),
-                detail: "is not a folder; pass a checkpoint folder, builtin:tiny or synthetic:NAME".into(),
-            });
+    /// The two configs of a model spec, without its tokenizer or weights (what `bounds` reads
+    /// of a model): the same files [`Bundle::load`] reads them from.
+    pub fn read_configs(
+        spec: &ModelSpec,
+        synthetic_configs: impl Fn(&str) -> Option<(EncoderConfig, AgentConfig)>,
+    ) -> Result<(EncoderConfig, AgentConfig), BundleError> {
+        match spec {
+            ModelSpec::Builtin => Ok(builtin_configs()?),
+            ModelSpec::Synthetic(name) => {
+                synthetic_configs(name).ok_or_else(|| BundleError::UnknownSpec(format!("synthetic:{name}")))
+            }
+            ModelSpec::Dir(dir) => dir_configs(dir),
         }
+    }
+
+    fn load_dir(dir: &Path) -> Result<Self, BundleError> {
+        let (encoder, agent) = dir_configs(dir)?;
         let file = |rel: &str| dir.join(rel);
-        let name = |rel: &str| file(rel).display().to_string();
-        let encoder = EncoderConfig::from_json(
-            &read_text(&file("encoder/config.json"))?,
-            &name("encoder/config.json"),
-        )?;
-        let agent = AgentConfig::from_json(
-            &read_text(&file("rl_agent_config.json"))?,
-            &name("rl_agent_config.json"),
-        )?;
         let tok_dir = file("tokenizer");
         let tokenizer = Tokenizer::from_bytes(
             &read(&tok_dir.join("tokenizer.json"))?,

@@ -23,14 +23,14 @@ pub mod exec;
 mod float;
 pub mod nvml;
 pub mod rapl;
+pub mod registry;
 pub mod replay;
 pub mod sampler;
 pub mod smc;
 #[cfg(any(target_os = "macos", feature = "apple-shim"))]
 pub mod smc_iokit;
-mod spec;
 
-pub use spec::{parse_duration, DurationError, SensorSpec, SpecError};
+pub use registry::{SensorSpec, SpecError, SENSORS};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -502,12 +502,8 @@ pub struct SensorStatus {
 /// needs `sh` and a meter; `replay` is for re-analysis only.
 pub fn survey(stream_timeout: Duration) -> Vec<SensorStatus> {
     let mut out = Vec::new();
-    for spec in [SensorSpec::Pstr, SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0 }] {
-        let kind = match spec {
-            SensorSpec::Pstr => SensorKind::Pstr,
-            SensorSpec::Rapl { .. } => SensorKind::Rapl,
-            _ => SensorKind::Nvml,
-        };
+    for spec in SENSORS.iter().filter_map(|row| row.probe.map(|probe| probe())) {
+        let kind = spec.kind();
         let (usable, detail) = match open(&spec, stream_timeout) {
             Ok(mut s) => {
                 let i = s.info();

@@ -58,6 +58,39 @@ impl Provenance {
     }
 }
 
+/// The fields a command's own report opens with when it names its kind, its start time and
+/// its command line beside the tool and host (`snake rate` and `snake compare`): flattened, so
+/// the JSON keeps these six keys first, in this order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportHead {
+    /// Schema version of the report.
+    pub schema_version: u32,
+    /// What the report is (`snake-rate`).
+    pub kind: String,
+    /// ISO-8601 UTC time the run started.
+    pub created_utc: String,
+    /// The tool that wrote it.
+    pub tool: ToolInfo,
+    /// The machine.
+    pub host: HostInfo,
+    /// The command line (of the first session, for a resumed report).
+    pub command_line: Vec<String>,
+}
+
+impl ReportHead {
+    /// A report this build starts now on this machine, from this process's command line.
+    pub fn current(schema_version: u32, kind: &str, created_utc: String) -> Self {
+        Self {
+            schema_version,
+            kind: kind.to_string(),
+            created_utc,
+            tool: ToolInfo::current(),
+            host: HostInfo::detect(),
+            command_line: std::env::args().collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

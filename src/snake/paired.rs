@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::game::{DeathReason, Direction, Game, GameError};
 use super::policy::{decide, Decision, PolicyConfig, PolicyError, Predictor};
 use crate::report::model::ModelInfo;
-use crate::report::raw::{ArmInfo, HostInfo, ToolInfo};
+use crate::report::provenance::ReportHead;
+use crate::report::raw::ArmInfo;
 use crate::stats::LatencySummary;
 
 /// Current schema version of the paired report.
@@ -360,18 +361,9 @@ pub fn failures(runs: &[SeedRun]) -> Vec<String> {
 /// The `snake compare` report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairedReport {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// [`REPORT_KIND`].
-    pub kind: String,
-    /// ISO-8601 UTC time the run started.
-    pub created_utc: String,
-    /// The tool that wrote it.
-    pub tool: ToolInfo,
-    /// The machine.
-    pub host: HostInfo,
-    /// The command line.
-    pub command_line: Vec<String>,
+    /// [`SCHEMA_VERSION`], [`REPORT_KIND`], start time, tool, host, command line.
+    #[serde(flatten)]
+    pub head: ReportHead,
     /// Model description.
     pub model: ModelInfo,
     /// Food RNG identity.

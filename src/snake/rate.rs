@@ -16,7 +16,8 @@ use super::game::{Cell, DeathReason, Direction, Game, GameError};
 use super::paired::LatencyMs;
 use super::policy::{decide, Decision, ModelError, MoveProbabilities, PolicyConfig, PolicyError, Predictor};
 use crate::report::model::ModelInfo;
-use crate::report::raw::{ArmInfo, HostInfo, ToolInfo};
+use crate::report::provenance::ReportHead;
+use crate::report::raw::ArmInfo;
 
 /// Current schema version of the rate report.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -156,18 +157,9 @@ pub struct SoakAttempt {
 /// The rate report, saved after every episode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateReport {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// [`REPORT_KIND`].
-    pub kind: String,
-    /// ISO-8601 UTC time the run started.
-    pub created_utc: String,
-    /// The tool that wrote it.
-    pub tool: ToolInfo,
-    /// The machine.
-    pub host: HostInfo,
-    /// The command line of the first session.
-    pub command_line: Vec<String>,
+    /// [`SCHEMA_VERSION`], [`REPORT_KIND`], start time, tool, host, command line.
+    #[serde(flatten)]
+    pub head: ReportHead,
     /// Model description.
     pub model: ModelInfo,
     /// The arm that played.

@@ -130,7 +130,7 @@ fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
     assert!(stdout(&o).contains("executed agreement 60/60"), "{}", stdout(&o));
     let report: PairedReport =
         serde_json::from_slice(&std::fs::read(dir.path().join("compare.json")).unwrap()).unwrap();
-    assert_eq!((report.schema_version, report.kind.as_str()), (1, "snake-compare"));
+    assert_eq!((report.head.schema_version, report.head.kind.as_str()), (1, "snake-compare"));
     assert!(report.passed && report.failures.is_empty());
     assert_eq!(report.settings.seeds, vec![101, 102]);
     let roles: Vec<(&str, &str)> =
@@ -254,7 +254,7 @@ fn bench_runs_every_phase_and_resumes_a_partial_report() {
         stderr(&o)
     );
     assert!(report.complete);
-    assert_eq!((report.schema_version, report.kind.as_str()), (1, "snake-bench"));
+    assert_eq!((report.head.schema_version, report.head.kind.as_str()), (1, "snake-bench"));
     assert_eq!(report.settings.rates_fps, vec![2.0]);
     assert_eq!(report.raw_top1.len(), 2);
     assert!(report.raw_top1.iter().all(|e| !e.guarded && e.target_fps.is_none()));

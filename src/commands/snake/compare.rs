@@ -12,7 +12,7 @@ use crate::cli::SnakeCompareArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::report::model::ModelInfo;
-use crate::report::raw::{HostInfo, ToolInfo};
+use crate::report::provenance::ReportHead;
 use crate::snake::game::RNG_IDENTITY;
 use crate::snake::host_predictor::HostPredictor;
 use crate::snake::paired::{
@@ -72,12 +72,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     let mut failures = failures(&runs);
     failures.extend(stopped.iter().map(|e| format!("stopped: {e}")));
     let report = PairedReport {
-        schema_version: SCHEMA_VERSION,
-        kind: REPORT_KIND.into(),
-        created_utc,
-        tool: ToolInfo::current(),
-        host: HostInfo::detect(),
-        command_line: std::env::args().collect(),
+        head: ReportHead::current(SCHEMA_VERSION, REPORT_KIND, created_utc),
         model: ModelInfo::describe(&bundle),
         rng: RNG_IDENTITY.into(),
         settings: PairedReportSettings {

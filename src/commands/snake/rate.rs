@@ -18,7 +18,7 @@ use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::report::model::ModelInfo;
-use crate::report::raw::{HostInfo, ToolInfo};
+use crate::report::provenance::ReportHead;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
 use crate::snake::rate::{
@@ -66,12 +66,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
             r
         }
         None => RateReport {
-            schema_version: SCHEMA_VERSION,
-            kind: REPORT_KIND.into(),
-            created_utc: iso_utc_now(),
-            tool: ToolInfo::current(),
-            host: HostInfo::detect(),
-            command_line: std::env::args().collect(),
+            head: ReportHead::current(SCHEMA_VERSION, REPORT_KIND, iso_utc_now()),
             model,
             arm: arm.identity().clone(),
             rng: RNG_IDENTITY.into(),

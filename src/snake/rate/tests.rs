@@ -33,12 +33,10 @@ fn settings() -> RateSettings {
 
 fn report(settings: RateSettings) -> RateReport {
     RateReport {
-        schema_version: SCHEMA_VERSION,
-        kind: REPORT_KIND.into(),
-        created_utc: "2026-11-29T17:00:00Z".into(),
-        tool: ToolInfo::current(),
-        host: HostInfo::detect(),
-        command_line: vec![],
+        head: ReportHead {
+            command_line: vec![],
+            ..ReportHead::current(SCHEMA_VERSION, REPORT_KIND, "2026-11-29T17:00:00Z".into())
+        },
         model: ModelInfo::spec_only("stub"),
         arm: ArmInfo {
             name: "stub".into(),
@@ -222,4 +220,19 @@ fn rates_parse_as_a_sorted_set_of_positive_numbers() {
     assert!(parse_rates(&[0.0]).unwrap_err().contains("positive"));
     assert!(parse_rates(&[f64::NAN]).is_err());
     assert!(parse_rates(&[]).is_err());
+}
+
+#[test]
+fn the_report_opens_with_its_head_keys_in_order_and_reads_back() {
+    let r = report(settings());
+    let json = serde_json::to_string(&r).unwrap();
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).take(8).collect();
+    assert_eq!(
+        keys,
+        ["schema_version", "kind", "created_utc", "tool", "host", "command_line", "model", "arm"]
+    );
+    assert_eq!(v["created_utc"], "2026-11-29T17:00:00Z");
+    let back: RateReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, r);
 }
