@@ -260,9 +260,11 @@ pub struct EnergyArgs {
     /// may also carry its unit (`61.39 W`, `61390 mW`); the raw record keeps the text as read.
     #[arg(long, allow_negative_numbers = true, value_name = "W|mW|uW")]
     pub sensor_unit: Option<String>,
-    /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds).
-    #[arg(long, allow_negative_numbers = true, default_value = "500ms", value_name = "DURATION", value_parser = DURATION)]
-    pub sample_interval: Duration,
+    /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds). Default:
+    /// the driver's update period where the sensor measures one (NVML, within 10-500 ms),
+    /// else 500ms.
+    #[arg(long, allow_negative_numbers = true, value_name = "DURATION", value_parser = DURATION)]
+    pub sample_interval: Option<Duration>,
     /// Balanced cycles (each visits the arms in order, then in reverse).
     #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_name = "C")]
     pub cycles: usize,

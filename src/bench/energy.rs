@@ -43,8 +43,9 @@ pub struct EnergyFlags {
     pub cycles: usize,
     /// Block length.
     pub seconds: Duration,
-    /// Sample interval.
-    pub sample_interval: Duration,
+    /// Sample interval; `None`: the sensor's update period where it measures one, else
+    /// [`DEFAULT_INTERVAL`].
+    pub sample_interval: Option<Duration>,
     /// Idle window length.
     pub idle_seconds: Duration,
     /// Start of each idle window left out of idle power.
@@ -64,6 +65,8 @@ pub struct Settings {
     pub plan: Plan,
     /// Sample interval.
     pub interval: Duration,
+    /// Whether `--sample-interval` gave it (else the sensor may choose it when opened).
+    pub interval_given: bool,
     /// The rejection rules.
     pub rules: Rules,
     /// Start of each idle window left out of idle power.
@@ -78,7 +81,7 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         return Err(BenchError::Input("--cycles must be at least 1".into()));
     }
     let block = positive("--seconds", f.seconds)?;
-    let interval = positive("--sample-interval", f.sample_interval)?;
+    let interval = positive("--sample-interval", f.sample_interval.unwrap_or(DEFAULT_INTERVAL))?;
     let idle = positive("--idle-seconds", f.idle_seconds)?;
     let idle_discard = f.idle_discard;
     if idle_discard >= idle {
@@ -86,16 +89,9 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
             "--idle-discard {idle_discard:?} leaves nothing of the {idle:?} idle window; shorten --idle-discard or lengthen --idle-seconds"
         )));
     }
-    // A block or idle window needs samples inside it, not only interpolation from outside.
-    for (what, span, flag) in [
-        ("block", block, "--seconds"),
-        ("idle window after the discard", idle - idle_discard, "--idle-seconds"),
-    ] {
-        if interval * 2 > span {
-            return Err(BenchError::Input(format!(
-                "--sample-interval {interval:?} gives fewer than 2 samples in a {span:?} {what}; shorten --sample-interval or lengthen {flag}"
-            )));
-        }
+    // Without --sample-interval the sensor may choose a shorter one when it opens.
+    if f.sample_interval.is_some() {
+        check_interval(interval, block, idle - idle_discard, "--sample-interval")?;
     }
     if !(f.max_watts.is_finite() && f.max_watts > 0.0) {
         return Err(BenchError::Input(format!(
@@ -122,6 +118,7 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
     let rules = Rules::new(f.max_watts, interval.as_secs_f64());
     let info = EnergyPlanInfo {
         sample_interval_s: interval.as_secs_f64(),
+        sample_interval_reason: None,
         idle_seconds: idle.as_secs_f64(),
         idle_discard_s: idle_discard.as_secs_f64(),
         max_watts: f.max_watts,
@@ -129,7 +126,56 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         rate_hz: pace.map(|p| p.rate_hz),
         calls_per_block: pace.map(|p| p.calls_per_block(plan.block)),
     };
-    Ok(Settings { plan, interval, rules, idle_discard, info })
+    Ok(Settings { plan, interval, interval_given: f.sample_interval.is_some(), rules, idle_discard, info })
+}
+
+/// A block or idle window needs samples inside it, not only interpolation from outside.
+fn check_interval(interval: Duration, block: Duration, idle: Duration, name: &str) -> Result<(), BenchError> {
+    for (what, span, flag) in
+        [("block", block, "--seconds"), ("idle window after the discard", idle, "--idle-seconds")]
+    {
+        if interval * 2 > span {
+            return Err(BenchError::Input(format!(
+                "{name} {interval:?} gives fewer than 2 samples in a {span:?} {what}; shorten --sample-interval or lengthen {flag}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The sample interval without `--sample-interval` or a sensor that measures its own period.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
+
+impl Settings {
+    /// The settings for the opened sensor: without `--sample-interval`, a sensor that measured
+    /// its source's update period (NVML) is sampled at that period (within 10-500 ms), and the
+    /// rules and the recorded plan follow; otherwise unchanged.
+    /// Without `--sample-interval`, the interval is checked here against the block and idle
+    /// lengths (exit 2, before anything is recorded).
+    pub fn for_sensor(&self, update_period: Option<Duration>) -> Result<Settings, BenchError> {
+        if self.interval_given {
+            return Ok(self.clone());
+        }
+        let (block, idle) = match (self.plan.block, self.plan.idle) {
+            (BlockLimit::Duration(b), Some(i)) => (b, i.saturating_sub(self.idle_discard)),
+            _ => (Duration::MAX, Duration::MAX),
+        };
+        let Some(period) = update_period else {
+            check_interval(self.interval, block, idle, "the default sample interval (--sample-interval)")?;
+            return Ok(self.clone());
+        };
+        let interval = crate::power::nvml::interval_for(period);
+        check_interval(interval, block, idle, "the sensor's update period, as the sample interval,")?;
+        let rules = Rules::new(self.info.max_watts, interval.as_secs_f64());
+        let mut info = self.info.clone();
+        info.sample_interval_s = interval.as_secs_f64();
+        info.max_gap_s = rules.max_gap_s();
+        info.sample_interval_reason = Some(format!(
+            "the sensor's measured update period {:.1} ms (no --sample-interval given)",
+            period.as_secs_f64() * 1e3
+        ));
+        Ok(Settings { interval, rules, info, ..self.clone() })
+    }
 }
 
 /// `--sensor` and `--sensor-unit` as a sensor spec (`None`: the platform's default), exit 2.
@@ -220,6 +266,13 @@ pub fn run(
     let RunIo { raw: raw_path, overwrite, stop } = io;
     let stream_timeout = max_gap(settings.interval);
     let (mut sensor, choice) = open_sensor(sensor_spec, stream_timeout)?;
+    let settings = &match settings.for_sensor(sensor.update_period()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = sensor.close();
+            return Err(e);
+        }
+    };
     let mut header = record::header(input, bundle, setup, &settings.plan);
     let opened = sensor.info().clone();
     header.sensor = Some(opened.clone());
@@ -584,6 +637,7 @@ fn build_report(
         raw_path: Some(cx.raw_path.display().to_string()),
         arms: out_arms,
         blocks,
+        cross_check: if status == RunStatus::Complete { verdict.cross_check.clone() } else { None },
         stable: totals.unstable.iter().all(|&u| u == 0),
         notes,
     }

@@ -19,6 +19,7 @@
 //! input data (the only use of `power` here).
 #![warn(missing_docs)]
 
+pub mod cross;
 pub mod idle;
 pub mod integrate;
 pub mod reject;

@@ -129,6 +129,10 @@ pub struct RunEnergy {
     pub summary: Option<SeriesSummary>,
     /// Per block, in input order; empty when rejected.
     pub blocks: Vec<BlockResult>,
+    /// The total against the same quantity read another way, where the sensor records one
+    /// beside its total ([`super::cross`]); absent otherwise and when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<super::cross::CrossCheck>,
 }
 
 impl RunEnergy {
@@ -358,8 +362,16 @@ pub fn check_probes(probes: &[Sample], rules: &Rules) -> Vec<RejectionDetail> {
 }
 
 /// Judge a run's probe readings and samples and, when no rule is violated, compute every
-/// block's energy.
+/// block's energy and the cross-check of its total.
 pub fn analyze(input: &RunInput<'_>) -> RunEnergy {
+    let mut verdict = judge(input);
+    if !verdict.rejected() {
+        verdict.cross_check = super::cross::check(input.samples, input.blocks, &verdict.blocks);
+    }
+    verdict
+}
+
+fn judge(input: &RunInput<'_>) -> RunEnergy {
     let kind = series_kind(input.samples);
     let mut rejections = check_probes(input.probes, &input.rules);
     match &kind {
@@ -367,11 +379,23 @@ pub fn analyze(input: &RunInput<'_>) -> RunEnergy {
             let points = power_points(input.samples);
             details(input.samples, check_power(&points, input.span, &input.rules), None, &mut rejections);
             if !rejections.is_empty() {
-                return RunEnergy { series: kind, rejections, summary: None, blocks: vec![] };
+                return RunEnergy {
+                    series: kind,
+                    rejections,
+                    summary: None,
+                    blocks: vec![],
+                    cross_check: None,
+                };
             }
             let watts = values(&points, |t_s, watts| WattPoint { t_s, watts });
             let blocks = block_results(input, &[Series::Power(&watts)]);
-            RunEnergy { series: kind, rejections, summary: Some(summarize(&watts)), blocks }
+            RunEnergy {
+                series: kind,
+                rejections,
+                summary: Some(summarize(&watts)),
+                blocks,
+                cross_check: None,
+            }
         }
         SeriesKind::Counter { channels } => {
             let mut validated = Vec::with_capacity(channels.len());
@@ -382,14 +406,26 @@ pub fn analyze(input: &RunInput<'_>) -> RunEnergy {
                 validated.push((values(&points, |t_s, joules| CounterPoint { t_s, joules }), wrap));
             }
             if !rejections.is_empty() {
-                return RunEnergy { series: kind, rejections, summary: None, blocks: vec![] };
+                return RunEnergy {
+                    series: kind,
+                    rejections,
+                    summary: None,
+                    blocks: vec![],
+                    cross_check: None,
+                };
             }
             let series: Vec<Series<'_>> = validated
                 .iter()
                 .map(|(points, wrap_j)| Series::Counter { points, wrap_j: *wrap_j })
                 .collect();
             let blocks = block_results(input, &series);
-            RunEnergy { series: kind.clone(), rejections, summary: counter_summary(&validated), blocks }
+            RunEnergy {
+                series: kind.clone(),
+                rejections,
+                summary: counter_summary(&validated),
+                blocks,
+                cross_check: None,
+            }
         }
     }
 }

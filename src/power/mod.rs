@@ -10,7 +10,8 @@
 //! - `pstr`: Apple SMC key `PSTR` (total system power). The struct/key codec is portable
 //!   ([`smc`]); the IOKit calls are macOS-only and live in their own leaf file.
 //! - `rapl[:ROOT]`: Linux powercap energy counters ([`rapl`]).
-//! - `nvml[:INDEX]`: NVIDIA energy counter or board power ([`nvml`], cargo feature `nvml`).
+//! - `nvml[:INDEX]`, `nvml-energy[:INDEX]`, `nvml-power[:INDEX]`: NVIDIA energy counter and
+//!   board power, one the total and the other recorded beside it ([`nvml`], cargo feature `nvml`).
 //! - `exec:CMD`: an external meter printing one reading per line ([`exec`]).
 //! - `replay:RAW`: recorded samples played back for re-analysis and tests; never live
 //!   ([`replay`]).
@@ -30,7 +31,7 @@ pub mod smc;
 #[cfg(any(target_os = "macos", feature = "apple-shim"))]
 pub mod smc_iokit;
 
-pub use registry::{SensorSpec, SpecError, SENSORS};
+pub use registry::{NvmlRead, SensorSpec, SpecError, SENSORS};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -364,6 +365,12 @@ pub trait Sensor: Send {
     /// Take one reading now (polled sensors), or wait for the next one (streamed sensors).
     fn read(&mut self) -> Result<Reading, SensorError>;
 
+    /// How often the source itself refreshes its value, where the sensor measured it at open
+    /// (NVML); `energy` samples at this period unless `--sample-interval` is given.
+    fn update_period(&self) -> Option<Duration> {
+        None
+    }
+
     /// Wait up to `timeout` for the next reading; `Ok(None)` if none arrived in that time.
     ///
     /// Streamed sensors override this; the default reads once.
@@ -395,6 +402,9 @@ impl<S: Sensor + ?Sized> Sensor for Box<S> {
     fn read(&mut self) -> Result<Reading, SensorError> {
         (**self).read()
     }
+    fn update_period(&self) -> Option<Duration> {
+        (**self).update_period()
+    }
     fn next(&mut self, timeout: Duration) -> Result<Option<Reading>, SensorError> {
         (**self).next(timeout)
     }
@@ -425,7 +435,7 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
             let root = root.clone().unwrap_or_else(|| PathBuf::from(rapl::DEFAULT_POWERCAP_ROOT));
             Ok(Box::new(rapl::RaplSensor::open(&root)?))
         }
-        SensorSpec::Nvml { index } => Ok(Box::new(nvml::NvmlSensor::open(*index)?)),
+        SensorSpec::Nvml { index, read } => Ok(Box::new(nvml::NvmlSensor::open(*index, *read)?)),
         SensorSpec::Exec { command, unit } => {
             Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?.with_unit(*unit)))
         }
@@ -445,7 +455,7 @@ pub fn default_specs() -> Vec<SensorSpec> {
     if cfg!(target_os = "macos") {
         vec![SensorSpec::Pstr]
     } else {
-        vec![SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0 }]
+        vec![SensorSpec::Rapl { root: None }, SensorSpec::Nvml { index: 0, read: registry::NvmlRead::Auto }]
     }
 }
 

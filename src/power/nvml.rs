@@ -1,20 +1,39 @@
-//! NVIDIA NVML sensor, `nvml[:INDEX]` (power-and-trace.md §C).
+//! NVIDIA NVML sensors, `nvml[:INDEX]`, `nvml-energy[:INDEX]`, `nvml-power[:INDEX]`
+//! (power-and-trace.md §C).
 //!
-//! Prefers the board's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since
-//! the driver loaded, Volta and newer), recorded as an energy counter without wrap. Where the
-//! counter is not supported it falls back to `nvmlDeviceGetPowerUsage` (mW; a 1-second average
-//! on Ampere and newer except GA100, instantaneous before). Channel `gpuINDEX`.
+//! Two quantities, read at every sample where the GPU reports them:
+//! - the board's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since the
+//!   driver loaded, Volta and newer), recorded as an energy counter without wrap;
+//! - board power (`nvmlDeviceGetPowerUsage`, mW; a 1-second average on Ampere and newer except
+//!   GA100, instantaneous before).
 //!
-//! Built only with the cargo feature `nvml` (crate `nvml-wrapper`, which loads
-//! `libnvidia-ml.so.1` at run time, so no NVIDIA library is needed to build). Without the
-//! feature, opening the sensor is an "unavailable" error that says how to rebuild.
+//! The spec says which is the sensor's total (`nvml`: the counter where there is one, else
+//! power); the other is recorded beside it as a channel outside the total (`gpuN-power` or
+//! `gpuN-energy`), so one run cross-checks the two ([`crate::energy::cross`]). The total's
+//! channel is `gpuN`.
+//!
+//! The driver refreshes both on its own period. At open the sensor measures that period from
+//! the timestamps of the driver's power samples (`nvmlDeviceGetSamples`, total power), or,
+//! where those are not offered, from when the counter's value changes; `energy` samples at it
+//! unless `--sample-interval` is given.
+//!
+//! The library is `libnvidia-ml.so.1`, loaded at run time (no NVIDIA library is needed to
+//! build); `LAYA_BENCH_NVML_LIB` names another file (the tests' stand-in, a driver in an odd
+//! place), and the sensor's notes say which one was loaded. The decisions (which quantity,
+//! which channel, the period) are the portable functions below; only [`NvmlSensor`] calls
+//! NVML, and only with the cargo feature `nvml` (on by default).
 
-use super::{SensorError, SensorInfo};
+use std::time::Duration;
 
 #[cfg(feature = "nvml")]
-use super::{Reading, Sensor, SensorKind};
+use super::SensorKind;
+use super::{ChannelReading, Measurement, Reading, SensorError, SensorInfo};
+use crate::power::NvmlRead;
 
-/// What an NVML sensor reads.
+/// The environment variable naming the NVML library to load instead of `libnvidia-ml.so.1`.
+pub const LIB_ENV: &str = "LAYA_BENCH_NVML_LIB";
+
+/// Which quantity is the sensor's total.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NvmlMode {
     /// Total energy counter, mJ → J.
@@ -23,23 +42,134 @@ pub enum NvmlMode {
     Power,
 }
 
-/// The `nvml[:INDEX]` sensor.
+/// What the GPU offers, as found at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offered {
+    /// The energy counter reads.
+    pub energy: bool,
+    /// Board power reads.
+    pub power: bool,
+}
+
+/// The total a spec asks for, given what the GPU offers, and whether the other quantity is
+/// recorded beside it; `Err` says what is missing.
+pub fn choose(read: NvmlRead, offered: Offered) -> Result<(NvmlMode, bool), String> {
+    match (read, offered.energy, offered.power) {
+        (NvmlRead::Auto | NvmlRead::Energy, true, power) => Ok((NvmlMode::EnergyCounter, power)),
+        (NvmlRead::Auto | NvmlRead::Power, energy, true) => Ok((NvmlMode::Power, energy)),
+        (NvmlRead::Energy, false, _) => {
+            Err("the GPU has no total-energy counter (Volta and newer have one); use nvml-power".into())
+        }
+        (NvmlRead::Power, _, false) => Err("the GPU reports no board power; use nvml-energy".into()),
+        (NvmlRead::Auto, false, false) => Err("the GPU reports neither an energy counter nor power".into()),
+    }
+}
+
+/// The reading of one sample: the total's channel `gpuINDEX`, the other quantity (when read)
+/// as `gpuINDEX-power` / `gpuINDEX-energy` outside the total; `raw` keeps both as NVML gave
+/// them (`123456789 mJ; 75000 mW`).
+pub fn reading(index: u32, mode: NvmlMode, energy_mj: Option<u64>, power_mw: Option<u32>) -> Reading {
+    let gpu = format!("gpu{index}");
+    let energy = energy_mj.map(|mj| Measurement::EnergyCounterJ { joules: mj as f64 / 1e3, wrap_j: None });
+    let power = power_mw.map(|mw| Measurement::PowerW { watts: f64::from(mw) / 1e3 });
+    let (total, other, other_name) = match mode {
+        NvmlMode::EnergyCounter => (energy, power, format!("{gpu}-power")),
+        NvmlMode::Power => (power, energy, format!("{gpu}-energy")),
+    };
+    let mut channels = Vec::with_capacity(2);
+    if let Some(m) = total {
+        channels.push(ChannelReading { channel: gpu, measurement: m, in_total: true });
+    }
+    if let Some(m) = other {
+        channels.push(ChannelReading { channel: other_name, measurement: m, in_total: false });
+    }
+    let raw: Vec<String> = [energy_mj.map(|mj| format!("{mj} mJ")), power_mw.map(|mw| format!("{mw} mW"))]
+        .into_iter()
+        .flatten()
+        .collect();
+    Reading { channels, source_t_s: None, raw: Some(raw.join("; ")) }
+}
+
+/// The driver's update period from the timestamps (µs) of its power samples: the median
+/// spacing of consecutive distinct timestamps; `None` with fewer than three samples.
+pub fn period_from_timestamps_us(timestamps_us: &[u64]) -> Option<Duration> {
+    let mut ts: Vec<u64> = timestamps_us.to_vec();
+    ts.sort_unstable();
+    ts.dedup();
+    let gaps: Vec<u64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
+    median(gaps).map(Duration::from_micros)
+}
+
+/// The update period from polled values: the median time between the moments the value
+/// changed (`(t_ns, value)` in poll order); `None` with fewer than three changes.
+pub fn period_from_changes(polls: &[(u64, u64)]) -> Option<Duration> {
+    let changes: Vec<u64> = polls.windows(2).filter(|w| w[1].1 != w[0].1).map(|w| w[1].0).collect();
+    let gaps: Vec<u64> = changes.windows(2).map(|w| w[1] - w[0]).collect();
+    if gaps.len() < 2 {
+        return None;
+    }
+    median(gaps).map(Duration::from_nanos)
+}
+
+fn median(mut v: Vec<u64>) -> Option<u64> {
+    if v.len() < 2 {
+        return None;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2 })
+}
+
+/// The sample interval for a driver that refreshes every `period`: the period itself (reading
+/// faster returns the same value again; slower loses updates), kept within 10 ms and 500 ms
+/// (the default interval).
+pub fn interval_for(period: Duration) -> Duration {
+    period.clamp(Duration::from_millis(10), Duration::from_millis(500))
+}
+
+/// The `nvml…` sensors.
+#[cfg_attr(not(feature = "nvml"), allow(dead_code))]
 pub struct NvmlSensor {
     #[cfg(feature = "nvml")]
     nvml: nvml_wrapper::Nvml,
-    #[cfg(feature = "nvml")]
     index: u32,
     /// How readings are taken.
     pub mode: NvmlMode,
+    /// Whether the other quantity is read beside the total.
+    pub both: bool,
+    /// The driver's update period, as measured at open.
+    pub period: Option<Duration>,
     info: SensorInfo,
+}
+
+#[cfg_attr(not(feature = "nvml"), allow(dead_code))]
+impl NvmlSensor {
+    fn spec(index: u32, read: NvmlRead) -> String {
+        format!("{}:{index}", read.prefix())
+    }
+
+    /// The channel of the total and the description of what is read.
+    fn describe(mode: NvmlMode, both: bool) -> (&'static str, String) {
+        let source = match mode {
+            NvmlMode::EnergyCounter => "nvml-energy",
+            NvmlMode::Power => "nvml-power",
+        };
+        let what = match (mode, both) {
+            (NvmlMode::EnergyCounter, true) => "total: the energy counter (mJ since driver load); board power (mW) recorded beside it outside the total",
+            (NvmlMode::EnergyCounter, false) => "total: the energy counter (mJ since driver load); board power not offered",
+            (NvmlMode::Power, true) => "total: board power (mW, a 1 s average on Ampere and newer); the energy counter recorded beside it outside the total",
+            (NvmlMode::Power, false) => "total: board power (mW, a 1 s average on Ampere and newer); no energy counter on this GPU",
+        };
+        (source, what.to_string())
+    }
 }
 
 #[cfg(not(feature = "nvml"))]
 impl NvmlSensor {
     /// Always fails in this build: it was built without the `nvml` feature.
-    pub fn open(index: u32) -> Result<Self, SensorError> {
+    pub fn open(index: u32, read: NvmlRead) -> Result<Self, SensorError> {
         Err(SensorError::Unavailable {
-            sensor: format!("nvml:{index}"),
+            sensor: Self::spec(index, read),
             reason: "built without NVML support; rebuild with --features nvml (or use exec:nvidia-smi -i INDEX --query-gpu=power.draw --format=csv,noheader,nounits -lms 500)".into(),
         })
     }
@@ -47,15 +177,25 @@ impl NvmlSensor {
 
 #[cfg(feature = "nvml")]
 impl NvmlSensor {
-    /// Load NVML, find GPU `index`, and choose the energy counter or the power reading.
-    pub fn open(index: u32) -> Result<Self, SensorError> {
+    /// Load NVML, find GPU `index`, see what it offers, choose the total and measure the
+    /// driver's update period.
+    pub fn open(index: u32, read: NvmlRead) -> Result<Self, SensorError> {
         use nvml_wrapper::error::NvmlError;
-        let sensor = format!("nvml:{index}");
-        let nvml = nvml_wrapper::Nvml::init().map_err(|e| SensorError::Unavailable {
-            sensor: sensor.clone(),
-            reason: match e {
+        let sensor = Self::spec(index, read);
+        let unavailable = |reason: String| SensorError::Unavailable { sensor: sensor.clone(), reason };
+        let lib = std::env::var_os(LIB_ENV).filter(|p| !p.is_empty());
+        let mut builder = nvml_wrapper::Nvml::builder();
+        if let Some(path) = &lib {
+            builder.lib_path(path);
+        }
+        let lib_name = match &lib {
+            Some(p) => format!("{} (from {LIB_ENV})", std::path::Path::new(p).display()),
+            None => "libnvidia-ml.so.1".to_string(),
+        };
+        let nvml = builder.init().map_err(|e| {
+            unavailable(match e {
                 NvmlError::LibloadingError(_) | NvmlError::FailedToLoadSymbol(_) => {
-                    format!("cannot load libnvidia-ml.so.1 ({e}); install the NVIDIA driver or use exec:CMD")
+                    format!("cannot load {lib_name} ({e}); install the NVIDIA driver or use exec:CMD")
                 }
                 NvmlError::DriverNotLoaded => {
                     "the NVIDIA driver is not loaded; load it or use exec:CMD".to_string()
@@ -64,71 +204,73 @@ impl NvmlSensor {
                     "NVML has no permission to talk to the driver; check /dev/nvidia* access".to_string()
                 }
                 other => format!("NVML init failed: {other}"),
-            },
+            })
         })?;
-        let count = nvml.device_count().map_err(|e| SensorError::Unavailable {
-            sensor: sensor.clone(),
-            reason: format!("NVML cannot count devices: {e}"),
-        })?;
+        let count =
+            nvml.device_count().map_err(|e| unavailable(format!("NVML cannot count devices: {e}")))?;
         if index >= count {
-            return Err(SensorError::Unavailable {
-                sensor,
-                reason: format!(
-                    "no GPU {index}: NVML sees {count} device(s), indices 0..{}",
-                    count.saturating_sub(1)
-                ),
-            });
+            return Err(unavailable(format!(
+                "no GPU {index}: NVML sees {count} device(s), indices 0..{}",
+                count.saturating_sub(1)
+            )));
         }
-        let (mode, device, notes) = {
-            let dev = nvml.device_by_index(index).map_err(|e| SensorError::Unavailable {
-                sensor: sensor.clone(),
-                reason: format!("NVML cannot open GPU {index}: {e}"),
-            })?;
-            let name = dev.name().unwrap_or_else(|e| format!("unknown name ({e})"));
-            let uuid = dev.uuid().unwrap_or_else(|e| format!("unknown uuid ({e})"));
-            let mut notes = Vec::new();
-            match nvml.sys_driver_version() {
-                Ok(v) => notes.push(format!("driver {v}")),
-                Err(e) => notes.push(format!("driver version unknown: {e}")),
+        let dev = nvml
+            .device_by_index(index)
+            .map_err(|e| unavailable(format!("NVML cannot open GPU {index}: {e}")))?;
+        let name = dev.name().unwrap_or_else(|e| format!("unknown name ({e})"));
+        let uuid = dev.uuid().unwrap_or_else(|e| format!("unknown uuid ({e})"));
+        let mut notes = vec![format!("library {lib_name}")];
+        match nvml.sys_driver_version() {
+            Ok(v) => notes.push(format!("driver {v}")),
+            Err(e) => notes.push(format!("driver version unknown: {e}")),
+        }
+        if let Ok(mw) = dev.enforced_power_limit() {
+            notes.push(format!("enforced power limit {:.1} W", f64::from(mw) / 1e3));
+        }
+        let probe = |r: Result<(), NvmlError>| -> Result<bool, SensorError> {
+            match r {
+                Ok(()) => Ok(true),
+                Err(NvmlError::NotSupported) => Ok(false),
+                Err(e) => Err(unavailable(format!("GPU {index} cannot be read: {e}"))),
             }
-            let mode = match dev.total_energy_consumption() {
-                Ok(_) => {
-                    notes.push("total energy counter (mJ since driver load); updates every 20-100 ms, so windows shorter than that read 0 J".into());
-                    NvmlMode::EnergyCounter
-                }
-                Err(NvmlError::NotSupported) => match dev.power_usage() {
-                    Ok(_) => {
-                        notes.push("energy counter not supported; board power (mW), a 1 s average on Ampere and newer".into());
-                        NvmlMode::Power
-                    }
-                    Err(e) => {
-                        return Err(SensorError::Unavailable {
-                            sensor,
-                            reason: format!("GPU {index} reports neither energy nor power: {e}"),
-                        })
-                    }
-                },
-                Err(e) => {
-                    return Err(SensorError::Unavailable {
-                        sensor,
-                        reason: format!("GPU {index} energy counter failed: {e}"),
-                    })
-                }
-            };
-            (mode, format!("GPU {index}: {name} ({uuid})"), notes)
         };
+        let offered = Offered {
+            energy: probe(dev.total_energy_consumption().map(drop))?,
+            power: probe(dev.power_usage().map(drop))?,
+        };
+        let (mode, both) = choose(read, offered).map_err(|why| unavailable(format!("GPU {index}: {why}")))?;
+        let period = match dev.samples(nvml_wrapper::enum_wrappers::device::Sampling::Power, None) {
+            Ok(samples) if samples.len() >= 3 => {
+                let ts: Vec<u64> = samples.iter().map(|s| s.timestamp).collect();
+                period_from_timestamps_us(&ts)
+                    .map(|p| (p, format!("the timestamps of {} power samples", ts.len())))
+            }
+            _ => None,
+        };
+        let period = match period {
+            Some(p) => Some(p),
+            None => poll_period(&dev, mode).map(|p| (p, "polling for value changes".to_string())),
+        };
+        match &period {
+            Some((p, how)) => notes.push(format!(
+                "driver update period {:.1} ms (measured from {how}); windows shorter than it cannot resolve energy",
+                p.as_secs_f64() * 1e3
+            )),
+            None => notes.push("driver update period not measured (no power samples, values did not change while polled)".into()),
+        }
+        let (source, what) = Self::describe(mode, both);
+        notes.push(what);
         Ok(NvmlSensor {
             nvml,
             index,
             mode,
+            both,
+            period: period.map(|(p, _)| p),
             info: SensorInfo {
                 kind: SensorKind::Nvml,
                 spec: sensor,
-                source: match mode {
-                    NvmlMode::EnergyCounter => "nvml-energy".into(),
-                    NvmlMode::Power => "nvml-power".into(),
-                },
-                device,
+                source: source.into(),
+                device: format!("GPU {index}: {name} ({uuid})"),
                 live: true,
                 program: None,
                 notes,
@@ -137,37 +279,51 @@ impl NvmlSensor {
     }
 }
 
+/// Poll the total for up to 400 ms (every 1 ms) and measure when it changes.
 #[cfg(feature = "nvml")]
-impl Sensor for NvmlSensor {
+fn poll_period(dev: &nvml_wrapper::Device<'_>, mode: NvmlMode) -> Option<Duration> {
+    let start = std::time::Instant::now();
+    let mut polls = Vec::new();
+    while start.elapsed() < Duration::from_millis(400) {
+        let v = match mode {
+            NvmlMode::EnergyCounter => dev.total_energy_consumption().ok(),
+            NvmlMode::Power => dev.power_usage().ok().map(u64::from),
+        };
+        if let Some(v) = v {
+            polls.push((start.elapsed().as_nanos() as u64, v));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    period_from_changes(&polls)
+}
+
+#[cfg(feature = "nvml")]
+impl super::Sensor for NvmlSensor {
     fn info(&self) -> &SensorInfo {
         &self.info
     }
 
+    fn update_period(&self) -> Option<Duration> {
+        self.period
+    }
+
     fn read(&mut self) -> Result<Reading, SensorError> {
         use nvml_wrapper::error::NvmlError;
+        let spec = &self.info.spec;
         let fault = |e: NvmlError| match e {
-            NvmlError::GpuLost => SensorError::Stopped {
-                sensor: self.info.spec.clone(),
-                reason: "GPU fell off the bus (GpuLost)".into(),
-            },
-            other => SensorError::ReadFailed { sensor: self.info.spec.clone(), detail: other.to_string() },
+            NvmlError::GpuLost => {
+                SensorError::Stopped { sensor: spec.clone(), reason: "GPU fell off the bus (GpuLost)".into() }
+            }
+            other => SensorError::ReadFailed { sensor: spec.clone(), detail: other.to_string() },
         };
         let dev = self.nvml.device_by_index(self.index).map_err(fault)?;
-        let channel = format!("gpu{}", self.index);
-        match self.mode {
-            NvmlMode::EnergyCounter => {
-                let mj = dev.total_energy_consumption().map_err(fault)?;
-                let mut r = Reading::energy_counter_j(&channel, mj as f64 / 1e3, None);
-                r.raw = Some(format!("{mj} mJ"));
-                Ok(r)
-            }
-            NvmlMode::Power => {
-                let mw = dev.power_usage().map_err(fault)?;
-                let mut r = Reading::power_w(&channel, f64::from(mw) / 1e3);
-                r.raw = Some(format!("{mw} mW"));
-                Ok(r)
-            }
-        }
+        let want_energy = self.mode == NvmlMode::EnergyCounter || self.both;
+        let want_power = self.mode == NvmlMode::Power || self.both;
+        // The total must read; the other quantity is evidence beside it, so a failure there
+        // fails the sample too rather than recording half of it silently.
+        let energy = if want_energy { Some(dev.total_energy_consumption().map_err(fault)?) } else { None };
+        let power = if want_power { Some(dev.power_usage().map_err(fault)?) } else { None };
+        Ok(reading(self.index, self.mode, energy, power))
     }
 }
 
@@ -177,7 +333,7 @@ impl super::Sensor for NvmlSensor {
         &self.info
     }
 
-    fn read(&mut self) -> Result<super::Reading, SensorError> {
+    fn read(&mut self) -> Result<Reading, SensorError> {
         Err(SensorError::Unavailable {
             sensor: self.info.spec.clone(),
             reason: "built without NVML support; rebuild with --features nvml".into(),
@@ -189,10 +345,65 @@ impl super::Sensor for NvmlSensor {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_spec_chooses_the_total_and_what_is_recorded_beside_it() {
+        let both = Offered { energy: true, power: true };
+        let power_only = Offered { energy: false, power: true };
+        let energy_only = Offered { energy: true, power: false };
+        assert_eq!(choose(NvmlRead::Auto, both), Ok((NvmlMode::EnergyCounter, true)));
+        assert_eq!(choose(NvmlRead::Energy, both), Ok((NvmlMode::EnergyCounter, true)));
+        assert_eq!(choose(NvmlRead::Power, both), Ok((NvmlMode::Power, true)));
+        assert_eq!(choose(NvmlRead::Auto, power_only), Ok((NvmlMode::Power, false)));
+        assert_eq!(choose(NvmlRead::Auto, energy_only), Ok((NvmlMode::EnergyCounter, false)));
+        assert!(choose(NvmlRead::Energy, power_only).unwrap_err().contains("nvml-power"));
+        assert!(choose(NvmlRead::Power, energy_only).unwrap_err().contains("nvml-energy"));
+        assert!(choose(NvmlRead::Auto, Offered { energy: false, power: false }).is_err());
+    }
+
+    #[test]
+    fn a_reading_keeps_both_quantities_with_only_the_total_in_it() {
+        let r = reading(0, NvmlMode::EnergyCounter, Some(123_456_789), Some(75_250));
+        assert_eq!(r.raw.as_deref(), Some("123456789 mJ; 75250 mW"));
+        assert_eq!(r.channels.len(), 2);
+        assert_eq!(r.channels[0].channel, "gpu0");
+        assert!(r.channels[0].in_total);
+        assert_eq!(
+            r.channels[0].measurement,
+            Measurement::EnergyCounterJ { joules: 123_456.789, wrap_j: None }
+        );
+        assert_eq!(r.channels[1].channel, "gpu0-power");
+        assert!(!r.channels[1].in_total);
+        assert_eq!(r.channels[1].measurement, Measurement::PowerW { watts: 75.25 });
+        assert_eq!(r.total_power_w(), None, "a counter total has no watts of its own");
+
+        let p = reading(3, NvmlMode::Power, Some(1_000), Some(300_000));
+        assert_eq!(p.total_power_w(), Some(300.0));
+        assert_eq!((p.channels[0].channel.as_str(), p.channels[1].channel.as_str()), ("gpu3", "gpu3-energy"));
+
+        let alone = reading(1, NvmlMode::Power, None, Some(61_000));
+        assert_eq!(alone.channels.len(), 1);
+        assert_eq!(alone.raw.as_deref(), Some("61000 mW"));
+    }
+
+    #[test]
+    fn the_update_period_is_the_median_spacing() {
+        // 20 ms samples with one late one and a duplicate: the median ignores both.
+        let ts = [1_000_000, 1_020_000, 1_040_000, 1_040_000, 1_060_000, 1_095_000, 1_115_000];
+        assert_eq!(period_from_timestamps_us(&ts), Some(Duration::from_millis(20)));
+        assert_eq!(period_from_timestamps_us(&[5, 6]), None);
+        // Polled every 5 ms, the value changes every 100 ms.
+        let polls: Vec<(u64, u64)> = (0..100u64).map(|k| (k * 5_000_000, (k * 5) / 100)).collect();
+        assert_eq!(period_from_changes(&polls), Some(Duration::from_millis(100)));
+        assert_eq!(period_from_changes(&[(0, 1), (1, 1), (2, 2)]), None);
+        assert_eq!(interval_for(Duration::from_millis(20)), Duration::from_millis(20));
+        assert_eq!(interval_for(Duration::from_millis(1)), Duration::from_millis(10));
+        assert_eq!(interval_for(Duration::from_secs(2)), Duration::from_millis(500));
+    }
+
     #[cfg(not(feature = "nvml"))]
     #[test]
     fn without_the_feature_open_says_how_to_rebuild() {
-        let e = NvmlSensor::open(0).err().unwrap();
+        let e = NvmlSensor::open(0, NvmlRead::Auto).err().unwrap();
         assert_eq!(e.kind(), crate::power::FaultKind::Unavailable);
         let m = e.to_string();
         assert!(
@@ -201,22 +412,5 @@ mod tests {
             ),
             "{m}"
         );
-    }
-
-    #[cfg(feature = "nvml")]
-    #[test]
-    fn with_the_feature_a_host_without_nvidia_is_a_clear_error() {
-        // On a machine with an NVIDIA driver this opens; otherwise it must say why.
-        match NvmlSensor::open(0) {
-            Ok(mut s) => {
-                let r = crate::power::Sensor::read(&mut s).unwrap();
-                assert_eq!(r.channels[0].channel, "gpu0");
-            }
-            Err(e) => {
-                eprintln!("nvml:0 here: {e}");
-                assert_eq!(e.kind(), crate::power::FaultKind::Unavailable);
-                assert!(e.to_string().contains("nvml:0"), "{e}");
-            }
-        }
     }
 }

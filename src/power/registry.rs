@@ -17,10 +17,13 @@ pub enum SensorSpec {
         /// Alternative powercap root (e.g. a bind mount in a container).
         root: Option<PathBuf>,
     },
-    /// `nvml` or `nvml:INDEX`: NVIDIA GPU `INDEX` (default 0).
+    /// `nvml[:INDEX]`, `nvml-power[:INDEX]`, `nvml-energy[:INDEX]`: NVIDIA GPU `INDEX`
+    /// (default 0) through NVML, its total-energy counter or its board power.
     Nvml {
         /// NVML device index.
         index: u32,
+        /// Which quantity is the sensor's total.
+        read: NvmlRead,
     },
     /// `exec:CMD`: an external meter; `CMD` runs under `sh -c` and prints one reading a line.
     Exec {
@@ -35,6 +38,29 @@ pub enum SensorSpec {
         /// The raw file.
         path: PathBuf,
     },
+}
+
+/// Which NVML quantity a `nvml…` sensor totals; the other one, where the GPU reports it, is
+/// recorded beside it as a channel outside the total, so one run cross-checks the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvmlRead {
+    /// `nvml`: the energy counter where the GPU has one, else board power.
+    Auto,
+    /// `nvml-power`: board power (`nvmlDeviceGetPowerUsage`, mW).
+    Power,
+    /// `nvml-energy`: the total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ).
+    Energy,
+}
+
+impl NvmlRead {
+    /// The spec prefix.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            NvmlRead::Auto => "nvml",
+            NvmlRead::Power => "nvml-power",
+            NvmlRead::Energy => "nvml-energy",
+        }
+    }
 }
 
 /// A `--sensor` value that names no sensor.
@@ -84,6 +110,8 @@ pub enum SpecError {
 /// One sensor kind: how its spec is written and how its argument is read. [`SENSORS`] is the
 /// only list of sensor kinds: parsing, error messages and `doctor`'s survey read it.
 pub struct SensorRow {
+    /// The text before the first `:` (`nvml-power`).
+    pub prefix: &'static str,
     /// The family it opens.
     pub kind: SensorKind,
     /// How the spec is written in messages (`nvml[:INDEX]`, `exec:CMD`).
@@ -97,21 +125,49 @@ pub struct SensorRow {
 
 /// Every sensor kind, in the order messages list them.
 pub const SENSORS: &[SensorRow] = &[
-    SensorRow { kind: SensorKind::Pstr, usage: "pstr", probe: Some(|| SensorSpec::Pstr), parse: parse_pstr },
     SensorRow {
+        prefix: "pstr",
+        kind: SensorKind::Pstr,
+        usage: "pstr",
+        probe: Some(|| SensorSpec::Pstr),
+        parse: parse_pstr,
+    },
+    SensorRow {
+        prefix: "rapl",
         kind: SensorKind::Rapl,
         usage: "rapl",
         probe: Some(|| SensorSpec::Rapl { root: None }),
         parse: parse_rapl,
     },
     SensorRow {
+        prefix: "nvml",
         kind: SensorKind::Nvml,
         usage: "nvml[:INDEX]",
-        probe: Some(|| SensorSpec::Nvml { index: 0 }),
-        parse: parse_nvml,
+        probe: Some(|| SensorSpec::Nvml { index: 0, read: NvmlRead::Auto }),
+        parse: |input, arg| parse_nvml(input, arg, NvmlRead::Auto),
     },
-    SensorRow { kind: SensorKind::Exec, usage: "exec:CMD", probe: None, parse: parse_exec },
-    SensorRow { kind: SensorKind::Replay, usage: "replay:RAW", probe: None, parse: parse_replay },
+    SensorRow {
+        prefix: "nvml-power",
+        kind: SensorKind::Nvml,
+        usage: "nvml-power[:INDEX]",
+        probe: None,
+        parse: |input, arg| parse_nvml(input, arg, NvmlRead::Power),
+    },
+    SensorRow {
+        prefix: "nvml-energy",
+        kind: SensorKind::Nvml,
+        usage: "nvml-energy[:INDEX]",
+        probe: None,
+        parse: |input, arg| parse_nvml(input, arg, NvmlRead::Energy),
+    },
+    SensorRow { prefix: "exec", kind: SensorKind::Exec, usage: "exec:CMD", probe: None, parse: parse_exec },
+    SensorRow {
+        prefix: "replay",
+        kind: SensorKind::Replay,
+        usage: "replay:RAW",
+        probe: None,
+        parse: parse_replay,
+    },
 ];
 
 /// The kinds as a message lists them: `pstr, rapl, nvml[:INDEX], exec:CMD or replay:RAW`.
@@ -142,12 +198,12 @@ fn parse_rapl(input: &str, arg: Option<&str>) -> Result<SensorSpec, SpecError> {
     }
 }
 
-fn parse_nvml(input: &str, arg: Option<&str>) -> Result<SensorSpec, SpecError> {
+fn parse_nvml(input: &str, arg: Option<&str>, read: NvmlRead) -> Result<SensorSpec, SpecError> {
     match arg {
-        None => Ok(SensorSpec::Nvml { index: 0 }),
+        None => Ok(SensorSpec::Nvml { index: 0, read }),
         Some(a) => a
             .parse::<u32>()
-            .map(|index| SensorSpec::Nvml { index })
+            .map(|index| SensorSpec::Nvml { index, read })
             .map_err(|_| SpecError::BadIndex { input: input.to_string(), index: a.to_string() }),
     }
 }
@@ -195,7 +251,7 @@ impl FromStr for SensorSpec {
             Some((k, a)) => (k, Some(a)),
             None => (s, None),
         };
-        match SENSORS.iter().find(|row| row.kind.name() == kind) {
+        match SENSORS.iter().find(|row| row.prefix == kind) {
             Some(row) => (row.parse)(input, arg),
             None => Err(SpecError::UnknownKind { input: input.to_string(), kind: kind.to_string() }),
         }
@@ -208,7 +264,7 @@ impl fmt::Display for SensorSpec {
             SensorSpec::Pstr => f.write_str("pstr"),
             SensorSpec::Rapl { root: None } => f.write_str("rapl"),
             SensorSpec::Rapl { root: Some(r) } => write!(f, "rapl:{}", r.display()),
-            SensorSpec::Nvml { index } => write!(f, "nvml:{index}"),
+            SensorSpec::Nvml { index, read } => write!(f, "{}:{index}", read.prefix()),
             SensorSpec::Exec { command, .. } => write!(f, "exec:{command}"),
             SensorSpec::Replay { path } => write!(f, "replay:{}", path.display()),
         }
@@ -225,8 +281,10 @@ mod tests {
         assert_eq!(p("pstr"), Ok(SensorSpec::Pstr));
         assert_eq!(p("rapl"), Ok(SensorSpec::Rapl { root: None }));
         assert_eq!(p("rapl:/host/powercap"), Ok(SensorSpec::Rapl { root: Some("/host/powercap".into()) }));
-        assert_eq!(p("nvml"), Ok(SensorSpec::Nvml { index: 0 }));
-        assert_eq!(p("nvml:3"), Ok(SensorSpec::Nvml { index: 3 }));
+        assert_eq!(p("nvml"), Ok(SensorSpec::Nvml { index: 0, read: NvmlRead::Auto }));
+        assert_eq!(p("nvml:3"), Ok(SensorSpec::Nvml { index: 3, read: NvmlRead::Auto }));
+        assert_eq!(p("nvml-power"), Ok(SensorSpec::Nvml { index: 0, read: NvmlRead::Power }));
+        assert_eq!(p("nvml-energy:1"), Ok(SensorSpec::Nvml { index: 1, read: NvmlRead::Energy }));
         assert_eq!(
             p("exec:nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 500"),
             Ok(SensorSpec::Exec {
@@ -260,17 +318,30 @@ mod tests {
 
     #[test]
     fn specs_display_as_they_parse() {
-        for s in ["pstr", "rapl", "rapl:/x", "nvml:2", "exec:echo 1", "replay:a.jsonl"] {
+        for s in [
+            "pstr",
+            "rapl",
+            "rapl:/x",
+            "nvml:2",
+            "nvml-power:0",
+            "nvml-energy:3",
+            "exec:echo 1",
+            "replay:a.jsonl",
+        ] {
             assert_eq!(s.parse::<SensorSpec>().unwrap().to_string(), s);
         }
     }
 
     #[test]
     fn the_table_lists_every_kind_once_and_messages_read_it() {
-        assert_eq!(usage_list(), "pstr, rapl, nvml[:INDEX], exec:CMD or replay:RAW");
-        let mut names: Vec<&str> = SENSORS.iter().map(|r| r.kind.name()).collect();
-        names.dedup();
-        assert_eq!(names.len(), SENSORS.len());
+        assert_eq!(
+            usage_list(),
+            "pstr, rapl, nvml[:INDEX], nvml-power[:INDEX], nvml-energy[:INDEX], exec:CMD or replay:RAW"
+        );
+        let mut prefixes: Vec<&str> = SENSORS.iter().map(|r| r.prefix).collect();
+        prefixes.sort();
+        prefixes.dedup();
+        assert_eq!(prefixes.len(), SENSORS.len());
         for row in SENSORS {
             if let Some(probe) = row.probe {
                 assert_eq!(probe().kind(), row.kind);
@@ -280,5 +351,6 @@ mod tests {
             let spec: SensorSpec = s.parse().unwrap();
             assert_eq!(spec.kind().name(), s.split(':').next().unwrap());
         }
+        assert_eq!("nvml-power:2".parse::<SensorSpec>().unwrap().kind(), SensorKind::Nvml);
     }
 }

@@ -113,6 +113,10 @@ pub struct EnergyReport {
     pub arms: Vec<EnergyArm>,
     /// Per block, in run order.
     pub blocks: Vec<EnergyBlock>,
+    /// The sensor's total against the same quantity read another way, per block (NVML: the
+    /// energy counter next to board power); absent when the sensor records no such channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<crate::energy::cross::CrossCheck>,
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
     /// Reading rules and caveats (the ratio wording rule, idle-subtraction boundary, ...).
@@ -163,6 +167,9 @@ impl EnergyReport {
             self.energy_plan.max_watts,
             self.energy_plan.max_gap_s
         ));
+        if let Some(why) = &self.energy_plan.sample_interval_reason {
+            out.push_str(&format!("Sample interval chosen from {why}.\n"));
+        }
         if let Some(s) = &self.samples {
             out.push_str(&format!(
                 "{} samples, max gap {} s, power {}–{} W.\n",
@@ -246,6 +253,10 @@ impl EnergyReport {
                 num(b.rss_bytes.map(|r| r as f64 / 1048576.0), 1)
             ));
         }
+        if let Some(c) = &self.cross_check {
+            out.push('\n');
+            out.push_str(&cross_check_markdown(c));
+        }
         let arms: Vec<(&str, Vec<(&str, &str)>)> = self
             .arms
             .iter()
@@ -326,4 +337,31 @@ impl EnergyReport {
         }
         out
     }
+}
+/// The cross-check table: per block the total's energy, the other channel's, and their
+/// difference.
+pub fn cross_check_markdown(c: &crate::energy::cross::CrossCheck) -> String {
+    let mut out = format!(
+        "Cross-check: `{}` (the total) against `{}` ({}), per block; {} sample(s) without a value on `{}`; largest |difference| {} %.\n\n",
+        c.total_channel,
+        c.channel,
+        c.quantity.replace('_', " "),
+        c.samples_without_value,
+        c.channel,
+        num(c.max_abs_difference_pct, 2)
+    );
+    out.push_str("| Block | Total E [J] | Other E [J] | Difference [J] | Difference [%] | Missing |\n");
+    out.push_str("|---:|---:|---:|---:|---:|:---|\n");
+    for b in &c.blocks {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            b.index,
+            num(b.total_j, 3),
+            num(b.other_j, 3),
+            num(b.difference_j, 3),
+            num(b.difference_pct, 2),
+            b.missing_reason.as_deref().unwrap_or("")
+        ));
+    }
+    out
 }

@@ -161,6 +161,10 @@ impl Header {
 pub struct EnergyPlanInfo {
     /// Sampler interval, s.
     pub sample_interval_s: f64,
+    /// Why the interval is not `--sample-interval` or its default (a sensor's measured update
+    /// period); absent otherwise (and in records older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_interval_reason: Option<String>,
     /// Idle window length, s.
     pub idle_seconds: f64,
     /// Discarded start of each idle window, s.

@@ -274,6 +274,10 @@ pub struct RunSummary {
     pub statistics_missing_reason: Option<String>,
     /// Per block, in run order.
     pub blocks: Vec<BlockSummary>,
+    /// The sensor's total against the same quantity read another way, recomputed from the
+    /// raw samples (NVML's counter next to its power); absent when the sensor records none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<crate::energy::cross::CrossCheck>,
     /// The bootstrap, when it ran.
     pub bootstrap: Option<BootstrapInfo>,
     /// Why it did not.
@@ -505,6 +509,11 @@ impl RunSummary {
             if let Some(r) = &self.bootstrap_missing_reason {
                 out.push_str(&format!("No bootstrap intervals: {r}.\n\n"));
             }
+        }
+        if let Some(c) = &self.cross_check {
+            out.push_str("### Sensor cross-check\n\n");
+            out.push_str(&super::energy::cross_check_markdown(c));
+            out.push('\n');
         }
         if let Some(c) = &self.claim {
             out.push_str(&format!("### Claim rule (target {}×)\n\n{}\n\n", c.target, c.rule));

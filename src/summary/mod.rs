@@ -227,6 +227,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         arms: Vec::new(),
         statistics_missing_reason: None,
         blocks,
+        cross_check: if energy_ok { recomputed.and_then(|r| r.cross_check.clone()) } else { None },
         bootstrap: None,
         bootstrap_missing_reason: None,
         claim: None,

@@ -156,6 +156,7 @@ fn header(shape: &RunShape) -> Header {
             notes: vec!["NOT A MEASUREMENT".into()],
         }),
         energy: shape.energy.then_some(EnergyPlanInfo {
+            sample_interval_reason: None,
             sample_interval_s: 0.5,
             idle_seconds: shape.idle_ns as f64 / 1e9,
             idle_discard_s: 3.0,

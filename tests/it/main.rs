@@ -12,6 +12,8 @@ mod cli_energy;
 mod cli_hub;
 #[cfg(feature = "mlx")]
 mod cli_mlx;
+#[cfg(feature = "nvml")]
+mod cli_nvml;
 mod cli_palettize;
 mod cli_predict;
 mod cli_snake;

@@ -1,0 +1,199 @@
+//! The `nvml…` sensors end to end on a stand-in NVML library (fixtures/fake-nvml/fake_nvml.c,
+//! compiled here with the system C compiler and loaded through `LAYA_BENCH_NVML_LIB`): a fake
+//! GPU whose power follows the process's CPU time and whose driver refreshes every 20 ms. Not
+//! a measurement: what is tested is what laya-bench does with what NVML says.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+}
+
+/// The stand-in library, built once per test process.
+fn fake_nvml() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("laya-bench-fake-nvml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join("libnvidia-ml.so.1");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-nvml/fake_nvml.c");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let o = Command::new(&cc)
+            .args(["-O2", "-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}` to build the stand-in NVML: {e}"));
+        assert!(o.status.success(), "cc failed: {}", String::from_utf8_lossy(&o.stderr));
+        lib
+    })
+}
+
+fn with_fake(c: &mut Command) -> &mut Command {
+    c.env("LAYA_BENCH_NVML_LIB", fake_nvml())
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn energy(dir: &Path, sensor: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = bin();
+    with_fake(&mut c).current_dir(dir).args([
+        "energy",
+        "--no-progress",
+        "--sensor",
+        sensor,
+        "--arm",
+        "a=portable:f32",
+        "--arm",
+        "b=mock:ok:delay-us=3000",
+        "--seconds",
+        "600ms",
+        "--idle-seconds",
+        "400ms",
+        "--idle-discard",
+        "100ms",
+        "--cycles",
+        "1",
+        "--warmup",
+        "2",
+        "--raw",
+        "r.raw.jsonl",
+        "--output",
+        "r.json",
+    ]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn doctor_reports_what_nvml_offers() {
+    let mut c = bin();
+    let o = with_fake(&mut c).args(["doctor", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nvml = v["sensors"].as_array().unwrap().iter().find(|s| s["spec"] == "nvml:0").unwrap();
+    assert_eq!(nvml["usable"], true, "{nvml}");
+    let d = nvml["detail"].as_str().unwrap();
+    for needle in [
+        "Fake GPU (laya-bench test NVML, not a measurement)",
+        "(from LAYA_BENCH_NVML_LIB)",
+        "driver 550.00-laya-bench-fake",
+        "enforced power limit 700.0 W",
+        "driver update period 20.0 ms (measured from the timestamps of",
+        "total: the energy counter",
+    ] {
+        assert!(d.contains(needle), "doctor lacks {needle:?}: {d}");
+    }
+}
+
+#[test]
+fn an_energy_run_records_both_quantities_samples_at_the_driver_period_and_cross_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), "nvml-energy", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["status"], "complete", "{}", r["status_reason"]);
+    assert_eq!(r["sensor"]["spec"], "nvml-energy:0");
+    assert_eq!(r["sensor"]["source"], "nvml-energy");
+    assert_eq!(r["energy_plan"]["sample_interval_s"], 0.02);
+    assert!(
+        r["energy_plan"]["sample_interval_reason"].as_str().unwrap().contains("20.0 ms"),
+        "{}",
+        r["energy_plan"]
+    );
+    let cross = &r["cross_check"];
+    assert_eq!(
+        (cross["total_channel"].as_str(), cross["channel"].as_str()),
+        (Some("gpu0"), Some("gpu0-power"))
+    );
+    assert_eq!(cross["quantity"], "power");
+    // One balanced cycle of two arms: A B B A.
+    assert_eq!(cross["blocks"].as_array().unwrap().len(), 4);
+    for b in cross["blocks"].as_array().unwrap() {
+        let (t, p) = (b["total_j"].as_f64().unwrap(), b["other_j"].as_f64().unwrap());
+        // 600 ms at 75 W or more: at least 45 J each way.
+        assert!(t > 45.0 && p > 45.0, "{b}");
+    }
+    // Both describe one piecewise-constant power, sampled at its period: they agree closely.
+    let worst = cross["max_abs_difference_pct"].as_f64().unwrap();
+    assert!(worst < 5.0, "counter and power differ by {worst} %: {cross}");
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("Cross-check: `gpu0` (the total) against `gpu0-power` (power)"), "{md}");
+    assert!(md.contains("Sample interval chosen from the sensor's measured update period 20.0 ms"), "{md}");
+
+    // The raw samples carry both channels and NVML's own numbers.
+    let raw = std::fs::read_to_string(dir.path().join("r.raw.jsonl")).unwrap();
+    let sample = raw.lines().find(|l| l.contains("\"record\":\"sample\"")).expect("a sample record");
+    assert!(
+        sample.contains("\"gpu0-power\"") && sample.contains(" mJ; ") && sample.contains(" mW"),
+        "{sample}"
+    );
+
+    // summary re-derives the same cross-check from the raw record.
+    let mut c = bin();
+    let o = c
+        .current_dir(dir.path())
+        .args(["summary", "r.raw.jsonl", "--bootstrap", "200", "--output", "s.json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("### Sensor cross-check"));
+    let s: Value = serde_json::from_slice(&std::fs::read(dir.path().join("s.json")).unwrap()).unwrap();
+    let run = &s["runs"][0];
+    assert_eq!(run["status"], "complete", "{}", run["status_reasons"]);
+    assert_eq!(run["cross_check"], *cross, "summary's cross-check differs from the run's");
+}
+
+#[test]
+fn power_as_the_total_and_a_given_interval_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = bin();
+    let o = with_fake(&mut c)
+        .current_dir(dir.path())
+        .args(["energy", "--no-progress", "--sensor", "nvml-power:0", "--arm", "a=mock:ok:delay-us=2000"])
+        .args(["--seconds", "500ms", "--idle-seconds", "400ms", "--idle-discard", "100ms", "--cycles", "1"])
+        .args(["--sample-interval", "50ms", "--raw", "r.raw.jsonl", "--output", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["sensor"]["source"], "nvml-power");
+    assert_eq!(r["energy_plan"]["sample_interval_s"], 0.05);
+    assert!(r["energy_plan"].get("sample_interval_reason").is_none(), "{}", r["energy_plan"]);
+    assert_eq!(r["cross_check"]["channel"], "gpu0-energy");
+    assert_eq!(r["cross_check"]["quantity"], "energy_counter");
+}
+
+#[test]
+fn a_gpu_without_a_counter_refuses_nvml_energy_and_names_nvml_power() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), "nvml-energy", &[("LAYA_FAKE_NVML_NO_ENERGY", "1")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("--sensor nvml-energy:0") && e.contains("use nvml-power"), "{e}");
+    assert!(!dir.path().join("r.raw.jsonl").exists(), "nothing was measured, so no raw file");
+}
+
+#[test]
+fn a_gpu_lost_mid_run_fails_it_and_the_raw_record_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    // Open and probe read a few times; the GPU is lost some 40 reads into sampling.
+    let o = energy(dir.path(), "nvml", &[("LAYA_FAKE_NVML_LOST_AFTER", "60")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let raw = std::fs::read_to_string(dir.path().join("r.raw.jsonl")).unwrap();
+    assert!(raw.contains("GPU fell off the bus (GpuLost)"), "the fault is recorded");
+    assert!(
+        raw.lines().filter(|l| l.contains("\"record\":\"sample\"")).count() > 10,
+        "samples before it are kept"
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_ne!(r["status"], "complete");
+}
