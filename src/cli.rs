@@ -250,8 +250,9 @@ pub struct EnergyArgs {
     /// Model, arms, workload and outputs.
     #[command(flatten)]
     pub run: RunArgs,
-    /// Power sensor: `pstr` (Apple SMC), `rapl[:ROOT]` (Linux powercap), `nvml[:INDEX]`,
-    /// `exec:CMD` (an external meter printing `WATTS` or `T_S,WATTS` lines), or `replay:RAW`
+    /// Power sensor: `pstr` (Apple SMC), `rapl[:ROOT]` (Linux powercap), `nvml[:INDEX]`
+    /// (NVIDIA; also `nvml-energy` / `nvml-power` to choose the total), `exec:CMD` (an
+    /// external meter printing `WATTS` or `T_S,WATTS` lines), or `replay:RAW`
     /// (re-analysis only, never a live measurement). Default: pstr on macOS; rapl, then nvml,
     /// where readable.
     #[arg(long, allow_negative_numbers = true, value_name = "SPEC")]

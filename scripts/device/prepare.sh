@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Prepares what scripts/device/h200-energy.sh needs on the GPU machine, which has no network:
+# a stripped release binary at dist/laya-bench and the laya wheel in dist/wheels/ (dist/ is
+# ignored by git; the device tool carries it: `carry: ["dist"]`, well under 64 MiB).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --release --locked
+mkdir -p dist/wheels
+cp target/release/laya-bench dist/laya-bench
+strip dist/laya-bench
+python3 -m pip download --quiet --no-deps --dest dist/wheels laya==0.4.15
+du -sh dist
