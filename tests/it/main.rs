@@ -14,6 +14,7 @@ mod cli_hub;
 mod cli_mlx;
 mod cli_palettize;
 mod cli_predict;
+mod cli_reference;
 mod cli_snake;
 mod cli_speed;
 mod cli_summary;

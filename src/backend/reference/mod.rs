@@ -154,7 +154,7 @@ impl RequestAnswerer for ReferenceBackend {
         let parsed = StateResult::from_json(&result).map_err(|why| {
             let text = result.to_string();
             let shown: String = text.chars().take(200).collect();
-            failed(format!("the runtime returned a result of another shape ({why}): {shown}{}", self.worker.tail()))
+            failed(format!("the runtime returned a result of another shape ({why}): {shown}{}", self.worker.error_tail()))
         })?;
         Ok((parsed, Some(ns)))
     }

@@ -169,8 +169,11 @@ def load_factory(args):
     if not callable(getattr(obj, "predict", None)):
         raise ValueError(f"{module}:{name}(...) returned {type(obj).__name__}, which has no predict(state, questions)")
     top = getattr(mod, "__name__", module).split(".")[0]
+    VERSION_HINT[top] = getattr(mod, "__version__", None)
     return obj.predict, top, {"args": list(args[2:])}, [top.replace("_", "-")]
 
+
+VERSION_HINT = {}
 
 KINDS = {
     "laya-mlx": load_laya_mlx,
@@ -205,7 +208,7 @@ def main():
     load_ns = time.perf_counter_ns() - t0
     packages = {d: version_of(d) for d in dists}
     packages = {k: v for k, v in packages.items() if v is not None}
-    version = version_of(runtime) or packages.get(runtime)
+    version = version_of(runtime) or packages.get(runtime) or VERSION_HINT.get(runtime)
     send({
         "ready": True,
         "python": sys.version.split()[0],

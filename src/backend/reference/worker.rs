@@ -266,6 +266,13 @@ impl Worker {
         format!("\nthe worker's stderr (last {} lines):\n{}", lines.len(), lines.join("\n"))
     }
 
+    /// [`Worker::tail`] after a short pause, for an error from a worker that is still running:
+    /// what it wrote to stderr just before it answered has time to arrive.
+    pub fn error_tail(&self) -> String {
+        std::thread::sleep(Duration::from_millis(100));
+        self.tail()
+    }
+
     fn send(&mut self, message: &Value) -> Result<(), WorkerError> {
         let mut line = message.to_string();
         line.push('\n');
@@ -345,7 +352,7 @@ impl Worker {
             }
             Some(false) => Err(WorkerError::Call {
                 error: reply.get("error").and_then(Value::as_str).unwrap_or("(no message)").to_string(),
-                tail: self.tail(),
+                tail: self.error_tail(),
             }),
             None => Err(WorkerError::Garbage {
                 why: "no `ok` field".into(),
