@@ -438,7 +438,10 @@ pub fn build_portable(
 ) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
     let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
     let (weights, fingerprint, name, report) = match spec {
-        BackendSpec::Mock { .. } | BackendSpec::CoreMl(_) | BackendSpec::Mlx(_) | BackendSpec::Reference(_) => {
+        BackendSpec::Mock { .. }
+        | BackendSpec::CoreMl(_)
+        | BackendSpec::Mlx(_)
+        | BackendSpec::Reference(_) => {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),
                 model: bundle.source.clone(),

@@ -262,9 +262,8 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         let total_s = arm_seconds(totals, i);
         let t = if calls > 0 { total_s / calls as f64 } else { f64::NAN };
         let mut lat: Vec<f64> = call_durations(totals, i).iter().map(|&d| d as f64 / 1e9).collect();
-        let round_trip_mean_s = timed_by_runtime(totals, i).then(|| {
-            totals.durations_ns[i].iter().sum::<u64>() as f64 / 1e9 / calls.max(1) as f64
-        });
+        let round_trip_mean_s = timed_by_runtime(totals, i)
+            .then(|| totals.durations_ns[i].iter().sum::<u64>() as f64 / 1e9 / calls.max(1) as f64);
         let latency = LatencySummary::from_latencies(&mut lat).unwrap_or(LatencySummary {
             calls: 0,
             mean_s: f64::NAN,

@@ -62,16 +62,15 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
                 args.explain.then_some(&mut trace),
             ),
         };
-        let result = answered
-            .map_err(|e| {
-                let code = if e.is_input_error() { 2 } else { 1 };
-                let error = anyhow!(e).context(if requests.len() > 1 {
-                    format!("request {i} failed")
-                } else {
-                    "the request failed".to_string()
-                });
-                Failure { code, error }
-            })?;
+        let result = answered.map_err(|e| {
+            let code = if e.is_input_error() { 2 } else { 1 };
+            let error = anyhow!(e).context(if requests.len() > 1 {
+                format!("request {i} failed")
+            } else {
+                "the request failed".to_string()
+            });
+            Failure { code, error }
+        })?;
         let explain = args.explain.then(|| explain_json(&bundle.tokenizer, &trace, &req.questions));
         outputs.push((result.to_json(), explain));
     }

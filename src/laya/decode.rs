@@ -335,7 +335,11 @@ impl Answer {
                 choice: m.get("choice").cloned().ok_or("no `choice`")?,
                 probabilities: probs()?
                     .iter()
-                    .map(|(k, p)| p.as_f64().map(|p| (k.clone(), p)).ok_or_else(|| format!("probability `{k}` is not a number")))
+                    .map(|(k, p)| {
+                        p.as_f64()
+                            .map(|p| (k.clone(), p))
+                            .ok_or_else(|| format!("probability `{k}` is not a number"))
+                    })
                     .collect::<Result<_, _>>()?,
             },
             QType::Score => AnswerValue::Score {
@@ -361,7 +365,9 @@ impl Answer {
                 let state = [Abstention::Passed, Abstention::Abstained, Abstention::Unevaluated]
                     .into_iter()
                     .find(|a| a.name() == name)
-                    .ok_or_else(|| format!("`abstention` `{name}` is not passed, abstained or unevaluated"))?;
+                    .ok_or_else(|| {
+                        format!("`abstention` `{name}` is not passed, abstained or unevaluated")
+                    })?;
                 Some((state, num(m, "abstention_threshold")?))
             }
         };

@@ -146,11 +146,16 @@ impl StateResult {
             .and_then(Value::as_object)
             .ok_or("the result has no `answers` object")?
             .iter()
-            .map(|(k, a)| Answer::from_json(a).map(|a| (k.clone(), a)).map_err(|e| format!("answer `{k}`: {e}")))
+            .map(|(k, a)| {
+                Answer::from_json(a).map(|a| (k.clone(), a)).map_err(|e| format!("answer `{k}`: {e}"))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let u = m.get("usage").and_then(Value::as_object).ok_or("the result has no `usage` object")?;
         let count = |k: &str| -> Result<usize, String> {
-            u.get(k).and_then(Value::as_u64).map(|n| n as usize).ok_or_else(|| format!("usage `{k}` is not a count"))
+            u.get(k)
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("usage `{k}` is not a count"))
         };
         let usage = if u.contains_key("state_tokens") {
             let truncated_questions = match u.get("truncated_questions") {

@@ -42,7 +42,12 @@ impl Arm<'_> {
     /// Answer one request: our host path around the backend, or the reference runtime's worker
     /// when the backend answers whole requests. Every command answers a request through here.
     #[inline]
-    pub fn answer(&mut self, state: &Value, questions: &Value, options: &CallOptions) -> Result<Answered, HostError> {
+    pub fn answer(
+        &mut self,
+        state: &Value,
+        questions: &Value,
+        options: &CallOptions,
+    ) -> Result<Answered, HostError> {
         if let Some(worker) = self.backend.answers_requests() {
             let (result, runtime_ns) = worker.answer(state, questions, options)?;
             return Ok(Answered { result, runtime_ns });

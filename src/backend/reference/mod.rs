@@ -84,7 +84,11 @@ impl ReferenceBackend {
         let (worker, ready) = Worker::start(&python, &config, spec.load_timeout, spec.call_timeout)?;
         let mut packages: Vec<String> = ready.packages.iter().map(|(k, v)| format!("{k} {v}")).collect();
         if packages.is_empty() {
-            packages.push(format!("{} {}", ready.runtime, ready.version.as_deref().unwrap_or("(no version)")));
+            packages.push(format!(
+                "{} {}",
+                ready.runtime,
+                ready.version.as_deref().unwrap_or("(no version)")
+            ));
         }
         let options = match &ready.options {
             Value::Object(m) if !m.is_empty() => format!("; options {}", ready.options),
@@ -121,7 +125,9 @@ impl ReferenceBackend {
 fn min_confidence_json(m: &MinConfidence) -> Value {
     match m {
         MinConfidence::Scalar(x) => json!(x),
-        MinConfidence::Map(pairs) => Value::Object(pairs.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+        MinConfidence::Map(pairs) => {
+            Value::Object(pairs.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+        }
     }
 }
 
@@ -154,7 +160,10 @@ impl RequestAnswerer for ReferenceBackend {
         let parsed = StateResult::from_json(&result).map_err(|why| {
             let text = result.to_string();
             let shown: String = text.chars().take(200).collect();
-            failed(format!("the runtime returned a result of another shape ({why}): {shown}{}", self.worker.error_tail()))
+            failed(format!(
+                "the runtime returned a result of another shape ({why}): {shown}{}",
+                self.worker.error_tail()
+            ))
         })?;
         Ok((parsed, Some(ns)))
     }

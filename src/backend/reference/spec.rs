@@ -1,12 +1,13 @@
 //! The `ref:` spec: `ref:KIND:ARGS…[:load-timeout=S][:call-timeout=S]`.
 
+use std::path::Path;
 use std::time::Duration;
 
 /// Every runtime kind with its argument pattern (for messages and `doctor`).
 pub const KINDS: &[(&str, &str)] = &[
     ("laya-mlx", "ref:laya-mlx:CKPT[:fp32|fp16]"),
     ("laya", "ref:laya:CKPT[:DEVICE]"),
-    ("laya-cuda", "ref:laya-cuda:CKPT[:ARG...]"),
+    ("laya-cuda", "ref:laya-cuda:CKPT[:DEVICE]"),
     ("laya-coreml", "ref:laya-coreml:BUNDLE[:UNITS]"),
     ("laya-coreml-ane", "ref:laya-coreml-ane:PACKAGE:SOURCE"),
     ("laya-apple", "ref:laya-apple:MODEL[:DEVICE[:fp16|fp32]]"),
@@ -67,7 +68,10 @@ impl RefSpec {
                 let word = parts.pop().unwrap_or_default();
                 let known = match kind {
                     "laya-mlx" => matches!(word, "fp32" | "fp16"),
-                    "laya-coreml" => matches!(word, "cpu_ne" | "cpu_gpu" | "all" | "cpu" | "cpu_only" | "cpu_and_ne" | "cpu_and_gpu"),
+                    "laya-coreml" => matches!(
+                        word,
+                        "cpu_ne" | "cpu_gpu" | "all" | "cpu" | "cpu_only" | "cpu_and_ne" | "cpu_and_gpu"
+                    ),
                     "laya-mnn" => word.parse::<u32>().is_ok(),
                     _ => !word.contains('/') && !word.contains('.'),
                 };
@@ -98,6 +102,7 @@ impl RefSpec {
         match self.kind.as_str() {
             "factory" => None,
             "laya-coreml-ane" => self.args.get(1).map(String::as_str),
+            "laya-apple" if !Path::new(&self.args[0]).is_dir() => None,
             _ => self.args.first().map(String::as_str),
         }
     }
@@ -120,7 +125,10 @@ mod tests {
     #[test]
     fn specs_parse_with_their_options() {
         let s = RefSpec::parse("laya-mlx:fixtures/tiny:fp16").unwrap();
-        assert_eq!((s.kind.as_str(), s.args.clone()), ("laya-mlx", vec!["fixtures/tiny".to_string(), "fp16".into()]));
+        assert_eq!(
+            (s.kind.as_str(), s.args.clone()),
+            ("laya-mlx", vec!["fixtures/tiny".to_string(), "fp16".into()])
+        );
         assert_eq!(s.precision(), "fp16");
         assert_eq!(s.checkpoint(), Some("fixtures/tiny"));
         assert_eq!(s.call_timeout, DEFAULT_CALL_TIMEOUT);

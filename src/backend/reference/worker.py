@@ -31,7 +31,7 @@ PIP = {
     "laya_apple": "pip install laya-apple==1.7.0",
     "laya_coreml": "pip install laya-coreml==0.5.1",
     "coremltools": "pip install coremltools",
-    "laya_cuda": "pip install laya-cuda",
+    "laya_cuda": "pip install laya-cuda==0.1.1.post1 (Python >= 3.12, CUDA 12)",
     "laya_mnn": "pip install laya-mnn==0.1.3",
     "MNN": "pip install MNN",
 }
@@ -99,11 +99,17 @@ def load_laya(args):
 
 
 def load_laya_cuda(args):
-    ckpt = args[0]
+    ckpt, device = args[0], (args[1] if len(args) > 1 else "cuda:0")
     laya_cuda = need("laya_cuda")
-    opts = {}
-    agent = laya_cuda.load(ckpt, *args[1:])
-    return agent.predict, "laya-cuda", opts, ["laya-cuda", "torch"]
+    opts = {"device": device, "backend": "cuda"}
+    engine = laya_cuda.Engine(ckpt, **opts)
+
+    def predict(state, questions, **kw):
+        if kw:
+            raise ValueError(f"laya-cuda's predict(state, questions) takes no per-call options; got {sorted(kw)}")
+        return engine.predict(state, questions)
+
+    return predict, "laya-cuda", opts, ["laya-cuda", "cupy-cuda12x"]
 
 
 def load_laya_coreml(args):
@@ -115,12 +121,14 @@ def load_laya_coreml(args):
 
 
 def load_laya_coreml_ane(args):
+    # laya-coreml reads the package's manifest (`format: laya-coreml-ane`) and loads its ANE
+    # agent itself; SOURCE (the FP32 checkpoint it was converted from) is recorded only.
     if len(args) < 2:
         raise ValueError("ref:laya-coreml-ane:PACKAGE:SOURCE needs the package and its source checkpoint")
     laya_coreml = need("laya_coreml")
-    opts = {"compute_units": "cpu_ne", "ane_package": args[0]}
-    agent = laya_coreml.load(args[1], compute_units="cpu_ne", ane_package=args[0])
-    return agent.predict, "laya-coreml (ANE)", opts, ["laya-coreml", "coremltools"]
+    opts = {"compute_units": "cpu_ne", "source": args[1]}
+    agent = laya_coreml.load(args[0], compute_units="cpu_ne")
+    return agent.predict, "laya-coreml", opts, ["laya-coreml", "coremltools"]
 
 
 def load_laya_apple(args):
@@ -145,7 +153,9 @@ def load_laya_mnn(args):
     opts = {"threads": threads}
     agent = laya_mnn.LayaMNN(folder, threads=threads)
 
-    def predict(state, questions, **kw):
+    def predict(state, questions, max_len=None, **kw):
+        if kw or max_len not in (None, agent.max_len):
+            raise ValueError(f"laya-mnn's system_one(state, questions) runs its manifest's max_len {agent.max_len}; per-call options {dict(kw, max_len=max_len)} are not supported")
         return agent.system_one(state, questions)
 
     return predict, "laya-mnn", opts, ["laya-mnn", "MNN"]

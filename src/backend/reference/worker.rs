@@ -227,7 +227,9 @@ impl Worker {
                     .get("packages")
                     .and_then(Value::as_object)
                     .map(|m| {
-                        m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect()
+                        m.iter()
+                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                            .collect()
                     })
                     .unwrap_or_default();
                 Ok(Ready {
@@ -246,7 +248,9 @@ impl Worker {
                     pip: text("pip").unwrap_or_default(),
                     error: text("error").unwrap_or_default(),
                 }),
-                None => Err(WorkerError::Load { error: text("error").unwrap_or_default(), tail: self.tail() }),
+                None => {
+                    Err(WorkerError::Load { error: text("error").unwrap_or_default(), tail: self.tail() })
+                }
             },
             None => Err(WorkerError::Garbage {
                 why: "no `ready` field in the first line".into(),
@@ -318,7 +322,11 @@ impl Worker {
             Err(RecvTimeoutError::Timeout) => {
                 let _ = self.child.kill();
                 self.settle();
-                return Err(WorkerError::Timeout { seconds: timeout.as_secs_f64(), during, tail: self.tail() });
+                return Err(WorkerError::Timeout {
+                    seconds: timeout.as_secs_f64(),
+                    during,
+                    tail: self.tail(),
+                });
             }
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
                 let status = self.settle();
@@ -328,7 +336,11 @@ impl Worker {
         serde_json::from_str::<Value>(line.trim_end()).ok().filter(Value::is_object).ok_or_else(|| {
             let _ = self.child.kill();
             self.settle();
-            WorkerError::Garbage { why: "not a JSON object".into(), line: cut(line.trim_end()), tail: self.tail() }
+            WorkerError::Garbage {
+                why: "not a JSON object".into(),
+                line: cut(line.trim_end()),
+                tail: self.tail(),
+            }
         })
     }
 
