@@ -162,8 +162,11 @@ impl Worker {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|error| WorkerError::Spawn { python: python_text.clone(), error })?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr_pipe = child.stderr.take().expect("piped stderr");
+        let (Some(stdout), Some(stderr_pipe)) = (child.stdout.take(), child.stderr.take()) else {
+            let _ = child.kill();
+            let error = std::io::Error::other("the worker's stdout or stderr is not a pipe");
+            return Err(WorkerError::Spawn { python: python_text, error });
+        };
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
