@@ -8,6 +8,7 @@ pub mod coreml;
 pub mod mlx;
 pub mod mock;
 pub mod portable;
+pub mod reference;
 pub mod registry;
 
 pub use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
@@ -52,6 +53,8 @@ pub enum BackendKind {
     CoreMl,
     /// The compiled MLX graph (`mlx:…`).
     Mlx,
+    /// A published Python runtime in a worker process (`ref:…`): it answers whole requests.
+    Reference,
 }
 
 /// How the host path in front of an engine is set up; the same for every command.
@@ -68,6 +71,23 @@ pub trait Backend: Send {
     fn info(&self) -> &BackendInfo;
     /// Run the model on a packed batch, writing logits and action logits into `out`.
     fn forward(&mut self, batch: &PreparedBatch, out: &mut ForwardOutput) -> Result<(), BackendError>;
+    /// A backend that answers whole requests itself (a reference runtime in its worker), with
+    /// no host path of ours in front; `None` (every engine of ours): the host calls `forward`.
+    fn answers_requests(&mut self) -> Option<&mut dyn RequestAnswerer> {
+        None
+    }
+}
+
+/// What answers a whole request instead of the host path: a reference runtime's worker.
+pub trait RequestAnswerer {
+    /// The result of one (state, questions) request with its per-call options, and the
+    /// runtime's own duration in ns where it timed itself.
+    fn answer(
+        &mut self,
+        state: &serde_json::Value,
+        questions: &serde_json::Value,
+        options: &crate::laya::host::CallOptions,
+    ) -> Result<(crate::laya::host::StateResult, Option<u64>), crate::laya::host::HostError>;
 }
 
 /// Every backend is what the host calls: its forward, named by its [`BackendInfo::name`].

@@ -37,6 +37,17 @@ pub enum RegistryError {
     /// A Core ML bundle or package that cannot be loaded.
     #[error("backend `{spec}`: {error}")]
     CoreMl { spec: String, error: CoreMlError },
+    /// A reference runtime's worker that could not start or load (`ref:…`).
+    #[error("backend `{spec}`: {error}")]
+    Reference { spec: String, error: super::reference::ReferenceError },
+}
+
+impl RegistryError {
+    /// Whether the arm failed while its runtime loaded (a worker that died, hung or wrote
+    /// garbage while loading): a run failure (exit 1), not a bad invocation.
+    pub fn is_run_failure(&self) -> bool {
+        matches!(self, RegistryError::Reference { error: super::reference::ReferenceError::Worker(e), .. } if !e.is_setup_error())
+    }
 }
 
 /// The portable arms the `speed` command runs by default: f32, f16, bf16, w8.
@@ -73,10 +84,12 @@ pub enum BackendSpec {
     CoreMl(CoreMlSpec),
     /// The compiled MLX graph on Apple silicon (`mlx:fp16|fp32:SRC`, macOS, feature `mlx`).
     Mlx(super::mlx::MlxSpec),
+    /// A published Python runtime in a worker process (`ref:KIND:…`, docs/reference-runtimes.md).
+    Reference(super::reference::RefSpec),
 }
 
 /// The specs this build can run, for messages.
-pub const AVAILABLE: &str = "portable:f32, portable:f16, portable:bf16, portable:w8, portable:w6, portable:w4, portable:w8:PATH (or w6/w4), portable:palette:PATH";
+pub const AVAILABLE: &str = "portable:f32, portable:f16, portable:bf16, portable:w8, portable:w6, portable:w4, portable:w8:PATH (or w6/w4), portable:palette:PATH, ref:KIND:... (a published Python runtime)";
 
 /// One backend spec kind: its prefix, the engine it builds and the parser of the text after
 /// `prefix:`. [`KINDS`] is the only list of spec kinds: [`BackendSpec::parse`] and
@@ -96,6 +109,7 @@ pub const KINDS: &[KindRow] = &[
     KindRow { prefix: "mock", kind: BackendKind::Mock, parse: parse_mock },
     KindRow { prefix: "coreml", kind: BackendKind::CoreMl, parse: parse_coreml },
     KindRow { prefix: "mlx", kind: BackendKind::Mlx, parse: parse_mlx },
+    KindRow { prefix: "ref", kind: BackendKind::Reference, parse: parse_ref },
 ];
 
 fn unknown(spec: &str) -> RegistryError {
@@ -160,6 +174,12 @@ fn parse_mlx(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
     super::mlx::MlxSpec::parse(rest)
         .map(BackendSpec::Mlx)
         .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e })
+}
+
+fn parse_ref(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
+    super::reference::RefSpec::parse(rest)
+        .map(BackendSpec::Reference)
+        .map_err(|reason| RegistryError::BadSpec { spec: spec.into(), reason })
 }
 
 /// The row of a spec text's kind prefix, if it names one.
@@ -360,6 +380,12 @@ pub fn build(
     if let BackendSpec::Mlx(mlx) = spec {
         return build_mlx(mlx, spec_text, bundle, shapes);
     }
+    if let BackendSpec::Reference(r) = spec {
+        let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
+        return super::reference::ReferenceBackend::start(r, shapes)
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map_err(|error| RegistryError::Reference { spec: spec_text.into(), error });
+    }
     let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
     Ok(Box::new(backend))
 }
@@ -444,11 +470,14 @@ pub fn build_portable(
 ) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
     let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
     let (weights, fingerprint, name, report) = match spec {
-        BackendSpec::Mock { .. } | BackendSpec::CoreMl(_) | BackendSpec::Mlx(_) => {
+        BackendSpec::Mock { .. }
+        | BackendSpec::CoreMl(_)
+        | BackendSpec::Mlx(_)
+        | BackendSpec::Reference(_) => {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),
                 model: bundle.source.clone(),
-                reason: "a mock, Core ML or MLX spec has no portable engine".into(),
+                reason: "a mock, Core ML, MLX or reference spec has no portable engine".into(),
             })
         }
         BackendSpec::Portable(precision) => {

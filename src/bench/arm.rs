@@ -113,6 +113,17 @@ pub fn fixed_shapes(length: usize) -> ShapeCaps {
     }
 }
 
+/// An arm that cannot be built: exit 2, except a reference runtime that died, hung or wrote
+/// garbage while it loaded (exit 1: the run failed).
+pub fn build_error(name: &str, e: &RegistryError) -> BenchError {
+    let context = format!("arm `{name}`");
+    if e.is_run_failure() {
+        BenchError::run_chain(&context, e)
+    } else {
+        BenchError::input_chain(&context, e)
+    }
+}
+
 impl<'b> Arm<'b> {
     /// Build an arm: the backend for `bundle` (at `shapes` where the backend takes a shape
     /// request, else its own), and the host path at the backend's shapes with its host hints.
@@ -146,7 +157,7 @@ impl<'b> Arm<'b> {
     /// Build an arm that runs exactly `length` tokens per row (exit 2 when it cannot).
     pub fn build_fixed(bundle: &'b Bundle, arm: &ArmSpec, length: usize) -> Result<Self, BenchError> {
         let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(fixed_shapes(length)))
-            .map_err(|e| BenchError::input_chain(&format!("arm `{}`", arm.name), &e))?;
+            .map_err(|e| build_error(&arm.name, &e))?;
         let caps = &built.backend.info().shapes;
         if caps.max_length != length
             || caps.mode != ShapeMode::Fixed && !matches!(caps.mode, ShapeMode::Range)

@@ -161,6 +161,7 @@ pub fn block_records(
             state: c.state,
             start_ns: c.start_ns,
             duration_ns: c.duration_ns,
+            runtime_ns: c.runtime_ns,
             answer,
             stable: c.stable,
             scheduled_ns: c.scheduled_ns,

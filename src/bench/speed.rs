@@ -141,6 +141,7 @@ const RATIO_RESAMPLES: usize = 10_000;
 /// The (decisions, seconds) of every arm per balanced cycle that ran whole (both of its blocks
 /// on every arm, none cut short): what the ratio's bootstrap resamples.
 fn whole_cycles(totals: &protocol::RunTotals, arms: usize) -> Vec<Vec<(f64, f64)>> {
+    let runtime = runtime_block_seconds(totals, arms);
     let cycles = totals.blocks.iter().map(|b| b.cycle as usize + 1).max().unwrap_or(0);
     let mut out = Vec::new();
     for c in 0..cycles {
@@ -152,16 +153,60 @@ fn whole_cycles(totals: &protocol::RunTotals, arms: usize) -> Vec<Vec<(f64, f64)
         let mut row = vec![(0.0, 0.0); arms];
         for b in blocks {
             row[b.arm].0 += b.calls as f64;
-            row[b.arm].1 += (b.end_ns - b.start_ns) as f64 / 1e9;
+            row[b.arm].1 += match runtime.get(&b.index) {
+                Some(s) => *s,
+                None => (b.end_ns - b.start_ns) as f64 / 1e9,
+            };
         }
         out.push(row);
     }
     out
 }
 
+/// Whether arm `a` timed itself (a reference arm: every call has the runtime's own duration).
+fn timed_by_runtime(totals: &protocol::RunTotals, a: usize) -> bool {
+    let n = totals.runtime_ns.get(a).map_or(0, Vec::len);
+    n > 0 && n == totals.durations_ns[a].len()
+}
+
+/// Block index → Σ the runtime's own durations of its calls, s, for the arms that timed
+/// themselves: a reference arm's block time is the runtime's, not the round trips'.
+fn runtime_block_seconds(totals: &protocol::RunTotals, arms: usize) -> std::collections::HashMap<u32, f64> {
+    let mut out = std::collections::HashMap::new();
+    for a in (0..arms).filter(|&a| timed_by_runtime(totals, a)) {
+        let mut first = 0usize;
+        for b in totals.blocks.iter().filter(|b| b.arm == a) {
+            let end = (first + b.calls as usize).min(totals.runtime_ns[a].len());
+            out.insert(b.index, totals.runtime_ns[a][first..end].iter().sum::<u64>() as f64 / 1e9);
+            first = end;
+        }
+    }
+    out
+}
+
+/// The per-call durations the report reads for arm `a`: the runtime's own for a reference arm,
+/// else the calls'.
+fn call_durations(totals: &protocol::RunTotals, a: usize) -> &[u64] {
+    if timed_by_runtime(totals, a) {
+        &totals.runtime_ns[a]
+    } else {
+        &totals.durations_ns[a]
+    }
+}
+
+/// Arm `a`'s measured seconds: Σ its runtime's own durations for a reference arm, else Σ its
+/// block durations.
+fn arm_seconds(totals: &protocol::RunTotals, a: usize) -> f64 {
+    if timed_by_runtime(totals, a) {
+        totals.runtime_ns[a].iter().sum::<u64>() as f64 / 1e9
+    } else {
+        totals.block_ns[a] as f64 / 1e9
+    }
+}
+
 /// The calls of arm `a` that are statistical outliers, named by block and position.
 fn outlier_calls(totals: &protocol::RunTotals, a: usize) -> Vec<OutlierCall> {
-    let durations = &totals.durations_ns[a];
+    let durations = call_durations(totals, a);
     let xs: Vec<f64> = durations.iter().map(|&d| d as f64 / 1e9).collect();
     let mut found = crate::stats::outliers(&xs).into_iter().peekable();
     let mut out = Vec::new();
@@ -207,16 +252,18 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
     let base_t = if totals.durations_ns[0].is_empty() {
         f64::NAN
     } else {
-        totals.block_ns[0] as f64 / 1e9 / totals.durations_ns[0].len() as f64
+        arm_seconds(totals, 0) / totals.durations_ns[0].len() as f64
     };
     let base_probs: Vec<Vec<f64>> = warmup(0).iter().map(probabilities).collect();
     let base_answers: Vec<String> = warmup(0).iter().map(answer_label).collect();
     let mut results = Vec::with_capacity(header.arms.len());
     for (i, info) in header.arms.iter().enumerate() {
         let calls = totals.durations_ns[i].len() as u64;
-        let total_s = totals.block_ns[i] as f64 / 1e9;
+        let total_s = arm_seconds(totals, i);
         let t = if calls > 0 { total_s / calls as f64 } else { f64::NAN };
-        let mut lat: Vec<f64> = totals.durations_ns[i].iter().map(|&d| d as f64 / 1e9).collect();
+        let mut lat: Vec<f64> = call_durations(totals, i).iter().map(|&d| d as f64 / 1e9).collect();
+        let round_trip_mean_s = timed_by_runtime(totals, i)
+            .then(|| totals.durations_ns[i].iter().sum::<u64>() as f64 / 1e9 / calls.max(1) as f64);
         let latency = LatencySummary::from_latencies(&mut lat).unwrap_or(LatencySummary {
             calls: 0,
             mean_s: f64::NAN,
@@ -261,6 +308,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
                     o.fingerprint == info.fingerprint && o.backend == info.backend && !info.is_scripted()
                 })
                 .map(|o| o.name.clone()),
+            round_trip_mean_s,
         });
     }
     let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();
@@ -281,6 +329,15 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
     }
     let mut warnings = Vec::new();
     for r in &results {
+        if let Some(rt) = r.round_trip_mean_s {
+            warnings.push(format!(
+                "NOTE: arm `{}` ({}) is a reference runtime in a Python worker: its t, ratio and latency are the runtime's own predict(state, questions) timed in the worker (time.perf_counter_ns); the round trip over the pipes averaged {:.3} ms, {:.3} ms over the runtime's own time (pipes and JSON, outside the runtime's boundary)",
+                r.arm.name,
+                r.arm.spec,
+                rt * 1e3,
+                (rt - r.time_per_decision_s) * 1e3
+            ));
+        }
         if let Some(w) = outlier_warning(r) {
             warnings.push(w);
         }

@@ -77,9 +77,21 @@ impl From<crate::bench::BenchError> for Failure {
 /// The result of a command.
 pub type Outcome = Result<(), Failure>;
 
+/// `ref:` arms' interpreter: `$LAYA_BENCH_PYTHON`, else the venv `scripts/setup-ref.sh` makes
+/// under `${XDG_CACHE_HOME:-~/.cache}/laya-bench/ref-venv`, else `python3`.
+fn install_reference_settings() {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+    let cache_home = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")));
+    crate::backend::reference::install(crate::backend::reference::Settings {
+        python: var("LAYA_BENCH_PYTHON"),
+        cache_home,
+    });
+}
+
 /// Run a parsed command line.
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     hub_progress::install();
+    install_reference_settings();
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),

@@ -44,26 +44,33 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
     for w in host.load_warnings() {
         eprintln!("warning: {w}");
     }
+    if args.explain && backend.answers_requests().is_some() {
+        return Err(Failure::input(anyhow!(
+            "--explain shows our host path (rows, tokens, packed shapes); a ref: backend answers whole requests in its Python runtime and has none"
+        )));
+    }
     let mut outputs = Vec::with_capacity(requests.len());
     for (i, req) in requests.iter().enumerate() {
         let mut trace = Trace::default();
-        let result = host
-            .predict(
+        let answered = match backend.answers_requests() {
+            Some(worker) => worker.answer(&req.state, &req.questions, &req.opts).map(|(r, _)| r),
+            None => host.predict(
                 backend.as_mut(),
                 &req.state,
                 &req.questions,
                 &req.opts,
                 args.explain.then_some(&mut trace),
-            )
-            .map_err(|e| {
-                let code = if e.is_input_error() { 2 } else { 1 };
-                let error = anyhow!(e).context(if requests.len() > 1 {
-                    format!("request {i} failed")
-                } else {
-                    "the request failed".to_string()
-                });
-                Failure { code, error }
-            })?;
+            ),
+        };
+        let result = answered.map_err(|e| {
+            let code = if e.is_input_error() { 2 } else { 1 };
+            let error = anyhow!(e).context(if requests.len() > 1 {
+                format!("request {i} failed")
+            } else {
+                "the request failed".to_string()
+            });
+            Failure { code, error }
+        })?;
         let explain = args.explain.then(|| explain_json(&bundle.tokenizer, &trace, &req.questions));
         outputs.push((result.to_json(), explain));
     }

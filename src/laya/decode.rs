@@ -312,6 +312,75 @@ impl Answer {
         Value::Object(m)
     }
 
+    /// The answer from the reference's dict (what [`Answer::to_json`] writes; keys a runtime
+    /// adds are ignored). `Err` names what is missing or of another type.
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let m = v.as_object().ok_or("an answer is not an object")?;
+        let num = |o: &Map<String, Value>, k: &str| -> Result<f64, String> {
+            match o.get(k) {
+                Some(Value::Null) => Ok(f64::NAN),
+                Some(x) => x.as_f64().ok_or_else(|| format!("`{k}` is not a number")),
+                None => Err(format!("no `{k}`")),
+            }
+        };
+        let qtype = match m.get("type").and_then(Value::as_str) {
+            Some("choice") => QType::Choice,
+            Some("score") => QType::Score,
+            Some("noul") => QType::Noul,
+            _ => return Err("`type` is not choice, score or noul".into()),
+        };
+        let probs = || m.get("probabilities").and_then(Value::as_object).ok_or("no `probabilities` object");
+        let value = match qtype {
+            QType::Choice => AnswerValue::Choice {
+                choice: m.get("choice").cloned().ok_or("no `choice`")?,
+                probabilities: probs()?
+                    .iter()
+                    .map(|(k, p)| {
+                        p.as_f64()
+                            .map(|p| (k.clone(), p))
+                            .ok_or_else(|| format!("probability `{k}` is not a number"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            },
+            QType::Score => AnswerValue::Score {
+                score: num(m, "score")?,
+                legend: m
+                    .get("legend")
+                    .and_then(Value::as_object)
+                    .ok_or("no `legend` object")?
+                    .values()
+                    .map(|t| t.as_str().map(str::to_string).ok_or("a legend entry is not text"))
+                    .collect::<Result<_, _>>()?,
+                probabilities: probs()?
+                    .values()
+                    .map(|p| p.as_f64().ok_or("a probability is not a number"))
+                    .collect::<Result<_, _>>()?,
+            },
+            QType::Noul => AnswerValue::Noul { noul: num(m, "noul")? },
+        };
+        let action = m.get("action").and_then(Value::as_object).ok_or("no `action` object")?;
+        let gate = match m.get("abstention").and_then(Value::as_str) {
+            None => None,
+            Some(name) => {
+                let state = [Abstention::Passed, Abstention::Abstained, Abstention::Unevaluated]
+                    .into_iter()
+                    .find(|a| a.name() == name)
+                    .ok_or_else(|| {
+                        format!("`abstention` `{name}` is not passed, abstained or unevaluated")
+                    })?;
+                Some((state, num(m, "abstention_threshold")?))
+            }
+        };
+        Ok(Answer {
+            qtype,
+            value,
+            confidence: num(m, "confidence")?,
+            answer_confidence: num(m, "answer_confidence")?,
+            act_probability: num(action, "act_probability")?,
+            gate,
+        })
+    }
+
     fn bucket(&self) -> String {
         let k = match &self.value {
             AnswerValue::Choice { probabilities, .. } => probabilities.len(),

@@ -135,6 +135,66 @@ impl StateResult {
     }
 }
 
+impl StateResult {
+    /// The result from the reference's result dict (what [`StateResult::to_json`] writes, as a
+    /// reference runtime returns it; keys it adds are ignored). `Err` says what is missing or
+    /// of another type: a result of another shape.
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let m = v.as_object().ok_or("the result is not an object")?;
+        let answers = m
+            .get("answers")
+            .and_then(Value::as_object)
+            .ok_or("the result has no `answers` object")?
+            .iter()
+            .map(|(k, a)| {
+                Answer::from_json(a).map(|a| (k.clone(), a)).map_err(|e| format!("answer `{k}`: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let u = m.get("usage").and_then(Value::as_object).ok_or("the result has no `usage` object")?;
+        let count = |k: &str| -> Result<usize, String> {
+            u.get(k)
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("usage `{k}` is not a count"))
+        };
+        let usage = if u.contains_key("state_tokens") {
+            let truncated_questions = match u.get("truncated_questions") {
+                None => Vec::new(),
+                Some(q) => q
+                    .as_array()
+                    .ok_or("usage `truncated_questions` is not a list")?
+                    .iter()
+                    .map(|q| q.as_str().map(str::to_string).ok_or("a truncated question is not text"))
+                    .collect::<Result<_, _>>()?,
+            };
+            let mut collapsed = Vec::new();
+            if let Some(o) = u.get("options") {
+                for (qid, e) in o.as_object().ok_or("usage `options` is not an object")? {
+                    let n = |k: &str| e.get(k).and_then(Value::as_u64).map(|n| n as usize);
+                    collapsed.push((
+                        qid.clone(),
+                        OptionStats {
+                            options: n("total").ok_or("usage options `total` is not a count")?,
+                            distinct: n("distinct").ok_or("usage options `distinct` is not a count")?,
+                            tokens_per_option: n("tokens_per_option"),
+                        },
+                    ));
+                }
+            }
+            Some(Usage {
+                input_tokens: count("input_tokens")?,
+                state_tokens: count("state_tokens")?,
+                state_tokens_dropped: count("state_tokens_dropped")?,
+                truncated_questions,
+                collapsed,
+            })
+        } else {
+            None
+        };
+        Ok(StateResult { answers, usage })
+    }
+}
+
 /// What a traced call saw: every row, every packed batch and what the backend returned.
 #[derive(Debug, Clone, Default)]
 pub struct Trace {

@@ -28,6 +28,35 @@ pub struct Arm<'t> {
     pub host: Host<'t>,
 }
 
+/// What one request returned: the result and, for an arm that answers whole requests in a
+/// worker (a reference runtime), the runtime's own duration in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    /// The result.
+    pub result: StateResult,
+    /// The runtime's own time, ns (`None` for our arms: the call is the boundary).
+    pub runtime_ns: Option<u64>,
+}
+
+impl Arm<'_> {
+    /// Answer one request: our host path around the backend, or the reference runtime's worker
+    /// when the backend answers whole requests. Every command answers a request through here.
+    #[inline]
+    pub fn answer(
+        &mut self,
+        state: &Value,
+        questions: &Value,
+        options: &CallOptions,
+    ) -> Result<Answered, HostError> {
+        if let Some(worker) = self.backend.answers_requests() {
+            let (result, runtime_ns) = worker.answer(state, questions, options)?;
+            return Ok(Answered { result, runtime_ns });
+        }
+        let result = self.host.predict(self.backend.as_mut(), state, questions, options, None)?;
+        Ok(Answered { result, runtime_ns: None })
+    }
+}
+
 /// The requests a run cycles through, in a fixed order.
 #[derive(Debug, Clone)]
 pub struct Workload {
@@ -143,8 +172,10 @@ pub struct CallRecord {
     pub state: u32,
     /// Start, ns since the clock origin.
     pub start_ns: u64,
-    /// Duration over the full boundary, ns.
+    /// Duration over the full boundary, ns (for a reference arm: the round trip to its worker).
     pub duration_ns: u64,
+    /// A reference arm's runtime's own duration, timed in its worker, ns; `None` for our arms.
+    pub runtime_ns: Option<u64>,
     /// Result equal to the arm's warm-up result for this request.
     pub stable: bool,
     /// Paced mode: when the call was due to start, ns since the origin.
@@ -366,6 +397,8 @@ pub struct RunTotals {
     pub durations_ns: Vec<Vec<u64>>,
     /// Per arm: Σ block durations, ns.
     pub block_ns: Vec<u64>,
+    /// Per arm: every call's runtime duration, ns (reference arms; empty for ours).
+    pub runtime_ns: Vec<Vec<u64>>,
     /// Per arm: unstable calls.
     pub unstable: Vec<u64>,
     /// Per arm: warm-up result per request.
@@ -378,8 +411,8 @@ pub struct RunTotals {
     pub idles: Vec<IdleRecord>,
 }
 
-fn call(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions)) -> Result<StateResult, HostError> {
-    arm.host.predict(arm.backend.as_mut(), &req.0, &req.1, &req.2, None)
+fn call(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions)) -> Result<Answered, HostError> {
+    arm.answer(&req.0, &req.1, &req.2)
 }
 
 /// Run the plan: warm-up every arm, then the balanced blocks. Call records are kept in memory
@@ -509,7 +542,7 @@ impl Runner<'_, '_, '_> {
                     return Ok(Some(h.end(format!("warm-up of arm `{}`", self.arms[a].name))));
                 }
                 match call(&mut self.arms[a], &self.workload.requests[i % n]) {
-                    Ok(r) => results[i % n] = Some(r),
+                    Ok(r) => results[i % n] = Some(r.result),
                     Err(error) => {
                         self.observer.failure(self.arms, None, a, &error)?;
                         let arm = self.arms[a].name.clone();
@@ -583,8 +616,8 @@ impl Runner<'_, '_, '_> {
             let out = call(&mut self.arms[a], &self.workload.requests[s]);
             let t1 = Instant::now();
             now = t1;
-            let result = match out {
-                Ok(r) => r,
+            let (result, runtime_ns) = match out {
+                Ok(r) => (r.result, r.runtime_ns),
                 Err(error) => {
                     let rec = self.block_record(index, cycle, a, block_start, now, missed, paced, true);
                     self.observer.block(self.arms, &rec, &self.calls, &self.unstable)?;
@@ -607,6 +640,7 @@ impl Runner<'_, '_, '_> {
                 state: s as u32,
                 start_ns: self.clock.ns(t0),
                 duration_ns: t1.duration_since(t0).as_nanos() as u64,
+                runtime_ns,
                 stable,
                 scheduled_ns: due.map(|d| self.clock.ns(d)),
                 missed_deadline,
@@ -639,6 +673,7 @@ impl Runner<'_, '_, '_> {
         self.totals.unstable[a] += rec.unstable_calls;
         self.totals.missed_deadlines[a] += rec.missed_deadlines;
         self.totals.durations_ns[a].extend(self.calls.iter().map(|c| c.duration_ns));
+        self.totals.runtime_ns[a].extend(self.calls.iter().filter_map(|c| c.runtime_ns));
         self.totals.blocks.push(rec.clone());
         Ok((rec, halted.map_or(BlockEnd::Done, BlockEnd::Halted)))
     }
@@ -732,6 +767,7 @@ pub fn run_with(
         totals: RunTotals {
             durations_ns: vec![Vec::new(); n_arms],
             block_ns: vec![0; n_arms],
+            runtime_ns: vec![Vec::new(); n_arms],
             unstable: vec![0; n_arms],
             missed_deadlines: vec![0; n_arms],
             ..RunTotals::default()

@@ -238,8 +238,13 @@ pub enum Record {
         state: u32,
         /// Start, ns since the origin.
         start_ns: u64,
-        /// Duration over the full boundary, ns.
+        /// Duration over the full boundary, ns (a reference arm: the round trip to its worker).
         duration_ns: u64,
+        /// A reference arm (`ref:…`): the runtime's own predict, timed in its worker, ns.
+        /// Absent for our arms; added in schema 1.x without a version bump (older readers
+        /// ignore it; see docs/reference-runtimes.md).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime_ns: Option<u64>,
         /// Selected answers, `qid=label;...`.
         answer: String,
         /// Equal to the arm's warm-up result.
@@ -539,6 +544,7 @@ mod tests {
             state: 0,
             start_ns: i * 10,
             duration_ns: 5,
+            runtime_ns: None,
             answer: "q=x".into(),
             stable: true,
             scheduled_ns: None,

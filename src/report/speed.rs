@@ -59,6 +59,11 @@ pub struct ArmResult {
     /// its numbers measure the same thing twice, not a second precision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identical_to: Option<String>,
+    /// A reference arm (`ref:…`): t, the ratio and the latency above are the runtime's own
+    /// predict timed in its worker; this is the mean round trip over the pipes, s (absent for
+    /// our arms, whose call is the boundary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_mean_s: Option<f64>,
 }
 
 /// One call that is a statistical outlier of its arm.

@@ -235,6 +235,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
                 state: (k % 8) as u32,
                 start_ns: start,
                 duration_ns: *dur,
+                runtime_ns: None,
                 answer: "q=A".into(),
                 stable: true,
                 scheduled_ns: None,

@@ -14,7 +14,10 @@ pub fn evidence_for(name: &str, spec: &str, parsed: &BackendSpec) -> (String, Op
         BackendSpec::Portable(_)
         | BackendSpec::PortablePalette { .. }
         | BackendSpec::Mock { .. }
-        | BackendSpec::Mlx(_) => (format!("not applicable: arm `{name}` is {spec}, not a Core ML arm"), None),
+        | BackendSpec::Mlx(_)
+        | BackendSpec::Reference(_) => {
+            (format!("not applicable: arm `{name}` is {spec}, not a Core ML arm"), None)
+        }
         BackendSpec::CoreMl(cm) => {
             let units = cm.units.unwrap_or_else(|| crate::backend::coreml::default_units_for(&cm.bundle));
             match crate::backend::coreml::compute_plan_for(&cm.bundle, units) {

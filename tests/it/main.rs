@@ -16,6 +16,7 @@ mod cli_mlx;
 mod cli_nvml;
 mod cli_palettize;
 mod cli_predict;
+mod cli_reference;
 mod cli_snake;
 mod cli_speed;
 mod cli_summary;

@@ -1,0 +1,204 @@
+//! `ref:` arms: a published Python runtime (laya-mlx, laya, laya-apple, laya-coreml, laya-mnn,
+//! laya-cuda, or any factory) run in a persistent worker process (docs/reference-runtimes.md).
+//!
+//! The worker is started once per arm when the arm is built; it loads (and the runtime warms)
+//! the model outside every measured interval, then answers one request per line. A ref arm has
+//! no forward and no host path of ours: it answers whole requests ([`RequestAnswerer`]); the
+//! protocol times the round trip, and the worker times the runtime's own
+//! `predict(state, questions)` in its process with a monotonic ns clock (`runtime_ns`), the
+//! published boundary, which speed's t and ratios use.
+
+pub mod spec;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::{json, Map, Value};
+
+pub use spec::RefSpec;
+use worker::{Ready, Worker, WorkerError};
+
+use super::{Backend, BackendInfo, BackendKind, HostHints, RequestAnswerer, ShapeCaps};
+use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch};
+use crate::laya::decode::MinConfidence;
+use crate::laya::host::{CallOptions, HostError, StateResult};
+
+/// Where the worker's interpreter comes from, installed once per process by the command edge
+/// (`$LAYA_BENCH_PYTHON` and the cache folder; nothing below `commands/` reads the
+/// environment).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// `$LAYA_BENCH_PYTHON`, when set.
+    pub python: Option<PathBuf>,
+    /// `${XDG_CACHE_HOME:-~/.cache}`, where `scripts/setup-ref.sh` makes `laya-bench/ref-venv`.
+    pub cache_home: Option<PathBuf>,
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// Install the settings (the first call wins).
+pub fn install(settings: Settings) {
+    let _ = SETTINGS.set(settings);
+}
+
+/// The interpreter a worker starts with now.
+pub fn python() -> PathBuf {
+    let s = SETTINGS.get().cloned().unwrap_or_default();
+    worker::interpreter(s.python.as_deref(), s.cache_home.as_deref())
+}
+
+/// Why a `ref:` arm cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    /// The spec does not parse.
+    #[error("{0}")]
+    Spec(String),
+    /// The worker could not start or load.
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+}
+
+/// A reference runtime in its worker, as a backend that answers whole requests.
+pub struct ReferenceBackend {
+    info: BackendInfo,
+    worker: Worker,
+    ready: Ready,
+}
+
+/// sha256 of `model.safetensors` in the checkpoint folder the spec names, where it has one.
+fn fingerprint(spec: &RefSpec) -> String {
+    spec.checkpoint()
+        .map(|c| Path::new(c).join("model.safetensors"))
+        .and_then(|p| std::fs::read(p).ok())
+        .map(|b| crate::laya::bundle::sha256_hex(&b))
+        .unwrap_or_else(|| format!("reference:{}", spec.kind))
+}
+
+impl ReferenceBackend {
+    /// Start the worker for `spec` and wait for its runtime to load. `shapes` is what the
+    /// arm is asked to run (the runtime picks its own shapes; it is recorded as asked).
+    pub fn start(spec: &RefSpec, shapes: ShapeCaps) -> Result<Self, ReferenceError> {
+        let python = python();
+        let config = json!({"kind": spec.kind, "args": spec.args});
+        let (worker, ready) = Worker::start(&python, &config, spec.load_timeout, spec.call_timeout)?;
+        let mut packages: Vec<String> = ready.packages.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        if packages.is_empty() {
+            packages.push(format!(
+                "{} {}",
+                ready.runtime,
+                ready.version.as_deref().unwrap_or("(no version)")
+            ));
+        }
+        let options = match &ready.options {
+            Value::Object(m) if !m.is_empty() => format!("; options {}", ready.options),
+            _ => String::new(),
+        };
+        let name = match &ready.version {
+            Some(v) => format!("{} {v}", ready.runtime),
+            None => ready.runtime.clone(),
+        };
+        let info = BackendInfo {
+            kind: BackendKind::Reference,
+            name,
+            precision: spec.precision().to_string(),
+            device: format!("Python {} worker ({}); {}{options}", ready.python, worker.python(), packages.join(", ")),
+            shapes,
+            fingerprint: fingerprint(spec),
+            notes: vec![format!(
+                "reference runtime in a Python worker: t is the runtime's own predict(state, questions) timed in the worker (time.perf_counter_ns); the round trip over the pipes is recorded beside it; loaded in {:.2} s",
+                ready.load_ns as f64 / 1e9
+            )],
+            blas: None,
+            host_hints: HostHints::default(),
+            weight_bytes: None,
+        };
+        Ok(Self { info, worker, ready })
+    }
+
+    /// What the worker said when it was ready (versions, options, load time).
+    pub fn ready(&self) -> &Ready {
+        &self.ready
+    }
+}
+
+fn min_confidence_json(m: &MinConfidence) -> Value {
+    match m {
+        MinConfidence::Scalar(x) => json!(x),
+        MinConfidence::Map(pairs) => {
+            Value::Object(pairs.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+        }
+    }
+}
+
+/// The request line: state, questions and the per-call options the runtime takes as keyword
+/// arguments (only those given).
+pub fn request_json(state: &Value, questions: &Value, options: &CallOptions) -> Value {
+    let mut kwargs = Map::new();
+    if let Some(n) = options.max_len {
+        kwargs.insert("max_len".into(), json!(n));
+    }
+    if let Some(n) = options.head_max_len {
+        kwargs.insert("head_max_len".into(), json!(n));
+    }
+    if let Some(m) = &options.min_confidence {
+        kwargs.insert("min_confidence".into(), min_confidence_json(m));
+    }
+    json!({"state": state, "questions": questions, "kwargs": kwargs})
+}
+
+impl RequestAnswerer for ReferenceBackend {
+    fn answer(
+        &mut self,
+        state: &Value,
+        questions: &Value,
+        options: &CallOptions,
+    ) -> Result<(StateResult, Option<u64>), HostError> {
+        let failed = |m: String| HostError::Backend(BackendError::Runtime(m));
+        let (result, ns) =
+            self.worker.call(&request_json(state, questions, options)).map_err(|e| failed(e.to_string()))?;
+        let parsed = StateResult::from_json(&result).map_err(|why| {
+            let text = result.to_string();
+            let shown: String = text.chars().take(200).collect();
+            failed(format!(
+                "the runtime returned a result of another shape ({why}): {shown}{}",
+                self.worker.error_tail()
+            ))
+        })?;
+        Ok((parsed, Some(ns)))
+    }
+}
+
+impl Backend for ReferenceBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn forward(&mut self, _batch: &PreparedBatch, _out: &mut ForwardOutput) -> Result<(), BackendError> {
+        Err(BackendError::Runtime(
+            "a reference runtime answers whole requests in its worker; it has no forward over our packed batches".into(),
+        ))
+    }
+
+    fn answers_requests(&mut self) -> Option<&mut dyn RequestAnswerer> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_carries_only_the_options_given() {
+        let r = request_json(&json!("s"), &json!({}), &CallOptions::default());
+        assert_eq!(r.to_string(), r#"{"state":"s","questions":{},"kwargs":{}}"#);
+        let opts = CallOptions {
+            max_len: Some(96),
+            min_confidence: Some(MinConfidence::Scalar(0.5)),
+            ..CallOptions::default()
+        };
+        let r = request_json(&json!({"a": 1}), &json!({}), &opts);
+        assert_eq!(r["kwargs"].to_string(), r#"{"max_len":96,"min_confidence":0.5}"#);
+    }
+}

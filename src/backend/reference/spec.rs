@@ -1,0 +1,162 @@
+//! The `ref:` spec: `ref:KIND:ARGS…[:load-timeout=S][:call-timeout=S]`.
+
+use std::path::Path;
+use std::time::Duration;
+
+/// Every runtime kind with its argument pattern (for messages and `doctor`).
+pub const KINDS: &[(&str, &str)] = &[
+    ("laya-mlx", "ref:laya-mlx:CKPT[:fp32|fp16]"),
+    ("laya", "ref:laya:CKPT[:DEVICE]"),
+    ("laya-cuda", "ref:laya-cuda:CKPT[:DEVICE]"),
+    ("laya-coreml", "ref:laya-coreml:BUNDLE[:UNITS]"),
+    ("laya-coreml-ane", "ref:laya-coreml-ane:PACKAGE:SOURCE"),
+    ("laya-apple", "ref:laya-apple:MODEL[:DEVICE[:fp16|fp32]]"),
+    ("laya-mnn", "ref:laya-mnn:DIR[:THREADS]"),
+    ("factory", "ref:factory:MODULE:CALLABLE[:ARG...]"),
+];
+
+/// Default wait for the runtime to load and warm.
+pub const DEFAULT_LOAD_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default wait for one answer.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A parsed `ref:` spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefSpec {
+    /// The runtime kind (`laya-mlx`, `factory`, ...).
+    pub kind: String,
+    /// Its arguments, in order (a checkpoint path may itself hold `:` when it is the only one).
+    pub args: Vec<String>,
+    /// How long the worker may take to load.
+    pub load_timeout: Duration,
+    /// How long one call may take.
+    pub call_timeout: Duration,
+}
+
+fn seconds(key: &str, v: &str) -> Result<Duration, String> {
+    match v.trim_end_matches('s').parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(Duration::from_secs_f64(x)),
+        _ => Err(format!("`{key}={v}`: give a positive number of seconds, e.g. {key}=30")),
+    }
+}
+
+fn usage() -> String {
+    let kinds: Vec<&str> = KINDS.iter().map(|(_, p)| *p).collect();
+    format!("{} (options :load-timeout=S, :call-timeout=S)", kinds.join(", "))
+}
+
+impl RefSpec {
+    /// Parse the text after `ref:`.
+    pub fn parse(rest: &str) -> Result<Self, String> {
+        let mut parts: Vec<&str> = rest.split(':').collect();
+        let kind = parts.remove(0);
+        if !KINDS.iter().any(|(k, _)| *k == kind) {
+            return Err(format!("unknown reference runtime `{kind}`; one of: {}", usage()));
+        }
+        let (mut load_timeout, mut call_timeout) = (DEFAULT_LOAD_TIMEOUT, DEFAULT_CALL_TIMEOUT);
+        while let Some(last) = parts.last() {
+            match last.split_once('=') {
+                Some(("load-timeout", v)) => load_timeout = seconds("load-timeout", v)?,
+                Some(("call-timeout", v)) => call_timeout = seconds("call-timeout", v)?,
+                _ => break,
+            }
+            parts.pop();
+        }
+        let args: Vec<String> = match kind {
+            // One path, an optional trailing word: a path with `:` stays whole.
+            "laya-mlx" | "laya" | "laya-coreml" | "laya-mnn" if parts.len() > 1 => {
+                let word = parts.pop().unwrap_or_default();
+                let known = match kind {
+                    "laya-mlx" => matches!(word, "fp32" | "fp16"),
+                    "laya-coreml" => matches!(
+                        word,
+                        "cpu_ne" | "cpu_gpu" | "all" | "cpu" | "cpu_only" | "cpu_and_ne" | "cpu_and_gpu"
+                    ),
+                    "laya-mnn" => word.parse::<u32>().is_ok(),
+                    _ => !word.contains('/') && !word.contains('.'),
+                };
+                if known {
+                    vec![parts.join(":"), word.to_string()]
+                } else if kind == "laya-mlx" {
+                    return Err(format!("ref:laya-mlx: the precision `{word}` is not fp32 or fp16"));
+                } else {
+                    parts.push(word);
+                    vec![parts.join(":")]
+                }
+            }
+            _ => parts.iter().map(|s| s.to_string()).collect(),
+        };
+        let needs = match kind {
+            "factory" | "laya-coreml-ane" => 2,
+            _ => 1,
+        };
+        if args.len() < needs || args.iter().take(needs).any(String::is_empty) {
+            let pattern = KINDS.iter().find(|(k, _)| *k == kind).map(|(_, p)| *p).unwrap_or_default();
+            return Err(format!("write it as {pattern}"));
+        }
+        Ok(Self { kind: kind.to_string(), args, load_timeout, call_timeout })
+    }
+
+    /// The checkpoint folder it names, where its first argument is one.
+    pub fn checkpoint(&self) -> Option<&str> {
+        match self.kind.as_str() {
+            "factory" => None,
+            "laya-coreml-ane" => self.args.get(1).map(String::as_str),
+            "laya-apple" if !Path::new(&self.args[0]).is_dir() => None,
+            _ => self.args.first().map(String::as_str),
+        }
+    }
+
+    /// The precision the spec asks for, as reports name it.
+    pub fn precision(&self) -> &str {
+        match (self.kind.as_str(), self.args.get(1).map(String::as_str)) {
+            ("laya-mlx", Some(p)) => p,
+            ("laya-mlx", None) => "fp32",
+            ("laya-apple", _) => self.args.get(2).map(String::as_str).unwrap_or("fp16"),
+            _ => "runtime default",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_with_their_options() {
+        let s = RefSpec::parse("laya-mlx:fixtures/tiny:fp16").unwrap();
+        assert_eq!(
+            (s.kind.as_str(), s.args.clone()),
+            ("laya-mlx", vec!["fixtures/tiny".to_string(), "fp16".into()])
+        );
+        assert_eq!(s.precision(), "fp16");
+        assert_eq!(s.checkpoint(), Some("fixtures/tiny"));
+        assert_eq!(s.call_timeout, DEFAULT_CALL_TIMEOUT);
+        let s = RefSpec::parse("laya-mlx:/m/a").unwrap();
+        assert_eq!((s.args.clone(), s.precision()), (vec!["/m/a".to_string()], "fp32"));
+        let s = RefSpec::parse("factory:fake.py:make:ok:3:call-timeout=0.5:load-timeout=2").unwrap();
+        assert_eq!(s.args, ["fake.py", "make", "ok", "3"]);
+        assert_eq!((s.call_timeout, s.load_timeout), (Duration::from_millis(500), Duration::from_secs(2)));
+        assert_eq!(s.checkpoint(), None);
+        let s = RefSpec::parse("laya-coreml:/b/x:cpu_ne").unwrap();
+        assert_eq!(s.args, ["/b/x", "cpu_ne"]);
+        assert_eq!(RefSpec::parse("laya:/c:cuda").unwrap().args, ["/c", "cuda"]);
+        assert_eq!(RefSpec::parse("laya-mnn:/d:4").unwrap().args, ["/d", "4"]);
+        assert_eq!(RefSpec::parse("laya-mnn:C:/d").unwrap().args, ["C:/d"]);
+    }
+
+    #[test]
+    fn bad_specs_say_what_to_write() {
+        for (bad, says) in [
+            ("nope:x", "unknown reference runtime `nope`"),
+            ("laya-mlx", "ref:laya-mlx:CKPT[:fp32|fp16]"),
+            ("laya-mlx:/m:int4", "not fp32 or fp16"),
+            ("factory:mod", "ref:factory:MODULE:CALLABLE"),
+            ("laya-coreml-ane:/p", "PACKAGE:SOURCE"),
+            ("factory:m:f:call-timeout=0", "positive number of seconds"),
+        ] {
+            let e = RefSpec::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}
