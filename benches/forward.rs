@@ -7,16 +7,22 @@
 //! L96 for the multilingual shape) and the weight bytes (projections, and the whole model);
 //! `--precision` takes one name, a comma list, or `all` (f32, f16, bf16, w8); default f32.
 //! `--profile` adds a per-stage breakdown.
-//! `--compare` also times, for f32, the engine with the other weight layout, with the FP32
-//! panel kernel the other precisions use instead of `gemm`, and with single-threaded Linear
-//! products; for bf16 the decode-to-f32 product next to the AVX-512 BF16 pair-dot kernel; in
-//! one process so the variants are side by side.
+//! `--compare` also times, for f32, the engine on the `gemm` crate (row-major and the other
+//! layout, the engine before packing at load), with row-major weights copied into panels every
+//! forward, and with single-threaded Linear products; for bf16 the decode-to-f32 product next
+//! to the AVX-512 BF16 pair-dot kernel; and for every precision the AVX2 kernels forced on an
+//! AVX-512 machine; in one process so the variants are side by side.
+//!
+//! Every run first measures this machine's FMA peak and triad bandwidth
+//! (`laya_bench::bounds::measure`, as `bounds --measure`) and the table gives each row's
+//! GFLOP/s as a share of the peak its kernels run at, measured in the same run.
 
 use std::time::Instant;
 
-use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, PortableBackend, Tuning};
+use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, Isa, PortableBackend, Tuning};
 use laya_bench::backend::registry::{portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use laya_bench::bounds::measure;
 use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::loader::convert_weights;
 use laya_bench::model::synthetic::{published_shape, random_weights};
@@ -112,6 +118,11 @@ fn main() {
         eprintln!("unknown --shape {shape}; use multilingual or english");
         std::process::exit(2);
     };
+    let peak = measure::measure(threads);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let floors = measure::arm_floors(&peak, &enc, &agent, l, k).unwrap_or_default();
+    println!("{}", measure::render(&peak, &format!("synthetic:{shape}"), l, &floors).trim_end());
+    println!("load average at start: {}", load.trim());
     let t = Instant::now();
     let w = random_weights(&enc, &agent, 0);
     println!("synthetic:{shape} weights built in {:.2} s", t.elapsed().as_secs_f64());
@@ -142,10 +153,14 @@ fn main() {
         if compare && precision == Precision::F32 {
             let other = match Tuning::default().weight_layout {
                 Layout::RowMajor => Layout::ColMajor,
-                Layout::ColMajor => Layout::RowMajor,
+                _ => Layout::RowMajor,
             };
-            variants.push(("other layout", Tuning { weight_layout: other, ..Tuning::default() }));
-            variants.push(("panel kernel", Tuning { f32_panel: true, ..Tuning::default() }));
+            variants.push(("gemm crate", Tuning { f32_gemm: true, ..Tuning::default() }));
+            variants.push((
+                "gemm other layout",
+                Tuning { f32_gemm: true, weight_layout: other, ..Tuning::default() },
+            ));
+            variants.push(("panels copied", Tuning { f32_panel: true, ..Tuning::default() }));
             for (name, gemm) in [
                 ("gemm rayon", GemmThreading::Rayon),
                 ("column split", GemmThreading::Columns),
@@ -162,6 +177,9 @@ fn main() {
                     variants.push((name, Tuning { bf16, ..Tuning::default() }));
                 }
             }
+        }
+        if compare && Tuning::default().isa == Isa::Avx512 {
+            variants.push(("avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::default() }));
         }
         let t = Instant::now();
         let (converted, report) = convert_weights(w.clone(), precision).expect("conversion");
@@ -220,13 +238,50 @@ fn main() {
                 bytes.projections as f64 / 1e6,
                 bytes.total as f64 / 1e6,
             );
-            rows.push((precision.name(), *name, med, gflop / (med / 1e3), bytes.projections, bytes.total));
+            // the peak of the kernel this variant runs on
+            let peak_g = if backend.info().device.contains("pair-dot") {
+                peak.peak("avx512_bf16 dot")
+            } else {
+                peak.peak(match backend.isa() {
+                    Isa::Avx512 => "avx512f fma",
+                    Isa::Avx2 => "avx2 fma",
+                    Isa::Generic => "scalar fma",
+                })
+            };
+            let share =
+                peak_g.map_or("?".to_string(), |p| format!("{:.0} %", 100.0 * gflop / (med / 1e3) / p));
+            rows.push((
+                precision.name(),
+                *name,
+                med,
+                gflop / (med / 1e3),
+                share,
+                bytes.projections,
+                bytes.total,
+            ));
         }
     }
     println!();
-    println!("| precision | variant | median ms | GFLOP/s | projection weight MB | model MB |");
-    println!("|---|---|---:|---:|---:|---:|");
-    for (p, v, med, gf, proj, total) in rows {
-        println!("| {p} | {v} | {med:.1} | {gf:.1} | {:.2} | {:.2} |", proj as f64 / 1e6, total as f64 / 1e6);
+    println!(
+        "same-run FMA peak ({threads} threads): {}; triad {:.1} GB/s; load average at end: {}",
+        peak.peaks
+            .iter()
+            .filter(|p| p.threads == peak.threads)
+            .map(|p| format!("{} {:.1} GFLOP/s", p.kernel, p.gflops))
+            .collect::<Vec<_>>()
+            .join(", "),
+        peak.triad_gbs,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
+    println!(
+        "| precision | variant | median ms | GFLOP/s | % of its peak | projection weight MB | model MB |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    for (p, v, med, gf, share, proj, total) in rows {
+        println!(
+            "| {p} | {v} | {med:.1} | {gf:.1} | {share} | {:.2} | {:.2} |",
+            proj as f64 / 1e6,
+            total as f64 / 1e6
+        );
     }
 }

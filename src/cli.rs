@@ -345,6 +345,10 @@ pub struct BoundsArgs {
     /// Print one JSON document (schema_version 1; units in field names).
     #[arg(long)]
     pub json: bool,
+    /// Measure this machine first (FMA peak per kernel family, 1 and all threads; triad
+    /// bandwidth; a few seconds) and print each portable arm's floors on it.
+    #[arg(long)]
+    pub measure: bool,
 }
 
 /// `laya-bench trace`.

@@ -31,6 +31,7 @@ use std::str::FromStr;
 mod amdahl;
 mod flops;
 mod hardware;
+pub mod measure;
 mod report;
 
 pub use amdahl::{

@@ -14,6 +14,19 @@ use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::synthetic::published_shape;
 
 pub(crate) fn run(args: &BoundsArgs) -> Outcome {
+    if args.measure {
+        let (encoder, agent) = load_configs(&args.model)?;
+        let m = bounds::measure::measure(0);
+        let floors = bounds::measure::arm_floors(&m, &encoder, &agent, args.length, args.marker_slots)
+            .map_err(|e| Failure::input(anyhow!(e).context("cannot compute the floors")))?;
+        let text = if args.json {
+            let doc = serde_json::json!({ "measured": m, "arm_floors": floors });
+            format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| Failure::run(anyhow!(e)))?)
+        } else {
+            bounds::measure::render(&m, &args.model, args.length, &floors)
+        };
+        return write_out(&text);
+    }
     let report = plan(args)?;
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report)
@@ -23,6 +36,10 @@ pub(crate) fn run(args: &BoundsArgs) -> Outcome {
     } else {
         render(&report)
     };
+    write_out(&text)
+}
+
+fn write_out(text: &str) -> Outcome {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         // A closed pipe (`| head`) is the reader's choice, not a failure.

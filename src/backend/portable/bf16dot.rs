@@ -16,6 +16,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
+use super::isa::Isa;
 use super::linalg::{DstPtr, Split};
 use crate::model::lowp::{DenseHalf, HalfOrder, PANEL_ROWS};
 
@@ -29,20 +30,14 @@ thread_local! {
     static XBF: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Whether this CPU runs the kernel (AVX-512F and AVX-512 BF16; cached by std).
-#[cfg(target_arch = "x86_64")]
+/// Whether the engine's default kernels ([`Isa::selected`]) include this one (AVX-512F and
+/// AVX-512 BF16, not capped by `LAYA_BENCH_ISA`; never off x86-64).
 pub(crate) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bf16")
-}
-
-/// Whether this CPU runs the kernel (never off x86-64).
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn available() -> bool {
-    false
+    Isa::selected().has_bf16_dot()
 }
 
 /// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias). Returns false, doing nothing, when the kernel
-/// cannot run here, `w` is not in [`HalfOrder::Pairs16`] or a slice is too short; the caller
+/// is not part of `isa` or cannot run here, `w` is not in [`HalfOrder::Pairs16`] or a slice is too short; the caller
 /// then takes the portable path.
 pub(crate) fn linear(
     x: &[f32],
@@ -51,9 +46,10 @@ pub(crate) fn linear(
     y: &mut [f32],
     accumulate: bool,
     split: Split,
+    isa: Isa,
 ) -> bool {
     let (k, out) = (w.cols(), w.rows());
-    if !available()
+    if !isa.has_bf16_dot()
         || w.order() != HalfOrder::Pairs16
         || x.len() < m * k
         || y.len() < m * out
@@ -72,7 +68,7 @@ pub(crate) fn linear(
             xb.clear();
             xb.resize(m * ke, 0);
             for (src, dst) in x[..m * k].chunks_exact(k.max(1)).zip(xb.chunks_exact_mut(ke)) {
-                // SAFETY: `available()` confirmed AVX-512F and AVX-512 BF16 at run time.
+                // SAFETY: `has_bf16_dot()` confirmed AVX-512F and AVX-512 BF16 at run time.
                 unsafe { avx512::round_row(src, dst) };
             }
             let xb: &[u16] = &xb;

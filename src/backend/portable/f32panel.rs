@@ -1,23 +1,27 @@
-//! The FP32 Linear product for weights stored in another precision (FP16, BF16, palettized):
-//! `y = x Wᵀ` with FP32 activations and FP32 arithmetic, on AVX-512F.
+//! The packed-panel FP32 Linear product: `y = x Wᵀ` with FP32 activations and FP32 arithmetic,
+//! on AVX-512F or AVX2+FMA ([`Isa`]), for FP32 weights packed at load ([`Layout::Panels16`]) and
+//! for weights stored in another precision (FP16, BF16, palettized).
 //!
-//! The weight is decoded once per forward, block by block, into an f32 tile in the kernel's
-//! operand order (16 output channels per panel, `k`-major: `tile[k·16 + r]`), and every tile is
-//! then used by all rows of `x`; the decoded tile (`64 × KC` values, 96 KiB) and the matching
-//! slice of `x` (`m × KC`) stay in L2. The register tile is 6 rows × 64 columns (24 zmm
-//! accumulators, one broadcast of `x` per row and `k`).
+//! Packed FP32 weights are read in place. Other weights are decoded once per forward, block by
+//! block, into an f32 tile in the same operand order (16 output channels per panel, `k`-major:
+//! `tile[k·16 + r]`), and every tile is then used by all rows of `x`; the decoded tile (`64 × KC`
+//! values, 96 KiB) and the matching slice of `x` (`m × KC`) stay in L2. The register tile is
+//! 6 rows × 64 columns on AVX-512 (24 zmm accumulators, one broadcast of `x` per row and `k`)
+//! and 6 rows × 16 columns on AVX2 (12 ymm accumulators, one panel at a time, so the panel's
+//! `KC × 16` slice stays in L1 across the row chunks).
 //!
 //! Loop order: workers own contiguous ranges of 64-column blocks; within a range, `KC`-wide
 //! slices of the reduction go outermost, so a slice of `x` is reused across the blocks.
 
-// Off x86-64 the kernel body is compiled out (`available()` is false and callers take the
-// portable path), which leaves its helpers unused there.
+// Off x86-64 the kernel body is compiled out (no [`Isa`] there has panels, so `linear` returns
+// false and callers take the portable path), which leaves its helpers unused there.
 #![cfg_attr(not(target_arch = "x86_64"), allow(unused_imports, unused_variables, dead_code))]
 
 use std::cell::RefCell;
 
 use rayon::prelude::*;
 
+use super::isa::Isa;
 use super::linalg::{DstPtr, Split};
 use crate::model::lowp::{DenseHalf, HalfKind, HalfOrder, PaletteOrder, PANEL_ROWS};
 use crate::model::weights::{Layout, Matrix};
@@ -37,44 +41,28 @@ thread_local! {
     static ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Whether this CPU runs the kernel (AVX-512F; cached by std).
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-/// Whether this CPU runs the kernel (never off x86-64).
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn available() -> bool {
-    false
-}
-
-/// Whether this CPU runs the 8-bit table-lookup decoder (AVX-512 BW and VBMI byte permutes).
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn lut8_available() -> bool {
-    available()
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vbmi")
-}
-
-/// Whether this CPU runs the 8-bit table-lookup decoder (never off x86-64).
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn lut8_available() -> bool {
-    false
-}
-
 /// Decode rows `[r0, r0 + 16)` (rows past the end as zeros), columns `[k0, k0 + kc)` of `w`
-/// into `panel` (`kc × 16`, `panel[k·16 + r]`). `row` is scratch.
-fn decode_panel(w: &Matrix, r0: usize, k0: usize, kc: usize, panel: &mut [f32], row: &mut Vec<f32>) {
+/// into `panel` (`kc × 16`, `panel[k·16 + r]`) with the decoders of `isa`. `row` is scratch.
+fn decode_panel(
+    w: &Matrix,
+    r0: usize,
+    k0: usize,
+    kc: usize,
+    panel: &mut [f32],
+    row: &mut Vec<f32>,
+    isa: Isa,
+) {
     let rows = w.rows().saturating_sub(r0).min(PANEL_ROWS);
     if rows < PANEL_ROWS {
         panel.fill(0.0);
     }
     let full = rows == PANEL_ROWS;
     match w {
-        Matrix::F16(h) if h.order() == HalfOrder::Pairs16 => pairs_panel(h, HalfKind::F16, r0, k0, kc, panel),
+        Matrix::F16(h) if h.order() == HalfOrder::Pairs16 => {
+            pairs_panel(h, HalfKind::F16, r0, k0, kc, panel, isa)
+        }
         Matrix::BF16(h) if h.order() == HalfOrder::Pairs16 => {
-            pairs_panel(h, HalfKind::BF16, r0, k0, kc, panel)
+            pairs_panel(h, HalfKind::BF16, r0, k0, kc, panel, isa)
         }
         Matrix::F32(d) if full && d.layout() == Layout::RowMajor => {
             let c = d.cols();
@@ -94,9 +82,16 @@ fn decode_panel(w: &Matrix, r0: usize, k0: usize, kc: usize, panel: &mut [f32], 
             let base = (r0 / PANEL_ROWS) * PANEL_ROWS * p.cols() + k0 * PANEL_ROWS;
             let src = &p.indices()[base..base + kc * PANEL_ROWS];
             #[cfg(target_arch = "x86_64")]
-            if lut8_available() {
+            if isa.has_lut8() {
                 // SAFETY: AVX-512F/BW/VBMI checked at run time.
                 unsafe { avx512::lut8_panel(src, lut, panel) };
+                return;
+            }
+            #[cfg(target_arch = "x86_64")]
+            if isa >= Isa::Avx2 {
+                // SAFETY: AVX2 checked at run time (`Isa` never exceeds the CPU); the table
+                // has 256 entries, so every 8-bit index is inside it.
+                unsafe { avx2::lut_gather(src, lut, panel) };
                 return;
             }
             for (o, &i) in panel.iter_mut().zip(src) {
@@ -152,15 +147,23 @@ fn decode_segment(w: &Matrix, r: usize, k0: usize, out: &mut [f32]) {
 
 /// [`decode_panel`] for a 16-bit matrix in [`HalfOrder::Pairs16`] (`r0` a multiple of 16,
 /// `k0` even).
-fn pairs_panel(h: &DenseHalf, kind: HalfKind, r0: usize, k0: usize, kc: usize, panel: &mut [f32]) {
+fn pairs_panel(h: &DenseHalf, kind: HalfKind, r0: usize, k0: usize, kc: usize, panel: &mut [f32], isa: Isa) {
     let ke = h.cols_even();
     let base = (r0 / PANEL_ROWS) * PANEL_ROWS * ke;
     let src = &h.data()[base + k0 * PANEL_ROWS..base + (k0 + kc).next_multiple_of(2).min(ke) * PANEL_ROWS];
     #[cfg(target_arch = "x86_64")]
-    if available() {
-        // SAFETY: AVX-512F checked at run time.
-        unsafe { avx512::deinterleave(src, kind, kc, panel) };
-        return;
+    match isa {
+        Isa::Avx512 => {
+            // SAFETY: AVX-512F checked at run time (`Isa` never exceeds the CPU).
+            unsafe { avx512::deinterleave(src, kind, kc, panel) };
+            return;
+        }
+        Isa::Avx2 => {
+            // SAFETY: AVX2, FMA and F16C checked at run time (`Isa` never exceeds the CPU).
+            unsafe { avx2::deinterleave(src, kind, kc, panel) };
+            return;
+        }
+        Isa::Generic => {}
     }
     for (k, out) in panel.chunks_exact_mut(PANEL_ROWS).take(kc).enumerate() {
         for (r, o) in out.iter_mut().enumerate() {
@@ -169,11 +172,19 @@ fn pairs_panel(h: &DenseHalf, kind: HalfKind, r0: usize, k0: usize, kc: usize, p
     }
 }
 
-/// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias) for a weight in any precision. Returns false,
-/// doing nothing, when the kernel cannot run here or a slice is too short.
-pub(crate) fn linear(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split: Split) -> bool {
+/// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias) for a weight in any precision, on the kernels of
+/// `isa`. Returns false, doing nothing, when `isa` has no panel kernel or a slice is too short.
+pub(crate) fn linear(
+    x: &[f32],
+    m: usize,
+    w: &Matrix,
+    y: &mut [f32],
+    accumulate: bool,
+    split: Split,
+    isa: Isa,
+) -> bool {
     let (k, out) = (w.cols(), w.rows());
-    if !available() || x.len() < m * k || y.len() < m * out {
+    if !isa.has_panels() || !isa.runs_here() || x.len() < m * k || y.len() < m * out {
         return false;
     }
     if m == 0 || out == 0 {
@@ -182,6 +193,13 @@ pub(crate) fn linear(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate:
     #[cfg(target_arch = "x86_64")]
     {
         let panels = out.div_ceil(PANEL_ROWS);
+        // FP32 weights packed at load are the kernel's operand as they are
+        let packed: Option<&[f32]> = match w {
+            Matrix::F32(d) if d.layout() == Layout::Panels16 && d.data().len() == panels * PANEL_ROWS * k => {
+                Some(d.data())
+            }
+            _ => None,
+        };
         let blocks = panels.div_ceil(NP);
         let workers = match split {
             Split::Single => 1,
@@ -195,26 +213,45 @@ pub(crate) fn linear(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate:
                 ROW.with(|row| {
                     let mut tile = tile.borrow_mut();
                     let mut row = row.borrow_mut();
-                    tile.resize(NP * KC * PANEL_ROWS, 0.0);
+                    if packed.is_none() {
+                        tile.resize(NP * KC * PANEL_ROWS, 0.0);
+                    }
                     let mut k0 = 0;
                     while k0 < k.max(1) {
                         let kc = KC.min(k - k0);
                         for bi in b0..b1 {
                             let p0 = bi * NP;
                             let np = NP.min(panels - p0);
-                            for j in 0..np {
-                                let t = &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
-                                decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row);
-                            }
+                            let (b, bstride): (&[f32], usize) = match packed {
+                                Some(d) => (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..], PANEL_ROWS * k),
+                                None => {
+                                    for j in 0..np {
+                                        let t = &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
+                                        decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row, isa);
+                                    }
+                                    (&tile[..], KC * PANEL_ROWS)
+                                }
+                            };
                             let c0 = p0 * PANEL_ROWS;
                             let ncols = (out - c0).min(np * PANEL_ROWS);
                             let acc = accumulate || k0 > 0;
-                            // SAFETY: AVX-512F checked above; `x` has m rows of k values and
-                            // columns [k0, k0 + kc) exist; the tile holds np panels of kc × 16
-                            // (panel stride KC × 16); the destination columns [c0, c0 + ncols)
-                            // of the m rows of `y` (stride `out`, ≥ m·out values) belong to this
-                            // worker's blocks only.
-                            unsafe { avx512::block(x, m, k, k0, kc, &tile, np, dst, c0, out, ncols, acc) };
+                            // SAFETY: the ISA's features were checked (`runs_here`); `x` has m
+                            // rows of k values and columns [k0, k0 + kc) exist; `b` holds np
+                            // panels of kc × 16 at stride `bstride` (a decoded tile, or the
+                            // packed weights from panel p0, column k0: the last value read,
+                            // (p0 + np − 1)·16k + (k0 + kc)·16 − 1, is below panels·16k); the
+                            // destination columns [c0, c0 + ncols) of the m rows of `y` (stride
+                            // `out`, ≥ m·out values) belong to this worker's blocks only.
+                            unsafe {
+                                match isa {
+                                    Isa::Avx512 => avx512::block(
+                                        x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc,
+                                    ),
+                                    _ => {
+                                        avx2::block(x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc)
+                                    }
+                                }
+                            }
                         }
                         if k == 0 {
                             break;
@@ -237,7 +274,7 @@ pub(crate) fn linear(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate:
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{DstPtr, HalfKind, KC, MR, NP};
+    use super::{DstPtr, HalfKind, MR, NP};
     use crate::model::lowp::PANEL_ROWS;
 
     /// Decode `kc` columns of a Pairs16 panel (`src`: pairs of 16 rows, 32 values per pair)
@@ -362,7 +399,7 @@ mod avx512 {
     ///
     /// # Safety
     /// AVX-512F; `x.len() ≥ m·ldx`, `k0 + kc ≤ ldx`; `tile` holds `np` panels of `kc × 16` at
-    /// stride `KC × 16`; `dst` points at a live f32 array of at least `m·ld` values of which
+    /// stride `bstride`; `dst` points at a live f32 array of at least `m·ld` values of which
     /// this call alone writes columns `[c0, c0 + ncols)`, `ncols ≤ 16·np`, `c0 + ncols ≤ ld`.
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
@@ -373,6 +410,7 @@ mod avx512 {
         k0: usize,
         kc: usize,
         tile: &[f32],
+        bstride: usize,
         np: usize,
         dst: DstPtr,
         c0: usize,
@@ -391,12 +429,12 @@ mod avx512 {
                 macro_rules! go {
                     ($np:literal) => {
                         match mr {
-                            6 => tile_kernel::<6, $np>(a, ldx, b, kc, ncols, c, ld, acc),
-                            5 => tile_kernel::<5, $np>(a, ldx, b, kc, ncols, c, ld, acc),
-                            4 => tile_kernel::<4, $np>(a, ldx, b, kc, ncols, c, ld, acc),
-                            3 => tile_kernel::<3, $np>(a, ldx, b, kc, ncols, c, ld, acc),
-                            2 => tile_kernel::<2, $np>(a, ldx, b, kc, ncols, c, ld, acc),
-                            _ => tile_kernel::<1, $np>(a, ldx, b, kc, ncols, c, ld, acc),
+                            6 => tile_kernel::<6, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
+                            5 => tile_kernel::<5, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
+                            4 => tile_kernel::<4, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
+                            3 => tile_kernel::<3, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
+                            2 => tile_kernel::<2, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
+                            _ => tile_kernel::<1, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
                         }
                     };
                 }
@@ -416,7 +454,7 @@ mod avx512 {
     ///
     /// # Safety
     /// AVX-512F; `a` points at `R` rows (stride `lda`) of `kc` values; `b` at `P` panels of
-    /// `kc × 16` values (stride `KC × 16`); `c` at `R` rows (stride `ld`) of which columns
+    /// `kc × 16` values (stride `stride`); `c` at `R` rows (stride `ld`) of which columns
     /// `[0, ncols)`, `ncols ≤ 16·P`, are written.
     #[target_feature(enable = "avx512f")]
     #[inline]
@@ -425,6 +463,7 @@ mod avx512 {
         a: *const f32,
         lda: usize,
         b: *const f32,
+        stride: usize,
         kc: usize,
         ncols: usize,
         c: *mut f32,
@@ -432,11 +471,10 @@ mod avx512 {
         accumulate: bool,
     ) {
         let mut sum = [[_mm512_setzero_ps(); P]; R];
-        let stride = KC * PANEL_ROWS;
         for k in 0..kc {
             let mut bv = [_mm512_setzero_ps(); P];
             for (j, v) in bv.iter_mut().enumerate() {
-                // SAFETY: panel j, step k: 16 values at j·KC·16 + 16k < P·KC·16.
+                // SAFETY: panel j, step k: 16 values at j·stride + 16k, inside the caller's panels.
                 *v = unsafe { _mm512_loadu_ps(b.add(j * stride + k * PANEL_ROWS)) };
             }
             for (i, row) in sum.iter_mut().enumerate() {
@@ -460,6 +498,191 @@ mod avx512 {
                     let p = c.add(i * ld + j * 16);
                     let v = if accumulate { _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), *s) } else { *s };
                     _mm512_mask_storeu_ps(p, mask, v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{DstPtr, HalfKind, MR};
+    use crate::model::lowp::PANEL_ROWS;
+
+    /// [`super::avx512::deinterleave`] with AVX2 and F16C: `kc` columns of a Pairs16 panel into
+    /// `panel[k·16 + r]`.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn deinterleave(src: &[u16], kind: HalfKind, kc: usize, panel: &mut [f32]) {
+        let widen = |v: __m128i| match kind {
+            HalfKind::F16 => _mm256_cvtph_ps(v),
+            HalfKind::BF16 => _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)),
+        };
+        let pairs = kc / 2;
+        for p in 0..pairs.min(src.len() / 32).min(panel.len() / 32) {
+            // SAFETY: p < src.len()/32 and p < panel.len()/32: the four 8-value reads and the
+            // four 8-value writes stay inside the slices.
+            unsafe {
+                let s = src.as_ptr().add(p * 32) as *const __m128i;
+                // v[q]: rows 4q..4q+4, each (even k, odd k)
+                let v: [__m256; 4] = std::array::from_fn(|q| widen(_mm_loadu_si128(s.add(q))));
+                let o = panel.as_mut_ptr().add(p * 32);
+                for h in 0..2 {
+                    let (a, b) = (v[2 * h], v[2 * h + 1]);
+                    // [r0 r1 r4 r5 | r2 r3 r6 r7] → rows in order
+                    let even = _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(
+                        _mm256_shuffle_ps::<0b10_00_10_00>(a, b),
+                    )));
+                    let odd = _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(
+                        _mm256_shuffle_ps::<0b11_01_11_01>(a, b),
+                    )));
+                    _mm256_storeu_ps(o.add(8 * h), even);
+                    _mm256_storeu_ps(o.add(16 + 8 * h), odd);
+                }
+            }
+        }
+        if kc % 2 == 1 {
+            let p = kc / 2;
+            for r in 0..PANEL_ROWS {
+                if let (Some(&v), Some(o)) = (src.get(p * 32 + r * 2), panel.get_mut(p * 32 + r)) {
+                    *o = kind.decode(v);
+                }
+            }
+        }
+    }
+
+    /// 8-bit indices through a 256-entry table, 8 at a time with `vgatherdps`.
+    ///
+    /// # Safety
+    /// AVX2; `lut.len() ≥ 256`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn lut_gather(idx: &[u8], lut: &[f32], panel: &mut [f32]) {
+        let n = idx.len().min(panel.len());
+        if lut.len() < 256 {
+            return;
+        }
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ n ≤ both lengths: one 8-byte read and one 8-value write; every
+            // gathered index is a byte, below 256 ≤ lut.len().
+            unsafe {
+                let raw = _mm_loadl_epi64(idx.as_ptr().add(i) as *const __m128i);
+                let v = _mm256_i32gather_ps::<4>(lut.as_ptr(), _mm256_cvtepu8_epi32(raw));
+                _mm256_storeu_ps(panel.as_mut_ptr().add(i), v);
+            }
+            i += 8;
+        }
+        for j in i..n {
+            panel[j] = lut[idx[j] as usize];
+        }
+    }
+
+    /// All `m` rows of `x` (columns `[k0, k0 + kc)`) against `np` panels, one panel at a time.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; otherwise as [`super::avx512::block`].
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn block(
+        x: &[f32],
+        m: usize,
+        ldx: usize,
+        k0: usize,
+        kc: usize,
+        tile: &[f32],
+        bstride: usize,
+        np: usize,
+        dst: DstPtr,
+        c0: usize,
+        ld: usize,
+        ncols: usize,
+        acc: bool,
+    ) {
+        for j in 0..np {
+            let valid = ncols.saturating_sub(j * PANEL_ROWS).min(PANEL_ROWS);
+            if valid == 0 {
+                continue;
+            }
+            let mut r = 0;
+            while r < m {
+                let mr = MR.min(m - r);
+                // SAFETY: rows [r, r + mr) ⊆ [0, m), panel j < np; the caller's contract
+                // covers the rest.
+                unsafe {
+                    let a = x.as_ptr().add(r * ldx + k0);
+                    let b = tile.as_ptr().add(j * bstride);
+                    let c = dst.0.add(r * ld + c0 + j * PANEL_ROWS);
+                    match mr {
+                        6 => tile_kernel::<6>(a, ldx, b, kc, valid, c, ld, acc),
+                        5 => tile_kernel::<5>(a, ldx, b, kc, valid, c, ld, acc),
+                        4 => tile_kernel::<4>(a, ldx, b, kc, valid, c, ld, acc),
+                        3 => tile_kernel::<3>(a, ldx, b, kc, valid, c, ld, acc),
+                        2 => tile_kernel::<2>(a, ldx, b, kc, valid, c, ld, acc),
+                        _ => tile_kernel::<1>(a, ldx, b, kc, valid, c, ld, acc),
+                    }
+                }
+                r += mr;
+            }
+        }
+        const _: () = assert!(MR == 6);
+    }
+
+    /// The register tile: `R` rows × one panel of 16 columns (two ymm per row) over `kc` steps.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; `a` points at `R` rows (stride `lda`) of `kc` values; `b` at one panel of
+    /// `kc × 16` values; `c` at `R` rows (stride `ld`) of which columns `[0, valid)`,
+    /// `valid ≤ 16`, are written.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+    unsafe fn tile_kernel<const R: usize>(
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        kc: usize,
+        valid: usize,
+        c: *mut f32,
+        ld: usize,
+        accumulate: bool,
+    ) {
+        let mut lo = [_mm256_setzero_ps(); R];
+        let mut hi = [_mm256_setzero_ps(); R];
+        for k in 0..kc {
+            // SAFETY: step k < kc of the panel: 16 values at 16k.
+            let (b0, b1) = unsafe { (_mm256_loadu_ps(b.add(k * 16)), _mm256_loadu_ps(b.add(k * 16 + 8))) };
+            for i in 0..R {
+                // SAFETY: row i < R, step k < kc.
+                let av = _mm256_set1_ps(unsafe { *a.add(i * lda + k) });
+                lo[i] = _mm256_fmadd_ps(av, b0, lo[i]);
+                hi[i] = _mm256_fmadd_ps(av, b1, hi[i]);
+            }
+        }
+        for i in 0..R {
+            // SAFETY: row i < R; columns [0, valid) ⊆ the caller's block (full panels use two
+            // 8-value accesses, a partial one goes through a stack copy).
+            unsafe {
+                let p = c.add(i * ld);
+                if valid == 16 {
+                    let (mut v0, mut v1) = (lo[i], hi[i]);
+                    if accumulate {
+                        v0 = _mm256_add_ps(_mm256_loadu_ps(p), v0);
+                        v1 = _mm256_add_ps(_mm256_loadu_ps(p.add(8)), v1);
+                    }
+                    _mm256_storeu_ps(p, v0);
+                    _mm256_storeu_ps(p.add(8), v1);
+                } else {
+                    let mut t = [0.0f32; 16];
+                    _mm256_storeu_ps(t.as_mut_ptr(), lo[i]);
+                    _mm256_storeu_ps(t.as_mut_ptr().add(8), hi[i]);
+                    for (q, &v) in t.iter().enumerate().take(valid) {
+                        let o = p.add(q);
+                        *o = if accumulate { *o + v } else { v };
+                    }
                 }
             }
         }

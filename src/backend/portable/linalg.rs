@@ -1,9 +1,14 @@
 //! A bounds-checked, safe front for the `gemm` crate's strided f32 matrix product, and the
 //! Linear layer product on top of it for every weight precision:
 //!
-//! * FP32: one `gemm` call on the stored matrix.
+//! * FP32 packed at load ([`Layout::Panels16`], wherever the [`Isa`] has panel kernels): the
+//!   packed-panel kernel ([`super::f32panel`]) on the weights as stored.
+//! * FP32 row- or column-major (the generic ISA, or `Tuning::f32_gemm`): one `gemm` call on the
+//!   stored matrix.
 //! * BF16 in [`HalfOrder::Pairs16`] on a CPU with AVX-512 BF16: the pair-dot kernel
 //!   ([`super::bf16dot`]).
+//! * FP16, BF16 or palettized where the [`Isa`] has panel kernels: decoded panel by panel into
+//!   the packed-panel kernel's operand order.
 //! * Anything else (FP16, BF16, palettized): the weight is decoded tile by tile — a panel of
 //!   output rows into an f32 scratch tile that stays in L2 — and each tile is one
 //!   single-threaded `gemm` call into its output columns; tiles are spread over the workers.
@@ -14,6 +19,7 @@ use std::cell::RefCell;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use super::isa::Isa;
 use crate::model::lowp::HalfOrder;
 use crate::model::weights::{DenseF32, Layout, Linear, Matrix};
 
@@ -195,6 +201,8 @@ pub(crate) fn weight_view(m: &DenseF32) -> View<'_> {
         Layout::RowMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: 1, cs: inp },
         // W[o, i] at i·out + o; rhs(i, o) → rs out, cs 1
         Layout::ColMajor => View { data: m.data(), offset: 0, rows: inp, cols: out, rs: out, cs: 1 },
+        // panels are not one strided view; `linear` never hands them to `gemm`
+        Layout::Panels16 => unreachable!("packed FP32 panels go through the panel kernel or tiles"),
     }
 }
 
@@ -300,13 +308,15 @@ pub(crate) struct Plan {
     pub split: Split,
     /// Allow the BF16 pair-dot kernel.
     pub bf16_dot: bool,
-    /// Multiply FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
+    /// Multiply row-major FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
     pub f32_panel: bool,
+    /// The kernels' instruction set.
+    pub isa: Isa,
 }
 
 impl From<Split> for Plan {
     fn from(split: Split) -> Self {
-        Plan { split, bf16_dot: true, f32_panel: false }
+        Plan { split, bf16_dot: true, f32_panel: false, isa: Isa::selected() }
     }
 }
 
@@ -320,11 +330,13 @@ pub(crate) fn linear(
     accumulate: bool,
     plan: impl Into<Plan>,
 ) {
-    let Plan { split, bf16_dot, f32_panel } = plan.into();
+    let Plan { split, bf16_dot, f32_panel, isa } = plan.into();
     let (inp, out) = (lin.in_features(), lin.out_features());
     match &lin.weight {
-        w @ Matrix::F32(_) if f32_panel && super::f32panel::linear(x, m, w, y, accumulate, split) => {}
-        Matrix::F32(w) => matmul(
+        w @ Matrix::F32(d)
+            if (f32_panel || d.layout() == Layout::Panels16)
+                && super::f32panel::linear(x, m, w, y, accumulate, split, isa) => {}
+        Matrix::F32(w) if w.layout() != Layout::Panels16 => matmul(
             ViewMut::rows(y, 0, m, out, out),
             View::rows(x, 0, m, inp, inp),
             weight_view(w),
@@ -335,9 +347,9 @@ pub(crate) fn linear(
         Matrix::BF16(h)
             if bf16_dot
                 && h.order() == HalfOrder::Pairs16
-                && super::bf16dot::linear(x, m, h, y, accumulate, split) => {}
+                && super::bf16dot::linear(x, m, h, y, accumulate, split, isa) => {}
         w @ (Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_))
-            if super::f32panel::linear(x, m, w, y, accumulate, split) => {}
+            if super::f32panel::linear(x, m, w, y, accumulate, split, isa) => {}
         w => tiled(x, m, w, y, accumulate, split),
     }
     if let Some(b) = &lin.bias {
@@ -395,10 +407,16 @@ mod tests {
 
     /// Every precision against the f32 product of its own dequantized weights (and, for the
     /// BF16 pair-dot kernel, of BF16-rounded activations), over shapes that exercise every
-    /// tile remainder; single-threaded and split over two workers; overwrite and accumulate.
+    /// tile remainder; single-threaded and split over two workers; overwrite and accumulate; on
+    /// every kernel family this CPU runs (the others are skipped, saying so).
     #[test]
     fn every_precision_matches_its_dequantized_reference() {
         use crate::model::lowp::HalfKind;
+        for isa in [Isa::Avx512, Isa::Avx2] {
+            if !isa.runs_here() {
+                eprintln!("skipping the {} kernels: this CPU does not run them", isa.name());
+            }
+        }
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let round_bf16 =
             |v: &[f32]| v.iter().map(|&x| half::bf16::from_f32(x).to_f32()).collect::<Vec<f32>>();
@@ -416,8 +434,8 @@ mod tests {
                 ("w4", palettized(out, inp, &w, 4), false),
             ];
             if let Matrix::BF16(h) = f32m.to_half(HalfKind::BF16) {
-                let dot = super::super::bf16dot::available();
-                variants.push(("bf16 pairs", Matrix::BF16(h.into_order(HalfOrder::Pairs16)), dot));
+                // rounds x where the ISA has the pair-dot kernel (decided per ISA below)
+                variants.push(("bf16 pairs", Matrix::BF16(h.into_order(HalfOrder::Pairs16)), false));
             }
             if let Matrix::F16(h) = f32m.to_half(HalfKind::F16) {
                 variants.push(("f16 pairs", Matrix::F16(h.into_order(HalfOrder::Pairs16)), false));
@@ -426,67 +444,78 @@ mod tests {
                 let p = p.into_order(crate::model::lowp::PaletteOrder::Panels16);
                 variants.push(("w8 panels", Matrix::Palettized(p), false));
             }
-            // the panel kernel on FP32 weights (not the engine's FP32 path, kept correct anyway)
-            if super::super::f32panel::available() {
-                let want = naive(&x, m, &w, out, inp);
-                let mut y = vec![f32::NAN; m * out];
-                assert!(pool.install(|| super::super::f32panel::linear(
-                    &x,
-                    m,
-                    &f32m,
-                    &mut y,
-                    false,
-                    Split::Gemm(2)
-                )));
-                for (a, b) in y.iter().zip(&want) {
-                    assert!((a - b).abs() <= 1e-5 * (b.abs() + inp as f32), "f32 panel {m}x{inp}x{out}");
-                }
-            }
-            for (name, weight, rounds_x) in variants {
-                let wd = weight.to_row_major_f32().unwrap();
-                let xr = if rounds_x { round_bf16(&x) } else { x.clone() };
-                let want = naive(&xr, m, &wd, out, inp);
-                let scale: Vec<f32> = (0..m * out)
-                    .map(|i| {
-                        (0..inp)
-                            .map(|j| (xr[(i / out) * inp + j] * wd[(i % out) * inp + j]).abs())
-                            .sum::<f32>()
-                    })
-                    .collect();
-                let lin = Linear { weight, bias: Some(bias.clone()) };
-                for split in [Split::Single, Split::Gemm(2)] {
+            // FP32 packed at load (the engine's FP32 path where the ISA has panel kernels)
+            variants.push(("f32 packed", f32m.clone().into_layout(Layout::Panels16), false));
+            for isa in Isa::all_here() {
+                // the panel kernel on row-major FP32 weights (a benchmark variant, kept correct)
+                if isa.has_panels() {
+                    let want = naive(&x, m, &w, out, inp);
                     let mut y = vec![f32::NAN; m * out];
-                    pool.install(|| linear(&x, m, &lin, &mut y, false, split));
-                    for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                        let tol = 1e-5 * (scale[i] + 1.0);
-                        assert!(
-                            (a - (b + bias[i % out])).abs() <= tol,
-                            "{name} {m}x{inp}x{out} {split:?} [{i}]: {a} vs {}",
-                            b + bias[i % out]
-                        );
+                    assert!(pool.install(|| super::super::f32panel::linear(
+                        &x,
+                        m,
+                        &f32m,
+                        &mut y,
+                        false,
+                        Split::Gemm(2),
+                        isa
+                    )));
+                    for (a, b) in y.iter().zip(&want) {
+                        assert!((a - b).abs() <= 1e-5 * (b.abs() + inp as f32), "f32 panel {m}x{inp}x{out}");
                     }
-                    pool.install(|| linear(&x, m, &lin, &mut y, true, split));
-                    for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                        let tol = 2e-5 * (scale[i] + 1.0);
-                        assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
-                    }
-                    // BF16 pairs with the pair-dot kernel disallowed: decoded, f32 activations
-                    if name == "bf16 pairs" {
-                        let want = naive(&x, m, &wd, out, inp);
-                        let plan = Plan { split, bf16_dot: false, f32_panel: false };
+                }
+                for (name, weight, rounds_x) in variants.iter().cloned() {
+                    let rounds_x = rounds_x || (name == "bf16 pairs" && isa.has_bf16_dot());
+                    let wd = weight.to_row_major_f32().unwrap();
+                    let xr = if rounds_x { round_bf16(&x) } else { x.clone() };
+                    let want = naive(&xr, m, &wd, out, inp);
+                    let scale: Vec<f32> = (0..m * out)
+                        .map(|i| {
+                            (0..inp)
+                                .map(|j| (xr[(i / out) * inp + j] * wd[(i % out) * inp + j]).abs())
+                                .sum::<f32>()
+                        })
+                        .collect();
+                    let lin = Linear { weight, bias: Some(bias.clone()) };
+                    for split in [Split::Single, Split::Gemm(2)] {
+                        let plan = Plan { split, bf16_dot: true, f32_panel: false, isa };
                         let mut y = vec![f32::NAN; m * out];
                         pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
                         for (i, (a, b)) in y.iter().zip(&want).enumerate() {
                             let tol = 1e-5 * (scale[i] + 1.0);
-                            assert!((a - (b + bias[i % out])).abs() <= tol, "bf16 pairs decoded [{i}]");
+                            assert!(
+                                (a - (b + bias[i % out])).abs() <= tol,
+                                "{name} {} {m}x{inp}x{out} {split:?} [{i}]: {a} vs {}",
+                                isa.name(),
+                                b + bias[i % out]
+                            );
                         }
-                    }
-                    // the portable fallback (decode tiles + gemm), whatever the CPU
-                    if !rounds_x {
-                        let mut y = vec![f32::NAN; m * out];
-                        pool.install(|| tiled(&x, m, &lin.weight, &mut y, false, split));
+                        pool.install(|| linear(&x, m, &lin, &mut y, true, plan));
                         for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                            assert!((a - b).abs() <= 1e-5 * (scale[i] + 1.0), "{name} tiled {split:?} [{i}]");
+                            let tol = 2e-5 * (scale[i] + 1.0);
+                            assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
+                        }
+                        // BF16 pairs with the pair-dot kernel disallowed: decoded, f32 activations
+                        if name == "bf16 pairs" {
+                            let want = naive(&x, m, &wd, out, inp);
+                            let plan = Plan { split, bf16_dot: false, f32_panel: false, isa };
+                            let mut y = vec![f32::NAN; m * out];
+                            pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
+                            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                                let tol = 1e-5 * (scale[i] + 1.0);
+                                assert!((a - (b + bias[i % out])).abs() <= tol, "bf16 pairs decoded [{i}]");
+                            }
+                        }
+                        // the portable fallback (decode tiles + gemm), whatever the CPU
+                        if !rounds_x {
+                            let mut y = vec![f32::NAN; m * out];
+                            pool.install(|| tiled(&x, m, &lin.weight, &mut y, false, split));
+                            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                                assert!(
+                                    (a - b).abs() <= 1e-5 * (scale[i] + 1.0),
+                                    "{name} tiled {split:?} [{i}]"
+                                );
+                            }
                         }
                     }
                 }
@@ -527,6 +556,7 @@ mod timing {
         let f32m = Matrix::f32_row_major(out, inp, w.clone()).unwrap();
         let mut variants = vec![
             ("f32", f32m.clone()),
+            ("f32 packed", f32m.clone().into_layout(Layout::Panels16)),
             ("f16", f32m.to_half(HalfKind::F16)),
             ("bf16 rows", f32m.to_half(HalfKind::BF16)),
         ];
@@ -568,7 +598,15 @@ mod timing {
                     .map(|_| {
                         let t = std::time::Instant::now();
                         pool.install(|| {
-                            super::super::f32panel::linear(&x, m, &lin.weight, &mut y, false, split)
+                            super::super::f32panel::linear(
+                                &x,
+                                m,
+                                &lin.weight,
+                                &mut y,
+                                false,
+                                split,
+                                Isa::selected(),
+                            )
                         });
                         t.elapsed().as_secs_f64()
                     })

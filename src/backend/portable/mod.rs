@@ -5,8 +5,13 @@
 //! BF16 weights on a CPU with AVX-512 BF16 go through a pair-dot kernel that also rounds the
 //! product's input activations to BF16 (see [`Bf16Kernel`]).
 //!
-//! Construction converts every Linear weight once to the layout `gemm` streams fastest
-//! ([`WEIGHT_LAYOUT`]), builds the shape-only tables (RoPE cos/sin per layer kind) and a rayon
+//! The matrix kernels are chosen at run time by CPU features ([`Isa`]; `LAYA_BENCH_ISA` caps
+//! them, e.g. `avx2` on an AVX-512 machine): FP32 weights are packed once at construction into
+//! 16-row panels read in place by the AVX-512 (6 × 64) or AVX2 (6 × 16) register tile
+//! ([`f32panel`]); without either (aarch64 included) they stay row-major for `gemm`.
+//!
+//! Construction converts every Linear weight once to the layout its kernel streams fastest
+//! (packed panels, or [`WEIGHT_LAYOUT`] for `gemm`), builds the shape-only tables (RoPE cos/sin per layer kind) and a rayon
 //! pool of `threads` workers. Each `forward` validates the batch, derives the per-request masks
 //! (part of the measured boundary) and reuses scratch buffers, so after the first call at a
 //! shape it allocates nothing of its own.
@@ -14,7 +19,10 @@
 pub(crate) mod attention;
 pub(crate) mod bf16dot;
 mod f32panel;
+pub mod isa;
 mod linalg;
+
+pub use self::isa::Isa;
 
 use std::collections::HashMap;
 
@@ -27,7 +35,7 @@ use super::{
     Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
 };
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind, OptionLayout};
-use crate::model::lowp::{HalfOrder, PaletteOrder};
+use crate::model::lowp::{self, HalfOrder, PaletteOrder};
 use crate::model::ops;
 use crate::model::tail::action_features;
 use crate::model::weights::{DecisionWeights, Layout, Linear, Matrix, WeightBytes};
@@ -74,9 +82,14 @@ pub struct Tuning {
     pub gemm: GemmThreading,
     /// How BF16 weights are multiplied.
     pub bf16: Bf16Kernel,
-    /// Multiply FP32 weights with the panel kernel of the other precisions instead of `gemm`
-    /// (where AVX-512F exists), to separate kernel from precision effects in comparisons.
+    /// Multiply row-major FP32 weights with the panel kernel of the other precisions, decoding
+    /// (copying) them into panels every forward, instead of packing them at load.
     pub f32_panel: bool,
+    /// Keep FP32 weights in `weight_layout` and multiply them with the `gemm` crate (the engine
+    /// before packing at load), to compare kernels.
+    pub f32_gemm: bool,
+    /// The kernels' instruction set (capped at what the CPU runs).
+    pub isa: Isa,
 }
 
 /// How the engine multiplies with BF16 weights.
@@ -114,6 +127,8 @@ impl Default for Tuning {
             gemm: GemmThreading::Rayon,
             bf16: DEFAULT_BF16_KERNEL,
             f32_panel: false,
+            f32_gemm: false,
+            isa: Isa::selected(),
         }
     }
 }
@@ -251,6 +266,8 @@ impl PortableBackend {
         threads: usize,
         tuning: Tuning,
     ) -> Self {
+        let tuning = Tuning { isa: tuning.isa.min(Isa::detected()), ..tuning };
+        let isa = tuning.isa;
         let threads =
             if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
         let d = enc.hidden_size;
@@ -288,28 +305,37 @@ impl PortableBackend {
             None
         };
         let threads = if pool.is_some() { threads } else { 1 };
-        let isa = if ops::has_avx2() { "avx2+fma" } else { "generic" };
         let precision = weights_precision(&w);
         let bf16_dot = tuning.bf16 == Bf16Kernel::Dot
-            && bf16dot::available()
+            && isa.has_bf16_dot()
             && w.projections()
                 .iter()
                 .any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if h.order() == HalfOrder::Pairs16));
+        let packed = w
+            .projections()
+            .iter()
+            .any(|(_, l)| matches!(&l.weight, Matrix::F32(d) if d.layout() == Layout::Panels16));
+        let tile = if isa == Isa::Avx512 { "avx512f 6x64" } else { "avx2+fma 6x16" };
         let kernel = match precision.as_str() {
-            "f32" => String::new(),
-            "bf16" if bf16_dot => ", bf16 weights: avx512_bf16 pair-dot, bf16 activations".into(),
-            p if f32panel::available() => format!(", {p} weights decoded to f32 panels, avx512f fma"),
-            p => format!(", {p} weights decoded to f32 tiles, gemm"),
+            "f32" if packed => format!("f32 {}", isa.f32_kernel()),
+            "f32" if tuning.f32_panel && isa.has_panels() => {
+                format!("f32 row-major weights copied into panels every forward, {tile} register tile")
+            }
+            "f32" => format!("f32 {}", Isa::Generic.f32_kernel()),
+            "bf16" if bf16_dot => "bf16 weights: avx512_bf16 pair-dot 6x64, bf16 activations".into(),
+            p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile} register tile"),
+            p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
+        let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
         let weight_bytes = Some(w.weight_bytes().total as u64);
         let info = BackendInfo {
             kind: BackendKind::Portable,
             name: "portable".into(),
             precision,
-            device: format!("cpu ({threads} threads, {isa}{kernel})"),
+            device: format!("cpu ({threads} threads, {} kernels: {kernel})", isa.name()),
             shapes,
             fingerprint,
-            notes: Vec::new(),
+            notes: isa_note.into_iter().collect(),
             blas: None,
             host_hints: HostHints::default(),
             weight_bytes,
@@ -368,6 +394,11 @@ impl PortableBackend {
     /// Worker threads in use (1 = the calling thread only).
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// The instruction set the matrix kernels use.
+    pub fn isa(&self) -> Isa {
+        self.tuning.isa
     }
 
     /// Break the model on purpose (tests only).
@@ -493,8 +524,12 @@ impl PortableBackend {
             (t, GemmThreading::Rayon) => Split::Gemm(t),
             (t, GemmThreading::Columns) => Split::Columns(t),
         };
-        let par =
-            Plan { split, bf16_dot: self.tuning.bf16 == Bf16Kernel::Dot, f32_panel: self.tuning.f32_panel };
+        let par = Plan {
+            split,
+            bf16_dot: self.tuning.bf16 == Bf16Kernel::Dot,
+            f32_panel: self.tuning.f32_panel,
+            isa: self.tuning.isa,
+        };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
@@ -703,11 +738,14 @@ fn run_attention(
 }
 
 /// Move every projection weight (encoder, head, scorer hidden) to the engine's storage order:
-/// FP32 to `tuning.weight_layout`; BF16 to the pair-dot kernel's panels when that kernel is
-/// chosen and this CPU runs it, else row-major; FP16 and palettized weights stay as they are.
+/// FP32 packed into 16-row panels where the ISA has panel kernels (and the rows fill whole
+/// panels), else to `tuning.weight_layout` for `gemm`; BF16 and FP16 to pairs of 16-row panels
+/// where the pair-dot or panel kernels run, else row-major; 8-bit palettes to panel order where
+/// the panel kernels run.
 fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
-    let dot = tuning.bf16 == Bf16Kernel::Dot && bf16dot::available();
-    let panel = f32panel::available();
+    let dot = tuning.bf16 == Bf16Kernel::Dot && tuning.isa.has_bf16_dot();
+    let panel = tuning.isa.has_panels();
+    let pack_f32 = panel && !tuning.f32_gemm && !tuning.f32_panel;
     for (_, l) in w.projections_mut() {
         match &mut l.weight {
             // the pair-dot kernel reads Pairs16; so does the FP32 panel kernel's vector decoder
@@ -718,9 +756,10 @@ fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
             Matrix::F16(h) => h.set_order(if panel { HalfOrder::Pairs16 } else { HalfOrder::RowMajor }),
             // and 8-bit palettes in panel order with byte permutes
             Matrix::Palettized(p) => {
-                let lut8 = f32panel::lut8_available() && p.group_size().is_multiple_of(16);
+                let lut8 = panel && p.group_size().is_multiple_of(16);
                 p.set_order(if lut8 { PaletteOrder::Panels16 } else { PaletteOrder::RowMajor });
             }
+            m if pack_f32 && m.rows().is_multiple_of(lowp::PANEL_ROWS) => m.set_layout(Layout::Panels16),
             m => m.set_layout(tuning.weight_layout),
         }
     }

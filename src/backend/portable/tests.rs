@@ -250,6 +250,50 @@ fn forward_matches_f64_reference_on_tiny_shape() {
     }
 }
 
+/// Every kernel family on the same forward: the AVX-512 and AVX2 kernels where this CPU runs
+/// them (the AVX2 path forced on an AVX-512 machine, as `LAYA_BENCH_ISA=avx2` does), and the
+/// generic one (`gemm`) everywhere; a family the CPU lacks is skipped with a printed reason.
+#[test]
+fn every_kernel_family_matches_f64_reference_and_names_itself() {
+    let (enc, agent) = tiny_shape();
+    let w = random_weights(&enc, &agent, 11);
+    let b = batch(2, 24, 5, &[24, 15], 512);
+    for isa in [Isa::Avx512, Isa::Avx2, Isa::Generic] {
+        if !isa.runs_here() {
+            eprintln!("skipping the {} kernels: this CPU does not run them", isa.name());
+            continue;
+        }
+        for threads in [1, 2] {
+            let tuning = Tuning { isa, ..Tuning::default() };
+            let mut e = PortableBackend::new_tuned(
+                w.clone(),
+                enc.clone(),
+                agent.clone(),
+                caps(2, 24, 5),
+                "x".into(),
+                threads,
+                tuning,
+            );
+            assert_eq!(e.isa(), isa);
+            let device = &e.info().device;
+            assert!(device.contains(&format!("{} kernels: f32 ", isa.name())), "{device}");
+            assert!(device.contains(isa.f32_kernel()), "{device}");
+            let mut out = ForwardOutput::default();
+            e.forward(&b, &mut out).unwrap();
+            for r in 0..2 {
+                let (logits, act) = reference_row(&w, &enc, &b, r);
+                let dl = max_diff(&out.logits[r * 5..(r + 1) * 5], &logits);
+                let da = max_diff(&out.action_logits[r * 2..(r + 1) * 2], &act);
+                assert!(
+                    dl < 2e-5 && da < 2e-5,
+                    "{} row {r} threads {threads}: Δlogit {dl:e} Δaction {da:e}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn parallel_layout_matches_f64_reference() {
     let (enc, mut agent) = tiny_shape();

@@ -82,6 +82,19 @@ pub enum Layout {
     RowMajor,
     /// `[rows, cols]` column-major (the transpose is row-major): `data[c * rows + r]`.
     ColMajor,
+    /// Rows in panels of 16 (the last one zero-padded), each panel column-major:
+    /// `data[(r / 16)·16·cols + c·16 + r % 16]`, the operand order of the portable engine's
+    /// packed-panel kernels (one 16-wide vector per reduction step).
+    Panels16,
+}
+
+/// Rows per panel of [`Layout::Panels16`].
+const F32_PANEL: usize = 16;
+
+/// Index of `(r, c)` in a [`Layout::Panels16`] array with `cols` columns.
+#[inline]
+fn panel_index(r: usize, c: usize, cols: usize) -> usize {
+    (r / F32_PANEL) * F32_PANEL * cols + c * F32_PANEL + r % F32_PANEL
 }
 
 /// A dense f32 matrix.
@@ -122,6 +135,7 @@ impl DenseF32 {
         Some(match self.layout {
             Layout::RowMajor => self.data[r * self.cols + c],
             Layout::ColMajor => self.data[c * self.rows + r],
+            Layout::Panels16 => self.data[panel_index(r, c, self.cols)],
         })
     }
     /// Same matrix stored in `layout` (transposes the storage when it differs).
@@ -134,10 +148,33 @@ impl DenseF32 {
         if layout == self.layout {
             return;
         }
+        if self.layout == Layout::Panels16 || layout == Layout::Panels16 {
+            // through row-major: panels pad the rows, so this is not a plain transpose
+            let (rows, cols) = (self.rows, self.cols);
+            let row_major: Vec<f32> = match self.layout {
+                Layout::RowMajor => std::mem::take(&mut self.data),
+                _ => (0..rows * cols).map(|i| self.get(i / cols, i % cols).unwrap_or(0.0)).collect(),
+            };
+            self.data = row_major;
+            self.layout = Layout::RowMajor;
+            if layout == Layout::Panels16 {
+                let mut out = vec![0.0f32; rows.next_multiple_of(F32_PANEL) * cols];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        out[panel_index(r, c, cols)] = self.data[r * cols + c];
+                    }
+                }
+                self.data = out;
+                self.layout = layout;
+            } else {
+                self.set_layout(layout);
+            }
+            return;
+        }
         // Storage is an `a × b` row-major array; produce its `b × a` transpose, in tiles.
         let (a, b) = match self.layout {
             Layout::RowMajor => (self.rows, self.cols),
-            Layout::ColMajor => (self.cols, self.rows),
+            Layout::ColMajor | Layout::Panels16 => (self.cols, self.rows),
         };
         let mut out = vec![0.0f32; self.data.len()];
         const T: usize = 32;
@@ -276,6 +313,13 @@ impl Matrix {
                         }
                     }
                 }
+                Layout::Panels16 => {
+                    for (i, row) in out.chunks_exact_mut(c.max(1)).enumerate() {
+                        for (j, o) in row.iter_mut().enumerate() {
+                            *o = m.data[panel_index(r0 + i, j, c)];
+                        }
+                    }
+                }
             },
             Matrix::F16(m) => return m.decode_rows(HalfKind::F16, r0, r1, out),
             Matrix::BF16(m) => return m.decode_rows(HalfKind::BF16, r0, r1, out),
@@ -296,6 +340,11 @@ impl Matrix {
                     Layout::ColMajor => {
                         for (j, o) in out.iter_mut().enumerate() {
                             *o = m.data[(c0 + j) * m.rows + r];
+                        }
+                    }
+                    Layout::Panels16 => {
+                        for (j, o) in out.iter_mut().enumerate() {
+                            *o = m.data[panel_index(r, c0 + j, m.cols)];
                         }
                     }
                 }
@@ -329,6 +378,13 @@ impl Matrix {
                         for (o, &w) in y.iter_mut().zip(col) {
                             *o += w * xc;
                         }
+                    }
+                }
+                Layout::Panels16 => {
+                    let mut row = vec![0.0f32; x.len()];
+                    for (r, o) in y.iter_mut().enumerate() {
+                        self.row_into(r, &mut row);
+                        *o = super::ops::dot(&row, x);
                     }
                 }
             },
@@ -835,5 +891,27 @@ mod tests {
         assert_eq!(row, [4.0, 5.0, 6.0]);
         assert!(!t.row_into(2, &mut row));
         assert_eq!(t.into_layout(Layout::RowMajor), m);
+    }
+
+    #[test]
+    fn panel_layout_pads_rows_and_round_trips() {
+        let (rows, cols) = (19, 5);
+        let v: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+        let m = Matrix::f32_row_major(rows, cols, v.clone()).unwrap();
+        let p = m.clone().into_layout(Layout::Panels16);
+        let Matrix::F32(d) = &p else { panic!("layout change kept the precision") };
+        assert_eq!(d.data().len(), 32 * cols);
+        assert_eq!(d.data()[16 * 2 + 3], v[3 * cols + 2]);
+        assert_eq!(d.get(18, 4), Some(v[18 * cols + 4]));
+        assert_eq!(p.to_row_major_f32().unwrap(), v);
+        let mut seg = [0.0f32; 2];
+        assert!(p.decode_row_segment(17, 2, 4, &mut seg));
+        assert_eq!(seg, [v[17 * cols + 2], v[17 * cols + 3]]);
+        let x = [1.0, -0.5, 0.25, 2.0, 0.0];
+        let (mut y1, mut y2) = ([0.0f32; 19], [0.0f32; 19]);
+        assert!(m.matvec(&x, &mut y1) && p.matvec(&x, &mut y2));
+        assert_eq!(y1, y2);
+        assert_eq!(p.clone().into_layout(Layout::ColMajor).into_layout(Layout::RowMajor), m);
+        assert_eq!(p.into_layout(Layout::RowMajor), m);
     }
 }

@@ -1,0 +1,393 @@
+//! `bounds --measure`: this machine's FMA peak per kernel family the portable engine can use (one
+//! thread and all threads) and its memory bandwidth (a STREAM-style triad), in a few seconds,
+//! and the floors each portable precision arm has on them.
+//!
+//! Peak: twelve independent FMA chains per thread (enough to cover the FMA latency on two
+//! pipes), register-resident, so the loop runs at the core's FMA issue rate; the best of three
+//! repetitions. BF16: the same with `vdpbf16ps` (two multiply-adds per f32 lane). Bandwidth:
+//! `a[i] = b[i] + s·c[i]` over three arrays of [`TRIAD_FLOATS`] f32 each, split over the threads,
+//! counted as 3 × 4 bytes per element (no write-allocate traffic), the best of five passes.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{body_weight_bytes, compute_floor_ms, flops_per_decision, BoundsError};
+use crate::backend::portable::Isa;
+use crate::laya::config::{AgentConfig, EncoderConfig};
+use crate::model::{ComputeType, Precision};
+
+/// f32 elements per triad array (64 MiB each: far beyond any last-level cache here).
+pub const TRIAD_FLOATS: usize = 16 << 20;
+
+/// One measured arithmetic peak.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Peak {
+    /// The instruction sequence: `avx512f fma`, `avx2 fma`, `avx512_bf16 dot`, `scalar fma`.
+    pub kernel: String,
+    /// The arithmetic it stands for.
+    pub compute: ComputeType,
+    /// Threads running it at once.
+    pub threads: usize,
+    /// GFLOP/s over all threads (a multiply-add counts 2).
+    pub gflops: f64,
+}
+
+/// What `bounds --measure` measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measured {
+    /// Every peak, per kernel, one thread and all threads.
+    pub peaks: Vec<Peak>,
+    /// Triad bandwidth in GB/s (10⁹ bytes) over all threads.
+    pub triad_gbs: f64,
+    /// Threads of the all-thread figures.
+    pub threads: usize,
+    /// The kernel family the portable engine uses here (`LAYA_BENCH_ISA` applied).
+    pub engine_isa: String,
+    /// The engine's FP32 product, as its `device` names it.
+    pub engine_f32_kernel: String,
+    /// Seconds the measurement took.
+    pub seconds: f64,
+}
+
+impl Measured {
+    /// The all-thread peak of one kernel.
+    pub fn peak(&self, kernel: &str) -> Option<f64> {
+        self.peaks.iter().filter(|p| p.kernel == kernel && p.threads == self.threads).map(|p| p.gflops).next()
+    }
+
+    /// The all-thread peak a portable arm of `precision` computes at with the engine's kernels:
+    /// the BF16 dot rate for BF16 where the engine uses `vdpbf16ps`, else the FP32 FMA rate of
+    /// the engine's ISA (FP16 and palettized weights are widened to FP32).
+    pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
+        let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
+        if precision == Precision::Bf16 && isa.has_bf16_dot() {
+            return self.peak(BF16_DOT).map(|g| (BF16_DOT.to_string(), g));
+        }
+        let k = fma_kernel(isa);
+        self.peak(k).map(|g| (k.to_string(), g))
+    }
+}
+
+const BF16_DOT: &str = "avx512_bf16 dot";
+
+fn fma_kernel(isa: Isa) -> &'static str {
+    match isa {
+        Isa::Avx512 => "avx512f fma",
+        Isa::Avx2 => "avx2 fma",
+        Isa::Generic => "scalar fma",
+    }
+}
+
+/// One portable arm's floors on the measured machine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmFloor {
+    /// `portable:<precision>`.
+    pub arm: String,
+    /// The peak it is held to.
+    pub kernel: String,
+    /// That peak in GFLOP/s.
+    pub peak_gflops: f64,
+    /// FLOP / peak.
+    pub compute_ms: f64,
+    /// Weight bytes / triad bandwidth.
+    pub bandwidth_ms: f64,
+    /// The larger of the two.
+    pub floor_ms: f64,
+}
+
+/// Floors of the portable arms f32, f16, bf16 and w8 for one decision of this shape at `length`.
+pub fn arm_floors(
+    m: &Measured,
+    enc: &EncoderConfig,
+    agent: &AgentConfig,
+    length: usize,
+    marker_slots: usize,
+) -> Result<Vec<ArmFloor>, BoundsError> {
+    let flop = flops_per_decision(enc, agent, length, marker_slots)?.published_flop();
+    let mut out = Vec::new();
+    for p in [Precision::F32, Precision::F16, Precision::Bf16, Precision::W8] {
+        let Some((kernel, peak)) = m.arm_peak(p) else { continue };
+        let bytes = body_weight_bytes(enc, agent, p)?.bytes;
+        let compute_ms = compute_floor_ms(flop, peak / 1e3);
+        let bandwidth_ms = bytes as f64 / (m.triad_gbs * 1e9) * 1e3;
+        out.push(ArmFloor {
+            arm: format!("portable:{}", p.name()),
+            kernel,
+            peak_gflops: peak,
+            compute_ms,
+            bandwidth_ms,
+            floor_ms: compute_ms.max(bandwidth_ms),
+        });
+    }
+    Ok(out)
+}
+
+/// Measure the peaks and the triad with `threads` threads (0 = all cores).
+pub fn measure(threads: usize) -> Measured {
+    let t0 = Instant::now();
+    let threads =
+        if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
+    let mut kernels: Vec<(&'static str, ComputeType, Kernel)> = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if Isa::Avx512.runs_here() {
+            kernels.push(("avx512f fma", ComputeType::F32, Kernel::Avx512));
+        }
+        if Isa::Avx512.has_bf16_dot() {
+            kernels.push((BF16_DOT, ComputeType::Bf16, Kernel::Bf16Dot));
+        }
+        if Isa::Avx2.runs_here() {
+            kernels.push(("avx2 fma", ComputeType::F32, Kernel::Avx2));
+        }
+    }
+    if kernels.is_empty() {
+        kernels.push(("scalar fma", ComputeType::F32, Kernel::Scalar));
+    }
+    let mut peaks = Vec::new();
+    for (name, compute, k) in kernels {
+        let counts = if threads == 1 { vec![1] } else { vec![1, threads] };
+        for t in counts {
+            peaks.push(Peak { kernel: name.into(), compute, threads: t, gflops: peak_gflops(k, t) });
+        }
+    }
+    let isa = Isa::selected();
+    Measured {
+        peaks,
+        triad_gbs: triad_gbs(threads),
+        threads,
+        engine_isa: isa.name().into(),
+        engine_f32_kernel: isa.f32_kernel().into(),
+        seconds: t0.elapsed().as_secs_f64(),
+    }
+}
+
+/// The measurement as text, with each arm's floors (`source`: the model the floors are for).
+pub fn render(m: &Measured, source: &str, length: usize, floors: &[ArmFloor]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        o,
+        "measured on this machine in {:.1} s ({} threads for the all-thread figures)",
+        m.seconds, m.threads
+    );
+    let _ = writeln!(o, "  portable engine kernels: {} (f32: {})", m.engine_isa, m.engine_f32_kernel);
+    for p in &m.peaks {
+        let _ = writeln!(
+            o,
+            "  peak {:<16} {} thread{} {:>8.1} GFLOP/s ({})",
+            p.kernel,
+            p.threads,
+            if p.threads == 1 { " " } else { "s" },
+            p.gflops,
+            p.compute
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  triad bandwidth {:.1} GB/s ({} threads, 3 x {} MiB arrays)",
+        m.triad_gbs,
+        m.threads,
+        (TRIAD_FLOATS * 4) >> 20
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "floors per portable arm, {source} at L {length}: t >= max(FLOP / peak, weight bytes / triad)"
+    );
+    let _ = writeln!(
+        o,
+        "  {:<16} {:<16} {:>9} {:>10} {:>12} {:>9}",
+        "arm", "peak kernel", "GFLOP/s", "compute ms", "bandwidth ms", "floor ms"
+    );
+    for f in floors {
+        let _ = writeln!(
+            o,
+            "  {:<16} {:<16} {:>9.1} {:>10.2} {:>12.2} {:>9.2}",
+            f.arm, f.kernel, f.peak_gflops, f.compute_ms, f.bandwidth_ms, f.floor_ms
+        );
+    }
+    let _ = writeln!(o, "  an arm's distance from its floor: floor ms / its measured P50 (speed, or cargo bench --bench forward)");
+    o
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kernel {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Bf16Dot,
+}
+
+/// FLOP of one loop iteration and the loop itself (returns a value so it is not removed).
+fn run_kernel(k: Kernel, iters: u64) -> (f64, f32) {
+    match k {
+        Kernel::Scalar => (24.0, scalar_chains(iters)),
+        // SAFETY (x86 arms): each kernel is only listed when its features were detected.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => (192.0, unsafe { x86::avx2(iters) }),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => (384.0, unsafe { x86::avx512(iters) }),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Bf16Dot => (768.0, unsafe { x86::bf16(iters) }),
+    }
+}
+
+/// Best of three timed runs of ≈ 0.15 s, on `threads` threads at once.
+fn peak_gflops(k: Kernel, threads: usize) -> f64 {
+    // calibrate on one thread
+    let mut iters = 100_000u64;
+    loop {
+        let t = Instant::now();
+        std::hint::black_box(run_kernel(k, iters));
+        let s = t.elapsed().as_secs_f64();
+        if s > 0.01 || iters > 1 << 34 {
+            iters = ((iters as f64) * 0.15 / s.max(1e-9)) as u64;
+            break;
+        }
+        iters *= 4;
+    }
+    let iters = iters.max(1);
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let flop: f64 = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..threads).map(|_| s.spawn(move || run_kernel(k, iters))).collect();
+                hs.into_iter().map(|h| h.join().map_or(0.0, |(f, v)| f + 0.0 * v as f64)).sum()
+            });
+            flop * iters as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .fold(0.0, f64::max)
+}
+
+fn scalar_chains(iters: u64) -> f32 {
+    let mut acc = [1.0f32; 12];
+    let (a, b) = (std::hint::black_box(0.999_999f32), std::hint::black_box(1e-7f32));
+    for _ in 0..iters {
+        for x in acc.iter_mut() {
+            *x = x.mul_add(a, b);
+        }
+    }
+    acc.iter().sum()
+}
+
+/// `a = b + s·c` over [`TRIAD_FLOATS`] elements per array, split over `threads`; GB/s.
+fn triad_gbs(threads: usize) -> f64 {
+    let n = TRIAD_FLOATS;
+    let chunk = n.div_ceil(threads.max(1));
+    let mut a = vec![0.0f32; n];
+    let b = vec![1.0f32; n];
+    let c = vec![2.0f32; n];
+    let s = std::hint::black_box(3.0f32);
+    (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            std::thread::scope(|sc| {
+                for ((ac, bc), cc) in a.chunks_mut(chunk).zip(b.chunks(chunk)).zip(c.chunks(chunk)) {
+                    sc.spawn(move || {
+                        for ((x, &y), &z) in ac.iter_mut().zip(bc).zip(cc) {
+                            *x = y + s * z;
+                        }
+                    });
+                }
+            });
+            std::hint::black_box(&a);
+            (3 * 4 * n) as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .fold(0.0, f64::max)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2(iters: u64) -> f32 {
+        let mut acc = [_mm256_set1_ps(1.0); 12];
+        let a = _mm256_set1_ps(std::hint::black_box(0.999_999));
+        let b = _mm256_set1_ps(std::hint::black_box(1e-7));
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = _mm256_fmadd_ps(*x, a, b);
+            }
+        }
+        let mut s = _mm256_setzero_ps();
+        for x in acc {
+            s = _mm256_add_ps(s, x);
+        }
+        let mut out = [0.0f32; 8];
+        // SAFETY: an 8-value store into an 8-value array.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), s) };
+        out.iter().sum()
+    }
+
+    /// # Safety
+    /// AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512(iters: u64) -> f32 {
+        let mut acc = [_mm512_set1_ps(1.0); 12];
+        let a = _mm512_set1_ps(std::hint::black_box(0.999_999));
+        let b = _mm512_set1_ps(std::hint::black_box(1e-7));
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = _mm512_fmadd_ps(*x, a, b);
+            }
+        }
+        acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
+    }
+
+    /// # Safety
+    /// AVX-512F and AVX-512 BF16.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn bf16(iters: u64) -> f32 {
+        let mut acc = [_mm512_set1_ps(1.0); 12];
+        let v = _mm512_set1_ps(std::hint::black_box(1e-3));
+        let a = _mm512_cvtne2ps_pbh(v, v);
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = _mm512_dpbf16_ps(*x, a, a);
+            }
+        }
+        acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arm_floors_hold_each_arm_to_its_kernel_and_the_triad() {
+        let m = Measured {
+            peaks: vec![
+                Peak { kernel: "avx2 fma".into(), compute: ComputeType::F32, threads: 2, gflops: 100.0 },
+                Peak { kernel: "scalar fma".into(), compute: ComputeType::F32, threads: 2, gflops: 10.0 },
+            ],
+            triad_gbs: 10.0,
+            threads: 2,
+            engine_isa: "avx2".into(),
+            engine_f32_kernel: String::new(),
+            seconds: 0.0,
+        };
+        let (enc, agent) = crate::model::synthetic::published_shape("multilingual").unwrap();
+        let f = arm_floors(&m, &enc, &agent, 96, 32).unwrap();
+        assert_eq!(f.len(), 4);
+        assert!(f.iter().all(|a| a.kernel == "avx2 fma" && a.peak_gflops == 100.0));
+        // 24.6 GFLOP at 100 GFLOP/s; 500 MB of FP32 weights at 10 GB/s
+        assert!((f[0].compute_ms - 246.0).abs() < 2.0, "{:?}", f[0]);
+        assert!((f[0].bandwidth_ms - 50.0).abs() < 1.0, "{:?}", f[0]);
+        assert_eq!(f[0].floor_ms, f[0].compute_ms);
+        assert!(f[3].bandwidth_ms < f[0].bandwidth_ms / 3.0);
+    }
+
+    #[test]
+    fn the_scalar_peak_and_the_triad_measure_something() {
+        assert!(peak_gflops(Kernel::Scalar, 1) > 0.0);
+    }
+}
