@@ -61,7 +61,7 @@ fi
 # 3. The arms: the portable engine on the machine's cores at FP32 and BF16; and, where this
 #    binary has `ref:` arms and the interpreter has PyTorch with CUDA and laya, laya on the GPU.
 arms=(--arm p32=portable:f32 --arm pbf16=portable:bf16)
-if "$bin" doctor 2>/dev/null | grep -q '^  ref:' &&
+if grep -q '"spec": *"ref:' "$out/doctor.json" &&
    "$python" -c 'import torch, laya, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>>"$log"; then
   arms+=(--arm torch=ref:laya:"$model":cuda)
   say "ref:laya on cuda: included (torch $("$python" -c 'import torch; print(torch.__version__)'))"

@@ -267,12 +267,42 @@ pub fn survey() -> Vec<BackendStatus> {
         },
     });
     out.push(mlx_status());
+    out.push(reference_status());
     out.push(BackendStatus {
         spec: "mock:ok".into(),
         usable: true,
         detail: "scripted outputs for tests and smoke runs (also mock:drift-after=N, mock:fail-after=N, :delay-us=D); never a measurement of a model".into(),
     });
     out
+}
+
+/// `doctor`'s line for `ref:` arms: the interpreter a worker would start with, and whether it
+/// is there (each runtime's package is checked when its arm is built, exit 2 naming the pip
+/// command).
+fn reference_status() -> BackendStatus {
+    let python = super::reference::python();
+    let found = if python.components().count() > 1 {
+        python.is_file()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(&python).is_file()))
+    };
+    let kinds = "laya-mlx, laya, laya-apple, laya-coreml, laya-coreml-ane, laya-cuda, laya-mnn, factory";
+    BackendStatus {
+        spec: "ref:KIND:ARGS".into(),
+        usable: found,
+        detail: if found {
+            format!(
+                "a published Python runtime in a worker process ({kinds}) on {}; each arm checks its package when built (docs/reference-runtimes.md, scripts/setup-ref.sh)",
+                python.display()
+            )
+        } else {
+            format!(
+                "a published Python runtime in a worker process ({kinds}): no interpreter {} here; set LAYA_BENCH_PYTHON or run scripts/setup-ref.sh",
+                python.display()
+            )
+        },
+    }
 }
 
 /// What a Core ML spec needs that other OSes lack.

@@ -669,6 +669,7 @@ fn doctor_lists_every_sensor_and_backend_with_a_reason() {
         "coreml:BUNDLE",
         "mlx:CHECKPOINT",
         "mock:ok",
+        "ref:KIND:ARGS",
     ] {
         assert!(out.contains(name), "{name} missing:\n{out}");
     }
@@ -677,7 +678,7 @@ fn doctor_lists_every_sensor_and_backend_with_a_reason() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["sensors"].as_array().unwrap().len(), 5);
-    assert_eq!(v["backends"].as_array().unwrap().len(), 10);
+    assert_eq!(v["backends"].as_array().unwrap().len(), 11);
     for s in v["sensors"].as_array().unwrap().iter().chain(v["backends"].as_array().unwrap()) {
         assert!(s["usable"].is_boolean() && !s["detail"].as_str().unwrap().is_empty(), "{s}");
     }
