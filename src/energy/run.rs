@@ -136,6 +136,11 @@ pub struct RunEnergy {
 }
 
 impl RunEnergy {
+    /// A run the rules rejected: no summary, no blocks, no cross-check.
+    fn refused(series: SeriesKind, rejections: Vec<RejectionDetail>) -> Self {
+        RunEnergy { series, rejections, summary: None, blocks: vec![], cross_check: None }
+    }
+
     /// Whether any rule rejected the run.
     pub fn rejected(&self) -> bool {
         !self.rejections.is_empty()
@@ -379,13 +384,7 @@ fn judge(input: &RunInput<'_>) -> RunEnergy {
             let points = power_points(input.samples);
             details(input.samples, check_power(&points, input.span, &input.rules), None, &mut rejections);
             if !rejections.is_empty() {
-                return RunEnergy {
-                    series: kind,
-                    rejections,
-                    summary: None,
-                    blocks: vec![],
-                    cross_check: None,
-                };
+                return RunEnergy::refused(kind, rejections);
             }
             let watts = values(&points, |t_s, watts| WattPoint { t_s, watts });
             let blocks = block_results(input, &[Series::Power(&watts)]);
@@ -406,13 +405,7 @@ fn judge(input: &RunInput<'_>) -> RunEnergy {
                 validated.push((values(&points, |t_s, joules| CounterPoint { t_s, joules }), wrap));
             }
             if !rejections.is_empty() {
-                return RunEnergy {
-                    series: kind,
-                    rejections,
-                    summary: None,
-                    blocks: vec![],
-                    cross_check: None,
-                };
+                return RunEnergy::refused(kind, rejections);
             }
             let series: Vec<Series<'_>> = validated
                 .iter()
