@@ -171,7 +171,7 @@ impl Settings {
         info.sample_interval_s = interval.as_secs_f64();
         info.max_gap_s = rules.max_gap_s();
         info.sample_interval_reason = Some(format!(
-            "the sensor's measured update period {:.1} ms (no --sample-interval given)",
+            "twice the sensor's measured update period {:.1} ms (no --sample-interval given)",
             period.as_secs_f64() * 1e3
         ));
         Ok(Settings { interval, rules, info, ..self.clone() })

@@ -120,11 +120,13 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2 })
 }
 
-/// The sample interval for a driver that refreshes every `period`: the period itself (reading
-/// faster returns the same value again; slower loses updates), kept within 10 ms and 500 ms
-/// (the default interval).
+/// The sample interval for a driver that refreshes every `period`: twice the period, kept
+/// within 10 ms and 500 ms (the default interval). At the period itself, the sampler's jitter
+/// puts two reads inside one update now and then, and a counter that did not advance between
+/// two readings is a sensor fault that rejects the run (seen on the stand-in driver at 20 ms:
+/// reads 16 ms apart); twice the period, every two reads in a row span an update.
 pub fn interval_for(period: Duration) -> Duration {
-    period.clamp(Duration::from_millis(10), Duration::from_millis(500))
+    (period * 2).clamp(Duration::from_millis(10), Duration::from_millis(500))
 }
 
 /// The `nvml…` sensors.
@@ -395,7 +397,8 @@ mod tests {
         let polls: Vec<(u64, u64)> = (0..100u64).map(|k| (k * 5_000_000, (k * 5) / 100)).collect();
         assert_eq!(period_from_changes(&polls), Some(Duration::from_millis(100)));
         assert_eq!(period_from_changes(&[(0, 1), (1, 1), (2, 2)]), None);
-        assert_eq!(interval_for(Duration::from_millis(20)), Duration::from_millis(20));
+        assert_eq!(interval_for(Duration::from_millis(20)), Duration::from_millis(40));
+        assert_eq!(interval_for(Duration::from_millis(100)), Duration::from_millis(200));
         assert_eq!(interval_for(Duration::from_millis(1)), Duration::from_millis(10));
         assert_eq!(interval_for(Duration::from_secs(2)), Duration::from_millis(500));
     }

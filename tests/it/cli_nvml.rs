@@ -97,15 +97,18 @@ fn doctor_reports_what_nvml_offers() {
 #[test]
 fn an_energy_run_records_both_quantities_samples_at_the_driver_period_and_cross_checks() {
     let dir = tempfile::tempdir().unwrap();
-    let o = energy(dir.path(), "nvml-energy", &[]);
+    // A driver that refreshes every 50 ms: sampled at 100 ms, two reads in a row stay an
+    // update apart even when a loaded machine delays the sampler by up to 50 ms.
+    let o = energy(dir.path(), "nvml-energy", &[("LAYA_FAKE_NVML_UPDATE_MS", "50")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r: Value = serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(r["status"], "complete", "{}", r["status_reason"]);
     assert_eq!(r["sensor"]["spec"], "nvml-energy:0");
     assert_eq!(r["sensor"]["source"], "nvml-energy");
-    assert_eq!(r["energy_plan"]["sample_interval_s"], 0.02);
+    // Twice the stand-in driver's period.
+    assert_eq!(r["energy_plan"]["sample_interval_s"], 0.1);
     assert!(
-        r["energy_plan"]["sample_interval_reason"].as_str().unwrap().contains("20.0 ms"),
+        r["energy_plan"]["sample_interval_reason"].as_str().unwrap().contains("50.0 ms"),
         "{}",
         r["energy_plan"]
     );
@@ -127,7 +130,10 @@ fn an_energy_run_records_both_quantities_samples_at_the_driver_period_and_cross_
     assert!(worst < 5.0, "counter and power differ by {worst} %: {cross}");
     let md = String::from_utf8_lossy(&o.stdout);
     assert!(md.contains("Cross-check: `gpu0` (the total) against `gpu0-power` (power)"), "{md}");
-    assert!(md.contains("Sample interval chosen from the sensor's measured update period 20.0 ms"), "{md}");
+    assert!(
+        md.contains("Sample interval chosen from twice the sensor's measured update period 50.0 ms"),
+        "{md}"
+    );
 
     // The raw samples carry both channels and NVML's own numbers.
     let raw = std::fs::read_to_string(dir.path().join("r.raw.jsonl")).unwrap();
