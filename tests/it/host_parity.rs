@@ -8,7 +8,7 @@ use laya_bench::backend::mock::{Script, ScriptedBackend};
 use laya_bench::backend::{ForwardOutput, ShapeCaps, ShapeMode};
 use laya_bench::laya::config::AgentConfig;
 use laya_bench::laya::decode::MinConfidence;
-use laya_bench::laya::host::{states_from_value, CallOptions, Host, Trace};
+use laya_bench::laya::host::{states_from_value, CallOptions, Host, StateResult, Trace};
 use laya_bench::laya::tokenizer::Tokenizer;
 use serde_json::Value;
 
@@ -239,6 +239,7 @@ fn host_path_matches_reference_goldens() {
             ));
         }
     }
+    failures.extend(result_dicts_round_trip(cases));
     assert!(
         failures.is_empty(),
         "{} of {} golden cases differ:\n{}",
@@ -246,4 +247,29 @@ fn host_path_matches_reference_goldens() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// Every result dict the reference wrote reads back as our `StateResult` and writes out again
+/// byte for byte: a `ref:` arm's worker result goes through `StateResult::from_json`.
+fn result_dicts_round_trip(cases: &[Value]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut read = 0;
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        for want in case["results"].as_array().into_iter().flatten() {
+            read += 1;
+            match StateResult::from_json(want) {
+                Ok(r) if r.to_json() == *want => {}
+                Ok(r) => failures.push(format!(
+                    "{name}: result dict does not round-trip\n  read:  {want}\n  wrote: {}",
+                    r.to_json()
+                )),
+                Err(e) => failures.push(format!("{name}: result dict does not read back ({e}): {want}")),
+            }
+        }
+    }
+    if read < 20 {
+        failures.push(format!("only {read} golden result dicts to round-trip; expected at least 20"));
+    }
+    failures
 }
