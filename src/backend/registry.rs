@@ -588,10 +588,13 @@ mod tests {
                 "portable:w8:FILE",
                 "coreml:BUNDLE",
                 "mlx:CHECKPOINT",
+                "ref:KIND:ARGS",
                 "mock:ok"
             ]
         );
-        assert!(s[0].usable && s[9].usable);
+        assert!(s[0].usable && s[10].usable);
+        // The ref: line names the interpreter a worker would start with and the set-up script.
+        assert!(s[9].detail.contains("scripts/setup-ref.sh"), "{:?}", s[9]);
         #[cfg(not(target_os = "macos"))]
         assert!(!s[7].usable && s[7].detail.contains("macOS"), "{:?}", s[7]);
     }
