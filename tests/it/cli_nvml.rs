@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::common::{fixture, stderr};
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_laya-bench"))
 }
@@ -20,7 +22,7 @@ fn fake_nvml() -> &'static Path {
         let dir = std::env::temp_dir().join(format!("laya-bench-fake-nvml-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let lib = dir.join("libnvidia-ml.so.1");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-nvml/fake_nvml.c");
+        let src = fixture("fixtures/fake-nvml/fake_nvml.c");
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let o = Command::new(&cc)
             .args(["-O2", "-shared", "-fPIC", "-o"])
@@ -35,10 +37,6 @@ fn fake_nvml() -> &'static Path {
 
 fn with_fake(c: &mut Command) -> &mut Command {
     c.env("LAYA_BENCH_NVML_LIB", fake_nvml())
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn energy(dir: &Path, sensor: &str, env: &[(&str, &str)]) -> Output {
