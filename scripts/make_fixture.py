@@ -61,9 +61,21 @@ ENCODER = {
     "local_attention": 16,
     "global_rope_theta": 160000.0,
     "local_rope_theta": 10000.0,
+    # As a Hugging Face ModernBERT config gives them (the published checkpoints'
+    # encoder/config.json): transformers defaults the ids to ModernBERT's 50281..50283, outside
+    # this vocabulary, where they are missing. SPECIALS: [CLS] 1, [SEP] 2, [PAD] 3.
+    "max_position_embeddings": 8192,
+    "pad_token_id": 3,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "cls_token_id": 1,
+    "sep_token_id": 2,
 }
 
 AGENT = {
+    # The published checkpoints name their base encoder's hub id here; upstream laya and
+    # laya-mlx refuse a config without the key (it is only a tokenizer fallback at inference).
+    "encoder": "laya-bench/builtin-tiny",
     "head_layers": 2,
     "act_costs": {"ask": 0.1},
     "max_len": 512,

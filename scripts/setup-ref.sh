@@ -48,7 +48,12 @@ say "installing ${mlx[*]}, laya-mlx 0.5.0, laya-apple 1.7.0"
 if [ "$with_torch" = 1 ]; then
   say "installing laya 0.4.15 with PyTorch (CPU wheels on Linux)"
   case "$(uname -s)" in
-    Linux) "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu torch ;;
+    # PyTorch's CPU index is far smaller; where it cannot be reached (a machine that sees only
+    # the package registries), PyPI's build, which brings its CUDA libraries (some GB) and runs
+    # on the CPU as well.
+    Linux) "${pip[@]}" --timeout 20 --retries 1 --index-url https://download.pytorch.org/whl/cpu torch \
+      || { say "PyTorch's CPU index is unreachable; installing torch from PyPI (with its CUDA libraries)"
+           "${pip[@]}" torch; } ;;
   esac
   "${pip[@]}" "$(pkg laya==0.4.15)"
 fi

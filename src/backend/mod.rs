@@ -88,6 +88,11 @@ pub trait RequestAnswerer {
         questions: &serde_json::Value,
         options: &crate::laya::host::CallOptions,
     ) -> Result<(crate::laya::host::StateResult, Option<u64>), crate::laya::host::HostError>;
+
+    /// The process that runs the model, when it is not this one (a profiler attaches there).
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Every backend is what the host calls: its forward, named by its [`BackendInfo::name`].

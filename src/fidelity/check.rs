@@ -9,7 +9,8 @@ use super::gates::{bit_identical, judge, Decision, Judgement};
 use super::suite::{Suite, SuiteItem};
 use crate::backend::{Backend, PreparedBatch};
 use crate::laya::decode::calibrated_probabilities;
-use crate::laya::host::{CallOptions, Host, HostError};
+use crate::laya::decode::AnswerValue;
+use crate::laya::host::{CallOptions, Host, HostError, StateResult};
 use crate::laya::prompt::Row;
 use crate::laya::question::{QType, Question};
 
@@ -160,6 +161,80 @@ fn call(host: &Host<'_>, backend: &mut dyn Backend, row: &Row) -> Result<Option<
     }
 }
 
+/// What the candidate said about one question: its slot logits and action probability through
+/// our host path (`None` when not finite), or a reference runtime's whole result dict.
+#[derive(Debug, Clone)]
+enum Said {
+    /// Slot logits and softmax(action)[0].
+    Slots(Option<(Vec<f32>, f32)>),
+    /// The runtime's result.
+    Result(StateResult),
+}
+
+impl Said {
+    /// Whether a repeat said exactly the same: bit-identical outputs, or an equal dict.
+    fn identical(&self, again: &Said) -> bool {
+        match (self, again) {
+            (Said::Slots(Some(a)), Said::Slots(Some(b))) => bit_identical(a, b),
+            (Said::Slots(None), Said::Slots(None)) => true,
+            (Said::Result(a), Said::Result(b)) => a.to_json() == b.to_json(),
+            _ => false,
+        }
+    }
+}
+
+/// Ask the candidate one question: over the shared host path with `row`, or, for a backend
+/// that answers whole requests (a `ref:` arm), the state and the question as a request.
+fn ask(
+    host: &Host<'_>,
+    backend: &mut dyn Backend,
+    row: &Row,
+    state: &Value,
+    item: &SuiteItem,
+    opts: &CallOptions,
+) -> Result<Said, HostError> {
+    if let Some(worker) = backend.answers_requests() {
+        let (result, _) = worker.answer(state, &item.questions_value(), opts)?;
+        return Ok(Said::Result(result));
+    }
+    call(host, backend, row).map(Said::Slots)
+}
+
+/// The decision a runtime's result states for question `id`: the calibrated probabilities in
+/// label order (noul: `[1 − P(true), P(true)]`) and the action probability, as the runtime
+/// rounds them.
+fn stated_decision(result: &StateResult, id: &str, q: &Question) -> Result<Decision, String> {
+    let answer = result
+        .answers
+        .iter()
+        .find(|(qid, _)| qid == id)
+        .map(|(_, a)| a)
+        .ok_or_else(|| format!("the runtime's result has no answer for question {id:?}"))?;
+    let probabilities: Vec<f32> = match (&answer.value, q.qtype) {
+        (AnswerValue::Noul { noul }, QType::Noul) => vec![(1.0 - noul) as f32, *noul as f32],
+        (AnswerValue::Choice { probabilities, .. }, QType::Choice) => q
+            .key_texts
+            .iter()
+            .map(|k| {
+                probabilities.iter().find(|(key, _)| key == k).map(|(_, p)| *p as f32).ok_or_else(|| {
+                    format!("question {id:?}: the runtime gave no probability for option {k:?}")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        (AnswerValue::Score { probabilities, .. }, QType::Score) => {
+            probabilities.iter().map(|&p| p as f32).collect()
+        }
+        _ => {
+            return Err(format!(
+                "question {id:?}: the runtime answered a {} question as {}",
+                q.qtype.name(),
+                answer.qtype.name()
+            ))
+        }
+    };
+    Ok(Decision { probabilities, act_probability: answer.act_probability as f32 })
+}
+
 fn decision(host: &Host<'_>, q: &Question, out: Option<&(Vec<f32>, f32)>, k: usize) -> Decision {
     let mut scratch = Vec::new();
     match out {
@@ -239,11 +314,11 @@ pub fn run_suite(
             }
         };
         let mut failure = None;
-        let first = match call(rows_host, backend, &row) {
+        let first = match ask(rows_host, backend, &row, &state, item, &plan.opts) {
             Ok(out) => out,
             Err(e) => {
                 failure = Some(format!("the candidate failed: {e}"));
-                None
+                Said::Slots(None)
             }
         };
         let mut identical = true;
@@ -252,14 +327,8 @@ pub fn run_suite(
                 if stop() {
                     break 'questions;
                 }
-                match call(rows_host, backend, &row) {
-                    Ok(again) => {
-                        identical &= match (&first, &again) {
-                            (Some(a), Some(b)) => bit_identical(a, b),
-                            (None, None) => true,
-                            _ => false,
-                        }
-                    }
+                match ask(rows_host, backend, &row, &state, item, &plan.opts) {
+                    Ok(again) => identical &= first.identical(&again),
                     Err(e) => {
                         failure = Some(format!("a repeated candidate call failed: {e}"));
                         identical = false;
@@ -268,7 +337,13 @@ pub fn run_suite(
                 }
             }
         }
-        let cand = decision(rows_host, q, first.as_ref(), k);
+        let cand = match &first {
+            Said::Slots(out) => decision(rows_host, q, out.as_ref(), k),
+            Said::Result(result) => stated_decision(result, &item.id, q).unwrap_or_else(|why| {
+                failure.get_or_insert(why);
+                decision(rows_host, q, None, k)
+            }),
+        };
         let mut j = judge(&src, &cand, identical, plan.gate);
         if let Some(f) = failure {
             j.passed = false;
@@ -427,5 +502,50 @@ mod tests {
         let s = suite();
         assert_eq!(option_label(&s.items[1].compiled, 1), "shipping");
         assert_eq!(option_label(&s.items[0].compiled, 1), "true");
+    }
+
+    fn result(answers: serde_json::Value) -> StateResult {
+        StateResult::from_json(&serde_json::json!({"model": "laya-rl-agent", "answers": answers})).unwrap()
+    }
+
+    #[test]
+    fn a_runtime_result_states_its_decision_in_label_order() {
+        let s = suite();
+        let (noul, choice) = (&s.items[0].compiled, &s.items[1].compiled);
+        let r = result(serde_json::json!({
+            "n": {"type": "noul", "noul": 0.75, "confidence": 0.75, "answer_confidence": 0.75, "action": {"act_probability": 0.25}},
+            "c": {"type": "choice", "choice": "shipping", "probabilities": {"shipping": 0.5, "account": 0.125, "billing": 0.375},
+                  "confidence": 0.1, "answer_confidence": 0.5, "action": {"act_probability": 0.5}},
+        }));
+        // Noul: [1 - P(true), P(true)]; choice: the question's label order, not the dict's.
+        let d = stated_decision(&r, "n", noul).unwrap();
+        assert_eq!((d.probabilities, d.act_probability), (vec![0.25, 0.75], 0.25));
+        let d = stated_decision(&r, "c", choice).unwrap();
+        assert_eq!((d.probabilities.clone(), d.act_probability), (vec![0.375, 0.5, 0.125], 0.5));
+        assert_eq!(d.selected(), 1);
+        assert!(stated_decision(&r, "missing", noul).unwrap_err().contains("no answer for question \"missing\""));
+        let e = stated_decision(&r, "n", choice).unwrap_err();
+        assert!(e.contains("answered a choice question as noul"), "{e}");
+        let partial = result(serde_json::json!({
+            "c": {"type": "choice", "choice": "billing", "probabilities": {"billing": 1.0},
+                  "confidence": 1.0, "answer_confidence": 1.0, "action": {"act_probability": 0.5}},
+        }));
+        let e = stated_decision(&partial, "c", choice).unwrap_err();
+        assert!(e.contains("no probability for option \"shipping\""), "{e}");
+    }
+
+    #[test]
+    fn repeats_compare_bit_for_bit_or_as_whole_results() {
+        let a = Said::Slots(Some((vec![1.0, -0.0], 0.5)));
+        assert!(a.identical(&a.clone()));
+        assert!(!a.identical(&Said::Slots(Some((vec![1.0, 0.0], 0.5)))));
+        assert!(!a.identical(&Said::Slots(None)));
+        let answer = |p: f64| {
+            Said::Result(result(serde_json::json!({"n": {"type": "noul", "noul": p, "confidence": p,
+                "answer_confidence": p, "action": {"act_probability": 0.5}}})))
+        };
+        assert!(answer(0.75).identical(&answer(0.75)));
+        assert!(!answer(0.75).identical(&answer(0.7501)));
+        assert!(!answer(0.75).identical(&a));
     }
 }

@@ -198,7 +198,11 @@ pub fn compute_placement(candidate: &SideInfo) -> (Option<ComputePlanReport>, St
             None,
             format!(
                 "not applicable: placement comes from Core ML's MLComputePlan, and the candidate is a {} on {}",
-                if candidate.kind == "backend" { "backend spec" } else { "checkpoint" },
+                match candidate.kind.as_str() {
+                    "backend" => "backend spec",
+                    "reference_runtime" => "reference runtime",
+                    _ => "checkpoint",
+                },
                 candidate.backend.as_deref().unwrap_or("no backend")
             ),
         );

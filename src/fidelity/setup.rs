@@ -20,6 +20,9 @@ use crate::model::palettize::{read_palette_meta, PaletteReport};
 use crate::model::weights::WeightBytes;
 use crate::protocol::Arm;
 
+/// What a `ref:` candidate's judgement rests on (the report's candidate notes).
+pub const REFERENCE_NOTE: &str = "a reference runtime is judged on the result dict it returns: it builds its own rows (its tokenizer, padding and max_len) and rounds every probability to 4 decimals, which adds at most 5e-5 to each drift; its repeats are compared as whole result dicts";
+
 /// The FP32 source on the portable engine: its arm and weight storage by part.
 pub struct Source<'b> {
     /// The backend and the plain host that decodes its outputs.
@@ -209,8 +212,14 @@ impl<'b> Candidate<'b> {
         is_coreml: bool,
         shapes: &ShapeCaps,
     ) -> Result<Engine<'b>, BenchError> {
-        let context =
-            |e: registry::RegistryError| BenchError::input_chain(&format!("--candidate {text}"), &e);
+        let context = |e: registry::RegistryError| {
+            let at = format!("--candidate {text}");
+            if e.is_run_failure() {
+                BenchError::run_chain(&at, &e)
+            } else {
+                BenchError::input_chain(&at, &e)
+            }
+        };
         let unavailable = |reason: String| Engine::Unavailable {
             reason,
             host: Box::new(Host::new(&cand.tokenizer, &cand.agent, shapes.clone())),
@@ -243,7 +252,7 @@ impl<'b> Candidate<'b> {
             Err(e) if *kind == SpecKind::Engine(BackendKind::Mlx) => return Ok(unavailable(e.to_string())),
             Err(e) => return Err(context(e)),
         };
-        if matches!(parsed, BackendSpec::Mock { .. } | BackendSpec::Mlx(_)) {
+        if matches!(parsed, BackendSpec::Mock { .. } | BackendSpec::Mlx(_) | BackendSpec::Reference(_)) {
             let backend = registry::build(&parsed, spec_text, cand, Some(shapes.clone())).map_err(context)?;
             return Ok(arm(backend, spec_text));
         }
@@ -338,8 +347,15 @@ impl<'b> Candidate<'b> {
         if let Engine::Unavailable { reason, .. } = &self.engine {
             notes.push(format!("the candidate cannot run here: {reason}"));
         }
+        let reference = self.kind == SpecKind::Engine(BackendKind::Reference);
+        if reference {
+            notes.push(REFERENCE_NOTE.into());
+        }
         let (kind_name, backend) = match (&self.kind, coreml) {
             (_, Some(_)) => ("coreml_bundle", info.as_ref().map(|_| format!("coreml:{}", cand.source))),
+            (SpecKind::Engine(BackendKind::Reference), None) => {
+                ("reference_runtime", Some(self.spec.clone()))
+            }
             (SpecKind::Engine(_), None) => ("backend", Some(self.spec.clone())),
             (SpecKind::CoreMl(_) | SpecKind::Model, None) => ("checkpoint", Some("portable:f32".to_string())),
         };
@@ -358,7 +374,12 @@ impl<'b> Candidate<'b> {
         SideInfo {
             spec: self.spec.clone(),
             kind: kind_name.into(),
-            model: cand.source.clone(),
+            model: match BackendSpec::parse(&self.spec) {
+                Ok(BackendSpec::Reference(r)) if reference => {
+                    r.checkpoint().map_or_else(|| format!("the runtime's own ({})", r.kind), str::to_string)
+                }
+                _ => cand.source.clone(),
+            },
             backend,
             precision: info
                 .as_ref()
@@ -383,6 +404,10 @@ impl<'b> Candidate<'b> {
                 (None, BackendKind::Mlx) => missing_side(
                     spec,
                     "not counted for MLX arms: MLX holds every tensor of the source checkpoint as one array in the graph dtype",
+                ),
+                (None, BackendKind::Reference) => missing_side(
+                    spec,
+                    "not counted for reference runtimes: the runtime loads its own checkpoint in its worker process",
                 ),
                 (None, _) => missing_side(spec, "a scripted backend has no weights"),
             },

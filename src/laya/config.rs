@@ -181,11 +181,24 @@ impl EncoderConfig {
     }
 }
 
+/// The tokenizer's special token ids, as a Hugging Face ModernBERT config names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecialIds {
+    /// `[CLS]` (also `bos_token_id`).
+    pub cls: u32,
+    /// `[SEP]` (also `eos_token_id`).
+    pub sep: u32,
+    /// `[PAD]`.
+    pub pad: u32,
+}
+
 impl EncoderConfig {
     /// `encoder/config.json` text that [`EncoderConfig::from_json`] reads back to `self`:
-    /// explicit `layer_types`, per-kind RoPE bases, and `max_position_embeddings` (which the
-    /// host does not read; other runtimes check `max_len` against it).
-    pub fn to_json(&self, max_position_embeddings: usize) -> String {
+    /// explicit `layer_types`, per-kind RoPE bases, `max_position_embeddings` and the special
+    /// token ids (which the host does not read; other runtimes check `max_len` against the
+    /// first, and transformers' ModernBERT defaults the ids to ModernBERT's own 50281..50283,
+    /// outside a smaller vocabulary, where the config does not give them).
+    pub fn to_json(&self, max_position_embeddings: usize, ids: SpecialIds) -> String {
         let kinds: Vec<&str> = self
             .layer_kinds
             .iter()
@@ -211,6 +224,11 @@ impl EncoderConfig {
             "global_rope_theta": self.rope_theta_full,
             "local_rope_theta": self.rope_theta_sliding,
             "max_position_embeddings": max_position_embeddings,
+            "pad_token_id": ids.pad,
+            "bos_token_id": ids.cls,
+            "eos_token_id": ids.sep,
+            "cls_token_id": ids.cls,
+            "sep_token_id": ids.sep,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -455,10 +473,12 @@ mod tests {
     #[test]
     fn configs_written_by_to_json_read_back_equal() {
         let e = enc(r#", "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"], "norm_bias": true, "local_attention": 16, "local_rope_theta": 7.5"#).unwrap();
-        let text = e.to_json(8192);
+        let text = e.to_json(8192, SpecialIds { cls: 1, sep: 2, pad: 3 });
         assert_eq!(EncoderConfig::from_json(&text, "x").unwrap(), e);
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["max_position_embeddings"], 8192);
+        let ids = ["pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id"].map(|k| &v[k]);
+        assert_eq!(ids, [3, 1, 2, 1, 2]);
         assert_eq!(v["layer_types"][1], "sliding_attention");
         let a = AgentConfig::from_json(
             r#"{"head_layers": 2, "act_costs": {"ask": 0.1, "call": 0.2}, "max_len": 96, "head_max_len": 40,

@@ -105,7 +105,9 @@ pub fn export_checkpoint(
     if dir.exists() && !overwrite && std::fs::read_dir(dir).map_err(io(dir))?.next().is_some() {
         return Err(ExportError::NotEmpty(dir.to_path_buf()));
     }
-    let encoder = bundle.encoder.to_json(max_positions(bundle));
+    let t = &bundle.tokenizer;
+    let ids = crate::laya::config::SpecialIds { cls: t.cls.id, sep: t.sep.id, pad: t.pad.id };
+    let encoder = bundle.encoder.to_json(max_positions(bundle), ids);
     let agent = bundle.agent.to_json(&format!("laya-bench export of {}", bundle.source));
     let files: [(&str, &[u8]); 5] = [
         ("tokenizer/tokenizer.json", builtin::TOKENIZER),

@@ -148,10 +148,18 @@ pub struct BlockSummary {
     pub end_s: f64,
     /// Decisions (calls).
     pub decisions: u64,
-    /// Block wall time, s (from the integer ns stamps, as `energy` computes it).
+    /// The block's time, s: its wall time from the integer ns stamps (as `energy` computes
+    /// it), except in a speed record of an arm that timed itself (a `ref:` arm), where it is
+    /// `runtime_s`, as `speed` reports it.
     pub time_s: f64,
-    /// Block wall time / decisions, s.
+    /// `time_s` / decisions, s.
     pub time_per_decision_s: Option<f64>,
+    /// Σ the runtime's own durations of the block's calls (a `ref:` arm: its predict timed
+    /// in its worker), s; `null` for arms that do not time themselves.
+    #[serde(default)]
+    pub runtime_s: Option<f64>,
+    /// Block wall time, s (the round trips of a `ref:` arm, and what its energy spans).
+    pub wall_s: f64,
     /// Energy recomputed from the samples (`None` with `energy_missing_reason`).
     pub energy: Option<BlockEnergy>,
     /// Why `energy` is `None`.

@@ -124,7 +124,12 @@ impl<'b> HostPredictor<'b> {
 
 impl Predictor for HostPredictor<'_> {
     fn predict(&mut self, state: &Value, questions: &Value) -> Result<Value, ModelError> {
-        let result = self.host.predict(self.backend.as_mut(), state, questions, &self.options, None)?;
+        // A reference runtime answers the whole request in its worker (its own rows and
+        // shapes); every other backend runs behind the shared host path at the Snake budget.
+        let result = match self.backend.answers_requests() {
+            Some(worker) => worker.answer(state, questions, &self.options)?.0,
+            None => self.host.predict(self.backend.as_mut(), state, questions, &self.options, None)?,
+        };
         self.decisions += 1;
         self.truncated += u64::from(result.usage.as_ref().is_some_and(|u| u.state_tokens_dropped > 0));
         Ok(result.to_json())

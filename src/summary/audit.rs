@@ -37,6 +37,24 @@ pub struct BlockRec {
     pub ended_early: bool,
 }
 
+impl BlockCalls {
+    /// Σ the runtime's own durations, s, when every call of the block carries one.
+    pub fn runtime_s(&self) -> Option<f64> {
+        (!self.runtime_ns.is_empty() && self.runtime_ns.len() == self.durations_ns.len())
+            .then(|| self.runtime_ns.iter().sum::<u64>() as f64 / 1e9)
+    }
+
+    /// The per-call durations a speed record's latency reads: the runtime's own where every
+    /// call carries one, else the calls'.
+    pub fn latencies_ns(&self) -> &[u64] {
+        if self.runtime_s().is_some() {
+            &self.runtime_ns
+        } else {
+            &self.durations_ns
+        }
+    }
+}
+
 impl BlockRec {
     /// Wall time, s.
     pub fn duration_s(&self) -> f64 {
@@ -49,6 +67,8 @@ impl BlockRec {
 pub struct BlockCalls {
     /// Call durations, ns, in file order.
     pub durations_ns: Vec<u64>,
+    /// The runtime's own durations of the calls that carry one (`ref:` arms), ns, in file order.
+    pub runtime_ns: Vec<u64>,
     /// Calls whose result differed from warm-up.
     pub unstable: u64,
     /// Calls whose arm differs from the block's.
@@ -160,15 +180,18 @@ impl<'r> RunData<'r> {
                         ended_early: *ended_early,
                     });
                 }
-                Record::Call { block, arm, duration_ns, stable, .. } => match block_arms.get(block) {
-                    Some(block_arm) => {
-                        let c = d.calls.entry(*block).or_default();
-                        c.durations_ns.push(*duration_ns);
-                        c.unstable += u64::from(!stable);
-                        c.wrong_arm += u64::from(arm != block_arm);
+                Record::Call { block, arm, duration_ns, runtime_ns, stable, .. } => {
+                    match block_arms.get(block) {
+                        Some(block_arm) => {
+                            let c = d.calls.entry(*block).or_default();
+                            c.durations_ns.push(*duration_ns);
+                            c.runtime_ns.extend(*runtime_ns);
+                            c.unstable += u64::from(!stable);
+                            c.wrong_arm += u64::from(arm != block_arm);
+                        }
+                        None => d.orphan_calls += 1,
                     }
-                    None => d.orphan_calls += 1,
-                },
+                }
                 Record::Idle { index, start_ns, end_ns, ended_early } => {
                     d.idles.push(IdleSpan { index: *index, window: window(*start_ns, *end_ns) });
                     if *ended_early {

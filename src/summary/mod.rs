@@ -192,6 +192,13 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         .map(|b| {
             let (energy, why) = energy_of(b.index);
             let per = |x: f64| (b.calls > 0).then(|| x / b.calls as f64);
+            let runtime_s = d.calls.get(&b.index).and_then(|c| c.runtime_s());
+            // Energy spans the wall, so an energy record keeps the wall time; a speed record
+            // times a self-timing arm by its runtime, as `speed` does.
+            let time_s = match runtime_s {
+                Some(r) if !d.is_energy() => r,
+                _ => b.duration_s(),
+            };
             BlockSummary {
                 index: b.index,
                 cycle: b.cycle,
@@ -199,8 +206,10 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
                 start_s: b.start_ns as f64 / 1e9,
                 end_s: b.end_ns as f64 / 1e9,
                 decisions: b.calls,
-                time_s: b.duration_s(),
-                time_per_decision_s: per(b.duration_s()),
+                time_s,
+                time_per_decision_s: per(time_s),
+                runtime_s,
+                wall_s: b.duration_s(),
                 energy_per_decision_j: energy.and_then(|e| per(e.energy_j)),
                 energy,
                 energy_missing_reason: why,
@@ -330,7 +339,10 @@ fn statistics(
         let mut lat: Vec<f64> = mine
             .iter()
             .filter_map(|b| d.calls.get(&b.index))
-            .flat_map(|c| c.durations_ns.iter().map(|&n| n as f64 / 1e9))
+            .flat_map(|c| {
+                let ns = if d.is_energy() { c.durations_ns.as_slice() } else { c.latencies_ns() };
+                ns.iter().map(|&n| n as f64 / 1e9)
+            })
             .collect();
         latencies.push(LatencySummary::from_latencies(&mut lat));
     }

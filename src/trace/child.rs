@@ -212,6 +212,7 @@ mod tests {
             pid: guard.id() + 1,
             started_unix_s: 0.0,
             ready_unix_s: 0.0,
+            model_pid: None,
             arm: "a".into(),
             spec: "mock:ok".into(),
             block_seconds: 1.0,

@@ -29,6 +29,10 @@ pub struct ReadyFile {
     pub schema_version: u32,
     /// The process id of the `trace run` process.
     pub pid: u32,
+    /// The process that runs the model when it is another one: a `ref:` arm's Python worker,
+    /// where a profiler must attach to see the runtime's work (`null` otherwise).
+    #[serde(default)]
+    pub model_pid: Option<u32>,
     /// Wall-clock time of the run's clock origin (the raw header's `started_unix_s`), Unix s.
     pub started_unix_s: f64,
     /// Wall-clock time warm-up finished and this file was written, Unix s.
@@ -60,6 +64,12 @@ pub enum ReadyError {
 }
 
 impl ReadyFile {
+    /// The process a profiler attaches to: the model's (a `ref:` arm's worker) where it runs
+    /// in another process, else the `trace run` process.
+    pub fn target_pid(&self) -> u32 {
+        self.model_pid.unwrap_or(self.pid)
+    }
+
     /// Parses a ready file's bytes.
     pub fn parse(bytes: &[u8]) -> Result<Self, ReadyError> {
         let ready: ReadyFile = serde_json::from_slice(bytes)?;
@@ -256,12 +266,18 @@ mod tests {
             pid: 77,
             started_unix_s: 1.5,
             ready_unix_s: 2.5,
+            model_pid: Some(78),
             arm: "f32".into(),
             spec: "portable:f32".into(),
             block_seconds: 10.0,
             raw_path: "r.raw.jsonl".into(),
         };
         assert_eq!(ReadyFile::parse(&ready.to_bytes()).unwrap(), ready);
+        assert_eq!(ready.target_pid(), 78);
+        assert_eq!(ReadyFile { model_pid: None, ..ready.clone() }.target_pid(), 77);
+        // A ready file written before `model_pid` existed still reads (as `None`).
+        let old = r#"{"schema_version":1,"pid":5,"started_unix_s":0.0,"ready_unix_s":0.0,"arm":"a","spec":"mock:ok","block_seconds":1.0,"raw_path":"r"}"#;
+        assert_eq!(ReadyFile::parse(old.as_bytes()).unwrap().target_pid(), 5);
         let newer = ReadyFile { schema_version: READY_SCHEMA_VERSION + 1, ..ready };
         assert!(matches!(ReadyFile::parse(&newer.to_bytes()), Err(ReadyError::Version { .. })));
         assert!(matches!(ReadyFile::parse(b"{\"pid\": 1}"), Err(ReadyError::Invalid(_))));

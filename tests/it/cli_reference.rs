@@ -229,28 +229,34 @@ fn laya_mlx_python() -> Option<String> {
     ok.then_some(python)
 }
 
-/// The published laya-mlx 0.5.0 against our engines on the same checkpoint (an export of
-/// builtin:tiny, which carries the `encoder` key laya-mlx requires): the same answers and
-/// probabilities within 1e-4 at fp32. Skipped where laya-mlx is not installed, unless
-/// `LAYA_BENCH_REQUIRE_REF=1` (CI, after scripts/setup-ref.sh).
-#[test]
-fn laya_mlx_answers_as_our_engines_do() {
-    let Some(python) = laya_mlx_python() else {
+/// The interpreter with laya-mlx, or `None` after saying why the test is skipped (a failure
+/// where `LAYA_BENCH_REQUIRE_REF=1`: CI, after scripts/setup-ref.sh).
+fn laya_mlx_or_skip() -> Option<String> {
+    let python = laya_mlx_python();
+    if python.is_none() {
         assert!(
             std::env::var("LAYA_BENCH_REQUIRE_REF").is_err(),
             "LAYA_BENCH_REQUIRE_REF is set but laya-mlx is not installed"
         );
         eprintln!("skipped: laya-mlx is not installed (scripts/setup-ref.sh)");
-        return;
-    };
+    }
+    python
+}
+
+/// The published laya-mlx 0.5.0 against our engines on the committed checkpoint
+/// `fixtures/tiny` (which carries the `encoder` key laya-mlx requires, as the published
+/// checkpoints do): the same answers and probabilities within 1e-4 at fp32.
+#[test]
+fn laya_mlx_answers_as_our_engines_do() {
+    let Some(python) = laya_mlx_or_skip() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let o = run(dir.path(), &[], &["export", "--model", "builtin:tiny", "--output", "ckpt"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let reference = "r=ref:laya-mlx:ckpt:fp32";
+    let tiny = fixture("fixtures/tiny").display().to_string();
+    let reference = format!("r=ref:laya-mlx:{tiny}:fp32");
+    let mlx = format!("m=mlx:fp32:{tiny}");
     let mut args =
-        vec!["speed", "--no-progress", "--model", "ckpt", "--arm", "p=portable:f32", "--arm", reference];
+        vec!["speed", "--no-progress", "--model", &tiny, "--arm", "p=portable:f32", "--arm", &reference];
     if cfg!(feature = "mlx") {
-        args.extend(["--arm", "m=mlx:fp32:ckpt"]);
+        args.extend(["--arm", &mlx]);
     }
     args.extend([
         "--calls",
@@ -275,4 +281,200 @@ fn laya_mlx_answers_as_our_engines_do() {
     let r = &report["arms"][1]["arm"];
     assert_eq!(r["backend"], "laya-mlx 0.5.0");
     assert!(r["device"].as_str().unwrap().contains("\"pad_to_multiple\":32"), "{r}");
+}
+
+/// A three-question suite (noul, choice, score) about one state, written to `dir/suite.json`.
+fn small_suite(dir: &Path) -> String {
+    let suite = serde_json::json!({
+        "schema_version": 1,
+        "name": "ref-small",
+        "states": {"s": "I was charged twice for order 1182, please refund one charge."},
+        "questions": [
+            {"id": "n", "state": "s", "question": {"type": "noul", "instructions": "Refund owed?"}},
+            {"id": "c", "state": "s", "question": {"type": "choice", "instructions": "Topic?", "criteria": ["billing", "shipping", "account"]}},
+            {"id": "g", "state": "s", "question": {"type": "score", "instructions": "Urgency?", "criteria": ["low", "medium", "high"]}},
+        ]
+    });
+    let path = dir.join("suite.json");
+    std::fs::write(&path, suite.to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A `ref:` candidate is judged on the result dict it returns. The fake runtime answers every
+/// question as a noul at 0.75: the noul question is judged on its numbers, the choice and
+/// score questions fail as answered in another type, and the report names the runtime.
+#[test]
+fn convert_check_judges_a_reference_runtime_on_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = small_suite(dir.path());
+    let candidate = fake("ok");
+    let args = [
+        "convert-check",
+        "--source",
+        "builtin:tiny",
+        "--candidate",
+        &candidate,
+        "--suite",
+        &suite,
+        "--repeats",
+        "2",
+        "--output",
+        "cc.json",
+    ];
+    let o = run(dir.path(), &[], &args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report = read_json(&dir.path().join("cc.json"));
+    assert_eq!(report["candidate"]["kind"], "reference_runtime");
+    assert!(report["candidate"]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("rounds every probability to 4 decimals"));
+    assert!(report["package"]["candidate"]["missing_reason"]
+        .as_str()
+        .unwrap()
+        .contains("reference runtimes"));
+    let q = report["questions"].as_array().unwrap();
+    let noul = &q[0]["gates"];
+    // The fake's P(true) = 0.75 and act_probability = 0.5, against the source's own numbers.
+    assert_eq!(noul["repeats_identical"], true, "{noul}");
+    assert!(noul["probability_drift"].as_f64().unwrap() > 0.0, "{noul}");
+    assert_eq!(q[0]["candidate_answer"], "true");
+    for (i, kind) in [(1, "choice"), (2, "score")] {
+        let failures = q[i]["gates"]["failures"][0].as_str().unwrap();
+        assert!(failures.contains(&format!("answered a {kind} question as noul")), "{failures}");
+    }
+}
+
+/// The published runtime as a convert-check candidate against our FP32 source on the same
+/// checkpoint: laya-mlx fp32 passes every gate with only its 4-decimal rounding as drift.
+#[test]
+fn laya_mlx_passes_convert_check_against_our_fp32_source() {
+    let Some(python) = laya_mlx_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = small_suite(dir.path());
+    let tiny = fixture("fixtures/tiny").display().to_string();
+    let candidate = format!("ref:laya-mlx:{tiny}:fp32");
+    let args = [
+        "convert-check",
+        "--source",
+        &tiny,
+        "--candidate",
+        &candidate,
+        "--suite",
+        &suite,
+        "--repeats",
+        "2",
+        "--output",
+        "cc.json",
+    ];
+    let o = run(dir.path(), &[("LAYA_BENCH_PYTHON", &python)], &args);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let report = read_json(&dir.path().join("cc.json"));
+    assert_eq!(report["summary"]["passed_count"], 3, "{}", report["summary"]);
+    assert!(report["summary"]["max_drift"].as_f64().unwrap() <= 1e-4, "{}", report["summary"]);
+}
+
+/// The published Snake comparison ran the Python runtimes: laya-mlx and our portable engine
+/// decide the same moves on the same live states.
+#[test]
+fn laya_mlx_plays_snake_beside_the_portable_engine() {
+    let Some(python) = laya_mlx_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = fixture("fixtures/tiny").display().to_string();
+    let reference = format!("b=ref:laya-mlx:{tiny}:fp32");
+    let args = [
+        "snake",
+        "compare",
+        "--model",
+        &tiny,
+        "--arm",
+        "a=portable:f32",
+        "--arm",
+        &reference,
+        "--seeds",
+        "101",
+        "--steps",
+        "12",
+        "--output",
+        "sc.json",
+    ];
+    let o = run(dir.path(), &[("LAYA_BENCH_PYTHON", &python)], &args);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("executed agreement 12/12"), "{}", stdout(&o));
+}
+
+/// `trace run` on a `ref:` arm names the worker's process in the ready file: the runtime's
+/// work happens there, so that is where a profiler attaches.
+#[test]
+fn trace_run_names_the_worker_process_a_profiler_attaches_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let arm = format!("r={}", fake("ok"));
+    let args = [
+        "trace",
+        "run",
+        "--arm",
+        &arm,
+        "--seconds",
+        "200ms",
+        "--warmup",
+        "2",
+        "--ready",
+        "ready.json",
+        "--raw",
+        "t.raw.jsonl",
+    ];
+    let o = run(dir.path(), &[], &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ready = read_json(&dir.path().join("ready.json"));
+    let (pid, model) = (ready["pid"].as_u64().unwrap(), ready["model_pid"].as_u64().unwrap());
+    assert_ne!(pid, model);
+    assert!(stdout(&o).contains(&format!("the model runs in the worker, pid {model}")), "{}", stdout(&o));
+    // A native arm runs the model in the trace run itself.
+    let o = run(
+        dir.path(),
+        &[],
+        &["trace", "run", "--seconds", "200ms", "--ready", "ready.json", "--raw", "u.raw.jsonl"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read_json(&dir.path().join("ready.json"))["model_pid"].is_null());
+}
+
+/// `summary` re-derives a speed record's figures as `speed` reported them: a `ref:` arm's
+/// block time is the runtime's own (Σ runtime_ns), its wall time kept beside it.
+#[test]
+fn summary_times_a_reference_arm_by_its_runtime_as_speed_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = speed(dir.path(), &["m=mock:ok", &format!("r={}", fake("ok"))]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(dir.path(), &[], &["summary", "r.raw.jsonl", "--output", "s.json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let summary = read_json(&dir.path().join("s.json"));
+    let speed_report = read_json(&dir.path().join("r.json"));
+    let run_summary = &summary["runs"][0];
+    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let runtime_ns: u64 = run
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call { arm, runtime_ns: Some(ns), .. } if arm == "r" => Some(*ns),
+            _ => None,
+        })
+        .sum();
+    let blocks: Vec<&Value> =
+        run_summary["blocks"].as_array().unwrap().iter().filter(|b| b["arm"] == "r").collect();
+    let time: f64 = blocks.iter().map(|b| b["time_s"].as_f64().unwrap()).sum();
+    assert!((time - runtime_ns as f64 / 1e9).abs() < 1e-9, "{time} vs {runtime_ns} ns");
+    for b in &blocks {
+        assert_eq!(b["time_s"], b["runtime_s"]);
+        assert!(b["wall_s"].as_f64().unwrap() > b["runtime_s"].as_f64().unwrap(), "{b}");
+    }
+    let ours = run_summary["blocks"].as_array().unwrap().iter().find(|b| b["arm"] == "m").unwrap();
+    assert!(ours["runtime_s"].is_null() && ours["time_s"] == ours["wall_s"], "{ours}");
+    let t_summary = run_summary["arms"][1]["totals"]["time_per_decision_s"].as_f64();
+    let t_speed = speed_report["arms"][1]["time_per_decision_s"].as_f64().unwrap();
+    assert!(t_summary.is_some_and(|t| (t - t_speed).abs() <= 1e-9 * t_speed), "{t_summary:?} vs {t_speed}");
 }

@@ -167,6 +167,10 @@ impl RequestAnswerer for ReferenceBackend {
         })?;
         Ok((parsed, Some(ns)))
     }
+
+    fn process_id(&self) -> Option<u32> {
+        Some(self.worker.pid())
+    }
 }
 
 impl Backend for ReferenceBackend {

@@ -377,6 +377,11 @@ impl Worker {
         }
     }
 
+    /// The worker's process id (where the runtime runs).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The interpreter this worker runs in.
     pub fn python(&self) -> &str {
         &self.python

@@ -117,9 +117,11 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
     })?;
     eprintln!(
         "trace record: recording pid {} for {:?} with template '{}'",
-        ready.pid, seconds, args.template
+        ready.target_pid(),
+        seconds,
+        args.template
     );
-    xcrun(tools, &record_args(&args.template, ready.pid, seconds, &layout.trace()), "record")?;
+    xcrun(tools, &record_args(&args.template, ready.target_pid(), seconds, &layout.trace()), "record")?;
     xcrun(tools, &toc_export_args(&layout.trace(), &layout.toc_xml()), "export --toc")?;
     let toc = TraceToc::read(&layout.toc_xml()).map_err(|e| Failure::run(anyhow!("{e}")))?;
     let run = toc.select_run(None).map_err(|e| Failure::run(anyhow!("{e}")))?;
@@ -163,11 +165,11 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
     })
     .map_err(|e| Failure::run(anyhow!("cannot summarize the recording's exports: {e}")))?;
     let target_pid = summary.recording.target_process.as_ref().and_then(|p| p.pid);
-    if target_pid != Some(ready.pid) {
+    if target_pid != Some(ready.target_pid()) {
         summary.notes.push(format!(
             "The TOC names target pid {}, but the traced run was pid {}; check the recording.",
             target_pid.map(|p| p.to_string()).unwrap_or_else(|| "none".into()),
-            ready.pid
+            ready.target_pid()
         ));
     }
     write_json(&summary, &layout.summary_json())?;

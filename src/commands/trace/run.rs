@@ -91,6 +91,7 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
         let file = ReadyFile {
             schema_version: READY_SCHEMA_VERSION,
             pid: std::process::id(),
+            model_pid: setup.arms[0].backend.answers_requests().and_then(|w| w.process_id()),
             started_unix_s: 0.0,
             ready_unix_s: 0.0,
             arm: arm.name.clone(),
@@ -137,7 +138,14 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
     }
     println!("  raw record: {}", raw_path.display());
     if let Some((path, file)) = &watch.ready {
-        println!("  ready file: {} (pid {})", path.display(), file.pid);
+        match file.model_pid {
+            Some(model) => println!(
+                "  ready file: {} (pid {}; the model runs in the worker, pid {model}: attach there)",
+                path.display(),
+                file.pid
+            ),
+            None => println!("  ready file: {} (pid {})", path.display(), file.pid),
+        }
     }
     println!(
         "  note: this run is meant to be traced; an attached profiler perturbs its timing, so these \
