@@ -293,8 +293,9 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             speed_ratio_vs_baseline: base_t / t,
             unstable_calls: totals.unstable[i],
             gflop_per_decision: gflop,
-            // A scripted arm does no model arithmetic: a FLOP rate of it would be fiction.
-            achieved_gflops: gflop.filter(|_| !info.is_scripted()).map(|g| g / t),
+            // A scripted arm or a factory callable does no known model arithmetic: a FLOP rate
+            // of it would be fiction.
+            achieved_gflops: gflop.filter(|_| info.runs_the_model()).map(|g| g / t),
             answers,
             max_probability_diff_vs_baseline: max_diff,
             answer_mismatches_vs_baseline: mismatches,

@@ -505,7 +505,11 @@ mod tests {
     }
 
     fn result(answers: serde_json::Value) -> StateResult {
-        StateResult::from_json(&serde_json::json!({"model": "laya-rl-agent", "answers": answers})).unwrap()
+        let usage = serde_json::json!({"input_tokens": 0, "output_tokens": 0});
+        StateResult::from_json(
+            &serde_json::json!({"model": "laya-rl-agent", "answers": answers, "usage": usage}),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -523,7 +527,9 @@ mod tests {
         let d = stated_decision(&r, "c", choice).unwrap();
         assert_eq!((d.probabilities.clone(), d.act_probability), (vec![0.375, 0.5, 0.125], 0.5));
         assert_eq!(d.selected(), 1);
-        assert!(stated_decision(&r, "missing", noul).unwrap_err().contains("no answer for question \"missing\""));
+        assert!(stated_decision(&r, "missing", noul)
+            .unwrap_err()
+            .contains("no answer for question \"missing\""));
         let e = stated_decision(&r, "n", choice).unwrap_err();
         assert!(e.contains("answered a choice question as noul"), "{e}");
         let partial = result(serde_json::json!({

@@ -26,6 +26,10 @@ pub mod builtin {
     /// `tokenizer/tokenizer_config.json`.
     pub static TOKENIZER_CONFIG: &[u8] =
         include_bytes!("../../fixtures/tiny/tokenizer/tokenizer_config.json");
+    /// `tokenizer/special_tokens_map.json` (not read by the host; transformers takes the
+    /// special tokens' names from it where `tokenizer_config.json` gives one as an object).
+    pub static SPECIAL_TOKENS_MAP: &[u8] =
+        include_bytes!("../../fixtures/tiny/tokenizer/special_tokens_map.json");
 }
 
 /// A bundle that cannot be used, naming the file and what to do.

@@ -477,7 +477,8 @@ mod tests {
         assert_eq!(EncoderConfig::from_json(&text, "x").unwrap(), e);
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["max_position_embeddings"], 8192);
-        let ids = ["pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id"].map(|k| &v[k]);
+        let ids =
+            ["pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id"].map(|k| &v[k]);
         assert_eq!(ids, [3, 1, 2, 1, 2]);
         assert_eq!(v["layer_types"][1], "sliding_attention");
         let a = AgentConfig::from_json(

@@ -109,9 +109,10 @@ pub fn export_checkpoint(
     let ids = crate::laya::config::SpecialIds { cls: t.cls.id, sep: t.sep.id, pad: t.pad.id };
     let encoder = bundle.encoder.to_json(max_positions(bundle), ids);
     let agent = bundle.agent.to_json(&format!("laya-bench export of {}", bundle.source));
-    let files: [(&str, &[u8]); 5] = [
+    let files: [(&str, &[u8]); 6] = [
         ("tokenizer/tokenizer.json", builtin::TOKENIZER),
         ("tokenizer/tokenizer_config.json", builtin::TOKENIZER_CONFIG),
+        ("tokenizer/special_tokens_map.json", builtin::SPECIAL_TOKENS_MAP),
         ("encoder/config.json", encoder.as_bytes()),
         ("rl_agent_config.json", agent.as_bytes()),
         ("model.safetensors", &weights),
@@ -186,7 +187,7 @@ mod tests {
             let manifest: ExportManifest =
                 serde_json::from_str(&std::fs::read_to_string(out.join(MANIFEST)).unwrap()).unwrap();
             assert_eq!(manifest, m);
-            assert_eq!(manifest.files.len(), 5);
+            assert_eq!(manifest.files.len(), 6);
         }
     }
 

@@ -84,6 +84,12 @@ impl ArmInfo {
     pub fn is_scripted(&self) -> bool {
         self.backend == crate::backend::mock::NAME
     }
+
+    /// Whether the arm's arithmetic is the model's, so that a FLOP rate of it means something:
+    /// not a scripted arm, and not a `ref:factory:` callable (whatever it computes is its own).
+    pub fn runs_the_model(&self) -> bool {
+        !self.is_scripted() && !self.spec.starts_with("ref:factory:")
+    }
 }
 
 /// The workload as the header records it.

@@ -59,6 +59,8 @@ fn a_reference_arm_runs_beside_ours_with_its_own_time_recorded() {
     let (t, rt) = (r["time_per_decision_s"].as_f64().unwrap(), r["round_trip_mean_s"].as_f64().unwrap());
     assert!(t > 0.0 && rt > t, "runtime {t} s inside its round trip {rt} s");
     assert!(report["arms"][0]["round_trip_mean_s"].is_null());
+    // A factory callable's arithmetic is its own: no FLOP rate is made up for it.
+    assert!(r["achieved_gflops"].is_null() && r["gflop_per_decision"].is_number(), "{r}");
     let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let mut ours = 0;
     let mut theirs = 0;

@@ -140,6 +140,8 @@ def load_laya_apple(args):
     agent = laya_apple.Laya.from_pretrained(model, **opts)
 
     def predict(state, questions, **kw):
+        if kw:
+            raise ValueError(f"laya-apple's predict(state, questions) takes no per-call options; got {sorted(kw)}")
         res = agent.predict(state=state, questions=questions)
         return res.to_dict() if hasattr(res, "to_dict") else res
 
