@@ -302,6 +302,25 @@ fn small_suite(dir: &Path) -> String {
     path.display().to_string()
 }
 
+/// `convert-check` of `candidate` against `source` on [`small_suite`], 2 repeats, report `cc.json`.
+fn convert_check(dir: &Path, envs: &[(&str, &str)], source: &str, candidate: &str) -> Output {
+    let suite = small_suite(dir);
+    let args = [
+        "convert-check",
+        "--source",
+        source,
+        "--candidate",
+        candidate,
+        "--suite",
+        &suite,
+        "--repeats",
+        "2",
+        "--output",
+        "cc.json",
+    ];
+    run(dir, envs, &args)
+}
+
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -312,22 +331,7 @@ fn read_json(path: &Path) -> Value {
 #[test]
 fn convert_check_judges_a_reference_runtime_on_its_result() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
-    let candidate = fake("ok");
-    let args = [
-        "convert-check",
-        "--source",
-        "builtin:tiny",
-        "--candidate",
-        &candidate,
-        "--suite",
-        &suite,
-        "--repeats",
-        "2",
-        "--output",
-        "cc.json",
-    ];
-    let o = run(dir.path(), &[], &args);
+    let o = convert_check(dir.path(), &[], "builtin:tiny", &fake("ok"));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let report = read_json(&dir.path().join("cc.json"));
     assert_eq!(report["candidate"]["kind"], "reference_runtime");
@@ -357,23 +361,9 @@ fn convert_check_judges_a_reference_runtime_on_its_result() {
 fn laya_mlx_passes_convert_check_against_our_fp32_source() {
     let Some(python) = laya_mlx_or_skip() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let suite = small_suite(dir.path());
     let tiny = fixture("fixtures/tiny").display().to_string();
     let candidate = format!("ref:laya-mlx:{tiny}:fp32");
-    let args = [
-        "convert-check",
-        "--source",
-        &tiny,
-        "--candidate",
-        &candidate,
-        "--suite",
-        &suite,
-        "--repeats",
-        "2",
-        "--output",
-        "cc.json",
-    ];
-    let o = run(dir.path(), &[("LAYA_BENCH_PYTHON", &python)], &args);
+    let o = convert_check(dir.path(), &[("LAYA_BENCH_PYTHON", &python)], &tiny, &candidate);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let report = read_json(&dir.path().join("cc.json"));
     assert_eq!(report["summary"]["passed_count"], 3, "{}", report["summary"]);
