@@ -43,6 +43,7 @@ fn main() {
             records.push(CallRecord {
                 block: 0,
                 state: (i % 8) as u32,
+                requests: 1,
                 start_ns: clock.ns(t0),
                 duration_ns: t1.duration_since(t0).as_nanos() as u64,
                 runtime_ns: None,
@@ -66,6 +67,7 @@ fn main() {
                 block: r.block,
                 arm: "f32".into(),
                 state: r.state,
+                requests: None,
                 start_ns: r.start_ns,
                 duration_ns: r.duration_ns + i as u64,
                 runtime_ns: r.runtime_ns,

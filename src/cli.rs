@@ -242,6 +242,11 @@ pub struct SpeedArgs {
     /// Block length in calls instead of time.
     #[arg(long, allow_negative_numbers = true, value_name = "K")]
     pub calls: Option<u64>,
+    /// Requests per call: each call answers N consecutive requests of the workload in one
+    /// packed forward of N × questions rows (MLPerf's offline scenario). t and decisions/s
+    /// count requests; latency is per batch. Every arm must hold the rows (exit 2 otherwise).
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_name = "N")]
+    pub batch: usize,
 }
 
 /// `laya-bench energy`.

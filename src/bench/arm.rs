@@ -156,7 +156,19 @@ impl<'b> Arm<'b> {
 
     /// Build an arm that runs exactly `length` tokens per row (exit 2 when it cannot).
     pub fn build_fixed(bundle: &'b Bundle, arm: &ArmSpec, length: usize) -> Result<Self, BenchError> {
-        let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(fixed_shapes(length)))
+        Self::build_fixed_rows(bundle, arm, length, 1)
+    }
+
+    /// [`Self::build_fixed`] asking for `rows` rows per forward (`speed --batch N`); a backend
+    /// that takes no shape request keeps its own batch size, which the caller checks.
+    pub fn build_fixed_rows(
+        bundle: &'b Bundle,
+        arm: &ArmSpec,
+        length: usize,
+        rows: usize,
+    ) -> Result<Self, BenchError> {
+        let shapes = ShapeCaps { batch_size: rows.max(1), ..fixed_shapes(length) };
+        let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(shapes))
             .map_err(|e| build_error(&arm.name, &e))?;
         let caps = &built.backend.info().shapes;
         if caps.max_length != length

@@ -114,6 +114,7 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         warmup_calls: f.warmup,
         idle: Some(idle),
         pace,
+        batch: 1,
     };
     let rules = Rules::new(f.max_watts, interval.as_secs_f64());
     let info = EnergyPlanInfo {

@@ -93,6 +93,7 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
             },
             warmup_calls: plan.warmup_calls,
             order,
+            batch: plan.batch,
         },
         sensor: None,
         energy: None,
@@ -118,6 +119,7 @@ pub fn warmup_record(arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> (Record,
         start_ns: rec.start_ns,
         end_ns: rec.end_ns,
         answers: answers.clone(),
+        unbatched_identical: (!rec.unbatched.is_empty()).then(|| rec.unbatched == rec.results),
     };
     (record, answers)
 }
@@ -146,19 +148,25 @@ pub fn block_records(
         missed_deadlines: rec.scheduled_calls.map(|_| rec.missed_deadlines),
         ended_early: rec.ended_early,
     });
+    let mine = answers.get(rec.arm).map(Vec::as_slice).unwrap_or_default();
+    let warm = |s: usize| mine.get(s % mine.len().max(1)).cloned().unwrap_or_default();
     let mut unstable_iter = unstable.iter().peekable();
     for (i, c) in calls.iter().enumerate() {
-        let answer = match unstable_iter.peek() {
-            Some((j, r)) if *j == i => {
-                unstable_iter.next();
-                answer_label(r)
-            }
-            _ => answers.get(rec.arm).and_then(|a| a.get(c.state as usize)).cloned().unwrap_or_default(),
+        // An unstable call carries its own result(s): one entry per request it answered.
+        let mut own = Vec::new();
+        while let Some((_, r)) = unstable_iter.next_if(|(j, _)| *j == i) {
+            own.push(answer_label(r));
+        }
+        let answer = match (own.is_empty(), c.requests) {
+            (false, _) => own.join(" | "),
+            (true, 0 | 1) => warm(c.state as usize),
+            (true, k) => (0..k as usize).map(|j| warm(c.state as usize + j)).collect::<Vec<_>>().join(" | "),
         };
         out.push(Record::Call {
             block: c.block,
             arm: name.clone(),
             state: c.state,
+            requests: (c.requests > 1).then_some(c.requests),
             start_ns: c.start_ns,
             duration_ns: c.duration_ns,
             runtime_ns: c.runtime_ns,

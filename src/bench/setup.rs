@@ -8,7 +8,7 @@ use crate::laya::host::Host;
 use crate::laya::workload::{self, Built};
 use crate::protocol::{self, Arm};
 
-use super::arm::ArmSpec;
+use super::arm::{fixed_shapes, ArmSpec};
 use super::BenchError;
 
 /// What a `speed`, `energy` or `trace run` arm is asked: the workload and the padded length.
@@ -68,6 +68,28 @@ impl<'b> Setup<'b> {
     /// Build every arm at the plan's length and the workload (exit 2 for anything that cannot
     /// run).
     pub fn build(bundle: &'b Bundle, specs: &[ArmSpec], plan: &WorkloadPlan) -> Result<Self, BenchError> {
+        Self::build_batched(bundle, specs, plan, 1)
+    }
+
+    /// [`Self::build`] for calls of `batch` requests each (`speed --batch N`): the workload
+    /// must ask the same questions with the same options in every request, and every arm is
+    /// asked for a shape of `batch` × questions-per-request rows per forward; an arm that
+    /// cannot hold them (a fixed shape, a runtime answering one request per call) is refused
+    /// (exit 2), never run one request at a time instead. At `batch` 1 this is [`Self::build`].
+    pub fn build_batched(
+        bundle: &'b Bundle,
+        specs: &[ArmSpec],
+        plan: &WorkloadPlan,
+        batch: usize,
+    ) -> Result<Self, BenchError> {
+        if batch == 0 {
+            return Err(BenchError::Input(
+                "--batch must be at least 1: a call answers 1 or more requests".into(),
+            ));
+        }
+        if batch > 1 {
+            return Self::batched(bundle, specs, plan, batch);
+        }
         if plan.length > bundle.agent.max_len {
             return Err(BenchError::Input(format!(
                 "--length {} is longer than the model's max_len {}: the host never builds a row that long; pass --length {} or less",
@@ -86,6 +108,71 @@ impl<'b> Setup<'b> {
         let warnings = first.host.load_warnings();
         Ok(Setup { arms, built, workload, notes, warnings })
     }
+
+    fn batched(
+        bundle: &'b Bundle,
+        specs: &[ArmSpec],
+        plan: &WorkloadPlan,
+        batch: usize,
+    ) -> Result<Self, BenchError> {
+        if plan.length > bundle.agent.max_len {
+            return Err(BenchError::Input(format!(
+                "--length {} is longer than the model's max_len {}: the host never builds a row that long; pass --length {} or less",
+                plan.length, bundle.agent.max_len, bundle.agent.max_len
+            )));
+        }
+        if specs.is_empty() {
+            return Err(BenchError::Input("a run needs at least one arm".into()));
+        }
+        // The rows per request come from the workload, so it is built first, on a plain host
+        // at the run's length (the rows do not depend on the arm).
+        let host = Host::new(&bundle.tokenizer, &bundle.agent, fixed_shapes(plan.length));
+        let (built, workload) = build_workload(&host, plan)?;
+        if let Some(k) = protocol::batch_mismatch(&workload) {
+            return Err(BenchError::Input(format!(
+                "--batch {batch}: request {k} of workload `{}` asks other questions or options than request 0, and one packed forward answers one set of questions; run this workload with --batch 1, or give --batch a workload whose requests share their questions",
+                workload.name
+            )));
+        }
+        let per_request = built.tokens_per_row.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let rows = batch * per_request;
+        let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
+        let mut notes = Vec::new();
+        for spec in specs {
+            let mut arm = Arm::build_fixed_rows(bundle, spec, plan.length, rows)?;
+            if arm.backend.answers_requests().is_some() {
+                return Err(BenchError::Input(format!(
+                    "--batch {batch}: arm `{}` ({}) answers one request per call in its worker, so it cannot answer {batch} requests in one forward; run it with --batch 1",
+                    spec.name, spec.spec
+                )));
+            }
+            check_rows(spec, arm.backend.info().shapes.batch_size, batch, per_request)?;
+            notes.extend(arm.notes().iter().map(|n| format!("arm `{}` ({}): {n}", spec.name, spec.spec)));
+            arms.push(arm);
+        }
+        let warnings = host.load_warnings();
+        Ok(Setup { arms, built, workload, notes, warnings })
+    }
+}
+
+/// Exit 2 when an arm whose forward holds `holds` rows cannot answer `batch` requests of
+/// `per_request` question rows in one forward (its shape is the backend's own, not the one
+/// asked for); never a silent fall-back to fewer requests per forward.
+pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize) -> Result<(), BenchError> {
+    let rows = batch * per_request;
+    if holds >= rows {
+        return Ok(());
+    }
+    let most = holds / per_request.max(1);
+    let instead = if most == 0 {
+        "it cannot answer even one request in one forward".to_string()
+    } else {
+        format!("run it with --batch {most} or less")
+    };
+    Err(BenchError::Input(format!(
+        "--batch {batch}: arm `{}` ({}) holds {holds} row(s) per forward, and {batch} requests of {per_request} question row(s) need {rows}; its shape is fixed by the backend, so {instead}",
+        spec.name, spec.spec
+    )))
 }
 
 /// The invoice workload at exactly `tokens` real tokens per row, or the requests of a file;
@@ -132,6 +219,51 @@ mod tests {
         // A request file's rows are measured when it is read, not here.
         let file = WorkloadPlan { name: "r.jsonl".into(), tokens: 500, length: 96 };
         assert!(file.check().is_ok());
+    }
+
+    #[test]
+    fn a_batched_arm_must_hold_every_row_of_the_batch() {
+        let spec = ArmSpec::parse_named("ane=portable:f32").unwrap();
+        // 4 requests of 3 questions: 12 rows.
+        assert!(check_rows(&spec, 12, 4, 3).is_ok());
+        assert!(check_rows(&spec, 16, 4, 3).is_ok());
+        let e = check_rows(&spec, 8, 4, 3).unwrap_err();
+        assert!(matches!(e, BenchError::Input(_)), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("--batch 4: arm `ane` (portable:f32) holds 8 row(s)"), "{text}");
+        assert!(text.contains("need 12") && text.contains("--batch 2 or less"), "{text}");
+        // A fixed B=1 shape cannot hold a request of 3 questions at all.
+        let one = check_rows(&spec, 1, 2, 3).unwrap_err().to_string();
+        assert!(one.contains("cannot answer even one request"), "{one}");
+    }
+
+    #[test]
+    fn a_batched_setup_asks_every_arm_for_the_batch_rows_and_refuses_mixed_questions() {
+        let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+        let specs =
+            [ArmSpec::parse_named("a=portable:f32").unwrap(), ArmSpec::parse_named("m=mock").unwrap()];
+        // The invoice workload asks one question per request: 4 requests, 4 rows per forward.
+        let setup = Setup::build_batched(&bundle, &specs, &plan(91, 96), 4).unwrap();
+        for arm in &setup.arms {
+            assert_eq!(arm.backend.info().shapes.batch_size, 4, "{}", arm.name);
+            assert_eq!(arm.host.shapes.batch_size, 4, "{}", arm.name);
+        }
+        // At batch 1 the arms keep the one-row shape every run had.
+        let one = Setup::build_batched(&bundle, &specs, &plan(91, 96), 1).unwrap();
+        assert!(one.arms.iter().all(|a| a.backend.info().shapes.batch_size == 1));
+        let zero = Setup::build_batched(&bundle, &specs, &plan(91, 96), 0).err().unwrap();
+        assert!(zero.to_string().starts_with("--batch must be at least 1"), "{zero}");
+        let mixed = WorkloadPlan {
+            name: concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/requests/support.json").into(),
+            tokens: 91,
+            length: 256.min(bundle.agent.max_len),
+        };
+        let e = Setup::build_batched(&bundle, &specs, &mixed, 2).err().unwrap();
+        assert!(matches!(e, BenchError::Input(_)), "{e}");
+        assert!(
+            e.to_string().contains("request 1 of workload") && e.to_string().contains("--batch 1"),
+            "{e}"
+        );
     }
 
     #[test]

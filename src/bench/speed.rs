@@ -51,6 +51,16 @@ pub fn plan(
     Ok(Plan::saturated(cycles, block, warmup))
 }
 
+/// `plan` with `batch` requests per call (`speed --batch N`; exit 2 naming the flag for 0).
+pub fn batched(plan: Plan, batch: usize) -> Result<Plan, BenchError> {
+    if batch == 0 {
+        return Err(BenchError::Input(
+            "--batch must be at least 1: a call answers 1 or more requests (1, the default, is one request per call)".into(),
+        ));
+    }
+    Ok(Plan { batch, ..plan })
+}
+
 /// Why a run stopped by the stop flag is incomplete (`by_signal`: the flag was raised by the
 /// Ctrl-C/SIGTERM handler).
 pub fn interrupted_reason(during: &str, by_signal: bool) -> String {
@@ -135,12 +145,24 @@ pub fn gflop_per_decision(bundle: &Bundle, length: usize) -> Option<f64> {
         .map(|f| f.with_tail_flop() as f64 / 1e9)
 }
 
+/// Seconds per decision: `total_s` over the `calls × batch` requests the calls answered (NaN
+/// without a call).
+pub fn time_per_decision(total_s: f64, calls: u64, batch: usize) -> f64 {
+    let decisions = calls * batch.max(1) as u64;
+    if decisions == 0 {
+        f64::NAN
+    } else {
+        total_s / decisions as f64
+    }
+}
+
 /// Resamples of the speed ratio's bootstrap interval.
 const RATIO_RESAMPLES: usize = 10_000;
 
 /// The (decisions, seconds) of every arm per balanced cycle that ran whole (both of its blocks
-/// on every arm, none cut short): what the ratio's bootstrap resamples.
-fn whole_cycles(totals: &protocol::RunTotals, arms: usize) -> Vec<Vec<(f64, f64)>> {
+/// on every arm, none cut short): what the ratio's bootstrap resamples. A call answers
+/// `batch` requests, so a block's decisions are its calls × `batch`.
+fn whole_cycles(totals: &protocol::RunTotals, arms: usize, batch: usize) -> Vec<Vec<(f64, f64)>> {
     let runtime = runtime_block_seconds(totals, arms);
     let cycles = totals.blocks.iter().map(|b| b.cycle as usize + 1).max().unwrap_or(0);
     let mut out = Vec::new();
@@ -152,7 +174,7 @@ fn whole_cycles(totals: &protocol::RunTotals, arms: usize) -> Vec<Vec<(f64, f64)
         }
         let mut row = vec![(0.0, 0.0); arms];
         for b in blocks {
-            row[b.arm].0 += b.calls as f64;
+            row[b.arm].0 += (b.calls * batch as u64) as f64;
             row[b.arm].1 += match runtime.get(&b.index) {
                 Some(s) => *s,
                 None => (b.end_ns - b.start_ns) as f64 / 1e9,
@@ -249,18 +271,25 @@ fn outlier_warning(r: &ArmResult) -> Option<String> {
 pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
     let none: Vec<crate::laya::host::StateResult> = Vec::new();
     let warmup = |i: usize| totals.warmup.get(i).unwrap_or(&none);
-    let base_t = if totals.durations_ns[0].is_empty() {
-        f64::NAN
-    } else {
-        arm_seconds(totals, 0) / totals.durations_ns[0].len() as f64
-    };
+    let batch = header.plan.batch.max(1);
+    let base_t = time_per_decision(arm_seconds(totals, 0), totals.durations_ns[0].len() as u64, batch);
     let base_probs: Vec<Vec<f64>> = warmup(0).iter().map(probabilities).collect();
     let base_answers: Vec<String> = warmup(0).iter().map(answer_label).collect();
     let mut results = Vec::with_capacity(header.arms.len());
     for (i, info) in header.arms.iter().enumerate() {
         let calls = totals.durations_ns[i].len() as u64;
         let total_s = arm_seconds(totals, i);
-        let t = if calls > 0 { total_s / calls as f64 } else { f64::NAN };
+        let t = time_per_decision(total_s, calls, batch);
+        let unbatched = totals.unbatched.get(i).filter(|u| !u.is_empty());
+        let unbatched_diff = unbatched.map(|u| {
+            let mut d = 0.0f64;
+            for (mine, alone) in warmup(i).iter().zip(u) {
+                for (a, b) in probabilities(mine).iter().zip(&probabilities(alone)) {
+                    d = d.max((a - b).abs());
+                }
+            }
+            d
+        });
         let mut lat: Vec<f64> = call_durations(totals, i).iter().map(|&d| d as f64 / 1e9).collect();
         let round_trip_mean_s = timed_by_runtime(totals, i)
             .then(|| totals.durations_ns[i].iter().sum::<u64>() as f64 / 1e9 / calls.max(1) as f64);
@@ -286,6 +315,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         results.push(ArmResult {
             arm: info.clone(),
             calls,
+            decisions: calls * batch as u64,
             total_s,
             time_per_decision_s: t,
             decisions_per_s: 1.0 / t,
@@ -310,10 +340,12 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
                 })
                 .map(|o| o.name.clone()),
             round_trip_mean_s,
+            unbatched_identical: unbatched.map(|u| u.as_slice() == warmup(i).as_slice()),
+            max_probability_diff_vs_unbatched: unbatched_diff,
         });
     }
     let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();
-    let cycles = whole_cycles(totals, names.len());
+    let cycles = whole_cycles(totals, names.len(), batch);
     if cycles.len() >= 2 {
         let intervals = speed_gain_intervals(&cycles, 0, RATIO_RESAMPLES, 0, 0.95);
         for (r, iv) in results.iter_mut().zip(intervals) {
@@ -329,7 +361,25 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         }
     }
     let mut warnings = Vec::new();
+    if batch > 1 {
+        warnings.push(format!(
+            "NOTE: --batch {batch}: every call answers {batch} consecutive requests in one packed forward; decisions = calls × {batch}, and t, decisions/s, the ratio and its interval count decisions. Latency is per batch of {batch} (one call), not per decision."
+        ));
+    }
     for r in &results {
+        match r.unbatched_identical {
+            Some(false) => warnings.push(format!(
+                "FINDING: arm `{}` ({}): batched results differ from the same requests answered alone (one row per forward), by up to {:.2e} in a probability (unbatched_identical: false in the report); each batched call is still checked against the batched warm-up, like for like",
+                r.arm.name,
+                r.arm.spec,
+                r.max_probability_diff_vs_unbatched.unwrap_or(f64::NAN),
+            )),
+            Some(true) => warnings.push(format!(
+                "NOTE: arm `{}`: every batched result equals the same request answered alone (one row per forward), at the results' 4-decimal rounding",
+                r.arm.name
+            )),
+            None => {}
+        }
         if let Some(rt) = r.round_trip_mean_s {
             warnings.push(format!(
                 "NOTE: arm `{}` ({}) is a reference runtime in a Python worker: its t, ratio and latency are the runtime's own predict(state, questions) timed in the worker (time.perf_counter_ns); the round trip over the pipes averaged {:.3} ms, {:.3} ms over the runtime's own time (pipes and JSON, outside the runtime's boundary)",
@@ -426,6 +476,18 @@ mod tests {
             ..protocol::RunTotals::default()
         };
         // One arm: cycle 0 has its two blocks (40 calls in 3 s); cycle 1 was cut short.
-        assert_eq!(whole_cycles(&totals, 1), vec![vec![(40.0, 3.0)]]);
+        assert_eq!(whole_cycles(&totals, 1, 1), vec![vec![(40.0, 3.0)]]);
+        // At --batch 4 the same 40 calls answered 160 requests in the same 3 s.
+        assert_eq!(whole_cycles(&totals, 1, 4), vec![vec![(160.0, 3.0)]]);
+    }
+
+    #[test]
+    fn a_batched_call_counts_every_request_it_answered() {
+        // 50 calls of 4 requests in 2 s: 200 decisions, 10 ms each, 100 decisions/s.
+        assert_eq!(time_per_decision(2.0, 50, 4), 0.01);
+        assert_eq!(1.0 / time_per_decision(2.0, 50, 4), 100.0);
+        // The same calls counted as one request each: 40 ms per decision.
+        assert_eq!(time_per_decision(2.0, 50, 1), 0.04);
+        assert!(time_per_decision(2.0, 0, 4).is_nan());
     }
 }

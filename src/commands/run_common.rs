@@ -60,7 +60,17 @@ pub(crate) fn set_up<'b>(
     prepared: &'b Prepared,
     arms: &[ArmSpec],
 ) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
-    let setup = Setup::build(&prepared.bundle, arms, &prepared.workload)?;
+    set_up_batched(kind, prepared, arms, 1)
+}
+
+/// [`set_up`] for calls of `batch` requests each (`speed --batch N`).
+pub(crate) fn set_up_batched<'b>(
+    kind: &'static str,
+    prepared: &'b Prepared,
+    arms: &[ArmSpec],
+    batch: usize,
+) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
+    let setup = Setup::build_batched(&prepared.bundle, arms, &prepared.workload, batch)?;
     print_setup(&setup);
     let input = HeaderInput {
         kind,

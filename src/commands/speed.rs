@@ -13,9 +13,10 @@ use crate::cli::SpeedArgs;
 pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let common = &args.run;
     let arms = run_common::arms(common)?;
-    let plan = speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?;
+    let plan =
+        speed::batched(speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?, args.batch)?;
     let prepared = run_common::prepare(common, "speed")?;
-    let (mut setup, input) = run_common::set_up("speed", &prepared, &arms)?;
+    let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let stop = interrupt::install_or_warn();
     let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;

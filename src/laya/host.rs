@@ -253,6 +253,21 @@ impl<'t> Host<'t> {
         }
     }
 
+    /// The same host packing at most `rows` rows per forward (and without a prefix cache,
+    /// which never changes a result): `speed --batch N` answers each request alone with it
+    /// to check a batched result against the unbatched one.
+    pub fn with_batch_size(&self, rows: usize) -> Host<'t> {
+        Host {
+            tokenizer: self.tokenizer,
+            shapes: ShapeCaps { batch_size: rows.max(1), ..self.shapes.clone() },
+            max_len: self.max_len,
+            head_max_len: self.head_max_len,
+            temperatures: self.temperatures.clone(),
+            parallel: self.parallel,
+            prefix_cache: None,
+        }
+    }
+
     /// Warnings the reference emits at load (temperature clamps).
     pub fn load_warnings(&self) -> Vec<String> {
         self.temperatures.warning.iter().cloned().collect()

@@ -114,12 +114,18 @@ pub struct Plan {
     /// Equal-load pacing; `None`: saturated serial blocks (the next call starts when the
     /// previous returns).
     pub pace: Option<Pace>,
+    /// Requests per call (`speed --batch N`, at least 1): a call answers this many
+    /// consecutive requests (cycling through the workload) in one `Host::predict_batch`, so
+    /// their rows share one packed forward. Above 1, every request must ask the same questions
+    /// with the same options ([`batch_mismatch`]) and no arm may answer whole requests in a
+    /// worker (a reference runtime answers one request per call).
+    pub batch: usize,
 }
 
 impl Plan {
     /// Saturated blocks without idle windows (the `speed` schedule).
     pub fn saturated(cycles: usize, block: BlockLimit, warmup_calls: usize) -> Self {
-        Plan { cycles, block, warmup_calls, idle: None, pace: None }
+        Plan { cycles, block, warmup_calls, idle: None, pace: None, batch: 1 }
     }
 }
 
@@ -168,15 +174,19 @@ impl Clock {
 pub struct CallRecord {
     /// Index of the block.
     pub block: u32,
-    /// Index of the request in the workload.
+    /// Index of the request in the workload (with [`Plan::batch`] above 1: the first of the
+    /// call's requests, `state`, `state + 1`, ... modulo the workload's length).
     pub state: u32,
+    /// Requests the call answered ([`Plan::batch`]).
+    pub requests: u32,
     /// Start, ns since the clock origin.
     pub start_ns: u64,
     /// Duration over the full boundary, ns (for a reference arm: the round trip to its worker).
     pub duration_ns: u64,
     /// A reference arm's runtime's own duration, timed in its worker, ns; `None` for our arms.
     pub runtime_ns: Option<u64>,
-    /// Result equal to the arm's warm-up result for this request.
+    /// Result equal to the arm's warm-up result for this request (for a batched call: every
+    /// request's result equal to its own warm-up result).
     pub stable: bool,
     /// Paced mode: when the call was due to start, ns since the origin.
     pub scheduled_ns: Option<u64>,
@@ -233,8 +243,13 @@ pub struct WarmupRecord {
     pub start_ns: u64,
     /// End.
     pub end_ns: u64,
-    /// The reference result per request (its last warm-up call).
+    /// The reference result per request (its last warm-up call; at [`Plan::batch`] above 1,
+    /// answered batched, like the blocks' calls).
     pub results: Vec<StateResult>,
+    /// At [`Plan::batch`] above 1: every request answered once alone, one request per call
+    /// and one row per forward (what a run at batch 1 answers), after the batched warm-up and
+    /// outside every measured interval; empty at batch 1.
+    pub unbatched: Vec<StateResult>,
 }
 
 /// Live progress, delivered at most every 200 ms and at block ends.
@@ -258,7 +273,8 @@ pub struct Progress {
 pub trait Observer {
     /// Warm-up of one arm finished.
     fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> std::io::Result<()>;
-    /// A block finished; `unstable` holds (call index in `calls`, its result) for unstable calls.
+    /// A block finished; `unstable` holds (call index in `calls`, its result) for unstable calls
+    /// (a batched call that is unstable has one entry per request it answered, in order).
     fn block(
         &mut self,
         arms: &[Arm<'_>],
@@ -403,6 +419,9 @@ pub struct RunTotals {
     pub unstable: Vec<u64>,
     /// Per arm: warm-up result per request.
     pub warmup: Vec<Vec<StateResult>>,
+    /// Per arm: each request answered alone after a batched warm-up ([`WarmupRecord::unbatched`];
+    /// empty at batch 1).
+    pub unbatched: Vec<Vec<StateResult>>,
     /// Block records in order.
     pub blocks: Vec<BlockRecord>,
     /// Per arm: paced calls that missed their deadline.
@@ -413,6 +432,47 @@ pub struct RunTotals {
 
 fn call(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions)) -> Result<Answered, HostError> {
     arm.answer(&req.0, &req.1, &req.2)
+}
+
+/// The requests of one batched call: their states, in order, and the options they share
+/// (`states_per_batch` cleared, so every row goes into the one packed forward).
+struct Group {
+    states: Vec<Value>,
+    options: CallOptions,
+}
+
+/// What one call returned: one request's answer, or a batched call's results in order.
+enum Served {
+    One(Answered),
+    Many(Vec<StateResult>),
+}
+
+/// The batched call that starts at request `s`: its requests' rows in one
+/// `Host::predict_batch` (the questions are request `s`'s, shared by all of them).
+fn call_group(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions), g: &Group) -> Result<Served, HostError> {
+    let results = arm.host.predict_batch(arm.backend.as_mut(), &g.states, &req.1, &g.options, None)?;
+    if results.len() != g.states.len() {
+        return Err(HostError::Shape(format!(
+            "a batched call of {} requests returned {} results",
+            g.states.len(),
+            results.len()
+        )));
+    }
+    Ok(Served::Many(results))
+}
+
+/// The first request whose questions or options differ from request 0's: such a workload
+/// cannot be batched, since one `predict_batch` asks one set of questions with one set of
+/// options.
+pub fn batch_mismatch(workload: &Workload) -> Option<usize> {
+    let first = workload.requests.first()?;
+    workload.requests.iter().position(|r| r.1 != first.1 || r.2 != first.2)
+}
+
+/// Batched calls of `batch` requests from request 0 that answer each of `n` requests at
+/// least once: the fewest a warm-up makes.
+pub fn calls_to_cover(n: usize, batch: usize) -> usize {
+    n.div_ceil(batch.max(1))
 }
 
 /// Run the plan: warm-up every arm, then the balanced blocks. Call records are kept in memory
@@ -500,8 +560,15 @@ struct Runner<'r, 'a, 't> {
     totals: RunTotals,
     calls: Vec<CallRecord>,
     unstable: Vec<(usize, StateResult)>,
+    /// Calls of the block in progress whose result differed from warm-up.
+    unstable_calls: u64,
     next_state: Vec<usize>,
     blocks: usize,
+    /// `plan.batch` (at least 1).
+    batch: usize,
+    /// At batch above 1: the batched call starting at request `s`, for every `s` (built
+    /// before anything is timed, so no call clones a state).
+    groups: Vec<Group>,
 }
 
 impl Runner<'_, '_, '_> {
@@ -531,23 +598,61 @@ impl Runner<'_, '_, '_> {
         }
     }
 
+    /// Call `s` of arm `a`: request `s` alone, or at batch above 1 the group starting there.
+    #[inline]
+    fn serve(&mut self, a: usize, s: usize) -> Result<Served, HostError> {
+        let workload = self.workload;
+        let req = &workload.requests[s];
+        if self.batch == 1 {
+            call(&mut self.arms[a], req).map(Served::One)
+        } else {
+            call_group(&mut self.arms[a], req, &self.groups[s])
+        }
+    }
+
     fn warmup(&mut self) -> Result<Option<RunEnd>, RunError> {
         let n = self.workload.requests.len();
         for a in 0..self.arms.len() {
             let start = Instant::now();
-            let calls = self.plan.warmup_calls.max(n);
+            let calls = self.plan.warmup_calls.max(calls_to_cover(n, self.batch));
             let mut results: Vec<Option<StateResult>> = vec![None; n];
+            let mut unbatched = Vec::new();
+            let failed = |r: &mut Self, error: HostError| -> Result<Option<RunEnd>, RunError> {
+                r.observer.failure(r.arms, None, a, &error)?;
+                let arm = r.arms[a].name.clone();
+                Ok(Some(RunEnd::CallFailed { arm, phase: Phase::Warmup, error }))
+            };
             for i in 0..calls {
                 if let Some(h) = self.halt() {
                     return Ok(Some(h.end(format!("warm-up of arm `{}`", self.arms[a].name))));
                 }
-                match call(&mut self.arms[a], &self.workload.requests[i % n]) {
-                    Ok(r) => results[i % n] = Some(r.result),
-                    Err(error) => {
-                        self.observer.failure(self.arms, None, a, &error)?;
-                        let arm = self.arms[a].name.clone();
-                        return Ok(Some(RunEnd::CallFailed { arm, phase: Phase::Warmup, error }));
+                let s = (i * self.batch) % n;
+                match self.serve(a, s) {
+                    Ok(Served::One(r)) => results[s] = Some(r.result),
+                    Ok(Served::Many(rs)) => {
+                        for (j, r) in rs.into_iter().enumerate() {
+                            results[(s + j) % n] = Some(r);
+                        }
                     }
+                    Err(error) => return failed(self, error),
+                }
+            }
+            if self.batch > 1 {
+                // Every request once more, alone and one row per forward (as a run at batch 1
+                // answers it): whether batching changed any result is reported, not assumed.
+                let arm = &mut self.arms[a];
+                let single = arm.host.with_batch_size(1);
+                let answered: Result<Vec<StateResult>, HostError> = self
+                    .workload
+                    .requests
+                    .iter()
+                    .map(|(state, questions, options)| {
+                        single.predict(arm.backend.as_mut(), state, questions, options, None)
+                    })
+                    .collect();
+                match answered {
+                    Ok(rs) => unbatched = rs,
+                    Err(error) => return failed(self, error),
                 }
             }
             let rec = WarmupRecord {
@@ -556,9 +661,11 @@ impl Runner<'_, '_, '_> {
                 start_ns: self.clock.ns(start),
                 end_ns: self.clock.ns(Instant::now()),
                 results: results.into_iter().flatten().collect(),
+                unbatched,
             };
             self.observer.warmup(self.arms, &rec)?;
             self.totals.warmup.push(rec.results);
+            self.totals.unbatched.push(rec.unbatched);
         }
         Ok(None)
     }
@@ -581,6 +688,7 @@ impl Runner<'_, '_, '_> {
         let n = self.workload.requests.len();
         self.calls.clear();
         self.unstable.clear();
+        self.unstable_calls = 0;
         let paced = self.plan.pace.map(|p| (p, p.calls_per_block(self.plan.block)));
         let mut progress_at = Instant::now() + Duration::from_millis(200);
         let block_start = Instant::now();
@@ -611,13 +719,13 @@ impl Runner<'_, '_, '_> {
                 None => None,
             };
             let s = self.next_state[a];
-            self.next_state[a] = (s + 1) % n;
+            self.next_state[a] = (s + self.batch) % n;
             let t0 = Instant::now();
-            let out = call(&mut self.arms[a], &self.workload.requests[s]);
+            let out = self.serve(a, s);
             let t1 = Instant::now();
             now = t1;
-            let (result, runtime_ns) = match out {
-                Ok(r) => (r.result, r.runtime_ns),
+            let served = match out {
+                Ok(served) => served,
                 Err(error) => {
                     let rec = self.block_record(index, cycle, a, block_start, now, missed, paced, true);
                     self.observer.block(self.arms, &rec, &self.calls, &self.unstable)?;
@@ -625,10 +733,26 @@ impl Runner<'_, '_, '_> {
                     return Ok((rec, BlockEnd::Failed(error)));
                 }
             };
-            let stable = result == self.totals.warmup[a][s];
-            if !stable {
-                self.unstable.push((self.calls.len(), result));
-            }
+            let warm = &self.totals.warmup[a];
+            let (stable, runtime_ns) = match served {
+                Served::One(r) => {
+                    let stable = r.result == warm[s];
+                    if !stable {
+                        self.unstable.push((self.calls.len(), r.result));
+                    }
+                    (stable, r.runtime_ns)
+                }
+                Served::Many(results) => {
+                    // Every request against its own warm-up result.
+                    let stable = results.iter().enumerate().all(|(j, r)| *r == warm[(s + j) % n]);
+                    if !stable {
+                        let at = self.calls.len();
+                        self.unstable.extend(results.into_iter().map(|r| (at, r)));
+                    }
+                    (stable, None)
+                }
+            };
+            self.unstable_calls += u64::from(!stable);
             // A paced call misses its deadline when it ends after the next call was due.
             let missed_deadline = match paced {
                 Some((p, _)) => t1 > block_start + p.offset(k + 1),
@@ -638,6 +762,7 @@ impl Runner<'_, '_, '_> {
             self.calls.push(CallRecord {
                 block: index as u32,
                 state: s as u32,
+                requests: self.batch as u32,
                 start_ns: self.clock.ns(t0),
                 duration_ns: t1.duration_since(t0).as_nanos() as u64,
                 runtime_ns,
@@ -697,7 +822,7 @@ impl Runner<'_, '_, '_> {
             start_ns: self.clock.ns(start),
             end_ns: self.clock.ns(end),
             calls: self.calls.len() as u64,
-            unstable_calls: self.unstable.len() as u64,
+            unstable_calls: self.unstable_calls,
             missed_deadlines,
             scheduled_calls: paced.map(|(_, n)| n),
             ended_early,
@@ -750,6 +875,35 @@ pub fn run_with(
             )));
         }
     }
+    if plan.batch == 0 {
+        return Err(RunError::Plan(
+            "a call answers at least one request: the batch must be at least 1".into(),
+        ));
+    }
+    let mut groups = Vec::new();
+    if plan.batch > 1 {
+        if let Some(k) = batch_mismatch(workload) {
+            return Err(RunError::Plan(format!(
+                "request {k} of workload `{}` asks other questions or options than request 0: one batched call asks one set of questions, so this workload runs at batch 1 only",
+                workload.name
+            )));
+        }
+        for arm in arms.iter_mut() {
+            if arm.backend.answers_requests().is_some() {
+                return Err(RunError::Plan(format!(
+                    "arm `{}` ({}) answers one request per call in its worker, so it cannot answer a batch of {}",
+                    arm.name, arm.spec, plan.batch
+                )));
+            }
+        }
+        let n = workload.requests.len();
+        for s in 0..n {
+            let mut options = workload.requests[s].2.clone();
+            options.states_per_batch = None;
+            let states = (0..plan.batch).map(|j| workload.requests[(s + j) % n].0.clone()).collect();
+            groups.push(Group { states, options });
+        }
+    }
     let capacity = match (plan.pace, plan.block) {
         (Some(p), b) => p.calls_per_block(b).min(1 << 20) as usize,
         (None, BlockLimit::Calls(k)) => k.min(1 << 20) as usize,
@@ -774,8 +928,11 @@ pub fn run_with(
         },
         calls: Vec::with_capacity(capacity),
         unstable: Vec::new(),
+        unstable_calls: 0,
         next_state: vec![0; n_arms],
         blocks: order.len(),
+        batch: plan.batch,
+        groups,
     };
     let outcome = |totals, end, sampler: Option<Result<_, crate::power::sampler::SamplerError>>, span_ns| {
         let (sampler, sampler_error) = match sampler {

@@ -444,3 +444,73 @@ fn phases_read_as_the_reports_name_them() {
     assert_eq!(Phase::Block { index: 3, cycle: 1 }.to_string(), "block 3 (cycle 1)");
     assert_eq!(Phase::Idle { index: 2 }.to_string(), "idle window 2");
 }
+
+fn batched_arm(bundle: &Bundle, script: Script, rows: usize) -> Vec<Arm<'_>> {
+    let shapes = ShapeCaps { batch_size: rows, ..shapes() };
+    vec![Arm {
+        name: "arm0".into(),
+        spec: "mock".into(),
+        backend: Box::new(ScriptedBackend::new(shapes.clone(), script, Duration::ZERO)),
+        host: Host::new(&bundle.tokenizer, &bundle.agent, shapes),
+    }]
+}
+
+fn three() -> Workload {
+    let mut w = workload();
+    let q = w.requests[0].1.clone();
+    w.requests.push((json!("Cancel my order, it never shipped."), q, CallOptions::default()));
+    w
+}
+
+#[test]
+fn a_batched_call_answers_consecutive_requests_in_one_forward() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    // Forwards 1..7 are scripted alike, from forward 8 on every result drifts.
+    let mut arms = batched_arm(&bundle, Script::Drift { num_actions: 2, after: 7 }, 2);
+    let plan = Plan { batch: 2, ..Plan::saturated(1, BlockLimit::Calls(4), 1) };
+    let mut obs = Collect::default();
+    let totals = run(&mut arms, &three(), &plan, &Clock::start(), &mut obs).unwrap();
+    // 3 requests in calls of 2: 2 batched warm-up calls cover them all (forwards 1, 2), then
+    // each request once alone (forwards 3, 4, 5).
+    assert_eq!(obs.warmups, vec![(0, 2)]);
+    assert_eq!(totals.unbatched[0].len(), 3);
+    assert_eq!(totals.unbatched[0], totals.warmup[0]);
+    // Each call starts where the last one ended, cycling through the workload.
+    let states: Vec<u32> = obs.blocks.iter().flat_map(|(_, c, _)| c.iter().map(|c| c.state)).collect();
+    assert_eq!(states, vec![0, 2, 1, 0, 2, 1, 0, 2]);
+    assert!(obs.blocks.iter().flat_map(|(_, c, _)| c).all(|c| c.requests == 2));
+    // One forward per call: calls 1 and 2 of block 0 are forwards 6 and 7 (stable), every
+    // later call drifted. An unstable call hands over the results of both its requests.
+    let (b0, calls0, entries0) = &obs.blocks[0];
+    assert_eq!(calls0.iter().map(|c| c.stable).collect::<Vec<_>>(), [true, true, false, false]);
+    assert_eq!((b0.unstable_calls, *entries0), (2, 4));
+    assert_eq!((obs.blocks[1].0.unstable_calls, obs.blocks[1].2), (4, 8));
+    assert_eq!(totals.unstable, vec![6]);
+    assert_eq!(totals.durations_ns[0].len(), 8);
+}
+
+#[test]
+fn a_batch_must_share_its_questions_and_be_at_least_one() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut mixed = three();
+    mixed.requests[2].1 = json!({"t": {"type": "noul", "instructions": "Is it about shipping?"}});
+    assert_eq!(batch_mismatch(&three()), None);
+    assert_eq!(batch_mismatch(&mixed), Some(2));
+    let mut options = three();
+    options.requests[1].2.max_len = Some(64);
+    assert_eq!(batch_mismatch(&options), Some(1));
+    let mut arms = batched_arm(&bundle, Script::Synthetic { num_actions: 2 }, 2);
+    let plan = Plan { batch: 2, ..Plan::saturated(1, BlockLimit::Calls(2), 1) };
+    let e = run(&mut arms, &mixed, &plan, &Clock::start(), &mut Collect::default()).unwrap_err();
+    assert!(e.to_string().contains("request 2 of workload `test`"), "{e}");
+    let zero = Plan { batch: 0, ..plan };
+    let e = run(&mut arms, &three(), &zero, &Clock::start(), &mut Collect::default()).unwrap_err();
+    assert!(e.to_string().contains("at least 1"), "{e}");
+    // At batch 1 a mixed workload runs as it always did, and nothing is answered twice.
+    let one = Plan { batch: 1, ..zero };
+    let totals = run(&mut arms, &mixed, &one, &Clock::start(), &mut Collect::default()).unwrap();
+    assert!(totals.unbatched.iter().all(Vec::is_empty));
+    assert_eq!(calls_to_cover(3, 2), 2);
+    assert_eq!(calls_to_cover(8, 4), 2);
+    assert_eq!(calls_to_cover(8, 3), 3);
+}

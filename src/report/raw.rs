@@ -120,6 +120,26 @@ pub struct PlanInfo {
     pub warmup_calls: usize,
     /// Arm name of every block, in order.
     pub order: Vec<String>,
+    /// Requests per call (`speed --batch N`): each call answers this many consecutive
+    /// requests in one packed forward, so a block's decisions are its calls × this. Absent in
+    /// records written before the flag and in every run at 1 (additive, no version bump).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub batch: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+impl PlanInfo {
+    /// Requests answered (decisions) by `calls` calls: `calls × batch`.
+    pub fn decisions(&self, calls: u64) -> u64 {
+        calls * self.batch.max(1) as u64
+    }
 }
 
 /// First line of a raw file.
@@ -203,6 +223,10 @@ pub enum Record {
         end_ns: u64,
         /// Reference answer per request.
         answers: Vec<String>,
+        /// `--batch N` above 1: whether every request's batched warm-up result equals its
+        /// result answered alone (one request per call, as `--batch 1` runs it); absent at 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unbatched_identical: Option<bool>,
     },
     /// A finished block; its calls follow.
     Block {
@@ -240,8 +264,13 @@ pub enum Record {
         block: u32,
         /// Arm name.
         arm: String,
-        /// Request index.
+        /// Request index (`--batch N`: the first of the call's requests).
         state: u32,
+        /// `--batch N` above 1: requests the call answered in one packed forward, `state`,
+        /// `state + 1`, ... (cycling through the workload); absent for one request per call.
+        /// Its `answer` is then every request's answers joined by ` | `, in order.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requests: Option<u32>,
         /// Start, ns since the origin.
         start_ns: u64,
         /// Duration over the full boundary, ns (a reference arm: the round trip to its worker).
@@ -537,6 +566,7 @@ mod tests {
                 block_calls: Some(2),
                 warmup_calls: 1,
                 order: vec!["a".into(), "a".into()],
+                batch: 1,
             },
             sensor: None,
             energy: None,
@@ -548,6 +578,7 @@ mod tests {
             block: 0,
             arm: "a".into(),
             state: 0,
+            requests: None,
             start_ns: i * 10,
             duration_ns: 5,
             runtime_ns: None,

@@ -18,15 +18,18 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct ArmResult {
     /// The arm.
     pub arm: ArmInfo,
-    /// Timed calls (= decisions: one request per call).
+    /// Timed calls (one request each, or `plan.batch` requests each with `--batch N`).
     pub calls: u64,
+    /// Requests answered = calls × `plan.batch` (what t and decisions/s count).
+    #[serde(default)]
+    pub decisions: u64,
     /// Σ block wall time, seconds.
     pub total_s: f64,
     /// Mean time per decision over all completed work: total time / decisions.
     pub time_per_decision_s: f64,
     /// Decisions per second (1 / time per decision).
     pub decisions_per_s: f64,
-    /// Per-call latency over the full boundary.
+    /// Per-call latency over the full boundary (with `--batch N`: per batch of N requests).
     pub latency: LatencySummary,
     /// `t_baseline / t_arm` (1 for the baseline).
     pub speed_ratio_vs_baseline: f64,
@@ -64,6 +67,14 @@ pub struct ArmResult {
     /// our arms, whose call is the boundary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip_mean_s: Option<f64>,
+    /// `--batch N` above 1: whether every request's batched warm-up result equals the same
+    /// request answered alone, one row per forward (absent at batch 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unbatched_identical: Option<bool>,
+    /// `--batch N` above 1: the largest absolute difference of any probability between the
+    /// batched and the unbatched results, over all requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_probability_diff_vs_unbatched: Option<f64>,
 }
 
 /// One call that is a statistical outlier of its arm.
@@ -139,12 +150,20 @@ impl SpeedReport {
             ));
         }
         out.push_str(&format!(
-            "Workload `{}` ({} requests, padded length {}), {} balanced cycle{}.\n\n",
+            "Workload `{}` ({} requests, padded length {}), {} balanced cycle{}{}.\n\n",
             self.workload.name,
             self.workload.requests,
             self.workload.length,
             self.plan.cycles,
-            if self.plan.cycles == 1 { "" } else { "s" }
+            if self.plan.cycles == 1 { "" } else { "s" },
+            if self.plan.batch > 1 {
+                format!(
+                    ", {0} requests per call in one packed forward (--batch {0}; latency is per batch of {0})",
+                    self.plan.batch
+                )
+            } else {
+                String::new()
+            }
         ));
         out.push_str("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P90 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | vs baseline (95 % CI) | GFLOP/s | Unstable |\n");
         out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");

@@ -191,7 +191,9 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         .iter()
         .map(|b| {
             let (energy, why) = energy_of(b.index);
-            let per = |x: f64| (b.calls > 0).then(|| x / b.calls as f64);
+            // A call of a batched run (`speed --batch N`) answered N requests: N decisions.
+            let decisions = h.plan.decisions(b.calls);
+            let per = |x: f64| (decisions > 0).then(|| x / decisions as f64);
             let runtime_s = d.calls.get(&b.index).and_then(|c| c.runtime_s());
             // Energy spans the wall, so an energy record keeps the wall time; a speed record
             // times a self-timing arm by its runtime, as `speed` does.
@@ -205,7 +207,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
                 arm: b.arm.clone(),
                 start_s: b.start_ns as f64 / 1e9,
                 end_s: b.end_ns as f64 / 1e9,
-                decisions: b.calls,
+                decisions,
                 time_s,
                 time_per_decision_s: per(time_s),
                 runtime_s,
@@ -243,6 +245,12 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         warnings: Vec::new(),
         audit: audit.checks.clone(),
     };
+    if h.plan.batch > 1 {
+        summary.warnings.push(format!(
+            "--batch {0}: every call answered {0} requests in one packed forward; decisions = calls × {0}, and the latencies are per batch of {0} (one call).",
+            h.plan.batch
+        ));
+    }
     if h.sensor.as_ref().is_some_and(|s| !s.live) {
         summary.warnings.push("NOT A LIVE MEASUREMENT: the sensor replayed or scripted its readings.".into());
     }

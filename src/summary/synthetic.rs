@@ -145,6 +145,7 @@ fn header(shape: &RunShape) -> Header {
             block_calls: None,
             warmup_calls: 20,
             order,
+            batch: 1,
         },
         sensor: shape.energy.then(|| SensorInfo {
             kind: SensorKind::Mock,
@@ -186,6 +187,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
             start_ns: 2 * k as u64,
             end_ns: 2 * k as u64 + 1,
             answers: vec!["q=A".into(); 8],
+            unbatched_identical: None,
         });
     }
     let mut t = ORIGIN_NS;
@@ -233,6 +235,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
                 block: i as u32,
                 arm: arm.name.clone(),
                 state: (k % 8) as u32,
+                requests: None,
                 start_ns: start,
                 duration_ns: *dur,
                 runtime_ns: None,

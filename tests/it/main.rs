@@ -19,6 +19,7 @@ mod cli_predict;
 mod cli_reference;
 mod cli_snake;
 mod cli_speed;
+mod cli_speed_batch;
 mod cli_summary;
 mod cli_trace;
 mod cli_verify;
