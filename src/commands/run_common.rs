@@ -101,6 +101,8 @@ pub(crate) const PROGRESS_TEMPLATE: &str =
 pub(crate) struct Bar {
     bar: ProgressBar,
     idle_windows: bool,
+    /// Requests per call (`speed --batch N`): the live rate is shown in decisions.
+    batch: usize,
 }
 
 impl Bar {
@@ -113,7 +115,13 @@ impl Bar {
             ProgressStyle::with_template(PROGRESS_TEMPLATE).unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(200));
-        Self { bar, idle_windows }
+        Self { bar, idle_windows, batch: 1 }
+    }
+
+    /// Show the live rate in decisions of `batch` requests per call (`speed --batch N`).
+    pub(crate) fn batched(mut self, batch: usize) -> Self {
+        self.batch = batch.max(1);
+        self
     }
 
     pub(crate) fn finish(&self) {
@@ -130,7 +138,21 @@ impl Watch for Bar {
     }
 
     fn progress(&mut self, arm: &str, cycle: usize, calls_per_s: f64) {
-        self.bar.set_message(format!("arm {arm} · cycle {} · {calls_per_s:.0} calls/s", cycle + 1));
+        self.bar.set_message(progress_message(arm, cycle, calls_per_s, self.batch));
+    }
+}
+
+/// The live message: the arm, the cycle (from 1) and the rate, in decisions per second (with
+/// the calls of a batched run beside it).
+fn progress_message(arm: &str, cycle: usize, calls_per_s: f64, batch: usize) -> String {
+    if batch > 1 {
+        let decisions = calls_per_s * batch as f64;
+        format!(
+            "arm {arm} · cycle {} · {decisions:.0} decisions/s ({calls_per_s:.0} calls/s of {batch})",
+            cycle + 1
+        )
+    } else {
+        format!("arm {arm} · cycle {} · {calls_per_s:.0} calls/s", cycle + 1)
     }
 }
 
@@ -141,5 +163,14 @@ mod tests {
         let style = indicatif::ProgressStyle::with_template(super::PROGRESS_TEMPLATE);
         assert!(style.is_ok());
         assert!(super::PROGRESS_TEMPLATE.contains("ETA {eta}"));
+    }
+
+    #[test]
+    fn the_live_rate_is_in_decisions() {
+        assert_eq!(super::progress_message("f32", 0, 7.4, 1), "arm f32 · cycle 1 · 7 calls/s");
+        assert_eq!(
+            super::progress_message("f32", 2, 2.5, 4),
+            "arm f32 · cycle 3 · 10 decisions/s (2 calls/s of 4)"
+        );
     }
 }

@@ -20,7 +20,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let stop = interrupt::install_or_warn();
     let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
-    let mut bar = Bar::new(blocks, common.no_progress, false);
+    let mut bar = Bar::new(blocks, common.no_progress, false).batched(plan.batch);
     let measured = speed::measure(
         bundle,
         &mut setup,

@@ -214,11 +214,11 @@ impl SpeedReport {
     /// One CSV row per arm.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to\n",
+            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to,decisions,round_trip_mean_s\n",
         );
         for a in &self.arms {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 csv_field(&a.arm.name),
                 csv_field(&a.arm.spec),
                 csv_field(&a.arm.precision),
@@ -241,7 +241,9 @@ impl SpeedReport {
                 a.speed_ratio_interval.map(|iv| iv.low.to_string()).unwrap_or_default(),
                 a.speed_ratio_interval.map(|iv| iv.high.to_string()).unwrap_or_default(),
                 a.outliers.len(),
-                csv_field(a.identical_to.as_deref().unwrap_or(""))
+                csv_field(a.identical_to.as_deref().unwrap_or("")),
+                a.decisions,
+                a.round_trip_mean_s.map(|x| x.to_string()).unwrap_or_default()
             ));
         }
         out

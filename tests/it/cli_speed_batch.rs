@@ -30,7 +30,8 @@ fn speed(dir: &Path, name: &str, batch: &str, arms: &[&str]) -> Output {
     for a in arms {
         args.extend(["--arm", a]);
     }
-    args.extend(["--raw", &raw, "--output", &report, "--no-progress"]);
+    let csv = format!("{name}.csv");
+    args.extend(["--raw", &raw, "--output", &report, "--export-csv", &csv, "--no-progress"]);
     laya_bench(dir, &args)
 }
 
@@ -61,6 +62,18 @@ fn batch_4_counts_four_decisions_per_call_and_answers_as_batch_1() {
         assert_eq!(a["unstable_calls"], 0, "{name}");
         assert_eq!(a["unbatched_identical"], true, "{name}");
         assert_eq!(a["max_probability_diff_vs_unbatched"], 0.0, "{name}");
+    }
+    // The CSV export carries the decisions too (calls × 4).
+    let csv = std::fs::read_to_string(d.join("b4.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let (calls_col, decisions_col) = (
+        header.iter().position(|h| *h == "calls").unwrap(),
+        header.iter().position(|h| *h == "decisions").unwrap(),
+    );
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!((cells[calls_col], cells[decisions_col]), ("8", "32"), "{line}");
     }
     let run = raw::read(&d.join("b4.raw.jsonl")).unwrap();
     assert!(run.complete);
