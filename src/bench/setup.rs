@@ -87,14 +87,14 @@ impl<'b> Setup<'b> {
                 "--batch must be at least 1: a call answers 1 or more requests".into(),
             ));
         }
-        if batch > 1 {
-            return Self::batched(bundle, specs, plan, batch);
-        }
         if plan.length > bundle.agent.max_len {
             return Err(BenchError::Input(format!(
                 "--length {} is longer than the model's max_len {}: the host never builds a row that long; pass --length {} or less",
                 plan.length, bundle.agent.max_len, bundle.agent.max_len
             )));
+        }
+        if batch > 1 {
+            return Self::batched(bundle, specs, plan, batch);
         }
         let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
         let mut notes = Vec::new();
@@ -109,18 +109,13 @@ impl<'b> Setup<'b> {
         Ok(Setup { arms, built, workload, notes, warnings })
     }
 
+    /// The `batch` > 1 arm of [`Self::build_batched`], which has checked the length.
     fn batched(
         bundle: &'b Bundle,
         specs: &[ArmSpec],
         plan: &WorkloadPlan,
         batch: usize,
     ) -> Result<Self, BenchError> {
-        if plan.length > bundle.agent.max_len {
-            return Err(BenchError::Input(format!(
-                "--length {} is longer than the model's max_len {}: the host never builds a row that long; pass --length {} or less",
-                plan.length, bundle.agent.max_len, bundle.agent.max_len
-            )));
-        }
         if specs.is_empty() {
             return Err(BenchError::Input("a run needs at least one arm".into()));
         }

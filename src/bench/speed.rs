@@ -267,13 +267,27 @@ fn outlier_warning(r: &ArmResult) -> Option<String> {
     ))
 }
 
+/// The largest |Δ| between the probabilities of two arms' results for the same requests, in
+/// order (0 when there are none).
+fn max_probability_diff(
+    mine: &[crate::laya::host::StateResult],
+    other: &[crate::laya::host::StateResult],
+) -> f64 {
+    let mut max = 0.0f64;
+    for (a, b) in mine.iter().zip(other) {
+        for (x, y) in probabilities(a).iter().zip(&probabilities(b)) {
+            max = max.max((x - y).abs());
+        }
+    }
+    max
+}
+
 /// The speed report of a measured run (status `complete`; the caller sets another).
 pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
     let none: Vec<crate::laya::host::StateResult> = Vec::new();
     let warmup = |i: usize| totals.warmup.get(i).unwrap_or(&none);
     let batch = header.plan.batch.max(1);
     let base_t = time_per_decision(arm_seconds(totals, 0), totals.durations_ns[0].len() as u64, batch);
-    let base_probs: Vec<Vec<f64>> = warmup(0).iter().map(probabilities).collect();
     let base_answers: Vec<String> = warmup(0).iter().map(answer_label).collect();
     let mut results = Vec::with_capacity(header.arms.len());
     for (i, info) in header.arms.iter().enumerate() {
@@ -281,15 +295,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         let total_s = arm_seconds(totals, i);
         let t = time_per_decision(total_s, calls, batch);
         let unbatched = totals.unbatched.get(i).filter(|u| !u.is_empty());
-        let unbatched_diff = unbatched.map(|u| {
-            let mut d = 0.0f64;
-            for (mine, alone) in warmup(i).iter().zip(u) {
-                for (a, b) in probabilities(mine).iter().zip(&probabilities(alone)) {
-                    d = d.max((a - b).abs());
-                }
-            }
-            d
-        });
+        let unbatched_diff = unbatched.map(|u| max_probability_diff(warmup(i), u));
         let mut lat: Vec<f64> = call_durations(totals, i).iter().map(|&d| d as f64 / 1e9).collect();
         let round_trip_mean_s = timed_by_runtime(totals, i)
             .then(|| totals.durations_ns[i].iter().sum::<u64>() as f64 / 1e9 / calls.max(1) as f64);
@@ -305,12 +311,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             max_s: f64::NAN,
         });
         let answers: Vec<String> = warmup(i).iter().map(answer_label).collect();
-        let mut max_diff = 0.0f64;
-        for (mine, base) in warmup(i).iter().map(probabilities).zip(&base_probs) {
-            for (a, b) in mine.iter().zip(base) {
-                max_diff = max_diff.max((a - b).abs());
-            }
-        }
+        let max_diff = max_probability_diff(warmup(i), warmup(0));
         let mismatches = answers.iter().zip(&base_answers).filter(|(a, b)| a != b).count();
         results.push(ArmResult {
             arm: info.clone(),
