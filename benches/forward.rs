@@ -27,6 +27,7 @@ use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::loader::convert_weights;
 use laya_bench::model::synthetic::{published_shape, random_weights};
 use laya_bench::model::weights::Layout;
+use laya_bench::report::steal::{self, StealTicks, StealWatch, STEAL_WARN_FRACTION};
 
 /// Multiply-adds ×2 of one decision's encoder and decision head, attention included (the
 /// performance-anchors count: 24.57 GFLOP at L96; scorer and action head, ≈0.04, left out).
@@ -71,11 +72,16 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> (f64, f64, f64, Option<f64>) {
+/// Median, min and max ms per forward, process CPU ms per forward, and the machine's steal over
+/// the timed forwards.
+type Timing = (f64, f64, f64, Option<f64>, Option<StealTicks>);
+
+fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> Timing {
     let mut out = ForwardOutput::default();
     for _ in 0..3 {
         backend.forward(b, &mut out).expect("forward");
     }
+    let steal = StealWatch::start();
     let cpu0 = cpu_seconds();
     let mut ms: Vec<f64> = (0..iters)
         .map(|_| {
@@ -88,9 +94,10 @@ fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> (f64,
         (Some(a), Some(b)) => Some((b - a) * 1e3 / iters as f64),
         _ => None,
     };
+    let steal = steal.stop();
     let min = ms.iter().cloned().fold(f64::MAX, f64::min);
     let max = ms.iter().cloned().fold(0.0, f64::max);
-    (median(&mut ms), min, max, cpu)
+    (median(&mut ms), min, max, cpu, steal)
 }
 
 fn main() {
@@ -212,7 +219,7 @@ fn main() {
                 *tuning,
             );
             let build = t.elapsed().as_secs_f64();
-            let (med, min, max, cpu) = time(&mut backend, &b, iters);
+            let (med, min, max, cpu, steal) = time(&mut backend, &b, iters);
             if profile {
                 backend.set_profiling(true);
                 let _ = time(&mut backend, &b, iters);
@@ -230,11 +237,12 @@ fn main() {
             }
             let bytes = backend.weight_bytes();
             println!(
-                "{:>5} {name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward; projection weights {:.2} MB, model {:.2} MB; converted in {convert_s:.1} s, engine built in {build:.2} s",
+                "{:>5} {name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward, {}; projection weights {:.2} MB, model {:.2} MB; converted in {convert_s:.1} s, engine built in {build:.2} s",
                 precision.name(),
                 backend.info().device,
                 gflop / (med / 1e3),
                 cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
+                steal::describe(steal),
                 bytes.projections as f64 / 1e6,
                 bytes.total as f64 / 1e6,
             );
@@ -250,20 +258,22 @@ fn main() {
             };
             let share =
                 peak_g.map_or("?".to_string(), |p| format!("{:.0} %", 100.0 * gflop / (med / 1e3) / p));
-            rows.push((
-                precision.name(),
-                *name,
-                med,
-                gflop / (med / 1e3),
+            rows.push(Row {
+                precision: precision.name(),
+                variant: name,
+                median_ms: med,
+                gflops: gflop / (med / 1e3),
                 share,
-                bytes.projections,
-                bytes.total,
-            ));
+                cpu_ms: cpu,
+                steal: steal.and_then(|s| s.fraction()),
+                projection_bytes: bytes.projections,
+                model_bytes: bytes.total,
+            });
         }
     }
     println!();
     println!(
-        "same-run FMA peak ({threads} threads): {}; triad {:.1} GB/s; load average at end: {}",
+        "same-run FMA peak ({threads} threads): {}; triad {:.1} GB/s; peak measured with {}; load average at end: {}",
         peak.peaks
             .iter()
             .filter(|p| p.threads == peak.threads)
@@ -271,17 +281,49 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", "),
         peak.triad_gbs,
+        steal::describe(peak.host_steal),
         std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
     );
-    println!(
-        "| precision | variant | median ms | GFLOP/s | % of its peak | projection weight MB | model MB |"
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|");
-    for (p, v, med, gf, share, proj, total) in rows {
-        println!(
-            "| {p} | {v} | {med:.1} | {gf:.1} | {share} | {:.2} | {:.2} |",
-            proj as f64 / 1e6,
-            total as f64 / 1e6
-        );
+    if let Some(w) = steal::warning("the peak measurement", peak.host_steal) {
+        println!("WARNING: {w}");
     }
+    println!(
+        "| precision | variant | median ms | GFLOP/s | % of its peak | cpu ms/forward | steal | projection weight MB | model MB |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {:.2} | {:.2} |",
+            r.precision,
+            r.variant,
+            r.median_ms,
+            r.gflops,
+            r.share,
+            r.cpu_ms.map_or("?".to_string(), |c| format!("{c:.0}")),
+            r.steal.map_or("?".to_string(), |f| format!("{:.1} %", 100.0 * f)),
+            r.projection_bytes as f64 / 1e6,
+            r.model_bytes as f64 / 1e6
+        );
+        if let Some(f) = r.steal.filter(|&f| f >= STEAL_WARN_FRACTION) {
+            eprintln!(
+                "WARNING: {} {}: {:.1} % of the CPU time was stolen by the hypervisor while it ran; its time includes that wait",
+                r.precision,
+                r.variant,
+                100.0 * f
+            );
+        }
+    }
+}
+
+/// One row of the closing table.
+struct Row<'a> {
+    precision: &'a str,
+    variant: &'a str,
+    median_ms: f64,
+    gflops: f64,
+    share: String,
+    cpu_ms: Option<f64>,
+    steal: Option<f64>,
+    projection_bytes: usize,
+    model_bytes: usize,
 }

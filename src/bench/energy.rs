@@ -26,6 +26,7 @@ use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RATIO_RULE};
 use crate::report::provenance::Provenance;
 use crate::report::raw::{self, EnergyPlanInfo, Header, RawWriter, Record};
 use crate::report::status::RunStatus;
+use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
 
 use super::record::{
@@ -591,6 +592,7 @@ fn build_report(
                 missed_deadlines: paced.then_some(b.missed_deadlines),
                 unstable_calls: b.unstable_calls,
                 ended_early: b.ended_early,
+                host_steal: b.steal,
             }
         })
         .collect();
@@ -608,9 +610,13 @@ fn build_report(
     if !sensor.live {
         notes.push("NOT A LIVE MEASUREMENT: the sensor replays or scripts its readings.".into());
     }
-    for a in &out_arms {
+    for (i, a) in out_arms.iter().enumerate() {
         if let Some(w) = missed_deadline_warning(&a.arm.name, a.missed_deadlines, a.totals.decisions) {
             notes.push(w);
+        }
+        let steal = StealTicks::sum(totals.blocks.iter().filter(|b| b.arm == i).map(|b| b.steal));
+        if let Some(w) = steal::warning(&format!("arm `{}`'s blocks", a.arm.name), steal) {
+            notes.push(format!("WARNING: {w}"));
         }
     }
     let sampler_cpu_fraction = outcome

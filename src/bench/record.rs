@@ -147,6 +147,7 @@ pub fn block_records(
         scheduled_calls: rec.scheduled_calls,
         missed_deadlines: rec.scheduled_calls.map(|_| rec.missed_deadlines),
         ended_early: rec.ended_early,
+        host_steal: rec.steal,
     });
     let mine = answers.get(rec.arm).map(Vec::as_slice).unwrap_or_default();
     let warm = |s: usize| mine.get(s % mine.len().max(1)).cloned().unwrap_or_default();

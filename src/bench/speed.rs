@@ -13,6 +13,7 @@ use crate::protocol::{
 use crate::report::raw::{Header, RawWriter, Record};
 use crate::report::speed::{self as speed_report, ratio_in_words, ArmResult, OutlierCall, SpeedReport};
 use crate::report::status::RunStatus;
+use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
 use crate::summary::bootstrap::speed_gain_intervals;
 
@@ -244,6 +245,12 @@ fn outlier_calls(totals: &protocol::RunTotals, a: usize) -> Vec<OutlierCall> {
     out
 }
 
+/// The steal over every block of arm `a` (`None` if any block lacks it).
+fn arm_steal(totals: &RunTotals, a: usize) -> Option<StealTicks> {
+    let mine = totals.blocks.iter().filter(|b| b.arm == a).map(|b| b.steal).collect::<Vec<_>>();
+    StealTicks::sum(mine)
+}
+
 /// The warning for an arm with outlier calls: which, against its P99, and what to do.
 fn outlier_warning(r: &ArmResult) -> Option<String> {
     if r.outliers.is_empty() {
@@ -343,6 +350,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             round_trip_mean_s,
             unbatched_identical: unbatched.map(|u| u.as_slice() == warmup(i).as_slice()),
             max_probability_diff_vs_unbatched: unbatched_diff,
+            host_steal: arm_steal(totals, i),
         });
     }
     let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();
@@ -392,6 +400,9 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         }
         if let Some(w) = outlier_warning(r) {
             warnings.push(w);
+        }
+        if let Some(w) = steal::warning(&format!("arm `{}`'s blocks", r.arm.name), r.host_steal) {
+            warnings.push(format!("WARNING: {w}"));
         }
         if let Some(same) = &r.identical_to {
             warnings.push(format!(
@@ -444,6 +455,7 @@ mod tests {
             missed_deadlines: 0,
             scheduled_calls: None,
             ended_early: false,
+            steal: None,
         }
     }
 

@@ -16,6 +16,7 @@ use super::{body_weight_bytes, compute_floor_ms, flops_per_decision, BoundsError
 use crate::backend::portable::Isa;
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::{ComputeType, Precision};
+use crate::report::steal::{self, StealTicks, StealWatch};
 
 /// f32 elements per triad array (64 MiB each: far beyond any last-level cache here).
 pub const TRIAD_FLOATS: usize = 16 << 20;
@@ -48,6 +49,10 @@ pub struct Measured {
     pub engine_f32_kernel: String,
     /// Seconds the measurement took.
     pub seconds: f64,
+    /// CPU time the hypervisor gave to other guests while measuring (every CPU, `USER_HZ`
+    /// ticks); `None` where the OS keeps no such counter. A peak measured under steal is low
+    /// by about that share, and so is every "% of peak" computed against it.
+    pub host_steal: Option<StealTicks>,
 }
 
 impl Measured {
@@ -125,6 +130,7 @@ pub fn arm_floors(
 
 /// Measure the peaks and the triad with `threads` threads (0 = all cores).
 pub fn measure(threads: usize) -> Measured {
+    let steal = StealWatch::start();
     let t0 = Instant::now();
     let threads =
         if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
@@ -152,13 +158,15 @@ pub fn measure(threads: usize) -> Measured {
         }
     }
     let isa = Isa::selected();
+    let triad_gbs = triad_gbs(threads);
     Measured {
         peaks,
-        triad_gbs: triad_gbs(threads),
+        triad_gbs,
         threads,
         engine_isa: isa.name().into(),
         engine_f32_kernel: isa.f32_kernel().into(),
         seconds: t0.elapsed().as_secs_f64(),
+        host_steal: steal.stop(),
     }
 }
 
@@ -191,6 +199,10 @@ pub fn render(m: &Measured, source: &str, length: usize, floors: &[ArmFloor]) ->
         m.threads,
         (TRIAD_FLOATS * 4) >> 20
     );
+    let _ = writeln!(o, "  while measuring: {}", steal::describe(m.host_steal));
+    if let Some(w) = steal::warning("this measurement", m.host_steal) {
+        let _ = writeln!(o, "  WARNING: {w}");
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -374,7 +386,11 @@ mod tests {
             engine_isa: "avx2".into(),
             engine_f32_kernel: String::new(),
             seconds: 0.0,
+            host_steal: Some(StealTicks { steal_ticks: 30, cpu_ticks: 1000 }),
         };
+        let text = render(&m, "synthetic:multilingual", 96, &[]);
+        assert!(text.contains("steal 3.0 % of the CPU time (30 of 1000 ticks)"), "{text}");
+        assert!(text.contains("WARNING: the hypervisor gave 3.0 %"), "{text}");
         let (enc, agent) = crate::model::synthetic::published_shape("multilingual").unwrap();
         let f = arm_floors(&m, &enc, &agent, 96, 32).unwrap();
         assert_eq!(f.len(), 4);

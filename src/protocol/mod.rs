@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::backend::Backend;
 use crate::laya::decode::AnswerValue;
 use crate::laya::host::{CallOptions, Host, HostError, StateResult};
+use crate::report::steal::{StealTicks, StealWatch};
 
 /// One arm under test: a name, its backend, and the host packed for that backend's shapes.
 pub struct Arm<'t> {
@@ -217,6 +218,9 @@ pub struct BlockRecord {
     pub scheduled_calls: Option<u64>,
     /// The block was cut short (interrupt, sensor stopped or a failed call).
     pub ended_early: bool,
+    /// CPU time the hypervisor gave to other guests while the block ran, read at its two ends
+    /// (outside every call); `None` where the OS keeps no such counter.
+    pub steal: Option<StealTicks>,
 }
 
 /// One idle window: the benchmark thread slept, no calls were made.
@@ -562,6 +566,8 @@ struct Runner<'r, 'a, 't> {
     unstable: Vec<(usize, StateResult)>,
     /// Calls of the block in progress whose result differed from warm-up.
     unstable_calls: u64,
+    /// The steal counters at the start of the block in progress.
+    block_steal: StealWatch,
     next_state: Vec<usize>,
     blocks: usize,
     /// `plan.batch` (at least 1).
@@ -691,6 +697,7 @@ impl Runner<'_, '_, '_> {
         self.unstable_calls = 0;
         let paced = self.plan.pace.map(|p| (p, p.calls_per_block(self.plan.block)));
         let mut progress_at = Instant::now() + Duration::from_millis(200);
+        self.block_steal = StealWatch::start();
         let block_start = Instant::now();
         let mut now = block_start;
         let mut k = 0u64;
@@ -826,6 +833,7 @@ impl Runner<'_, '_, '_> {
             missed_deadlines,
             scheduled_calls: paced.map(|(_, n)| n),
             ended_early,
+            steal: self.block_steal.stop(),
         }
     }
 }
@@ -929,6 +937,7 @@ pub fn run_with(
         calls: Vec::with_capacity(capacity),
         unstable: Vec::new(),
         unstable_calls: 0,
+        block_steal: StealWatch::start(),
         next_state: vec![0; n_arms],
         blocks: order.len(),
         batch: plan.batch,

@@ -70,6 +70,10 @@ pub struct EnergyBlock {
     pub unstable_calls: u64,
     /// Cut short (interrupt, sensor stopped, failed call).
     pub ended_early: bool,
+    /// CPU time the hypervisor gave to other guests during the block, and all CPU time then
+    /// (every CPU, `USER_HZ` ticks); absent where the OS keeps no such counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal: Option<crate::report::steal::StealTicks>,
 }
 
 /// The final `energy` report.

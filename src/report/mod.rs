@@ -16,6 +16,7 @@ pub mod provenance;
 pub mod raw;
 pub mod speed;
 pub mod status;
+pub mod steal;
 pub mod summary;
 
 pub use format::{count, display_width, pad};

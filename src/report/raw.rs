@@ -257,6 +257,12 @@ pub enum Record {
         /// The block was cut short (interrupt, sensor stopped, failed call).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         ended_early: bool,
+        /// CPU time the hypervisor gave to other guests while the block ran, and all CPU time
+        /// in that interval (every CPU, `USER_HZ` ticks of `/proc/stat`); absent where the OS
+        /// keeps no such counter (added in schema 2.x without a version bump: older readers
+        /// ignore it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host_steal: Option<crate::report::steal::StealTicks>,
     },
     /// One timed call.
     Call {

@@ -75,6 +75,11 @@ pub struct ArmResult {
     /// batched and the unbatched results, over all requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_probability_diff_vs_unbatched: Option<f64>,
+    /// CPU time the hypervisor gave to other guests over this arm's blocks, and all CPU time
+    /// then (every CPU, `USER_HZ` ticks); absent where the OS keeps no such counter. Its share
+    /// is in `host_steal.steal_ticks / host_steal.cpu_ticks`; from 2 % the report warns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal: Option<crate::report::steal::StealTicks>,
 }
 
 /// One call that is a statistical outlier of its arm.

@@ -35,6 +35,9 @@ pub struct BlockRec {
     pub unstable_calls: u64,
     /// Cut short.
     pub ended_early: bool,
+    /// CPU time stolen by the hypervisor during the block (absent in older records and where
+    /// the OS keeps no counter).
+    pub steal: Option<crate::report::steal::StealTicks>,
 }
 
 impl BlockCalls {
@@ -165,6 +168,7 @@ impl<'r> RunData<'r> {
                     calls,
                     unstable_calls,
                     ended_early,
+                    host_steal,
                     ..
                 } => {
                     block_arms.insert(*index, arm);
@@ -178,6 +182,7 @@ impl<'r> RunData<'r> {
                         calls: *calls,
                         unstable_calls: *unstable_calls,
                         ended_early: *ended_early,
+                        steal: *host_steal,
                     });
                 }
                 Record::Call { block, arm, duration_ns, runtime_ns, stable, .. } => {

@@ -27,6 +27,7 @@ pub mod synthetic;
 use crate::energy::run::{aggregate, ratios, BlockFigures};
 use crate::report::raw::{RawRun, ToolInfo};
 use crate::report::status::RunStatus;
+use crate::report::steal::{self, StealTicks};
 use crate::report::summary::{
     ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryReport,
     SummarySettings, SummaryStatus, SCHEMA_VERSION,
@@ -259,6 +260,12 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
             "{} metadata correction(s) were appended to this record; the original fields are unchanged (see below).",
             d.corrections.len()
         ));
+    }
+    for name in &names {
+        let steal = StealTicks::sum(d.blocks.iter().filter(|b| &b.arm == name).map(|b| b.steal));
+        if let Some(w) = steal::warning(&format!("arm `{name}`'s blocks"), steal) {
+            summary.warnings.push(w);
+        }
     }
     if !matches!(status, SummaryStatus::Complete | SummaryStatus::Rejected) {
         summary.statistics_missing_reason =

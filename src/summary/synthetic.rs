@@ -228,6 +228,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
             scheduled_calls: None,
             missed_deadlines: None,
             ended_early: false,
+            host_steal: None,
         });
         let mut start = t;
         for (k, dur) in durations.iter().enumerate() {

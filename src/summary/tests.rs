@@ -263,6 +263,38 @@ fn a_speed_record_gets_time_statistics_and_speed_ratios_only() {
 }
 
 #[test]
+fn stolen_cpu_time_is_summed_per_arm_and_warned_about_from_two_percent() {
+    use crate::report::steal::StealTicks;
+    let mut recs = records(&speed_shape());
+    // no counters (older records): no warning
+    let s = summarize_records(&recs, 0);
+    assert!(!s.warnings.iter().any(|w| w.contains("steal")), "{:?}", s.warnings);
+    // mlx-fp16's six blocks lose 1 % each, ane-fp16's 0.5 % and 4.5 % alternately (2.5 % in
+    // all), ane-w8's nothing
+    let mut seen = std::collections::BTreeMap::<String, u32>::new();
+    for r in &mut recs {
+        if let Record::Block { arm, host_steal, .. } = r {
+            let n = seen.entry(arm.clone()).or_default();
+            let steal_ticks = match (arm.as_str(), *n % 2) {
+                ("ane-fp16", 0) => 5,
+                ("ane-fp16", _) => 45,
+                ("ane-w8", _) => 0,
+                _ => 10,
+            };
+            *n += 1;
+            *host_steal = Some(StealTicks { steal_ticks, cpu_ticks: 1000 });
+        }
+    }
+    let names: Vec<String> = seen.keys().cloned().collect();
+    assert_eq!(names, ["ane-fp16", "ane-w8", "mlx-fp16"]);
+    let s = summarize_records(&recs, 0);
+    assert_eq!(s.status, SummaryStatus::Complete, "{:?}", s.status_reasons);
+    let warned: Vec<&String> = s.warnings.iter().filter(|w| w.contains("steal")).collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("2.5 %") && warned[0].contains("arm `ane-fp16`"), "{}", warned[0]);
+}
+
+#[test]
 fn the_bootstrap_is_deterministic_for_a_seed() {
     let run = round_trip(&published());
     let with = |seed| summarize(&run, "x", &Options { bootstrap: 500, seed, ..Options::default() }).unwrap();

@@ -221,6 +221,21 @@ fn a_complete_run_is_re_derivable_from_its_raw_samples() {
     assert!(csv.lines().all(|l| l.split(',').count() == columns), "{csv}");
     assert!(rep.sampler.unwrap().cpu_time_ns.is_some(), "the sampler's own CPU time is recorded");
     assert!(rep.blocks.iter().all(|b| b.rss_bytes.is_some()));
+    // Linux counts stolen CPU time: every block of the report carries it, as the raw block does.
+    if cfg!(target_os = "linux") {
+        let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+        let raw_steal: Vec<_> = run
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Block { host_steal, .. } => Some(*host_steal),
+                _ => None,
+            })
+            .collect();
+        let report_steal: Vec<_> = rep.blocks.iter().map(|b| b.host_steal).collect();
+        assert_eq!(raw_steal, report_steal);
+        assert!(report_steal.iter().all(|s| s.is_some_and(|s| s.steal_ticks <= s.cpu_ticks)));
+    }
 }
 
 #[test]

@@ -62,6 +62,24 @@ fn two_arms_write_raw_report_and_exports() {
     assert!(report["arms"][0]["achieved_gflops"].is_f64() && report["arms"][1]["achieved_gflops"].is_null());
     assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().contains("| `base` |"));
     assert_eq!(std::fs::read_to_string(dir.path().join("r.csv")).unwrap().lines().count(), 3);
+    // Linux counts stolen CPU time: every block carries it, and each arm's report sums its blocks.
+    if cfg!(target_os = "linux") {
+        let mut per_arm = std::collections::BTreeMap::<String, (u64, u64)>::new();
+        for b in &blocks {
+            let Record::Block { arm, host_steal: Some(s), .. } = b else {
+                panic!("block without host_steal: {b:?}")
+            };
+            assert!(s.steal_ticks <= s.cpu_ticks);
+            let e = per_arm.entry(arm.clone()).or_default();
+            e.0 += s.steal_ticks;
+            e.1 += s.cpu_ticks;
+        }
+        for (i, name) in ["base", "mock"].iter().enumerate() {
+            let steal = &report["arms"][i]["host_steal"];
+            assert_eq!(steal["steal_ticks"], per_arm[*name].0, "{name}");
+            assert_eq!(steal["cpu_ticks"], per_arm[*name].1, "{name}");
+        }
+    }
 }
 
 /// `speed` of one scripted arm: 5 calls, one cycle, 8 warm-up calls, raw file `r.raw.jsonl`.
