@@ -4,8 +4,9 @@
 //! On a virtual machine, a vCPU can be descheduled by the host while our threads are ready to
 //! run. Wall-clock times then grow by the stolen share while nothing in the process shows why.
 //! A benchmark on a VM whose neighbours are busy measures the neighbours too: on the project's
-//! 2-vCPU development VMs steal ranged from 0 to 35 % of the CPU time within one afternoon,
-//! and a same-binary peak measurement moved by 2× with it. Every timed figure is therefore
+//! 2-vCPU development VMs steal ranged from 0 to 35 % of the CPU time within one hour, and the
+//! same binary's FMA peak measured 127–261 GFLOP/s over that hour (not all of it steal: a busy
+//! neighbour on the same physical core is invisible to the guest). Every timed figure is therefore
 //! paired with the steal over the same interval, so a reader can tell a slow engine from a busy
 //! host.
 //!
