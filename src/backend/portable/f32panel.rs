@@ -4,15 +4,19 @@
 //!
 //! Packed FP32 weights are read in place. Other weights are decoded once per forward, block by
 //! block, into an f32 tile in the same operand order (16 output channels per panel, `k`-major:
-//! `tile[k·16 + r]`), and every tile is then used by all rows of `x`; the decoded tile (`64 × KC`
-//! values, 96 KiB) and the matching slice of `x` (`m × KC`) stay in L2. The register tile is
-//! 6 rows × 64 columns on AVX-512 (24 zmm accumulators, one broadcast of `x` per row and `k`)
-//! and 6 rows × 16 columns on AVX2 (12 ymm accumulators, one panel at a time, so the panel's
-//! `KC × 16` slice stays in L1 across the row chunks).
+//! `tile[k·16 + r]`), and every tile is then used by all rows of `x`; the decoded tile (`48 × KC`
+//! values, 72 KiB) and the matching slice of `x` (`m × KC`) stay in L2. The register tile is
+//! 8 rows × 48 columns on AVX-512 (24 zmm accumulators, three panel loads and eight broadcasts of
+//! `x` per `k`: a third fewer weight loads per multiply-add than 6 × 64, which matters where two
+//! 512-bit FMA pipes consume them) and 6 rows × 16 columns on AVX2 (12 ymm accumulators, one
+//! panel at a time, so the panel's `KC × 16` slice stays in L1 across the row chunks).
 //!
-//! Loop order: the 64-column blocks go in contiguous ranges, [`TASKS_PER_WORKER`] ranges per
+//! Loop order: the 48-column blocks go in contiguous ranges, [`TASKS_PER_WORKER`] ranges per
 //! worker, taken dynamically; within a range, `KC`-wide slices of the reduction go outermost, so
-//! a slice of `x` is reused across the range's blocks.
+//! a slice of `x` is reused across the range's blocks. Packed weights are read from memory once
+//! per forward (a model's weights are far larger than the caches), so while a block is computed
+//! its row chunks hint the worker's next block into L2, a share of its cache lines each
+//! ([`Prefetch`]); otherwise the first row chunk of every block stalls on memory.
 
 // Off x86-64 the kernel body is compiled out (no [`Isa`] there has panels, so `linear` returns
 // false and callers take the portable path), which leaves its helpers unused there.
@@ -27,10 +31,12 @@ use super::linalg::{DstPtr, Split};
 use crate::model::lowp::{DenseHalf, HalfKind, HalfOrder, PaletteOrder, PANEL_ROWS};
 use crate::model::weights::{Layout, Matrix};
 
-/// Rows of `x` per register tile.
+/// Rows of `x` per AVX-512 register tile.
+const MR512: usize = 8;
+/// Rows of `x` per AVX2 register tile.
 const MR: usize = 6;
-/// Panels of 16 output columns per block.
-const NP: usize = 4;
+/// Panels of 16 output columns per block (the AVX-512 register tile's width).
+const NP: usize = 3;
 /// Tasks per worker when the product runs on more than one thread.
 const TASKS_PER_WORKER: usize = 4;
 /// Reduction slice (a multiple of 4, so palettized rows decode from byte boundaries at 4 and
@@ -42,6 +48,100 @@ thread_local! {
     static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     /// One decoded weight row segment (palettized and row-major 16-bit weights).
     static ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A block of packed weights to bring into L2 ahead of use: `lines` cache lines (one per
+/// reduction step of a panel: 16 f32 = 64 bytes), `steps` of them per panel, the panels at
+/// `stride` values from `base`.
+#[derive(Clone, Copy)]
+struct Prefetch {
+    base: *const f32,
+    stride: usize,
+    steps: usize,
+    lines: usize,
+}
+
+// SAFETY: the pointer is only ever an address for prefetch hints (never dereferenced); the
+// weights it points into are shared read-only by every worker.
+unsafe impl Send for Prefetch {}
+unsafe impl Sync for Prefetch {}
+
+impl Prefetch {
+    /// Share `i` of `n` (contiguous ranges of the lines, in panel order): (first line, count).
+    fn share(&self, i: usize, n: usize) -> (usize, usize) {
+        let lo = self.lines * i / n.max(1);
+        let hi = self.lines * (i + 1) / n.max(1);
+        (lo, hi - lo)
+    }
+}
+
+/// Hints lines `[first, first + count)` of `pf` into L2 one at a time, spread over a loop of
+/// `steps` iterations: call [`PrefetchCursor::tick`] once per iteration and
+/// [`PrefetchCursor::finish`] after it.
+#[cfg(target_arch = "x86_64")]
+struct PrefetchCursor {
+    pf: Option<Prefetch>,
+    panel: usize,
+    step: usize,
+    left: usize,
+    every: usize,
+    next_at: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl PrefetchCursor {
+    fn new(pf: Option<Prefetch>, share: (usize, usize), steps: usize) -> Self {
+        let (first, count) = share;
+        let (panel, step) = match pf {
+            Some(p) if p.steps > 0 => (first / p.steps, first % p.steps),
+            _ => (0, 0),
+        };
+        let left = if pf.is_some_and(|p| p.steps > 0) { count } else { 0 };
+        PrefetchCursor { pf, panel, step, left, every: (steps / left.max(1)).max(1), next_at: 0 }
+    }
+
+    /// The next line's offset from `base`, in f32 values, or None when the share is done.
+    #[inline(always)]
+    fn next_offset(&mut self) -> Option<usize> {
+        let p = self.pf?;
+        if self.left == 0 {
+            return None;
+        }
+        let at = self.panel * p.stride + self.step * PANEL_ROWS;
+        self.left -= 1;
+        self.step += 1;
+        if self.step == p.steps {
+            self.step = 0;
+            self.panel += 1;
+        }
+        Some(at)
+    }
+
+    #[inline(always)]
+    fn issue(&mut self) {
+        if let (Some(p), Some(off)) = (self.pf, self.next_offset()) {
+            // A hint only: `wrapping_add` keeps it an address computation, and a prefetch of
+            // any address never faults.
+            let at = p.base.wrapping_add(off);
+            // SAFETY: SSE is part of x86-64; prefetches do not access memory architecturally.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(at as *const i8) };
+        }
+    }
+
+    #[inline(always)]
+    fn tick(&mut self, k: usize) {
+        if self.left > 0 && k == self.next_at {
+            self.issue();
+            self.next_at += self.every;
+        }
+    }
+
+    #[inline(always)]
+    fn finish(&mut self) {
+        while self.left > 0 {
+            self.issue();
+        }
+    }
 }
 
 /// Decode rows `[r0, r0 + 16)` (rows past the end as zeros), columns `[k0, k0 + kc)` of `w`
@@ -229,6 +329,27 @@ pub(crate) fn linear(
                         for bi in b0..b1 {
                             let p0 = bi * NP;
                             let np = NP.min(panels - p0);
+                            // The block this worker reads next (the next block of its range, or
+                            // the first one of the next reduction slice), fetched into L2 while
+                            // this one is computed: packed weights come from memory once per
+                            // forward, and without this the first row chunk of every block waits
+                            // for them.
+                            let next = packed.and_then(|d| {
+                                let (nb, nk0) = if bi + 1 < b1 {
+                                    (bi + 1, k0)
+                                } else if k0 + kc < k {
+                                    (b0, k0 + kc)
+                                } else {
+                                    return None;
+                                };
+                                let np = NP.min(panels - nb * NP);
+                                Some(Prefetch {
+                                    base: d[nb * NP * PANEL_ROWS * k + nk0 * PANEL_ROWS..].as_ptr(),
+                                    stride: PANEL_ROWS * k,
+                                    steps: KC.min(k - nk0),
+                                    lines: np * KC.min(k - nk0),
+                                })
+                            });
                             let (b, bstride): (&[f32], usize) = match packed {
                                 Some(d) => (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..], PANEL_ROWS * k),
                                 None => {
@@ -252,11 +373,11 @@ pub(crate) fn linear(
                             unsafe {
                                 match isa {
                                     Isa::Avx512 => avx512::block(
-                                        x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc,
+                                        x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc, next,
                                     ),
-                                    _ => {
-                                        avx2::block(x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc)
-                                    }
+                                    _ => avx2::block(
+                                        x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc, next,
+                                    ),
                                 }
                             }
                         }
@@ -281,7 +402,7 @@ pub(crate) fn linear(
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{DstPtr, HalfKind, MR, NP};
+    use super::{DstPtr, HalfKind, Prefetch, PrefetchCursor, MR512 as MR, NP};
     use crate::model::lowp::PANEL_ROWS;
 
     /// Decode `kc` columns of a Pairs16 panel (`src`: pairs of 16 rows, 32 values per pair)
@@ -424,10 +545,14 @@ mod avx512 {
         ld: usize,
         ncols: usize,
         acc: bool,
+        next: Option<Prefetch>,
     ) {
+        let chunks = m.div_ceil(MR);
         let mut r = 0;
         while r < m {
             let mr = MR.min(m - r);
+            let mut pf = PrefetchCursor::new(next, next.map_or((0, 0), |p| p.share(r / MR, chunks)), kc);
+            let pf = &mut pf;
             // SAFETY: rows [r, r + mr) ⊆ [0, m); the caller's contract covers the rest.
             unsafe {
                 let a = x.as_ptr().add(r * ldx + k0);
@@ -436,25 +561,27 @@ mod avx512 {
                 macro_rules! go {
                     ($np:literal) => {
                         match mr {
-                            6 => tile_kernel::<6, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
-                            5 => tile_kernel::<5, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
-                            4 => tile_kernel::<4, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
-                            3 => tile_kernel::<3, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
-                            2 => tile_kernel::<2, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
-                            _ => tile_kernel::<1, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc),
+                            8 => tile_kernel::<8, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            7 => tile_kernel::<7, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            6 => tile_kernel::<6, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            5 => tile_kernel::<5, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            4 => tile_kernel::<4, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            3 => tile_kernel::<3, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            2 => tile_kernel::<2, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            _ => tile_kernel::<1, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
                         }
                     };
                 }
                 match np {
-                    4 => go!(4),
                     3 => go!(3),
                     2 => go!(2),
                     _ => go!(1),
                 }
             }
+            pf.finish();
             r += mr;
         }
-        const _: () = assert!(NP == 4 && MR == 6);
+        const _: () = assert!(NP == 3 && MR == 8);
     }
 
     /// The register tile: `R` rows × `P` panels over `kc` reduction steps.
@@ -476,9 +603,11 @@ mod avx512 {
         c: *mut f32,
         ld: usize,
         accumulate: bool,
+        pf: &mut PrefetchCursor,
     ) {
         let mut sum = [[_mm512_setzero_ps(); P]; R];
         for k in 0..kc {
+            pf.tick(k);
             let mut bv = [_mm512_setzero_ps(); P];
             for (j, v) in bv.iter_mut().enumerate() {
                 // SAFETY: panel j, step k: 16 values at j·stride + 16k, inside the caller's panels.
@@ -515,7 +644,7 @@ mod avx512 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{DstPtr, HalfKind, MR};
+    use super::{DstPtr, HalfKind, Prefetch, PrefetchCursor, MR};
     use crate::model::lowp::PANEL_ROWS;
 
     /// [`super::avx512::deinterleave`] with AVX2 and F16C: `kc` columns of a Pairs16 panel into
@@ -608,7 +737,10 @@ mod avx2 {
         ld: usize,
         ncols: usize,
         acc: bool,
+        next: Option<Prefetch>,
     ) {
+        // The next block's lines are spread over every (panel, row chunk) of this one.
+        let chunks = m.div_ceil(MR);
         for j in 0..np {
             let valid = ncols.saturating_sub(j * PANEL_ROWS).min(PANEL_ROWS);
             if valid == 0 {
@@ -617,6 +749,9 @@ mod avx2 {
             let mut r = 0;
             while r < m {
                 let mr = MR.min(m - r);
+                let share = next.map_or((0, 0), |p| p.share(j * chunks + r / MR, np * chunks));
+                let mut pf = PrefetchCursor::new(next, share, kc);
+                let pf = &mut pf;
                 // SAFETY: rows [r, r + mr) ⊆ [0, m), panel j < np; the caller's contract
                 // covers the rest.
                 unsafe {
@@ -624,14 +759,15 @@ mod avx2 {
                     let b = tile.as_ptr().add(j * bstride);
                     let c = dst.0.add(r * ld + c0 + j * PANEL_ROWS);
                     match mr {
-                        6 => tile_kernel::<6>(a, ldx, b, kc, valid, c, ld, acc),
-                        5 => tile_kernel::<5>(a, ldx, b, kc, valid, c, ld, acc),
-                        4 => tile_kernel::<4>(a, ldx, b, kc, valid, c, ld, acc),
-                        3 => tile_kernel::<3>(a, ldx, b, kc, valid, c, ld, acc),
-                        2 => tile_kernel::<2>(a, ldx, b, kc, valid, c, ld, acc),
-                        _ => tile_kernel::<1>(a, ldx, b, kc, valid, c, ld, acc),
+                        6 => tile_kernel::<6>(a, ldx, b, kc, valid, c, ld, acc, pf),
+                        5 => tile_kernel::<5>(a, ldx, b, kc, valid, c, ld, acc, pf),
+                        4 => tile_kernel::<4>(a, ldx, b, kc, valid, c, ld, acc, pf),
+                        3 => tile_kernel::<3>(a, ldx, b, kc, valid, c, ld, acc, pf),
+                        2 => tile_kernel::<2>(a, ldx, b, kc, valid, c, ld, acc, pf),
+                        _ => tile_kernel::<1>(a, ldx, b, kc, valid, c, ld, acc, pf),
                     }
                 }
+                pf.finish();
                 r += mr;
             }
         }
@@ -656,10 +792,12 @@ mod avx2 {
         c: *mut f32,
         ld: usize,
         accumulate: bool,
+        pf: &mut PrefetchCursor,
     ) {
         let mut lo = [_mm256_setzero_ps(); R];
         let mut hi = [_mm256_setzero_ps(); R];
         for k in 0..kc {
+            pf.tick(k);
             // SAFETY: step k < kc of the panel: 16 values at 16k.
             let (b0, b1) = unsafe { (_mm256_loadu_ps(b.add(k * 16)), _mm256_loadu_ps(b.add(k * 16 + 8))) };
             for i in 0..R {
@@ -693,5 +831,59 @@ mod avx2 {
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    fn pf(lines: usize) -> Prefetch {
+        // three panels of five steps, 100 values apart
+        Prefetch { base: std::ptr::null(), stride: 100, steps: 5, lines }
+    }
+
+    fn offsets(p: Prefetch, share: (usize, usize)) -> Vec<usize> {
+        let mut c = PrefetchCursor::new(Some(p), share, 10);
+        std::iter::from_fn(|| c.next_offset()).collect()
+    }
+
+    #[test]
+    fn prefetch_shares_cover_every_line_once_in_panel_order() {
+        let p = pf(15);
+        // share 1 of 4: lines [3, 7) → panel 0 steps 3, 4; panel 1 steps 0, 1 (16 values a step)
+        assert_eq!(p.share(1, 4), (3, 4));
+        assert_eq!(offsets(p, p.share(1, 4)), vec![48, 64, 100, 116]);
+        for n in [1, 2, 4, 7, 15, 16] {
+            let all: Vec<usize> = (0..n).flat_map(|i| offsets(p, p.share(i, n))).collect();
+            let want: Vec<usize> = (0..3).flat_map(|j| (0..5).map(move |k| j * 100 + k * 16)).collect();
+            assert_eq!(all, want, "{n} shares");
+        }
+        // no block to fetch, or a zero-step one: nothing is issued
+        let mut none = PrefetchCursor::new(None, (0, 3), 10);
+        assert_eq!(none.next_offset(), None);
+        assert_eq!(offsets(Prefetch { steps: 0, ..pf(0) }, (0, 0)), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn prefetch_ticks_spread_the_share_over_the_loop() {
+        let p = pf(15);
+        // 4 lines over a 10-step loop: one every 2 steps, at k = 0, 2, 4, 6
+        let mut c = PrefetchCursor::new(Some(p), (3, 4), 10);
+        let mut issued_at = Vec::new();
+        for k in 0..10 {
+            let before = c.left;
+            c.tick(k);
+            if c.left < before {
+                issued_at.push(k);
+            }
+        }
+        assert_eq!(issued_at, vec![0, 2, 4, 6]);
+        // more lines than steps: one per step, the rest at the end
+        let mut c = PrefetchCursor::new(Some(p), (0, 15), 10);
+        (0..10).for_each(|k| c.tick(k));
+        assert_eq!(c.left, 5);
+        c.finish();
+        assert_eq!(c.left, 0);
     }
 }

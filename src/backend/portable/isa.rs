@@ -2,7 +2,7 @@
 //! CPU's features, optionally capped by `LAYA_BENCH_ISA` (`avx512`, `avx2` or `generic`) so the
 //! AVX2 path can be exercised on an AVX-512 machine.
 //!
-//! * [`Isa::Avx512`] (AVX-512F): FP32 products on the 6 × 64 register tile over weights packed
+//! * [`Isa::Avx512`] (AVX-512F): FP32 products on the 8 × 48 register tile over weights packed
 //!   at load into 16-row panels; FP16/BF16/palettized weights decoded into the same panels; BF16
 //!   on the `vdpbf16ps` pair-dot kernel where AVX-512 BF16 exists, 8-bit palettes through byte
 //!   permutes where AVX-512 VBMI exists.
@@ -111,7 +111,7 @@ impl Isa {
     /// The FP32 product's kernel, as reports name it.
     pub fn f32_kernel(self) -> &'static str {
         match self {
-            Isa::Avx512 => "avx512f 6x64 register tile, weights packed at load in 16-row panels",
+            Isa::Avx512 => "avx512f 8x48 register tile, weights packed at load in 16-row panels",
             Isa::Avx2 => "avx2+fma 6x16 register tile, weights packed at load in 16-row panels",
             Isa::Generic => "gemm crate (its own dispatch), row-major weights",
         }

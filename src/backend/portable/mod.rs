@@ -7,7 +7,7 @@
 //!
 //! The matrix kernels are chosen at run time by CPU features ([`Isa`]; `LAYA_BENCH_ISA` caps
 //! them, e.g. `avx2` on an AVX-512 machine): FP32 weights are packed once at construction into
-//! 16-row panels read in place by the AVX-512 (6 × 64) or AVX2 (6 × 16) register tile
+//! 16-row panels read in place by the AVX-512 (8 × 48) or AVX2 (6 × 16) register tile
 //! ([`f32panel`]); without either (aarch64 included) they stay row-major for `gemm`.
 //!
 //! Construction converts every Linear weight once to the layout its kernel streams fastest
@@ -315,7 +315,7 @@ impl PortableBackend {
             .projections()
             .iter()
             .any(|(_, l)| matches!(&l.weight, Matrix::F32(d) if d.layout() == Layout::Panels16));
-        let tile = if isa == Isa::Avx512 { "avx512f 6x64" } else { "avx2+fma 6x16" };
+        let tile = if isa == Isa::Avx512 { "avx512f 8x48" } else { "avx2+fma 6x16" };
         let kernel = match precision.as_str() {
             "f32" if packed => format!("f32 {}", isa.f32_kernel()),
             "f32" if tuning.f32_panel && isa.has_panels() => {
