@@ -179,7 +179,11 @@ fn main() {
             }
         }
         if compare && precision == Precision::Bf16 {
-            for (name, bf16) in [("bf16 pair-dot", Bf16Kernel::Dot), ("bf16 decode", Bf16Kernel::Decode)] {
+            for (name, bf16) in [
+                ("bf16 amx", Bf16Kernel::Amx),
+                ("bf16 pair-dot", Bf16Kernel::Dot),
+                ("bf16 decode", Bf16Kernel::Decode),
+            ] {
                 if bf16 != Tuning::default().bf16 {
                     variants.push((name, Tuning { bf16, ..Tuning::default() }));
                 }
@@ -247,7 +251,10 @@ fn main() {
                 bytes.total as f64 / 1e6,
             );
             // the peak of the kernel this variant runs on
-            let peak_g = if backend.info().device.contains("pair-dot") {
+            let device = backend.info().device;
+            let peak_g = if device.contains("amx-bf16 tiles") {
+                peak.peak("amx_bf16 tiles")
+            } else if device.contains("pair-dot") {
                 peak.peak("avx512_bf16 dot")
             } else {
                 peak.peak(match backend.isa() {

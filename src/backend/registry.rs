@@ -241,7 +241,9 @@ pub fn survey() -> Vec<BackendStatus> {
             detail: format!(
                 "portable CPU engine, {} weights, {}, {} thread(s)",
                 p.name().to_uppercase(),
-                if p.name() == "bf16" && super::portable::bf16dot::available() {
+                if p.name() == "bf16" && super::portable::Isa::selected().has_amx_bf16() {
+                    "activations rounded to BF16 at each product (AMX-BF16 tiles), FP32 sums"
+                } else if p.name() == "bf16" && super::portable::bf16dot::available() {
                     "activations rounded to BF16 at each product (AVX-512 BF16 pair-dot), FP32 sums"
                 } else {
                     "FP32 activations and compute"

@@ -4,7 +4,8 @@
 //!
 //! Peak: twelve independent FMA chains per thread (enough to cover the FMA latency on two
 //! pipes), register-resident, so the loop runs at the core's FMA issue rate; the best of three
-//! repetitions. BF16: the same with `vdpbf16ps` (two multiply-adds per f32 lane). Bandwidth:
+//! repetitions. BF16: the same with `vdpbf16ps` (two multiply-adds per f32 lane), and where the
+//! engine may use AMX, six independent `tdpbf16ps` tile products per iteration. Bandwidth:
 //! `a[i] = b[i] + s·c[i]` over three arrays of [`TRIAD_FLOATS`] f32 each, split over the threads,
 //! counted as 3 × 4 bytes per element (no write-allocate traffic), the best of five passes.
 
@@ -24,7 +25,8 @@ pub const TRIAD_FLOATS: usize = 16 << 20;
 /// One measured arithmetic peak.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Peak {
-    /// The instruction sequence: `avx512f fma`, `avx2 fma`, `avx512_bf16 dot`, `scalar fma`.
+    /// The instruction sequence: `avx512f fma`, `avx2 fma`, `avx512_bf16 dot`, `amx_bf16 tiles`,
+    /// `scalar fma`.
     pub kernel: String,
     /// The arithmetic it stands for.
     pub compute: ComputeType,
@@ -62,10 +64,16 @@ impl Measured {
     }
 
     /// The all-thread peak a portable arm of `precision` computes at with the engine's kernels:
-    /// the BF16 dot rate for BF16 where the engine uses `vdpbf16ps`, else the FP32 FMA rate of
-    /// the engine's ISA (FP16 and palettized weights are widened to FP32).
+    /// the AMX tile rate for BF16 where the engine uses AMX, the BF16 dot rate where it uses
+    /// `vdpbf16ps`, else the FP32 FMA rate of the engine's ISA (FP16 and palettized weights
+    /// are widened to FP32).
     pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
         let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
+        if precision == Precision::Bf16 && isa.has_amx_bf16() {
+            if let Some(g) = self.peak(AMX_BF16) {
+                return Some((AMX_BF16.to_string(), g));
+            }
+        }
         if precision == Precision::Bf16 && isa.has_bf16_dot() {
             return self.peak(BF16_DOT).map(|g| (BF16_DOT.to_string(), g));
         }
@@ -75,6 +83,7 @@ impl Measured {
 }
 
 const BF16_DOT: &str = "avx512_bf16 dot";
+const AMX_BF16: &str = "amx_bf16 tiles";
 
 fn fma_kernel(isa: Isa) -> &'static str {
     match isa {
@@ -139,6 +148,9 @@ pub fn measure(threads: usize) -> Measured {
     {
         if Isa::Avx512.runs_here() {
             kernels.push(("avx512f fma", ComputeType::F32, Kernel::Avx512));
+        }
+        if Isa::Avx512.has_amx_bf16() {
+            kernels.push((AMX_BF16, ComputeType::Bf16, Kernel::Amx));
         }
         if Isa::Avx512.has_bf16_dot() {
             kernels.push((BF16_DOT, ComputeType::Bf16, Kernel::Bf16Dot));
@@ -233,6 +245,8 @@ enum Kernel {
     Avx512,
     #[cfg(target_arch = "x86_64")]
     Bf16Dot,
+    #[cfg(target_arch = "x86_64")]
+    Amx,
 }
 
 /// FLOP of one loop iteration and the loop itself (returns a value so it is not removed).
@@ -246,13 +260,17 @@ fn run_kernel(k: Kernel, iters: u64) -> (f64, f32) {
         Kernel::Avx512 => (384.0, unsafe { x86::avx512(iters) }),
         #[cfg(target_arch = "x86_64")]
         Kernel::Bf16Dot => (768.0, unsafe { x86::bf16(iters) }),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Amx => (crate::backend::portable::amx::PEAK_FLOP_PER_ITER, unsafe {
+            crate::backend::portable::amx::peak_loop(iters)
+        }),
     }
 }
 
 /// Best of three timed runs of ≈ 0.15 s, on `threads` threads at once.
 fn peak_gflops(k: Kernel, threads: usize) -> f64 {
     // calibrate on one thread
-    let mut iters = 100_000u64;
+    let mut iters = 1_000u64;
     loop {
         let t = Instant::now();
         std::hint::black_box(run_kernel(k, iters));

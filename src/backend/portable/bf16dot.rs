@@ -97,6 +97,9 @@ pub(crate) fn linear(
 }
 
 #[cfg(target_arch = "x86_64")]
+pub(super) use avx512::round_row;
+
+#[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
 
@@ -109,7 +112,7 @@ mod avx512 {
     /// # Safety
     /// The CPU must have AVX-512F and AVX-512 BF16.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn round_row(src: &[f32], dst: &mut [u16]) {
+    pub(in crate::backend::portable) unsafe fn round_row(src: &[f32], dst: &mut [u16]) {
         let n = src.len().min(dst.len());
         let mut i = 0;
         while i + 32 <= n {

@@ -4,7 +4,8 @@
 //!
 //! * [`Isa::Avx512`] (AVX-512F): FP32 products on the 8 × 48 register tile over weights packed
 //!   at load into 16-row panels; FP16/BF16/palettized weights decoded into the same panels; BF16
-//!   on the `vdpbf16ps` pair-dot kernel where AVX-512 BF16 exists, 8-bit palettes through byte
+//!   on AMX tiles (`tdpbf16ps`) where AMX-BF16 exists and the OS grants the tile state, else on
+//!   the `vdpbf16ps` pair-dot kernel where AVX-512 BF16 exists; 8-bit palettes through byte
 //!   permutes where AVX-512 VBMI exists.
 //! * [`Isa::Avx2`] (AVX2 + FMA + F16C): the same packing on a 6 × 16 register tile (12 ymm
 //!   accumulators); FP16/BF16 widened and palettes gathered into the panels with AVX2.
@@ -93,6 +94,13 @@ impl Isa {
         {
             false
         }
+    }
+
+    /// Whether the AMX BF16 tile kernel ([`super::amx`]) runs on this family, CPU and OS
+    /// (AMX-TILE, AMX-BF16 and the OS's grant of the tile state; the AVX-512 family only, so
+    /// `LAYA_BENCH_ISA=avx2` turns it off with the other AVX-512 kernels).
+    pub fn has_amx_bf16(self) -> bool {
+        self == Isa::Avx512 && self.has_bf16_dot() && super::amx::usable()
     }
 
     /// Whether the 8-bit palette byte-permute decoder (AVX-512 BW + VBMI) runs here.

@@ -20,6 +20,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::isa::Isa;
+use super::Bf16Kernel;
 use crate::model::lowp::HalfOrder;
 use crate::model::weights::{DenseF32, Layout, Linear, Matrix};
 
@@ -300,14 +301,15 @@ fn tiled(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split
 }
 
 /// How a Linear product runs: the thread split, and whether BF16 weights in
-/// [`HalfOrder::Pairs16`] may take the pair-dot kernel (which rounds activations to BF16) or
-/// must be decoded to f32.
+/// [`HalfOrder::Pairs16`] may take the AMX or pair-dot kernels (which round activations to
+/// BF16) or must be decoded to f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Plan {
     /// Thread split.
     pub split: Split,
-    /// Allow the BF16 pair-dot kernel.
-    pub bf16_dot: bool,
+    /// The BF16 kernel to use where it runs (each falls back to the next: AMX, pair-dot,
+    /// decode).
+    pub bf16: Bf16Kernel,
     /// Multiply row-major FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
     pub f32_panel: bool,
     /// The kernels' instruction set.
@@ -316,7 +318,7 @@ pub(crate) struct Plan {
 
 impl From<Split> for Plan {
     fn from(split: Split) -> Self {
-        Plan { split, bf16_dot: true, f32_panel: false, isa: Isa::selected() }
+        Plan { split, bf16: super::DEFAULT_BF16_KERNEL, f32_panel: false, isa: Isa::selected() }
     }
 }
 
@@ -330,7 +332,7 @@ pub(crate) fn linear(
     accumulate: bool,
     plan: impl Into<Plan>,
 ) {
-    let Plan { split, bf16_dot, f32_panel, isa } = plan.into();
+    let Plan { split, bf16, f32_panel, isa } = plan.into();
     let (inp, out) = (lin.in_features(), lin.out_features());
     match &lin.weight {
         w @ Matrix::F32(d)
@@ -345,7 +347,9 @@ pub(crate) fn linear(
             split,
         ),
         Matrix::BF16(h)
-            if bf16_dot
+            if bf16 == Bf16Kernel::Amx && super::amx::linear(x, m, h, y, accumulate, split, isa) => {}
+        Matrix::BF16(h)
+            if bf16 != Bf16Kernel::Decode
                 && h.order() == HalfOrder::Pairs16
                 && super::bf16dot::linear(x, m, h, y, accumulate, split, isa) => {}
         w @ (Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_))
@@ -420,8 +424,16 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let round_bf16 =
             |v: &[f32]| v.iter().map(|&x| half::bf16::from_f32(x).to_f32()).collect::<Vec<f32>>();
-        for &(m, inp, out) in &[(1, 8, 16), (7, 37, 50), (13, 64, 120), (96, 33, 20), (6, 2, 1), (5, 801, 40)]
-        {
+        for &(m, inp, out) in &[
+            (1, 8, 16),
+            (7, 37, 50),
+            (13, 64, 120),
+            (96, 33, 20),
+            (6, 2, 1),
+            (5, 801, 40),
+            (40, 96, 50),
+            (100, 64, 33),
+        ] {
             let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.31).sin()).collect();
             let w: Vec<f32> = (0..out * inp).map(|i| (i as f32 * 0.17).cos() * 0.3).collect();
             let bias: Vec<f32> = (0..out).map(|i| i as f32 * 0.01).collect();
@@ -478,7 +490,7 @@ mod tests {
                         .collect();
                     let lin = Linear { weight, bias: Some(bias.clone()) };
                     for split in [Split::Single, Split::Gemm(2)] {
-                        let plan = Plan { split, bf16_dot: true, f32_panel: false, isa };
+                        let plan = Plan { split, bf16: Bf16Kernel::Amx, f32_panel: false, isa };
                         let mut y = vec![f32::NAN; m * out];
                         pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
                         for (i, (a, b)) in y.iter().zip(&want).enumerate() {
@@ -495,10 +507,21 @@ mod tests {
                             let tol = 2e-5 * (scale[i] + 1.0);
                             assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
                         }
-                        // BF16 pairs with the pair-dot kernel disallowed: decoded, f32 activations
+                        // BF16 pairs on the pair-dot kernel (AMX not allowed): the same rounding
+                        if name == "bf16 pairs" {
+                            let plan = Plan { split, bf16: Bf16Kernel::Dot, f32_panel: false, isa };
+                            let mut y = vec![f32::NAN; m * out];
+                            pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
+                            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                                let tol = 1e-5 * (scale[i] + 1.0);
+                                assert!((a - (b + bias[i % out])).abs() <= tol, "bf16 pairs pair-dot [{i}]");
+                            }
+                        }
+                        // BF16 pairs with the AMX and pair-dot kernels disallowed: decoded, f32
+                        // activations
                         if name == "bf16 pairs" {
                             let want = naive(&x, m, &wd, out, inp);
-                            let plan = Plan { split, bf16_dot: false, f32_panel: false, isa };
+                            let plan = Plan { split, bf16: Bf16Kernel::Decode, f32_panel: false, isa };
                             let mut y = vec![f32::NAN; m * out];
                             pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
                             for (i, (a, b)) in y.iter().zip(&want).enumerate() {

@@ -16,6 +16,7 @@
 //! (part of the measured boundary) and reuses scratch buffers, so after the first call at a
 //! shape it allocates nothing of its own.
 
+pub(crate) mod amx;
 pub(crate) mod attention;
 pub(crate) mod bf16dot;
 mod f32panel;
@@ -98,6 +99,11 @@ pub struct Tuning {
 /// multilingual, B1 L96, 2 threads, Zen 4): see [`DEFAULT_BF16_KERNEL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bf16Kernel {
+    /// AMX tiles (`tdpbf16ps`) where the CPU has AMX-BF16 and the OS grants the tile state,
+    /// for weights whose input count is a multiple of 32: the same arithmetic as
+    /// [`Bf16Kernel::Dot`] (BF16 operands, f32 sums) on the tile unit. Elsewhere the same as
+    /// [`Bf16Kernel::Dot`].
+    Amx,
     /// `vdpbf16ps` (AVX-512 BF16) where the CPU has it: BF16 weights × activations rounded to
     /// BF16, f32 sums. Elsewhere the same as [`Bf16Kernel::Decode`].
     Dot,
@@ -118,7 +124,7 @@ pub enum GemmThreading {
 }
 
 /// The BF16 product the engine uses by default.
-pub const DEFAULT_BF16_KERNEL: Bf16Kernel = Bf16Kernel::Dot;
+pub const DEFAULT_BF16_KERNEL: Bf16Kernel = Bf16Kernel::Amx;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -306,11 +312,16 @@ impl PortableBackend {
         };
         let threads = if pool.is_some() { threads } else { 1 };
         let precision = weights_precision(&w);
-        let bf16_dot = tuning.bf16 == Bf16Kernel::Dot
+        let bf16_dot = tuning.bf16 != Bf16Kernel::Decode
             && isa.has_bf16_dot()
             && w.projections()
                 .iter()
                 .any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if h.order() == HalfOrder::Pairs16));
+        let bf16_amx = tuning.bf16 == Bf16Kernel::Amx
+            && isa.has_amx_bf16()
+            && w.projections().iter().any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if amx::takes(h)));
+        let bf16_amx_all =
+            w.projections().iter().all(|(_, l)| !matches!(&l.weight, Matrix::BF16(h) if !amx::takes(h)));
         let packed = w
             .projections()
             .iter()
@@ -322,6 +333,14 @@ impl PortableBackend {
                 format!("f32 row-major weights copied into panels every forward, {tile} register tile")
             }
             "f32" => format!("f32 {}", Isa::Generic.f32_kernel()),
+            "bf16" if bf16_amx && bf16_amx_all => {
+                "bf16 weights: amx-bf16 tiles (tdpbf16ps, 96 rows x 16 columns), bf16 activations".into()
+            }
+            "bf16" if bf16_amx => {
+                "bf16 weights: amx-bf16 tiles (tdpbf16ps) where the input count is a multiple \
+                                   of 32, avx512_bf16 pair-dot 6x64 elsewhere, bf16 activations"
+                    .into()
+            }
             "bf16" if bf16_dot => "bf16 weights: avx512_bf16 pair-dot 6x64, bf16 activations".into(),
             p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile} register tile"),
             p => format!("{p} weights decoded to f32 tiles, gemm"),
@@ -524,12 +543,8 @@ impl PortableBackend {
             (t, GemmThreading::Rayon) => Split::Gemm(t),
             (t, GemmThreading::Columns) => Split::Columns(t),
         };
-        let par = Plan {
-            split,
-            bf16_dot: self.tuning.bf16 == Bf16Kernel::Dot,
-            f32_panel: self.tuning.f32_panel,
-            isa: self.tuning.isa,
-        };
+        let par =
+            Plan { split, bf16: self.tuning.bf16, f32_panel: self.tuning.f32_panel, isa: self.tuning.isa };
         let workers = self.threads;
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
@@ -743,7 +758,7 @@ fn run_attention(
 /// where the pair-dot or panel kernels run, else row-major; 8-bit palettes to panel order where
 /// the panel kernels run.
 fn to_engine_layout(mut w: DecisionWeights, tuning: Tuning) -> DecisionWeights {
-    let dot = tuning.bf16 == Bf16Kernel::Dot && tuning.isa.has_bf16_dot();
+    let dot = tuning.bf16 != Bf16Kernel::Decode && tuning.isa.has_bf16_dot();
     let panel = tuning.isa.has_panels();
     let pack_f32 = panel && !tuning.f32_gemm && !tuning.f32_panel;
     for (_, l) in w.projections_mut() {
