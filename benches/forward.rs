@@ -251,7 +251,7 @@ fn main() {
                 bytes.total as f64 / 1e6,
             );
             // the peak of the kernel this variant runs on
-            let device = backend.info().device;
+            let device = &backend.info().device;
             let peak_g = if device.contains("amx-bf16 tiles") {
                 peak.peak("amx_bf16 tiles")
             } else if device.contains("pair-dot") {

@@ -7,10 +7,12 @@
 //! 1 KiB) are an AMX B tile as they lie in memory (a tile row is one pair of inputs for 16
 //! channels, the "VNNI" order), so the weights are read in place. `x` is rounded into a BF16
 //! copy whose rows are padded with zeros to a multiple of 16: each A tile is 16 rows × 32
-//! inputs. Per panel, up to six 16-row blocks of `x` accumulate in tiles 0–5 (96 rows), tile 6
-//! holds the current A block and tile 7 the weights, so every weight tile is loaded once per 96
-//! rows and the weights come from memory once per forward; while a panel is computed, the
-//! worker's next panel is hinted into L2.
+//! inputs. Two 16-row blocks of `x` (tiles 4, 5) meet two panels (tiles 6, 7) in four
+//! accumulators (tiles 0–3), 32 rows × 32 channels; no tile is reloaded while a product still
+//! reads it (a load into a tile waits for the products still reading it: a kernel that reloaded
+//! one A tile for each of its products took twice as long on a Xeon). The panels go in pairs, all
+//! rows of `x` per pair, so the weights come from memory once per forward; while a pair is
+//! computed, the worker's next pair is hinted into L2.
 //!
 //! The tile state needs the OS's consent: on Linux one `arch_prctl(ARCH_REQ_XCOMP_PERM,
 //! XFEATURE_XTILEDATA)` per process, asked the first time [`usable`] is called. Elsewhere, or
@@ -36,8 +38,6 @@ use crate::model::lowp::{DenseHalf, HalfOrder, PANEL_ROWS};
 pub(crate) const STEP: usize = 32;
 /// Rows of `x` per A tile.
 const TILE_ROWS: usize = 16;
-/// 16-row blocks of `x` accumulated at once (tiles 0–5).
-const BLOCKS: usize = 6;
 /// Tasks per worker when the product runs on more than one thread.
 const TASKS_PER_WORKER: usize = 4;
 
@@ -135,11 +135,13 @@ pub(crate) fn linear(
                 Split::Single => 1,
                 Split::Gemm(t) | Split::Columns(t) => t.max(1),
             };
-            let parts = if workers > 1 { panels.min(workers * TASKS_PER_WORKER) } else { 1 };
+            // parts are ranges of whole pairs of panels (the kernel's 32 channels)
+            let pairs = panels.div_ceil(2);
+            let parts = if workers > 1 { pairs.min(workers * TASKS_PER_WORKER) } else { 1 };
             let dst = DstPtr(y.as_mut_ptr());
             let wd = w.data();
             let part = |pi: usize| {
-                let (p0, p1) = (panels * pi / parts, panels * (pi + 1) / parts);
+                let (p0, p1) = (2 * (pairs * pi / parts), (2 * (pairs * (pi + 1) / parts)).min(panels));
                 // SAFETY: `has_amx_bf16()` checked the CPU and the OS's grant; `xb` holds mp
                 // rows of k values; every panel in [p0, p1) holds 16·k values of `wd` (checked
                 // by `takes`); this part alone writes columns [16·p0, min(16·p1, out)) of the m
@@ -224,7 +226,7 @@ impl TileConfig {
 mod tiles {
     use std::arch::asm;
 
-    use super::{DstPtr, TileConfig, BLOCKS, STEP, TILE_ROWS};
+    use super::{DstPtr, TileConfig, STEP, TILE_ROWS};
     use crate::model::lowp::PANEL_ROWS;
 
     /// Panels `[p0, p1)` of `w` against all `m` rows of `xb`, into columns `16·p0..` of `dst`.
@@ -251,139 +253,170 @@ mod tiles {
         unsafe { asm!("ldtilecfg [{0}]", in(reg) &cfg as *const TileConfig, options(nostack, readonly)) };
         let blocks = m.div_ceil(TILE_ROWS);
         let panel_len = PANEL_ROWS * k;
-        for p in p0..p1 {
-            let next = (p + 1 < p1).then(|| w[(p + 1) * panel_len..].as_ptr());
-            let wp = &w[p * panel_len..(p + 1) * panel_len];
-            let cols = (ld - p * PANEL_ROWS).min(PANEL_ROWS);
+        let mut p = p0;
+        while p < p1 {
+            let np = (p1 - p).min(2);
+            // The next pair of panels is hinted once, during the first rows.
+            let next = (p + np < p1).then(|| (w[(p + np) * panel_len..].as_ptr(), (p1 - p - np).min(2)));
+            let job = Job { xb, k, w, panel_len, p, dst, m, ld, accumulate };
             let mut b = 0;
             while b < blocks {
-                let nb = BLOCKS.min(blocks - b);
-                // The next panel is hinted once, during the first group of rows.
+                let nb = (blocks - b).min(2);
                 let pf = if b == 0 { next } else { None };
-                // SAFETY: rows [16b, 16(b + nb)) are inside `xb`'s padded rows; the panel is
-                // inside `w`; the caller's contract covers the destination.
+                // SAFETY: rows [16b, 16(b + nb)) are inside `xb`'s padded rows; panels
+                // [p, p + np) are inside `w`; the caller's contract covers the destination.
                 unsafe {
-                    match nb {
-                        6 => group::<6>(xb, k, b, wp, pf, dst, m, ld, p, cols, accumulate),
-                        5 => group::<5>(xb, k, b, wp, pf, dst, m, ld, p, cols, accumulate),
-                        4 => group::<4>(xb, k, b, wp, pf, dst, m, ld, p, cols, accumulate),
-                        3 => group::<3>(xb, k, b, wp, pf, dst, m, ld, p, cols, accumulate),
-                        2 => group::<2>(xb, k, b, wp, pf, dst, m, ld, p, cols, accumulate),
-                        _ => group::<1>(xb, k, b, wp, pf, dst, m, ld, p, cols, accumulate),
+                    match (nb, np) {
+                        (2, 2) => job.run::<2, 2>(b, pf),
+                        (2, _) => job.run::<2, 1>(b, pf),
+                        (_, 2) => job.run::<1, 2>(b, pf),
+                        _ => job.run::<1, 1>(b, pf),
                     }
                 }
                 b += nb;
             }
+            p += np;
         }
         // SAFETY: returns the tiles to their initial state; no operand.
         unsafe { asm!("tilerelease", options(nostack, nomem)) };
-        const _: () = assert!(BLOCKS == 6 && STEP == 32 && TILE_ROWS == PANEL_ROWS);
+        const _: () = assert!(STEP == 32 && TILE_ROWS == PANEL_ROWS);
     }
 
-    /// `NB` 16-row blocks of `x`, from block `b0`, against one panel `wp` (16 channels, all `k`
-    /// inputs), written to columns `[16p, 16p + cols)` of rows below `m`.
-    ///
-    /// # Safety
-    /// As [`panels`]; the tile configuration is loaded; `b0 + NB` blocks fit `xb`'s padded rows.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn group<const NB: usize>(
-        xb: &[u16],
+    /// One worker's operands for a pair of panels from `p`.
+    struct Job<'a> {
+        xb: &'a [u16],
         k: usize,
-        b0: usize,
-        wp: &[u16],
-        next: Option<*const u16>,
+        w: &'a [u16],
+        panel_len: usize,
+        p: usize,
         dst: DstPtr,
         m: usize,
         ld: usize,
-        p: usize,
-        cols: usize,
         accumulate: bool,
-    ) {
-        macro_rules! each_tile {
-            ($body:ident) => {
-                $body!(0);
-                $body!(1);
-                $body!(2);
-                $body!(3);
-                $body!(4);
-                $body!(5);
-            };
-        }
-        macro_rules! zero {
-            ($t:literal) => {
-                if $t < NB {
-                    // SAFETY: tile $t is configured; no memory access.
-                    unsafe { asm!(concat!("tilezero tmm", $t), options(nostack, nomem)) };
-                }
-            };
-        }
-        each_tile!(zero);
-        let lda = 2 * k; // bytes per row of `xb`
-        let a0 = xb[b0 * TILE_ROWS * k..].as_ptr();
-        for s in 0..k / STEP {
-            // SAFETY: the B tile: 16 rows of 64 bytes from pair 16s of the panel, inside `wp`
-            // (16·k values, k ≥ 32(s + 1)); the A tiles: 16 rows of 64 bytes at column 32s of
-            // rows 16(b0 + t).., inside `xb`'s padded rows.
+    }
+
+    impl Job<'_> {
+        /// `RB` 16-row blocks of `x` from block `b0` against `PB` panels from `self.p`: C tiles
+        /// `2r + q` (tiles 0–3), A tiles 4 and 5, B tiles 6 and 7, so no tile is reloaded while
+        /// a product still reads it; then the C tiles go to columns `16(p + q)..` of rows below
+        /// `m`. `next`: a block of panels (address, count) to hint into L2 on the way.
+        ///
+        /// # Safety
+        /// As [`panels`]; the tile configuration is loaded; `b0 + RB` blocks fit `xb`'s padded
+        /// rows and `p + PB` panels fit `w`.
+        #[inline(always)]
+        unsafe fn run<const RB: usize, const PB: usize>(&self, b0: usize, next: Option<(*const u16, usize)>) {
+            let k = self.k;
+            // SAFETY: tiles 0–3 are configured; no memory access.
             unsafe {
-                let bp = wp.as_ptr().add(s * STEP * PANEL_ROWS);
-                asm!("tileloadd tmm7, [{b} + {s}*1]", b = in(reg) bp, s = in(reg) 64usize, options(nostack, readonly));
-                if let Some(n) = next {
-                    // the same 1 KiB of the next panel: 16 lines, as hints only
-                    let at = n.wrapping_add(s * STEP * PANEL_ROWS) as *const i8;
-                    for l in 0..16 {
-                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
-                            at.wrapping_add(64 * l),
+                asm!("tilezero tmm0", options(nostack, nomem));
+                if PB > 1 {
+                    asm!("tilezero tmm1", options(nostack, nomem));
+                }
+                if RB > 1 {
+                    asm!("tilezero tmm2", options(nostack, nomem));
+                    if PB > 1 {
+                        asm!("tilezero tmm3", options(nostack, nomem));
+                    }
+                }
+            }
+            let lda = 2 * k; // bytes per row of `xb`
+            let a0 = self.xb[b0 * TILE_ROWS * k..].as_ptr();
+            let w0 = self.w[self.p * self.panel_len..].as_ptr();
+            let pl = self.panel_len;
+            for s in 0..k / STEP {
+                // SAFETY: A tiles: 16 rows of 64 bytes at column 32s of rows 16(b0 + r)..,
+                // inside `xb`'s padded rows; B tiles: 16 rows of 64 bytes from pair 16s of
+                // panel p + q, inside `w` (each panel holds 16·k values, k ≥ 32(s + 1)).
+                unsafe {
+                    let a = a0.add(s * STEP);
+                    let b = w0.add(s * STEP * PANEL_ROWS);
+                    asm!("tileloadd tmm4, [{a} + {lda}*1]", a = in(reg) a, lda = in(reg) lda, options(nostack, readonly));
+                    if RB > 1 {
+                        asm!(
+                            "tileloadd tmm5, [{a} + {lda}*1]",
+                            a = in(reg) a.add(TILE_ROWS * k),
+                            lda = in(reg) lda,
+                            options(nostack, readonly)
                         );
                     }
-                }
-                let a = a0.add(s * STEP);
-                macro_rules! dot {
-                    ($t:literal) => {
-                        if $t < NB {
-                            asm!(
-                                "tileloadd tmm6, [{a} + {lda}*1]",
-                                concat!("tdpbf16ps tmm", $t, ", tmm6, tmm7"),
-                                a = in(reg) a.add($t * TILE_ROWS * k),
-                                lda = in(reg) lda,
-                                options(nostack, readonly)
-                            );
-                        }
-                    };
-                }
-                each_tile!(dot);
-            }
-        }
-        let mut out = Scratch([0.0; 256]);
-        macro_rules! store {
-            ($t:literal) => {
-                if $t < NB {
-                    // SAFETY: 16 rows of 64 bytes into the 1 KiB scratch.
-                    unsafe {
+                    asm!("tileloadd tmm6, [{b} + {s}*1]", b = in(reg) b, s = in(reg) 64usize, options(nostack, readonly));
+                    if PB > 1 {
                         asm!(
-                            concat!("tilestored [{o} + {s}*1], tmm", $t),
-                            o = in(reg) out.0.as_mut_ptr(),
+                            "tileloadd tmm7, [{b} + {s}*1]",
+                            b = in(reg) b.add(pl),
                             s = in(reg) 64usize,
-                            options(nostack)
-                        )
-                    };
-                    let r0 = (b0 + $t) * TILE_ROWS;
-                    for r in 0..TILE_ROWS.min(m.saturating_sub(r0)) {
-                        let src = &out.0[r * 16..r * 16 + cols];
-                        // SAFETY: row r0 + r < m, columns [16p, 16p + cols) ⊆ this caller's.
-                        let row = unsafe {
-                            std::slice::from_raw_parts_mut(dst.0.add((r0 + r) * ld + p * PANEL_ROWS), cols)
-                        };
-                        if accumulate {
-                            row.iter_mut().zip(src).for_each(|(o, v)| *o += v);
-                        } else {
-                            row.copy_from_slice(src);
+                            options(nostack, readonly)
+                        );
+                    }
+                    asm!("tdpbf16ps tmm0, tmm4, tmm6", options(nostack, nomem));
+                    if PB > 1 {
+                        asm!("tdpbf16ps tmm1, tmm4, tmm7", options(nostack, nomem));
+                    }
+                    if RB > 1 {
+                        asm!("tdpbf16ps tmm2, tmm5, tmm6", options(nostack, nomem));
+                        if PB > 1 {
+                            asm!("tdpbf16ps tmm3, tmm5, tmm7", options(nostack, nomem));
                         }
                     }
                 }
-            };
+                if let Some((n, count)) = next {
+                    // the same 1 KiB of each next panel: 16 lines per panel, hints only
+                    for q in 0..count {
+                        let at = n.wrapping_add(q * pl + s * STEP * PANEL_ROWS) as *const i8;
+                        for l in 0..16 {
+                            // SAFETY: SSE is part of x86-64; a prefetch never faults.
+                            unsafe {
+                                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
+                                    at.wrapping_add(64 * l),
+                                )
+                            };
+                        }
+                    }
+                }
+            }
+            let mut out = Scratch([0.0; 256]);
+            macro_rules! store {
+                ($t:literal, $r:literal, $q:literal) => {
+                    if $r < RB && $q < PB {
+                        // SAFETY: 16 rows of 64 bytes into the 1 KiB scratch.
+                        unsafe {
+                            asm!(
+                                concat!("tilestored [{o} + {s}*1], tmm", $t),
+                                o = in(reg) out.0.as_mut_ptr(),
+                                s = in(reg) 64usize,
+                                options(nostack)
+                            )
+                        };
+                        self.write(&out.0, (b0 + $r) * TILE_ROWS, self.p + $q);
+                    }
+                };
+            }
+            store!(0, 0, 0);
+            store!(1, 0, 1);
+            store!(2, 1, 0);
+            store!(3, 1, 1);
         }
-        each_tile!(store);
+
+        /// A stored C tile (16 rows × 16 channels) into rows `r0..` (below `m`) and the
+        /// channels of panel `p` (below `ld`).
+        #[inline(always)]
+        fn write(&self, tile: &[f32; 256], r0: usize, p: usize) {
+            let cols = self.ld.saturating_sub(p * PANEL_ROWS).min(PANEL_ROWS);
+            for r in 0..TILE_ROWS.min(self.m.saturating_sub(r0)) {
+                let src = &tile[r * 16..r * 16 + cols];
+                // SAFETY: row r0 + r < m and columns [16p, 16p + cols) ⊆ [16p, ld): this job's
+                // columns, inside the caller's array of m·ld values.
+                let row = unsafe {
+                    std::slice::from_raw_parts_mut(self.dst.0.add((r0 + r) * self.ld + p * PANEL_ROWS), cols)
+                };
+                if self.accumulate {
+                    row.iter_mut().zip(src).for_each(|(o, v)| *o += v);
+                } else {
+                    row.copy_from_slice(src);
+                }
+            }
+        }
     }
 
     /// One stored C tile (16 × 16 f32), 64-byte aligned.

@@ -334,7 +334,7 @@ impl PortableBackend {
             }
             "f32" => format!("f32 {}", Isa::Generic.f32_kernel()),
             "bf16" if bf16_amx && bf16_amx_all => {
-                "bf16 weights: amx-bf16 tiles (tdpbf16ps, 96 rows x 16 columns), bf16 activations".into()
+                "bf16 weights: amx-bf16 tiles (tdpbf16ps, 32 rows x 32 columns), bf16 activations".into()
             }
             "bf16" if bf16_amx => {
                 "bf16 weights: amx-bf16 tiles (tdpbf16ps) where the input count is a multiple \
