@@ -50,16 +50,20 @@ thread_local! {
     static ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A block of packed weights to bring into L2 ahead of use: `lines` cache lines (one per
-/// reduction step of a panel: 16 f32 = 64 bytes), `steps` of them per panel, the panels at
-/// `stride` values from `base`.
+/// A block of weights to bring into L2 ahead of use: `lines` cache lines of 64 bytes, `steps`
+/// of them per panel (contiguous), the panels `stride` bytes apart from `base`. Packed FP32
+/// panels take one line per reduction step; the sources of decoded tiles (16-bit pairs,
+/// 8-bit palette indices in panel order) fewer.
 #[derive(Clone, Copy)]
 struct Prefetch {
-    base: *const f32,
+    base: *const u8,
     stride: usize,
     steps: usize,
     lines: usize,
 }
+
+/// Bytes per cache line hinted by [`Prefetch`].
+const LINE: usize = 64;
 
 // SAFETY: the pointer is only ever an address for prefetch hints (never dereferenced); the
 // weights it points into are shared read-only by every worker.
@@ -73,6 +77,39 @@ impl Prefetch {
         let hi = self.lines * (i + 1) / n.max(1);
         (lo, hi - lo)
     }
+}
+
+/// Where block `bi` (panels `[NP·bi, NP·bi + NP)`), reduction slice from `k0`, of `w` lies in
+/// memory, for a [`Prefetch`]: packed FP32 panels (`packed`), or the source a decoded tile is
+/// made from where it lies in panel order (Pairs16 FP16/BF16, Panels16 palettes); None for
+/// other storage (decoded row by row) or a block outside the matrix.
+fn next_block(w: &Matrix, packed: Option<&[f32]>, bi: usize, k0: usize, panels: usize) -> Option<Prefetch> {
+    let (k, p0) = (w.cols(), bi * NP);
+    if p0 >= panels || k0 >= k {
+        return None;
+    }
+    let (np, kc) = (NP.min(panels - p0), KC.min(k - k0));
+    // (first byte, bytes between panels, bytes of the slice in one panel)
+    let (base, stride, bytes): (*const u8, usize, usize) = match (packed, w) {
+        (Some(d), _) => {
+            let at = d.get(p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..)?;
+            (at.as_ptr().cast(), PANEL_ROWS * k * 4, kc * PANEL_ROWS * 4)
+        }
+        (None, Matrix::F16(h) | Matrix::BF16(h)) if h.order() == HalfOrder::Pairs16 => {
+            let ke = h.cols_even();
+            let at = h.data().get(p0 * PANEL_ROWS * ke + k0 * PANEL_ROWS..)?;
+            (at.as_ptr().cast(), PANEL_ROWS * ke * 2, kc * PANEL_ROWS * 2)
+        }
+        (None, Matrix::Palettized(p))
+            if p.order() == PaletteOrder::Panels16 && p.group_size().is_multiple_of(PANEL_ROWS) =>
+        {
+            let at = p.indices().get(p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..)?;
+            (at.as_ptr(), PANEL_ROWS * k, kc * PANEL_ROWS)
+        }
+        _ => return None,
+    };
+    let steps = bytes.div_ceil(LINE);
+    Some(Prefetch { base, stride, steps, lines: np * steps })
 }
 
 /// Hints lines `[first, first + count)` of `pf` into L2 one at a time, spread over a loop of
@@ -100,14 +137,14 @@ impl PrefetchCursor {
         PrefetchCursor { pf, panel, step, left, every: (steps / left.max(1)).max(1), next_at: 0 }
     }
 
-    /// The next line's offset from `base`, in f32 values, or None when the share is done.
+    /// The next line's offset from `base`, in bytes, or None when the share is done.
     #[inline(always)]
     fn next_offset(&mut self) -> Option<usize> {
         let p = self.pf?;
         if self.left == 0 {
             return None;
         }
-        let at = self.panel * p.stride + self.step * PANEL_ROWS;
+        let at = self.panel * p.stride + self.step * LINE;
         self.left -= 1;
         self.step += 1;
         if self.step == p.steps {
@@ -334,22 +371,13 @@ pub(crate) fn linear(
                             // this one is computed: packed weights come from memory once per
                             // forward, and without this the first row chunk of every block waits
                             // for them.
-                            let next = packed.and_then(|d| {
-                                let (nb, nk0) = if bi + 1 < b1 {
-                                    (bi + 1, k0)
-                                } else if k0 + kc < k {
-                                    (b0, k0 + kc)
-                                } else {
-                                    return None;
-                                };
-                                let np = NP.min(panels - nb * NP);
-                                Some(Prefetch {
-                                    base: d[nb * NP * PANEL_ROWS * k + nk0 * PANEL_ROWS..].as_ptr(),
-                                    stride: PANEL_ROWS * k,
-                                    steps: KC.min(k - nk0),
-                                    lines: np * KC.min(k - nk0),
-                                })
-                            });
+                            let next = if bi + 1 < b1 {
+                                next_block(w, packed, bi + 1, k0, panels)
+                            } else if k0 + kc < k {
+                                next_block(w, packed, b0, k0 + kc, panels)
+                            } else {
+                                None
+                            };
                             let (b, bstride): (&[f32], usize) = match packed {
                                 Some(d) => (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..], PANEL_ROWS * k),
                                 None => {
@@ -839,8 +867,8 @@ mod tests {
     use super::*;
 
     fn pf(lines: usize) -> Prefetch {
-        // three panels of five steps, 100 values apart
-        Prefetch { base: std::ptr::null(), stride: 100, steps: 5, lines }
+        // three panels of five lines, 400 bytes apart
+        Prefetch { base: std::ptr::null(), stride: 400, steps: 5, lines }
     }
 
     fn offsets(p: Prefetch, share: (usize, usize)) -> Vec<usize> {
@@ -851,18 +879,46 @@ mod tests {
     #[test]
     fn prefetch_shares_cover_every_line_once_in_panel_order() {
         let p = pf(15);
-        // share 1 of 4: lines [3, 7) → panel 0 steps 3, 4; panel 1 steps 0, 1 (16 values a step)
+        // share 1 of 4: lines [3, 7) → panel 0 lines 3, 4; panel 1 lines 0, 1 (64 bytes a line)
         assert_eq!(p.share(1, 4), (3, 4));
-        assert_eq!(offsets(p, p.share(1, 4)), vec![48, 64, 100, 116]);
+        assert_eq!(offsets(p, p.share(1, 4)), vec![192, 256, 400, 464]);
         for n in [1, 2, 4, 7, 15, 16] {
             let all: Vec<usize> = (0..n).flat_map(|i| offsets(p, p.share(i, n))).collect();
-            let want: Vec<usize> = (0..3).flat_map(|j| (0..5).map(move |k| j * 100 + k * 16)).collect();
+            let want: Vec<usize> = (0..3).flat_map(|j| (0..5).map(move |k| j * 400 + k * 64)).collect();
             assert_eq!(all, want, "{n} shares");
         }
         // no block to fetch, or a zero-step one: nothing is issued
         let mut none = PrefetchCursor::new(None, (0, 3), 10);
         assert_eq!(none.next_offset(), None);
         assert_eq!(offsets(Prefetch { steps: 0, ..pf(0) }, (0, 0)), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn next_block_points_at_the_block_in_each_storage() {
+        use crate::model::lowp::HalfKind;
+        // 100 output channels (7 panels: blocks of 3, 3, 1), 1000 inputs (slices 384, 384, 232)
+        let (out, k) = (100, 1000);
+        let f = Matrix::f32_row_major(out, k, vec![0.25; out * k]).unwrap();
+        let packed = f.clone().into_layout(Layout::Panels16);
+        let Matrix::F32(d) = &packed else { panic!("f32") };
+        // block 1 (panels 3..6), slice from 384: 3 panels × 384 lines, panels 16k f32 apart
+        let p = next_block(&packed, Some(d.data()), 1, 384, 7).unwrap();
+        assert_eq!(p.base, d.data()[3 * 16 * k + 384 * 16..].as_ptr().cast());
+        assert_eq!((p.stride, p.steps, p.lines), (16 * k * 4, 384, 3 * 384));
+        // the last block has one panel; the last slice 232 inputs
+        let p = next_block(&packed, Some(d.data()), 2, 768, 7).unwrap();
+        assert_eq!((p.steps, p.lines), (232, 232));
+        assert!(next_block(&packed, Some(d.data()), 3, 0, 7).is_none(), "no block 3");
+        assert!(next_block(&packed, Some(d.data()), 0, 1000, 7).is_none(), "no slice from 1000");
+        // FP16 pairs: 2 bytes a value, 16 × 384 × 2 bytes = 192 lines per panel
+        let Matrix::F16(h) = f.to_half(HalfKind::F16) else { panic!("f16") };
+        let h = Matrix::F16(h.into_order(HalfOrder::Pairs16));
+        let Matrix::F16(hh) = &h else { panic!("f16") };
+        let p = next_block(&h, None, 0, 384, 7).unwrap();
+        assert_eq!(p.base, hh.data()[384 * 16..].as_ptr().cast());
+        assert_eq!((p.stride, p.steps, p.lines), (16 * k * 2, 192, 3 * 192));
+        // row-major FP32 weights decode row by row: nothing to hint
+        assert!(next_block(&f, None, 0, 0, 7).is_none());
     }
 
     #[test]
