@@ -131,10 +131,7 @@ pub(crate) fn linear(
             }
             let xb: &[u16] = &xb;
             let panels = out.div_ceil(PANEL_ROWS);
-            let workers = match split {
-                Split::Single => 1,
-                Split::Gemm(t) | Split::Columns(t) => t.max(1),
-            };
+            let workers = split.workers();
             // parts are ranges of whole pairs of panels (the kernel's 32 channels)
             let pairs = panels.div_ceil(2);
             let parts = if workers > 1 { pairs.min(workers * TASKS_PER_WORKER) } else { 1 };

@@ -341,10 +341,7 @@ pub(crate) fn linear(
             _ => None,
         };
         let blocks = panels.div_ceil(NP);
-        let workers = match split {
-            Split::Single => 1,
-            Split::Gemm(t) | Split::Columns(t) => t.max(1),
-        };
+        let workers = split.workers();
         // More tasks than workers, taken dynamically (rayon's work stealing): a worker whose
         // core is slowed (a VM's stolen time, a busy sibling thread) hands its remaining blocks
         // to the other instead of holding every worker at the join. With exactly one range

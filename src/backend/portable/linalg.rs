@@ -85,6 +85,16 @@ pub(crate) enum Split {
     Columns(usize),
 }
 
+impl Split {
+    /// Threads the split runs on (at least 1).
+    pub(crate) fn workers(self) -> usize {
+        match self {
+            Split::Single => 1,
+            Split::Gemm(t) | Split::Columns(t) => t.max(1),
+        }
+    }
+}
+
 /// A raw destination pointer that may cross threads; only disjoint column blocks are written.
 #[derive(Clone, Copy)]
 pub(crate) struct DstPtr(pub(crate) *mut f32);
@@ -232,10 +242,7 @@ fn tiled(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split
     if m == 0 || out == 0 {
         return;
     }
-    let workers = match split {
-        Split::Single => 1,
-        Split::Gemm(t) | Split::Columns(t) => t.max(1),
-    };
+    let workers = split.workers();
     let rows = tile_rows(inp, out, workers);
     let tiles = out.div_ceil(rows);
     let dst = DstPtr(y.as_mut_ptr());
