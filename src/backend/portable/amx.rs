@@ -123,8 +123,9 @@ pub(crate) fn linear(
         let mp = m.next_multiple_of(TILE_ROWS);
         XBF.with(|buf| {
             let mut xb = buf.borrow_mut();
-            xb.clear();
+            // every real row is overwritten below; only the pad rows must be (made) zero
             xb.resize(mp * k, 0);
+            xb[m * k..].fill(0);
             for (src, dst) in x[..m * k].chunks_exact(k).zip(xb.chunks_exact_mut(k)) {
                 // SAFETY: `has_amx_bf16()` implies AVX-512F and AVX-512 BF16 (checked at run time).
                 unsafe { super::bf16dot::round_row(src, dst) };
@@ -360,14 +361,9 @@ mod tiles {
                 if let Some((n, count)) = next {
                     // the same 1 KiB of each next panel: 16 lines per panel, hints only
                     for q in 0..count {
-                        let at = n.wrapping_add(q * pl + s * STEP * PANEL_ROWS) as *const i8;
+                        let at = n.wrapping_add(q * pl + s * STEP * PANEL_ROWS).cast::<u8>();
                         for l in 0..16 {
-                            // SAFETY: SSE is part of x86-64; a prefetch never faults.
-                            unsafe {
-                                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
-                                    at.wrapping_add(64 * l),
-                                )
-                            };
+                            super::super::linalg::hint_l2(at.wrapping_add(64 * l));
                         }
                     }
                 }

@@ -157,11 +157,8 @@ impl PrefetchCursor {
     #[inline(always)]
     fn issue(&mut self) {
         if let (Some(p), Some(off)) = (self.pf, self.next_offset()) {
-            // A hint only: `wrapping_add` keeps it an address computation, and a prefetch of
-            // any address never faults.
-            let at = p.base.wrapping_add(off);
-            // SAFETY: SSE is part of x86-64; prefetches do not access memory architecturally.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(at as *const i8) };
+            // A hint only: `wrapping_add` keeps it an address computation.
+            super::linalg::hint_l2(p.base.wrapping_add(off));
         }
     }
 

@@ -95,6 +95,14 @@ impl Split {
     }
 }
 
+/// Hint the cache line at `at` into L2 (a prefetch: never faults, whatever the address).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn hint_l2(at: *const u8) {
+    // SAFETY: SSE is part of x86-64; a prefetch does not access memory architecturally.
+    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(at.cast()) };
+}
+
 /// A raw destination pointer that may cross threads; only disjoint column blocks are written.
 #[derive(Clone, Copy)]
 pub(crate) struct DstPtr(pub(crate) *mut f32);
@@ -514,26 +522,24 @@ mod tests {
                             let tol = 2e-5 * (scale[i] + 1.0);
                             assert!((a - 2.0 * (b + bias[i % out])).abs() <= tol, "{name} accumulate [{i}]");
                         }
-                        // BF16 pairs on the pair-dot kernel (AMX not allowed): the same rounding
+                        // BF16 pairs on the pair-dot kernel (AMX not allowed: the same rounding),
+                        // and with both disallowed (decoded, f32 activations)
                         if name == "bf16 pairs" {
-                            let plan = Plan { split, bf16: Bf16Kernel::Dot, f32_panel: false, isa };
-                            let mut y = vec![f32::NAN; m * out];
-                            pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
-                            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                                let tol = 1e-5 * (scale[i] + 1.0);
-                                assert!((a - (b + bias[i % out])).abs() <= tol, "bf16 pairs pair-dot [{i}]");
-                            }
-                        }
-                        // BF16 pairs with the AMX and pair-dot kernels disallowed: decoded, f32
-                        // activations
-                        if name == "bf16 pairs" {
-                            let want = naive(&x, m, &wd, out, inp);
-                            let plan = Plan { split, bf16: Bf16Kernel::Decode, f32_panel: false, isa };
-                            let mut y = vec![f32::NAN; m * out];
-                            pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
-                            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                                let tol = 1e-5 * (scale[i] + 1.0);
-                                assert!((a - (b + bias[i % out])).abs() <= tol, "bf16 pairs decoded [{i}]");
+                            let decoded = naive(&x, m, &wd, out, inp);
+                            for (bf16, want, label) in [
+                                (Bf16Kernel::Dot, &want, "pair-dot"),
+                                (Bf16Kernel::Decode, &decoded, "decoded"),
+                            ] {
+                                let plan = Plan { split, bf16, f32_panel: false, isa };
+                                let mut y = vec![f32::NAN; m * out];
+                                pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
+                                for (i, (a, b)) in y.iter().zip(want).enumerate() {
+                                    let tol = 1e-5 * (scale[i] + 1.0);
+                                    assert!(
+                                        (a - (b + bias[i % out])).abs() <= tol,
+                                        "bf16 pairs {label} [{i}]"
+                                    );
+                                }
                             }
                         }
                         // the portable fallback (decode tiles + gemm), whatever the CPU

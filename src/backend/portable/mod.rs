@@ -312,16 +312,21 @@ impl PortableBackend {
         };
         let threads = if pool.is_some() { threads } else { 1 };
         let precision = weights_precision(&w);
+        // per BF16 matrix: (in pair order, taken by the AMX kernel)
+        let bf16_mats: Vec<(bool, bool)> = w
+            .projections()
+            .iter()
+            .filter_map(|(_, l)| match &l.weight {
+                Matrix::BF16(h) => Some((h.order() == HalfOrder::Pairs16, amx::takes(h))),
+                _ => None,
+            })
+            .collect();
         let bf16_dot = tuning.bf16 != Bf16Kernel::Decode
             && isa.has_bf16_dot()
-            && w.projections()
-                .iter()
-                .any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if h.order() == HalfOrder::Pairs16));
-        let bf16_amx = tuning.bf16 == Bf16Kernel::Amx
-            && isa.has_amx_bf16()
-            && w.projections().iter().any(|(_, l)| matches!(&l.weight, Matrix::BF16(h) if amx::takes(h)));
-        let bf16_amx_all =
-            w.projections().iter().all(|(_, l)| !matches!(&l.weight, Matrix::BF16(h) if !amx::takes(h)));
+            && bf16_mats.iter().any(|&(pairs, _)| pairs);
+        let bf16_amx =
+            tuning.bf16 == Bf16Kernel::Amx && isa.has_amx_bf16() && bf16_mats.iter().any(|&(_, amx)| amx);
+        let bf16_amx_all = bf16_mats.iter().all(|&(_, amx)| amx);
         let packed = w
             .projections()
             .iter()
