@@ -55,12 +55,31 @@ impl Rope {
     pub fn rotate(&self, v: &mut [f32], p: usize) {
         let (c, s) = self.row(p);
         let (a, b) = v.split_at_mut(self.half);
-        for m in 0..self.half {
-            let (x, y) = (a[m], b[m]);
-            a[m] = x * c[m] - y * s[m];
-            b[m] = y * c[m] + x * s[m];
+        #[cfg(target_arch = "x86_64")]
+        if ops::has_avx2() {
+            // SAFETY: the CPU supports AVX2 (checked at run time just above).
+            unsafe { rotate_avx2(a, b, c, s) };
+            return;
         }
+        rotate_pairs(a, b, c, s);
     }
+}
+
+/// `(a, b) ← (a·c − b·s, b·c + a·s)` element-wise: separate multiplies and adds (never fused),
+/// so the 8-wide build gives the scalar loop's bits.
+#[inline(always)]
+fn rotate_pairs(a: &mut [f32], b: &mut [f32], c: &[f32], s: &[f32]) {
+    for (((x, y), &c), &s) in a.iter_mut().zip(b.iter_mut()).zip(c).zip(s) {
+        let (xv, yv) = (*x, *y);
+        *x = xv * c - yv * s;
+        *y = yv * c + xv * s;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rotate_avx2(a: &mut [f32], b: &mut [f32], c: &[f32], s: &[f32]) {
+    rotate_pairs(a, b, c, s);
 }
 
 /// Shape of one attention call over a `[B·L, 3D]` packed q/k/v buffer.
@@ -83,11 +102,19 @@ impl AttnShape {
 }
 
 /// Apply RoPE to the q and k parts of `qkv` (`[B·L, 3D]`), token `(b, t)` at position
-/// `positions[b·L + t]` (or `t` when `positions` is `None`).
-pub(crate) fn apply_rope(qkv: &mut [f32], shape: AttnShape, rope: &Rope, positions: Option<&[i32]>) {
+/// `positions[b·L + t]` (or `t` when `positions` is `None`). With `workers > 1` the rows are
+/// shared out on the current rayon pool (each row's arithmetic is the same either way).
+pub(crate) fn apply_rope(
+    qkv: &mut [f32],
+    shape: AttnShape,
+    rope: &Rope,
+    positions: Option<&[i32]>,
+    workers: usize,
+) {
     let d = shape.d();
     let dh = shape.head_dim;
-    for (r, row) in qkv.chunks_exact_mut(3 * d).take(shape.batch * shape.len).enumerate() {
+    let rows = shape.batch * shape.len;
+    let one = |(r, row): (usize, &mut [f32])| {
         let p = match positions {
             Some(pos) => pos[r] as usize,
             None => r % shape.len,
@@ -95,6 +122,12 @@ pub(crate) fn apply_rope(qkv: &mut [f32], shape: AttnShape, rope: &Rope, positio
         for v in row[..2 * d].chunks_exact_mut(dh) {
             rope.rotate(v, p);
         }
+    };
+    let qkv = &mut qkv[..rows * 3 * d];
+    if workers > 1 {
+        qkv.par_chunks_exact_mut(3 * d).enumerate().with_min_len(8).for_each(one);
+    } else {
+        qkv.chunks_exact_mut(3 * d).enumerate().for_each(one);
     }
 }
 
@@ -377,5 +410,48 @@ mod tests {
             let got = outs[0][(b * 5 + q) * d + h * 4 + j] as f64;
             assert!((got - want).abs() < 1e-6, "j={j} got {got} want {want}");
         }
+    }
+
+    #[test]
+    fn rope_gives_the_scalar_bits_on_every_build_and_thread_count() {
+        // half = 20: two 8-wide steps and a remainder of 4; positions out of order
+        let shape = AttnShape { batch: 2, len: 7, heads: 3, head_dim: 40 };
+        let d = 120;
+        let rows = 14;
+        let rope = Rope::new(10_000.0, 40, 16);
+        let pos: Vec<i32> = (0..rows as i32).map(|r| (r * 5) % 16).collect();
+        let qkv: Vec<f32> = (0..rows * 3 * d).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013).collect();
+        // the rotate-half formula, scalar, written out here
+        let mut want = qkv.clone();
+        for r in 0..rows {
+            let (c, s) = rope.row(pos[r] as usize);
+            for h in 0..6 {
+                let v = &mut want[r * 3 * d + h * 40..r * 3 * d + (h + 1) * 40];
+                for m in 0..20 {
+                    let (x, y) = (v[m], v[m + 20]);
+                    v[m] = x * c[m] - y * s[m];
+                    v[m + 20] = y * c[m] + x * s[m];
+                }
+            }
+        }
+        assert_ne!(want, qkv);
+        for workers in [1, 2, 3] {
+            let mut got = qkv.clone();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
+            pool.install(|| apply_rope(&mut got, shape, &rope, Some(&pos), workers));
+            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{workers} workers");
+            // v is untouched
+            for r in 0..rows {
+                assert_eq!(got[r * 3 * d + 2 * d..(r + 1) * 3 * d], qkv[r * 3 * d + 2 * d..(r + 1) * 3 * d]);
+            }
+        }
+        // without positions, token t of each row is at position t
+        let mut a = qkv.clone();
+        let implicit: Vec<i32> = (0..rows as i32).map(|r| r % 7).collect();
+        let mut b = qkv.clone();
+        apply_rope(&mut a, shape, &rope, None, 1);
+        apply_rope(&mut b, shape, &rope, Some(&implicit), 1);
+        assert_eq!(a, b);
     }
 }

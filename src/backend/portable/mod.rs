@@ -593,7 +593,7 @@ impl PortableBackend {
             let input: &[f32] = match &layer.attn_norm {
                 None => &s.x,
                 Some(n) => {
-                    norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+                    norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps, workers);
                     &s.a
                 }
             };
@@ -605,7 +605,7 @@ impl PortableBackend {
                 LayerKind::Sliding => (&self.rope_sliding, &s.masks.local),
             };
             if !self.ablation.no_rope {
-                apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref());
+                apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref(), workers);
             }
             pf.lap(3);
             run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, workers);
@@ -614,7 +614,7 @@ impl PortableBackend {
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
             pf.lap(5);
             let n = &layer.mlp_norm;
-            norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+            norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps, workers);
             pf.lap(1);
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
             pf.lap(6);
@@ -649,7 +649,7 @@ impl PortableBackend {
 
         // Steps 4–5: final norm, type embedding.
         let n = &self.w.final_norm;
-        norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps);
+        norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps, workers);
         for (r, row) in s.a.chunks_exact_mut(d).enumerate() {
             let q = batch.qtype[r / l] as usize;
             for (x, &t) in row.iter_mut().zip(&self.w.type_emb[q * d..(q + 1) * d]) {
@@ -663,7 +663,7 @@ impl PortableBackend {
         let head_shape = AttnShape { batch: bn, len: l, heads: dm.head_heads, head_dim: dm.head_head_dim };
         let head_mask = if parallel.is_some() { &s.masks.head } else { &s.masks.full };
         for hl in &self.w.head {
-            norm_rows(&s.x, &mut s.a, d, &hl.norm1.weight, hl.norm1.bias.as_deref(), HEAD_EPS);
+            norm_rows(&s.x, &mut s.a, d, &hl.norm1.weight, hl.norm1.bias.as_deref(), HEAD_EPS, workers);
             pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
             pf.lap(9);
@@ -672,7 +672,7 @@ impl PortableBackend {
             pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
             pf.lap(11);
-            norm_rows(&s.x, &mut s.a, d, &hl.norm2.weight, hl.norm2.bias.as_deref(), HEAD_EPS);
+            norm_rows(&s.x, &mut s.a, d, &hl.norm2.weight, hl.norm2.bias.as_deref(), HEAD_EPS, workers);
             pf.lap(1);
             let ff = &mut s.mlp[..bl * 4 * d];
             linear(&s.a, bl, &hl.linear1, ff, false, par);
@@ -691,7 +691,15 @@ impl PortableBackend {
         }
         // Step 8: scorer.
         let sc = &self.w.scorer;
-        norm_rows(&s.markers, &mut s.markers_n, d, &sc.norm.weight, sc.norm.bias.as_deref(), HEAD_EPS);
+        norm_rows(
+            &s.markers,
+            &mut s.markers_n,
+            d,
+            &sc.norm.weight,
+            sc.norm.bias.as_deref(),
+            HEAD_EPS,
+            workers,
+        );
         linear(&s.markers_n, bn * k, &sc.hidden, &mut s.scorer_h, false, par);
         if self.ablation.tanh_gelu {
             for v in s.scorer_h.iter_mut() {
@@ -727,9 +735,13 @@ impl PortableBackend {
 }
 
 /// LayerNorm every `d`-wide row of `x` into `out`.
-fn norm_rows(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32) {
-    for (xr, or) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
-        ops::layer_norm(xr, w, b, eps, or);
+fn norm_rows(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32, workers: usize) {
+    let one = |(xr, or): (&[f32], &mut [f32])| ops::layer_norm(xr, w, b, eps, or);
+    if workers > 1 {
+        // inside the engine's pool (see `forward`); each row's arithmetic is the same
+        x.par_chunks_exact(d).zip(out.par_chunks_exact_mut(d)).with_min_len(8).for_each(one);
+    } else {
+        x.chunks_exact(d).zip(out.chunks_exact_mut(d)).for_each(one);
     }
 }
 
