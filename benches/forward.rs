@@ -12,6 +12,11 @@
 //! forward, and with single-threaded Linear products; for bf16 the decode-to-f32 product next
 //! to the AVX-512 BF16 pair-dot kernel; and for every precision the AVX2 kernels forced on an
 //! AVX-512 machine; in one process so the variants are side by side.
+//! `--interleave` (with `--compare`) builds every variant of a precision first and then times
+//! them in rounds, one forward of each per round in rotating order, so that a host whose speed
+//! drifts (a neighbour, stolen time) slows every variant alike; the table then adds each
+//! variant's paired ratio to the default (the median over rounds of its time over the
+//! default's in the same round). Without it each variant's forwards run back to back.
 //!
 //! Every run first measures this machine's FMA peak and triad bandwidth
 //! (`laya_bench::bounds::measure`, as `bounds --measure`) and the table gives each row's
@@ -100,6 +105,50 @@ fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> Timin
     (median(&mut ms), min, max, cpu, steal)
 }
 
+/// Every variant's [`Timing`] and its paired ratio to the first (median over rounds of
+/// `t_variant / t_first` in the same round), from `iters` rounds of one forward each in
+/// rotating order. The steal is over the whole interleaved window, shared by all.
+fn time_interleaved(
+    built: &mut [(PortableBackend, f64)],
+    b: &PreparedBatch,
+    iters: usize,
+) -> Vec<(Timing, f64)> {
+    let n = built.len();
+    let mut out = ForwardOutput::default();
+    for (backend, _) in built.iter_mut() {
+        for _ in 0..3 {
+            backend.forward(b, &mut out).expect("forward");
+        }
+    }
+    let watch = StealWatch::start();
+    let mut ms: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); n];
+    let mut cpu: Vec<Option<f64>> = vec![Some(0.0); n];
+    for round in 0..iters {
+        for j in 0..n {
+            let v = (round + j) % n;
+            let c0 = cpu_seconds();
+            let t = Instant::now();
+            built[v].0.forward(b, &mut out).expect("forward");
+            ms[v].push(t.elapsed().as_secs_f64() * 1e3);
+            cpu[v] = match (cpu[v], c0, cpu_seconds()) {
+                (Some(sum), Some(a), Some(z)) => Some(sum + z - a),
+                _ => None,
+            };
+        }
+    }
+    let steal = watch.stop();
+    (0..n)
+        .map(|v| {
+            let mut ratios: Vec<f64> = ms[v].iter().zip(&ms[0]).map(|(t, t0)| t / t0).collect();
+            let paired = median(&mut ratios);
+            let min = ms[v].iter().cloned().fold(f64::MAX, f64::min);
+            let max = ms[v].iter().cloned().fold(0.0, f64::max);
+            let cpu_ms = cpu[v].map(|s| s * 1e3 / iters as f64);
+            ((median(&mut ms[v]), min, max, cpu_ms, steal), paired)
+        })
+        .collect()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| -> usize {
@@ -115,6 +164,7 @@ fn main() {
     let k = 32;
     let compare = args.iter().any(|a| a == "--compare");
     let profile = args.iter().any(|a| a == "--profile");
+    let interleave = args.iter().any(|a| a == "--interleave");
 
     let shape = args
         .iter()
@@ -206,27 +256,32 @@ fn main() {
             );
         }
         let mut converted = Some(converted);
-        for (i, (name, tuning)) in variants.iter().enumerate() {
-            let weights = if i + 1 == variants.len() {
-                converted.take().expect("weights")
-            } else {
-                converted.clone().expect("weights")
-            };
+        let n_variants = variants.len();
+        let mut weights_for = |i: usize| {
+            if i + 1 == n_variants { converted.take() } else { converted.clone() }.expect("weights")
+        };
+        let build = |weights, tuning: Tuning| {
             let t = Instant::now();
-            let mut backend = PortableBackend::new_tuned(
+            let backend = PortableBackend::new_tuned(
                 weights,
                 enc.clone(),
                 agent.clone(),
                 caps.clone(),
                 "synthetic".into(),
                 threads,
-                *tuning,
+                tuning,
             );
-            let build = t.elapsed().as_secs_f64();
-            let (med, min, max, cpu, steal) = time(&mut backend, &b, iters);
+            (backend, t.elapsed().as_secs_f64())
+        };
+        let mut finish = |name: &'static str,
+                          backend: &mut PortableBackend,
+                          build: f64,
+                          timing: Timing,
+                          paired: Option<f64>| {
+            let (med, min, max, cpu, steal) = timing;
             if profile {
                 backend.set_profiling(true);
-                let _ = time(&mut backend, &b, iters);
+                let _ = time(backend, &b, iters);
                 let stages = backend.profile();
                 let total: f64 = stages.iter().map(|(_, s)| s).sum();
                 let calls = (iters + 3) as f64;
@@ -241,9 +296,10 @@ fn main() {
             }
             let bytes = backend.weight_bytes();
             println!(
-                "{:>5} {name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward, {}; projection weights {:.2} MB, model {:.2} MB; converted in {convert_s:.1} s, engine built in {build:.2} s",
+                "{:>5} {name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}{}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward, {}; projection weights {:.2} MB, model {:.2} MB; converted in {convert_s:.1} s, engine built in {build:.2} s",
                 precision.name(),
                 backend.info().device,
+                paired.map_or(String::new(), |p| format!(", interleaved, {p:.3}× the default's time in the same round (median)")),
                 gflop / (med / 1e3),
                 cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
                 steal::describe(steal),
@@ -275,7 +331,24 @@ fn main() {
                 steal: steal.and_then(|s| s.fraction()),
                 projection_bytes: bytes.projections,
                 model_bytes: bytes.total,
+                paired,
             });
+        };
+        if interleave && n_variants > 1 {
+            let mut built: Vec<(PortableBackend, f64)> =
+                variants.iter().enumerate().map(|(i, (_, tuning))| build(weights_for(i), *tuning)).collect();
+            let timings = time_interleaved(&mut built, &b, iters);
+            for ((name, _), ((backend, build_s), (timing, paired))) in
+                variants.iter().zip(built.iter_mut().zip(timings))
+            {
+                finish(name, backend, *build_s, timing, Some(paired));
+            }
+        } else {
+            for (i, (name, tuning)) in variants.iter().enumerate() {
+                let (mut backend, build_s) = build(weights_for(i), *tuning);
+                let timing = time(&mut backend, &b, iters);
+                finish(name, &mut backend, build_s, timing, None);
+            }
         }
     }
     println!();
@@ -295,12 +368,12 @@ fn main() {
         println!("WARNING: {w}");
     }
     println!(
-        "| precision | variant | median ms | GFLOP/s | % of its peak | cpu ms/forward | steal | projection weight MB | model MB |"
+        "| precision | variant | median ms | GFLOP/s | % of its peak | cpu ms/forward | steal | time / default's, paired | projection weight MB | model MB |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {:.2} | {:.2} |",
+            "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {:.2} | {:.2} |",
             r.precision,
             r.variant,
             r.median_ms,
@@ -308,6 +381,7 @@ fn main() {
             r.share,
             r.cpu_ms.map_or("?".to_string(), |c| format!("{c:.0}")),
             r.steal.map_or("?".to_string(), |f| format!("{:.1} %", 100.0 * f)),
+            r.paired.map_or("–".to_string(), |p| format!("{p:.3}")),
             r.projection_bytes as f64 / 1e6,
             r.model_bytes as f64 / 1e6
         );
@@ -333,4 +407,6 @@ struct Row<'a> {
     steal: Option<f64>,
     projection_bytes: usize,
     model_bytes: usize,
+    /// With `--interleave`: the median over rounds of this variant's time over the default's.
+    paired: Option<f64>,
 }
