@@ -50,36 +50,38 @@ impl Rope {
         (&self.cos[r.clone()], &self.sin[r])
     }
 
-    /// Rotate one head vector `v` (length `dh`) in place, rotate-half convention.
-    #[inline]
-    pub fn rotate(&self, v: &mut [f32], p: usize) {
+    /// Rotate every `dh`-wide head vector of `v` in place (rotate-half convention), all at
+    /// position `p`; the CPU check is made once for the whole row.
+    pub fn rotate_heads(&self, v: &mut [f32], dh: usize, p: usize) {
         let (c, s) = self.row(p);
-        let (a, b) = v.split_at_mut(self.half);
         #[cfg(target_arch = "x86_64")]
         if ops::has_avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time just above).
-            unsafe { rotate_avx2(a, b, c, s) };
+            unsafe { rotate_heads_avx2(v, dh, c, s) };
             return;
         }
-        rotate_pairs(a, b, c, s);
+        rotate_heads_generic(v, dh, c, s);
     }
 }
 
-/// `(a, b) ← (a·c − b·s, b·c + a·s)` element-wise: separate multiplies and adds (never fused),
-/// so the 8-wide build gives the scalar loop's bits.
+/// Per head of `v`: `(a, b) ← (a·c − b·s, b·c + a·s)` element-wise over its two halves, with
+/// separate multiplies and adds (never fused), so the 8-wide build gives the scalar loop's bits.
 #[inline(always)]
-fn rotate_pairs(a: &mut [f32], b: &mut [f32], c: &[f32], s: &[f32]) {
-    for (((x, y), &c), &s) in a.iter_mut().zip(b.iter_mut()).zip(c).zip(s) {
-        let (xv, yv) = (*x, *y);
-        *x = xv * c - yv * s;
-        *y = yv * c + xv * s;
+fn rotate_heads_generic(v: &mut [f32], dh: usize, c: &[f32], s: &[f32]) {
+    for head in v.chunks_exact_mut(dh) {
+        let (a, b) = head.split_at_mut(dh / 2);
+        for (((x, y), &c), &s) in a.iter_mut().zip(b.iter_mut()).zip(c).zip(s) {
+            let (xv, yv) = (*x, *y);
+            *x = xv * c - yv * s;
+            *y = yv * c + xv * s;
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rotate_avx2(a: &mut [f32], b: &mut [f32], c: &[f32], s: &[f32]) {
-    rotate_pairs(a, b, c, s);
+unsafe fn rotate_heads_avx2(v: &mut [f32], dh: usize, c: &[f32], s: &[f32]) {
+    rotate_heads_generic(v, dh, c, s);
 }
 
 /// Shape of one attention call over a `[B·L, 3D]` packed q/k/v buffer.
@@ -119,9 +121,7 @@ pub(crate) fn apply_rope(
             Some(pos) => pos[r] as usize,
             None => r % shape.len,
         };
-        for v in row[..2 * d].chunks_exact_mut(dh) {
-            rope.rotate(v, p);
-        }
+        rope.rotate_heads(&mut row[..2 * d], dh, p);
     };
     let qkv = &mut qkv[..rows * 3 * d];
     if workers > 1 {
@@ -309,7 +309,7 @@ mod tests {
         }
         // rotate-half on a unit vector: (a, b) = (1, 0) at angle 3 rad -> (cos 3, sin 3)
         let mut v = [1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
-        r.rotate(&mut v, 3);
+        r.rotate_heads(&mut v, 8, 3);
         assert!((v[0] - 3f32.cos()).abs() < 1e-6 && (v[4] - 3f32.sin()).abs() < 1e-6);
     }
 

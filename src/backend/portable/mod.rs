@@ -629,19 +629,7 @@ impl PortableBackend {
                     ops::gelu_mul(value, gate, g);
                 }
             };
-            if workers > 1 {
-                // inside the engine's pool (see `forward`)
-                s.mlp[..bl * 2 * inter]
-                    .par_chunks_exact(2 * inter)
-                    .zip(s.gated.par_chunks_exact_mut(inter))
-                    .with_min_len(8)
-                    .for_each(gate_row);
-            } else {
-                s.mlp[..bl * 2 * inter]
-                    .chunks_exact(2 * inter)
-                    .zip(s.gated.chunks_exact_mut(inter))
-                    .for_each(gate_row);
-            }
+            zip_rows(&s.mlp[..bl * 2 * inter], 2 * inter, &mut s.gated, inter, workers, gate_row);
             pf.lap(7);
             linear(&s.gated, bl, &layer.mlp_wo, &mut s.x, true, par);
             pf.lap(8);
@@ -736,12 +724,24 @@ impl PortableBackend {
 
 /// LayerNorm every `d`-wide row of `x` into `out`.
 fn norm_rows(x: &[f32], out: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32, workers: usize) {
-    let one = |(xr, or): (&[f32], &mut [f32])| ops::layer_norm(xr, w, b, eps, or);
+    zip_rows(x, d, out, d, workers, |(xr, or)| ops::layer_norm(xr, w, b, eps, or));
+}
+
+/// `f` on each pair of an `xw`-wide row of `x` and the `ow`-wide row of `out` beside it,
+/// shared out on the current rayon pool (the engine's: see `forward`) when `workers > 1`; each
+/// row's arithmetic is the same either way.
+fn zip_rows(
+    x: &[f32],
+    xw: usize,
+    out: &mut [f32],
+    ow: usize,
+    workers: usize,
+    f: impl Fn((&[f32], &mut [f32])) + Sync + Send,
+) {
     if workers > 1 {
-        // inside the engine's pool (see `forward`); each row's arithmetic is the same
-        x.par_chunks_exact(d).zip(out.par_chunks_exact_mut(d)).with_min_len(8).for_each(one);
+        x.par_chunks_exact(xw).zip(out.par_chunks_exact_mut(ow)).with_min_len(8).for_each(f);
     } else {
-        x.chunks_exact(d).zip(out.chunks_exact_mut(d)).for_each(one);
+        x.chunks_exact(xw).zip(out.chunks_exact_mut(ow)).for_each(f);
     }
 }
 
