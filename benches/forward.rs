@@ -81,11 +81,23 @@ fn cpu_seconds() -> Option<f64> {
 /// the timed forwards.
 type Timing = (f64, f64, f64, Option<f64>, Option<StealTicks>);
 
+/// Three untimed forwards.
+fn warm(backend: &mut PortableBackend, b: &PreparedBatch, out: &mut ForwardOutput) {
+    for _ in 0..3 {
+        backend.forward(b, out).expect("forward");
+    }
+}
+
+/// Median, min and max of per-forward times (reorders `ms`).
+fn spread(ms: &mut [f64]) -> (f64, f64, f64) {
+    let min = ms.iter().cloned().fold(f64::MAX, f64::min);
+    let max = ms.iter().cloned().fold(0.0, f64::max);
+    (median(ms), min, max)
+}
+
 fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> Timing {
     let mut out = ForwardOutput::default();
-    for _ in 0..3 {
-        backend.forward(b, &mut out).expect("forward");
-    }
+    warm(backend, b, &mut out);
     let steal = StealWatch::start();
     let cpu0 = cpu_seconds();
     let mut ms: Vec<f64> = (0..iters)
@@ -100,9 +112,8 @@ fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> Timin
         _ => None,
     };
     let steal = steal.stop();
-    let min = ms.iter().cloned().fold(f64::MAX, f64::min);
-    let max = ms.iter().cloned().fold(0.0, f64::max);
-    (median(&mut ms), min, max, cpu, steal)
+    let (med, min, max) = spread(&mut ms);
+    (med, min, max, cpu, steal)
 }
 
 /// Every variant's [`Timing`] and its paired ratio to the first (median over rounds of
@@ -116,9 +127,7 @@ fn time_interleaved(
     let n = built.len();
     let mut out = ForwardOutput::default();
     for (backend, _) in built.iter_mut() {
-        for _ in 0..3 {
-            backend.forward(b, &mut out).expect("forward");
-        }
+        warm(backend, b, &mut out);
     }
     let watch = StealWatch::start();
     let mut ms: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); n];
@@ -141,10 +150,9 @@ fn time_interleaved(
         .map(|v| {
             let mut ratios: Vec<f64> = ms[v].iter().zip(&ms[0]).map(|(t, t0)| t / t0).collect();
             let paired = median(&mut ratios);
-            let min = ms[v].iter().cloned().fold(f64::MAX, f64::min);
-            let max = ms[v].iter().cloned().fold(0.0, f64::max);
+            let (med, min, max) = spread(&mut ms[v]);
             let cpu_ms = cpu[v].map(|s| s * 1e3 / iters as f64);
-            ((median(&mut ms[v]), min, max, cpu_ms, steal), paired)
+            ((med, min, max, cpu_ms, steal), paired)
         })
         .collect()
 }
