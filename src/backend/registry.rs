@@ -233,22 +233,27 @@ pub struct BackendStatus {
 
 /// Every backend spec kind: each portable precision, `coreml:`, `mlx:` and `mock:`.
 pub fn survey() -> Vec<BackendStatus> {
+    let (isa, isa_note) =
+        super::portable::isa::selection(std::env::var(super::portable::isa::ISA_ENV).ok().as_deref());
     let mut out: Vec<BackendStatus> = portable_precisions()
         .iter()
         .map(|p| BackendStatus {
             spec: format!("portable:{}", p.name()),
             usable: true,
             detail: format!(
-                "portable CPU engine, {} weights, {}, {} thread(s)",
+                "portable CPU engine, {} weights, {}, {} thread(s), {} kernels{}",
                 p.name().to_uppercase(),
-                if p.name() == "bf16" && super::portable::Isa::selected().has_amx_bf16() {
-                    "activations rounded to BF16 at each product (AMX-BF16 tiles), FP32 sums"
-                } else if p.name() == "bf16" && super::portable::bf16dot::available() {
+                if p.name() == "bf16" && isa.has_amx_bf16() {
+                    "activations rounded to BF16 at each product (AMX-BF16 tiles), FP32 sums".to_string()
+                } else if p.name() == "bf16" && isa.has_bf16_dot() {
                     "activations rounded to BF16 at each product (AVX-512 BF16 pair-dot), FP32 sums"
+                        .to_string()
                 } else {
-                    "FP32 activations and compute"
+                    format!("FP32 activations and compute ({})", isa.tile())
                 },
-                default_threads()
+                default_threads(),
+                isa.name(),
+                isa_note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
             ),
         })
         .collect();

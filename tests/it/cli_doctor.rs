@@ -59,3 +59,39 @@ fn doctor_text_lists_the_loads() {
     assert!(text.contains("portable:f16  loads: yes"), "{text}");
     assert!(text.contains("mlx:CHECKPOINT"), "{text}");
 }
+
+#[test]
+fn doctor_names_the_portable_kernels_and_honours_the_isa_cap() {
+    // The cap `generic` runs on every CPU: every portable row names its kernels and the cap.
+    // Without a cap the rows name whichever family this CPU has.
+    let generic: &[&str] =
+        &["(gemm crate kernels)", "generic kernels; LAYA_BENCH_ISA=generic: kernels capped"];
+    let cases: [(Option<&str>, &[&str], &[&str]); 2] = [
+        (Some("generic"), generic, &["portable:f32", "portable:f16", "portable:bf16", "portable:w8"]),
+        (None, &[" kernels"], &["portable:f32", "portable:w8"]),
+    ];
+    for (cap, want, specs) in cases {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_laya-bench"));
+        cmd.args(["doctor", "--json"]).env_remove("LAYA_BENCH_ISA");
+        if let Some(c) = cap {
+            cmd.env("LAYA_BENCH_ISA", c);
+        }
+        let o = cmd.output().expect("run laya-bench");
+        assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+        let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
+        let rows = doc["backends"].as_array().expect("backends");
+        for spec in specs {
+            let row = rows.iter().find(|r| r["spec"] == *spec).expect(spec);
+            let detail = row["detail"].as_str().unwrap();
+            assert!(want.iter().all(|w| detail.contains(w)), "{cap:?}: {detail}");
+        }
+    }
+    // an unknown cap is ignored, and the rows say so
+    let o = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .args(["doctor"])
+        .env("LAYA_BENCH_ISA", "sse9")
+        .output()
+        .expect("run laya-bench");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("LAYA_BENCH_ISA=sse9 is not avx512, avx2 or generic; ignored"), "{text}");
+}

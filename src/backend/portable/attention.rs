@@ -367,48 +367,63 @@ mod tests {
 
     #[test]
     fn attention_matches_naive_and_is_thread_independent() {
-        let shape = AttnShape { batch: 2, len: 5, heads: 2, head_dim: 4 };
-        let d = 8;
-        let qkv: Vec<f32> = (0..2 * 5 * 3 * d).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1).collect();
-        let valid = [1, 1, 1, 1, 0, 1, 1, 0, 0, 0];
-        let band = window_template(5, 1);
+        // head_dim 20 and L 19 (odd sizes), two heads, two rows with 4 and 9 padded tokens,
+        // sliding window of half-width 3
+        let (l, dh, heads) = (19usize, 20usize, 2usize);
+        let shape = AttnShape { batch: 2, len: l, heads, head_dim: dh };
+        let d = heads * dh;
+        let qkv: Vec<f32> = (0..2 * l * 3 * d).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.05).collect();
+        let mut valid = vec![1; 2 * l];
+        valid[l - 4..l].fill(0);
+        valid[2 * l - 9..].fill(0);
+        let band = window_template(l, 3);
         let mut m = Masks::default();
-        m.build(2, 5, &valid, &band, 1, None);
+        m.build(2, l, &valid, &band, 3, None);
         let mut outs = Vec::new();
         for workers in [1, 2, 3] {
-            let mut scores = vec![0.0f32; workers * 25];
-            let mut heads = vec![0.0f32; 2 * 5 * d];
+            let mut scores = vec![0.0f32; workers * l * l];
+            let mut heads_out = vec![0.0f32; 2 * l * d];
             let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
-            pool.install(|| attention(&qkv, shape, &m.local, &mut scores, &mut heads, workers));
-            let mut merged = vec![0.0f32; 2 * 5 * d];
-            merge_heads(&heads, shape, &mut merged);
+            pool.install(|| attention(&qkv, shape, &m.local, &mut scores, &mut heads_out, workers));
+            let mut merged = vec![0.0f32; 2 * l * d];
+            merge_heads(&heads_out, shape, &mut merged);
             outs.push(merged);
         }
         assert_eq!(outs[0], outs[1]);
         assert_eq!(outs[0], outs[2]);
-        // naive reference for row 1, head 1, query 0
-        let (b, h, q) = (1usize, 1usize, 0usize);
-        let row = |t: usize| &qkv[(b * 5 + t) * 3 * d..(b * 5 + t + 1) * 3 * d];
-        let mut s: Vec<f64> = (0..5)
-            .map(|k| {
-                let keep = m.local[b * 25 + q * 5 + k] != 0;
-                let dotp: f64 = (0..4).map(|j| row(q)[h * 4 + j] as f64 * row(k)[d + h * 4 + j] as f64).sum();
-                if keep {
-                    dotp * 0.5
-                } else {
-                    -1e4
+        // naive f64 reference for every (row, head, query, column)
+        let scale = (dh as f64).powf(-0.5);
+        let row = |b: usize, t: usize| &qkv[(b * l + t) * 3 * d..(b * l + t + 1) * 3 * d];
+        for b in 0..2 {
+            for h in 0..heads {
+                for q in 0..l {
+                    let mut s: Vec<f64> = (0..l)
+                        .map(|k| {
+                            let dotp: f64 = (0..dh)
+                                .map(|j| row(b, q)[h * dh + j] as f64 * row(b, k)[d + h * dh + j] as f64)
+                                .sum();
+                            if m.local[b * l * l + q * l + k] != 0 {
+                                dotp * scale
+                            } else {
+                                -1e4
+                            }
+                        })
+                        .collect();
+                    let mx = s.iter().cloned().fold(f64::MIN, f64::max);
+                    let z: f64 = s.iter().map(|x| (x - mx).exp()).sum();
+                    for x in s.iter_mut() {
+                        *x = (*x - mx).exp() / z;
+                    }
+                    for j in 0..dh {
+                        let want: f64 = (0..l).map(|k| s[k] * row(b, k)[2 * d + h * dh + j] as f64).sum();
+                        let got = outs[0][(b * l + q) * d + h * dh + j] as f64;
+                        assert!(
+                            (got - want).abs() < 2e-6,
+                            "row {b} head {h} query {q} column {j}: {got} vs {want}"
+                        );
+                    }
                 }
-            })
-            .collect();
-        let mx = s.iter().cloned().fold(f64::MIN, f64::max);
-        let z: f64 = s.iter().map(|x| (x - mx).exp()).sum();
-        for x in s.iter_mut() {
-            *x = (*x - mx).exp() / z;
-        }
-        for j in 0..4 {
-            let want: f64 = (0..5).map(|k| s[k] * row(k)[2 * d + h * 4 + j] as f64).sum();
-            let got = outs[0][(b * 5 + q) * d + h * 4 + j] as f64;
-            assert!((got - want).abs() < 1e-6, "j={j} got {got} want {want}");
+            }
         }
     }
 

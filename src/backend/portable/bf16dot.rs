@@ -30,12 +30,6 @@ thread_local! {
     static XBF: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Whether the engine's default kernels ([`Isa::selected`]) include this one (AVX-512F and
-/// AVX-512 BF16, not capped by `LAYA_BENCH_ISA`; never off x86-64).
-pub(crate) fn available() -> bool {
-    Isa::selected().has_bf16_dot()
-}
-
 /// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias). Returns false, doing nothing, when the kernel
 /// is not part of `isa` or cannot run here, `w` is not in [`HalfOrder::Pairs16`] or a slice is too short; the caller
 /// then takes the portable path.

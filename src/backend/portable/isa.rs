@@ -116,6 +116,15 @@ impl Isa {
         }
     }
 
+    /// The register tile of the family's panel kernels (FP32 arithmetic), as reports name it.
+    pub fn tile(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512f 8x48 register tile",
+            Isa::Avx2 => "avx2+fma 6x16 register tile",
+            Isa::Generic => "gemm crate kernels",
+        }
+    }
+
     /// The FP32 product's kernel, as reports name it.
     pub fn f32_kernel(self) -> &'static str {
         match self {

@@ -331,11 +331,11 @@ impl PortableBackend {
             .projections()
             .iter()
             .any(|(_, l)| matches!(&l.weight, Matrix::F32(d) if d.layout() == Layout::Panels16));
-        let tile = if isa == Isa::Avx512 { "avx512f 8x48" } else { "avx2+fma 6x16" };
+        let tile = isa.tile();
         let kernel = match precision.as_str() {
             "f32" if packed => format!("f32 {}", isa.f32_kernel()),
             "f32" if tuning.f32_panel && isa.has_panels() => {
-                format!("f32 row-major weights copied into panels every forward, {tile} register tile")
+                format!("f32 row-major weights copied into panels every forward, {tile}")
             }
             "f32" => format!("f32 {}", Isa::Generic.f32_kernel()),
             "bf16" if bf16_amx && bf16_amx_all => {
@@ -347,7 +347,7 @@ impl PortableBackend {
                     .into()
             }
             "bf16" if bf16_dot => "bf16 weights: avx512_bf16 pair-dot 6x64, bf16 activations".into(),
-            p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile} register tile"),
+            p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile}"),
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
         let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
