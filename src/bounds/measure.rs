@@ -176,7 +176,7 @@ pub fn measure(threads: usize) -> Measured {
         triad_gbs,
         threads,
         engine_isa: isa.name().into(),
-        engine_f32_kernel: isa.f32_kernel().into(),
+        engine_f32_kernel: isa.f32_kernel(),
         seconds: t0.elapsed().as_secs_f64(),
         host_steal: steal.stop(),
     }

@@ -126,11 +126,10 @@ impl Isa {
     }
 
     /// The FP32 product's kernel, as reports name it.
-    pub fn f32_kernel(self) -> &'static str {
+    pub fn f32_kernel(self) -> String {
         match self {
-            Isa::Avx512 => "avx512f 8x48 register tile, weights packed at load in 16-row panels",
-            Isa::Avx2 => "avx2+fma 6x16 register tile, weights packed at load in 16-row panels",
-            Isa::Generic => "gemm crate (its own dispatch), row-major weights",
+            Isa::Generic => "gemm crate (its own dispatch), row-major weights".into(),
+            panels => format!("{}, weights packed at load in 16-row panels", panels.tile()),
         }
     }
 }
