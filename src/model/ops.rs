@@ -3,7 +3,9 @@
 //!
 //! Every function is branch-free per element (selects, not jumps) so that the slice versions
 //! auto-vectorise; the `*_in_place` slice kernels additionally dispatch to an AVX2 build of the
-//! same code when the CPU has it (a measured win, see `benches/forward.rs`).
+//! same code when the CPU has it (a measured win, see `benches/forward.rs`), and the portable
+//! engine's GELU gate and masked softmax to an AVX-512F build where the engine allows it (the
+//! same bits; docs/PERFORMANCE.md, "Wider GELU and softmax").
 
 /// Absolute error bound of [`erf`] over all `f32` inputs: measured 9.0e-8 against `libm::erf`
 /// on a 1e-5 grid over [-6, 6] (unit test); the fits alone are ≈ 4e-9, the rest is f32 rounding.
@@ -154,13 +156,23 @@ unsafe fn gelu_in_place_avx2(xs: &mut [f32]) {
 /// Gated GELU of the ModernBERT MLP: `out[i] = gelu(value[i]) · gate[i]`.
 ///
 /// The three slices must have the same length (extra elements of the longer ones are ignored).
-pub fn gelu_mul(value: &[f32], gate: &[f32], out: &mut [f32]) {
+/// With `avx512` (the portable engine passes whether its `LAYA_BENCH_ISA` allows AVX-512) an
+/// AVX-512F build runs where the CPU has it: twice the elements per instruction, and the same
+/// bits as the AVX2 build, since every element goes through the same fused operations.
+pub fn gelu_mul(value: &[f32], gate: &[f32], out: &mut [f32], avx512: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512 && has_avx512f() {
+        // SAFETY: the CPU supports AVX-512F, AVX2 and FMA (checked at run time just above).
+        unsafe { gelu_mul_avx512(value, gate, out) };
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at run time just above).
         unsafe { gelu_mul_avx2(value, gate, out) };
         return;
     }
+    let _ = avx512;
     gelu_mul_generic::<false>(value, gate, out);
 }
 
@@ -174,6 +186,12 @@ fn gelu_mul_generic<const FMA: bool>(value: &[f32], gate: &[f32], out: &mut [f32
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn gelu_mul_avx2(value: &[f32], gate: &[f32], out: &mut [f32]) {
+    gelu_mul_generic::<true>(value, gate, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn gelu_mul_avx512(value: &[f32], gate: &[f32], out: &mut [f32]) {
     gelu_mul_generic::<true>(value, gate, out);
 }
 
@@ -213,17 +231,20 @@ fn softmax_term<const FMA: bool>(t: f32) -> f32 {
 #[inline(always)]
 fn softmax_in_place_generic<const FMA: bool>(xs: &mut [f32]) {
     let max = max_of(xs);
+    // the terms first (a loop as wide as the build's vectors), then their sum in 8 lanes: the
+    // same values added in the same order as one fused loop would, at AVX-512 width too
+    for x in xs.iter_mut() {
+        *x = softmax_term::<FMA>(*x - max);
+    }
     let mut lanes = [0.0f32; 8];
-    let mut chunks = xs.chunks_exact_mut(8);
+    let mut chunks = xs.chunks_exact(8);
     for c in &mut chunks {
-        for (l, x) in lanes.iter_mut().zip(c.iter_mut()) {
-            *x = softmax_term::<FMA>(*x - max);
+        for (l, x) in lanes.iter_mut().zip(c) {
             *l += *x;
         }
     }
     let mut sum = 0.0f32;
-    for x in chunks.into_remainder() {
-        *x = softmax_term::<FMA>(*x - max);
+    for x in chunks.remainder() {
         sum += *x;
     }
     sum += lanes.iter().sum::<f32>();
@@ -240,14 +261,22 @@ unsafe fn softmax_in_place_avx2(xs: &mut [f32]) {
 }
 
 /// Masked softmax of one attention row: scores whose `keep` byte is 0 are replaced by `-1e4`
-/// (PyTorch's explicit attention path), then softmax.
-pub fn masked_softmax_in_place(xs: &mut [f32], keep: &[u8]) {
+/// (PyTorch's explicit attention path), then softmax. `avx512` as in [`gelu_mul`]: the same
+/// bits from the AVX-512F build, where the CPU has it and the caller allows it.
+pub fn masked_softmax_in_place(xs: &mut [f32], keep: &[u8], avx512: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512 && has_avx512f() {
+        // SAFETY: the CPU supports AVX-512F, AVX2 and FMA (checked at run time just above).
+        unsafe { masked_softmax_avx512(xs, keep) };
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at run time just above).
         unsafe { masked_softmax_avx2(xs, keep) };
         return;
     }
+    let _ = avx512;
     masked_softmax_generic::<false>(xs, keep);
 }
 
@@ -262,6 +291,12 @@ fn masked_softmax_generic<const FMA: bool>(xs: &mut [f32], keep: &[u8]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn masked_softmax_avx2(xs: &mut [f32], keep: &[u8]) {
+    masked_softmax_generic::<true>(xs, keep);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn masked_softmax_avx512(xs: &mut [f32], keep: &[u8]) {
     masked_softmax_generic::<true>(xs, keep);
 }
 
@@ -364,6 +399,14 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[inline]
 pub fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// Whether the AVX-512F builds of [`gelu_mul`] and [`masked_softmax_in_place`] can run here
+/// (with AVX2 and FMA, which every AVX-512F CPU has; cached by std).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512f() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && has_avx2()
 }
 
 /// Whether the AVX2+FMA builds of the kernels can run here (never off x86-64).
@@ -490,12 +533,58 @@ mod tests {
         }
         let mut y: Vec<f32> = (0..19).map(|i| i as f32 * 0.1).collect();
         let keep: Vec<u8> = (0..19).map(|i| (i % 3 != 0) as u8).collect();
-        masked_softmax_in_place(&mut y, &keep);
+        masked_softmax_in_place(&mut y, &keep, true);
         let total: f32 = y.iter().sum();
         assert!((total - 1.0).abs() < 1e-6);
         for (v, k) in y.iter().zip(&keep) {
             if *k == 0 {
                 assert!(*v < 1e-30);
+            }
+        }
+    }
+
+    /// Every vector build of the engine's GELU gate and masked softmax gives the bits of the
+    /// same fused operations done one element at a time (`f32::mul_add` without target
+    /// features: an exact fused multiply-add in software), on the widths this CPU runs.
+    #[test]
+    fn vector_builds_give_the_bits_of_the_scalar_fused_code() {
+        let n = 1152 + 5; // a partial vector at the end
+        let value: Vec<f32> = (0..n).map(|i| ((i * 7919 % 2001) as f32 - 1000.0) * 0.0061).collect();
+        let gate: Vec<f32> = (0..n).map(|i| ((i * 31 % 101) as f32 - 50.0) * 0.02).collect();
+        let mut want = vec![0.0f32; n];
+        gelu_mul_generic::<true>(&value, &gate, &mut want);
+        let rows = 7;
+        let len = 96 + 3;
+        let scores: Vec<f32> = (0..rows * len).map(|i| ((i * 613 % 997) as f32 - 498.0) * 0.05).collect();
+        let keep: Vec<u8> =
+            (0..rows * len).map(|i| ((i / len) as i64 - (i % len) as i64).abs().le(&64) as u8).collect();
+        let mut want_sm = scores.clone();
+        for (r, k) in want_sm.chunks_exact_mut(len).zip(keep.chunks_exact(len)) {
+            masked_softmax_generic::<true>(r, k);
+        }
+        // the comparison tells fused from unfused arithmetic: the same code without FMA differs
+        let mut unfused = vec![0.0f32; n];
+        gelu_mul_generic::<false>(&value, &gate, &mut unfused);
+        assert!(unfused.iter().zip(&want).any(|(u, w)| u.to_bits() != w.to_bits()));
+        for avx512 in [false, true] {
+            if !has_avx2() {
+                break; // only the scalar, unfused build runs here
+            }
+            let mut got = vec![0.0f32; n];
+            gelu_mul(&value, &gate, &mut got, avx512);
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g.to_bits(), w.to_bits(), "gelu_mul avx512={avx512} element {i}: {g} vs {w}");
+            }
+            let mut sm = scores.clone();
+            for (r, k) in sm.chunks_exact_mut(len).zip(keep.chunks_exact(len)) {
+                masked_softmax_in_place(r, k, avx512);
+            }
+            for (i, (g, w)) in sm.iter().zip(&want_sm).enumerate() {
+                assert_eq!(
+                    g.to_bits(),
+                    w.to_bits(),
+                    "masked softmax avx512={avx512} element {i}: {g} vs {w}"
+                );
             }
         }
     }
@@ -508,7 +597,7 @@ mod tests {
         let mut row: Vec<f32> = (0..96).map(|i| -(i as f32) * 1.25).collect();
         let keep: Vec<u8> = (0..96).map(|i| (i < 65) as u8).collect();
         row[1] = 0.0; // two maxima: sum ≈ 2, so every term is divided by ≈ 2
-        masked_softmax_in_place(&mut row, &keep);
+        masked_softmax_in_place(&mut row, &keep, true);
         for (i, v) in row.iter().enumerate() {
             assert!(*v == 0.0 || v.is_normal(), "key {i}: {v:e} is subnormal");
         }

@@ -210,7 +210,8 @@ impl Masks {
 /// Per row `b` and head `h`: `S = q kᵀ · dh^−½`, masked scores replaced by −1e4, softmax over
 /// keys, `O = S v`. Writes head-major `heads_out` (`[B, heads, L, dh]`); `scores` holds
 /// `workers × L²` floats. With `workers > 1` the (row, head) tasks run on the current rayon pool
-/// in `workers` contiguous groups.
+/// in `workers` contiguous groups. `avx512`: the softmax may use its AVX-512 build (the same
+/// bits, [`ops::masked_softmax_in_place`]).
 pub(crate) fn attention(
     qkv: &[f32],
     shape: AttnShape,
@@ -218,6 +219,7 @@ pub(crate) fn attention(
     scores: &mut [f32],
     heads_out: &mut [f32],
     workers: usize,
+    avx512: bool,
 ) {
     let l = shape.len;
     let dh = shape.head_dim;
@@ -225,7 +227,7 @@ pub(crate) fn attention(
     let task_len = l * dh;
     let scale = (dh as f64).powf(-0.5) as f32;
     let one = |task: usize, sc: &mut [f32], out: &mut [f32]| {
-        attend_one(qkv, shape, task / shape.heads, task % shape.heads, mask, scale, sc, out)
+        attend_one(qkv, shape, task / shape.heads, task % shape.heads, mask, scale, avx512, sc, out)
     };
     let workers = workers.clamp(1, tasks.max(1));
     if workers == 1 {
@@ -255,6 +257,7 @@ fn attend_one(
     h: usize,
     mask: &[u8],
     scale: f32,
+    avx512: bool,
     scores: &mut [f32],
     out: &mut [f32],
 ) {
@@ -270,7 +273,7 @@ fn attend_one(
     matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Split::Single);
     let m = &mask[b * l * l..(b + 1) * l * l];
     for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
-        ops::masked_softmax_in_place(srow, mrow);
+        ops::masked_softmax_in_place(srow, mrow, avx512);
     }
     matmul(ViewMut::rows(out, 0, l, dh, dh), View::rows(scores, 0, l, l, l), v, 1.0, false, Split::Single);
 }
@@ -380,17 +383,19 @@ mod tests {
         let mut m = Masks::default();
         m.build(2, l, &valid, &band, 3, None);
         let mut outs = Vec::new();
-        for workers in [1, 2, 3] {
+        // the softmax's AVX-512 build (where this CPU has one) gives the same bits
+        for (workers, avx512) in [(1, false), (2, false), (3, false), (1, true), (2, true)] {
             let mut scores = vec![0.0f32; workers * l * l];
             let mut heads_out = vec![0.0f32; 2 * l * d];
             let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
-            pool.install(|| attention(&qkv, shape, &m.local, &mut scores, &mut heads_out, workers));
+            pool.install(|| attention(&qkv, shape, &m.local, &mut scores, &mut heads_out, workers, avx512));
             let mut merged = vec![0.0f32; 2 * l * d];
             merge_heads(&heads_out, shape, &mut merged);
             outs.push(merged);
         }
-        assert_eq!(outs[0], outs[1]);
-        assert_eq!(outs[0], outs[2]);
+        for (i, o) in outs.iter().enumerate().skip(1) {
+            assert_eq!(&outs[0], o, "run {i}");
+        }
         // naive f64 reference for every (row, head, query, column)
         let scale = (dh as f64).powf(-0.5);
         let row = |b: usize, t: usize| &qkv[(b * l + t) * 3 * d..(b * l + t + 1) * 3 * d];

@@ -608,7 +608,7 @@ impl PortableBackend {
                 apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref(), workers);
             }
             pf.lap(3);
-            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, workers);
+            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, self.tuning.isa);
             merge_heads(&s.heads, enc_shape, &mut s.attn);
             pf.lap(4);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
@@ -619,6 +619,7 @@ impl PortableBackend {
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
             pf.lap(6);
             let tanh = self.ablation.tanh_gelu;
+            let avx512 = self.tuning.isa == Isa::Avx512;
             let gate_row = |(m, g): (&[f32], &mut [f32])| {
                 let (value, gate) = m.split_at(inter);
                 if tanh {
@@ -626,7 +627,7 @@ impl PortableBackend {
                         *o = ops::gelu_tanh(v) * gt;
                     }
                 } else {
-                    ops::gelu_mul(value, gate, g);
+                    ops::gelu_mul(value, gate, g, avx512);
                 }
             };
             zip_rows(&s.mlp[..bl * 2 * inter], 2 * inter, &mut s.gated, inter, workers, gate_row);
@@ -655,7 +656,15 @@ impl PortableBackend {
             pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
             pf.lap(9);
-            run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, workers);
+            run_attention(
+                &self.pool,
+                &s.qkv,
+                head_shape,
+                head_mask,
+                &mut s.scores,
+                &mut s.heads,
+                self.tuning.isa,
+            );
             merge_heads(&s.heads, head_shape, &mut s.attn);
             pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
@@ -754,6 +763,8 @@ fn scorer_output(h: &[f32], output: &Linear, d: usize, logits: &mut [f32]) {
     }
 }
 
+/// Attention on the engine's pool, one group of heads per pool thread (the pool has the
+/// engine's `threads`, and the scratch holds that many score tiles), or on this thread.
 fn run_attention(
     pool: &Option<Arc<rayon::ThreadPool>>,
     qkv: &[f32],
@@ -761,11 +772,12 @@ fn run_attention(
     mask: &[u8],
     scores: &mut [f32],
     heads: &mut [f32],
-    workers: usize,
+    isa: Isa,
 ) {
+    let avx512 = isa == Isa::Avx512;
     match pool {
-        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, workers)),
-        None => attention(qkv, shape, mask, scores, heads, 1),
+        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, p.current_num_threads(), avx512)),
+        None => attention(qkv, shape, mask, scores, heads, 1, avx512),
     }
 }
 
