@@ -116,6 +116,13 @@ impl Isa {
         }
     }
 
+    /// Whether the elementwise kernels that have an AVX-512F build (the GELU gate and the
+    /// attention softmax in [`crate::model::ops`]: the same bits as their AVX2 builds) may use
+    /// it: the AVX-512 family only, so `LAYA_BENCH_ISA=avx2` keeps them on AVX2.
+    pub fn has_wide_elementwise(self) -> bool {
+        self == Isa::Avx512
+    }
+
     /// The register tile of the family's panel kernels (FP32 arithmetic), as reports name it.
     pub fn tile(self) -> &'static str {
         match self {
@@ -178,5 +185,13 @@ mod tests {
         for i in [Isa::Avx512, Isa::Avx2, Isa::Generic] {
             assert_eq!(Isa::parse(i.name()), Some(i));
         }
+    }
+
+    #[test]
+    fn only_the_avx512_family_widens_the_elementwise_kernels() {
+        // so `LAYA_BENCH_ISA=avx2` keeps the GELU gate and the softmax on their AVX2 builds
+        assert!(Isa::Avx512.has_wide_elementwise());
+        assert!(!Isa::Avx2.has_wide_elementwise());
+        assert!(!Isa::Generic.has_wide_elementwise());
     }
 }

@@ -551,6 +551,7 @@ impl PortableBackend {
         let par =
             Plan { split, bf16: self.tuning.bf16, f32_panel: self.tuning.f32_panel, isa: self.tuning.isa };
         let workers = self.threads;
+        let wide = self.tuning.isa.has_wide_elementwise();
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
 
@@ -608,7 +609,7 @@ impl PortableBackend {
                 apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref(), workers);
             }
             pf.lap(3);
-            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, self.tuning.isa);
+            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, wide);
             merge_heads(&s.heads, enc_shape, &mut s.attn);
             pf.lap(4);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
@@ -619,7 +620,6 @@ impl PortableBackend {
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
             pf.lap(6);
             let tanh = self.ablation.tanh_gelu;
-            let avx512 = self.tuning.isa == Isa::Avx512;
             let gate_row = |(m, g): (&[f32], &mut [f32])| {
                 let (value, gate) = m.split_at(inter);
                 if tanh {
@@ -627,7 +627,7 @@ impl PortableBackend {
                         *o = ops::gelu_tanh(v) * gt;
                     }
                 } else {
-                    ops::gelu_mul(value, gate, g, avx512);
+                    ops::gelu_mul(value, gate, g, wide);
                 }
             };
             zip_rows(&s.mlp[..bl * 2 * inter], 2 * inter, &mut s.gated, inter, workers, gate_row);
@@ -656,15 +656,7 @@ impl PortableBackend {
             pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
             pf.lap(9);
-            run_attention(
-                &self.pool,
-                &s.qkv,
-                head_shape,
-                head_mask,
-                &mut s.scores,
-                &mut s.heads,
-                self.tuning.isa,
-            );
+            run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, wide);
             merge_heads(&s.heads, head_shape, &mut s.attn);
             pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
@@ -764,7 +756,8 @@ fn scorer_output(h: &[f32], output: &Linear, d: usize, logits: &mut [f32]) {
 }
 
 /// Attention on the engine's pool, one group of heads per pool thread (the pool has the
-/// engine's `threads`, and the scratch holds that many score tiles), or on this thread.
+/// engine's `threads`, and the scratch holds that many score tiles), or on this thread; `wide`:
+/// [`Isa::has_wide_elementwise`].
 fn run_attention(
     pool: &Option<Arc<rayon::ThreadPool>>,
     qkv: &[f32],
@@ -772,12 +765,11 @@ fn run_attention(
     mask: &[u8],
     scores: &mut [f32],
     heads: &mut [f32],
-    isa: Isa,
+    wide: bool,
 ) {
-    let avx512 = isa == Isa::Avx512;
     match pool {
-        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, p.current_num_threads(), avx512)),
-        None => attention(qkv, shape, mask, scores, heads, 1, avx512),
+        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, p.current_num_threads(), wide)),
+        None => attention(qkv, shape, mask, scores, heads, 1, wide),
     }
 }
 
