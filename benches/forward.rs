@@ -12,11 +12,19 @@
 //! forward, and with single-threaded Linear products; for bf16 the decode-to-f32 product next
 //! to the AVX-512 BF16 pair-dot kernel; and for every precision the AVX2 kernels forced on an
 //! AVX-512 machine; in one process so the variants are side by side.
-//! `--interleave` (with `--compare`) builds every variant of a precision first and then times
-//! them in rounds, one forward of each per round in rotating order, so that a host whose speed
-//! drifts (a neighbour, stolen time) slows every variant alike; the table then adds each
-//! variant's paired ratio to the default (the median over rounds of its time over the
-//! default's in the same round). Without it each variant's forwards run back to back.
+//! `--interleave` builds every engine first (every variant of every precision asked for) and then
+//! times them in rounds, one forward of each per round in rotating order, so that a host whose
+//! speed drifts (a neighbour, stolen time) slows every row alike. Each round starts with a short
+//! run (30 ms) of the engine ISA's FMA peak loop ([`measure::PeakProbe`]), and the table adds
+//! each row's paired ratio to the first row (the median over rounds of its time over the first
+//! row's in the same round) and, for rows on that FMA kernel, its paired share of the peak (the
+//! median over rounds of its GFLOP/s over the peak sampled at that round's start). Without it
+//! each row's forwards run back to back.
+//! `--torch PYTHON` (with `--interleave`) adds the reference PyTorch FP32 forward as a row:
+//! `PYTHON scripts/bench_torch_forward.py --serve` runs one forward per request in a child
+//! process, timed there around the model call; with it every forward (and every probe) is
+//! preceded by 30 ms of sleep, so the other runtime's idle workers stop spinning first. The
+//! child's CPU time per forward is read from /proc.
 //!
 //! Every run first measures this machine's FMA peak and triad bandwidth
 //! (`laya_bench::bounds::measure`, as `bounds --measure`) and the table gives each row's
@@ -70,7 +78,12 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Process CPU time (user + system) in seconds, from /proc (Linux; `None` elsewhere).
 fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    proc_cpu_seconds("/proc/self/stat")
+}
+
+/// User + system CPU seconds from a `/proc/PID/stat` file.
+fn proc_cpu_seconds(path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
@@ -116,45 +129,156 @@ fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> Timin
     (med, min, max, cpu, steal)
 }
 
-/// Every variant's [`Timing`] and its paired ratio to the first (median over rounds of
-/// `t_variant / t_first` in the same round), from `iters` rounds of one forward each in
-/// rotating order. The steal is over the whole interleaved window, shared by all.
+/// A PyTorch FP32 forward timed in a child process (`scripts/bench_torch_forward.py --serve`),
+/// one forward per request, so that it can take its turn in the interleaved rounds.
+struct Torch {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    version: String,
+}
+
+impl Torch {
+    /// Start `python scripts/bench_torch_forward.py --serve` and wait until it has warmed up.
+    fn spawn(python: &str, threads: usize, len: usize) -> Result<Self, String> {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench_torch_forward.py");
+        let mut child = Command::new(python)
+            .args([script, "--serve", "--threads", &threads.to_string(), "--length", &len.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                format!("--torch {python}: cannot start it ({e}); give a Python with torch and numpy")
+            })?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let mut stdout = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        stdout.read_line(&mut line).map_err(|e| e.to_string())?;
+        let version = line
+            .trim()
+            .strip_prefix("ready torch ")
+            .ok_or_else(|| {
+                format!(
+                    "--torch {python}: expected `ready torch VERSION`, read {line:?} (its error is above)"
+                )
+            })?
+            .to_string();
+        Ok(Torch { child, stdin, stdout, version })
+    }
+
+    /// One forward: its time in ms, as the child measured it around the model call.
+    fn forward(&mut self) -> f64 {
+        use std::io::{BufRead, Write};
+        let mut line = String::new();
+        writeln!(self.stdin, "f")
+            .and_then(|_| self.stdin.flush())
+            .expect("the PyTorch child stopped reading");
+        self.stdout.read_line(&mut line).expect("the PyTorch child stopped answering");
+        line.trim().parse().unwrap_or_else(|_| panic!("the PyTorch child answered {line:?}"))
+    }
+
+    /// The child's CPU time (user + system) in seconds, from /proc.
+    fn cpu_seconds(&self) -> Option<f64> {
+        proc_cpu_seconds(&format!("/proc/{}/stat", self.child.id()))
+    }
+}
+
+impl Drop for Torch {
+    fn drop(&mut self) {
+        // closing stdin ends the child's loop
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What takes a turn in the interleaved rounds.
+enum Runner {
+    Engine(Box<PortableBackend>),
+    Torch(Torch),
+}
+
+impl Runner {
+    fn forward(&mut self, b: &PreparedBatch, out: &mut ForwardOutput) -> f64 {
+        match self {
+            Runner::Engine(e) => {
+                let t = Instant::now();
+                e.forward(b, out).expect("forward");
+                t.elapsed().as_secs_f64() * 1e3
+            }
+            Runner::Torch(t) => t.forward(),
+        }
+    }
+
+    fn cpu_seconds(&self) -> Option<f64> {
+        match self {
+            Runner::Engine(_) => cpu_seconds(),
+            Runner::Torch(t) => t.cpu_seconds(),
+        }
+    }
+}
+
+/// The interleaved rounds: per runner its forward times (ms, in round order) and CPU ms per
+/// forward; the probe's GFLOP/s taken at the start of every round; the steal over the whole
+/// window, shared by all.
+struct Rounds {
+    ms: Vec<Vec<f64>>,
+    cpu_ms: Vec<Option<f64>>,
+    peak: Vec<f64>,
+    steal: Option<StealTicks>,
+}
+
+/// `iters` rounds; each takes one probe sample of the FMA peak, then one forward of every
+/// runner in rotating order (with `gap` of sleep before each where another runtime's idle
+/// workers may still be spinning).
 fn time_interleaved(
-    built: &mut [(PortableBackend, f64)],
+    runners: &mut [Runner],
     b: &PreparedBatch,
     iters: usize,
-) -> Vec<(Timing, f64)> {
-    let n = built.len();
+    probe: &measure::PeakProbe,
+    gap: std::time::Duration,
+) -> Rounds {
+    let n = runners.len();
     let mut out = ForwardOutput::default();
-    for (backend, _) in built.iter_mut() {
-        warm(backend, b, &mut out);
+    for r in runners.iter_mut() {
+        for _ in 0..3 {
+            r.forward(b, &mut out);
+        }
     }
     let watch = StealWatch::start();
     let mut ms: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); n];
     let mut cpu: Vec<Option<f64>> = vec![Some(0.0); n];
+    let mut peak = Vec::with_capacity(iters);
     for round in 0..iters {
+        std::thread::sleep(gap);
+        peak.push(probe.sample());
         for j in 0..n {
             let v = (round + j) % n;
-            let c0 = cpu_seconds();
-            let t = Instant::now();
-            built[v].0.forward(b, &mut out).expect("forward");
-            ms[v].push(t.elapsed().as_secs_f64() * 1e3);
-            cpu[v] = match (cpu[v], c0, cpu_seconds()) {
+            std::thread::sleep(gap);
+            let c0 = runners[v].cpu_seconds();
+            ms[v].push(runners[v].forward(b, &mut out));
+            cpu[v] = match (cpu[v], c0, runners[v].cpu_seconds()) {
                 (Some(sum), Some(a), Some(z)) => Some(sum + z - a),
                 _ => None,
             };
         }
     }
     let steal = watch.stop();
-    (0..n)
-        .map(|v| {
-            let mut ratios: Vec<f64> = ms[v].iter().zip(&ms[0]).map(|(t, t0)| t / t0).collect();
-            let paired = median(&mut ratios);
-            let (med, min, max) = spread(&mut ms[v]);
-            let cpu_ms = cpu[v].map(|s| s * 1e3 / iters as f64);
-            ((med, min, max, cpu_ms, steal), paired)
-        })
-        .collect()
+    let cpu_ms = cpu.into_iter().map(|c| c.map(|s| s * 1e3 / iters as f64)).collect();
+    Rounds { ms, cpu_ms, peak, steal }
+}
+
+/// Median over rounds of `ms[round] / reference[round]`.
+fn paired_ratio(ms: &[f64], reference: &[f64]) -> f64 {
+    let mut r: Vec<f64> = ms.iter().zip(reference).map(|(t, t0)| t / t0).collect();
+    median(&mut r)
+}
+
+/// Median over rounds of the forward's GFLOP/s over the peak sampled at that round's start.
+fn paired_share(ms: &[f64], peak: &[f64], gflop: f64) -> f64 {
+    let mut r: Vec<f64> = ms.iter().zip(peak).map(|(t, p)| gflop / (t / 1e3) / p).collect();
+    median(&mut r)
 }
 
 fn main() {
@@ -173,6 +297,11 @@ fn main() {
     let compare = args.iter().any(|a| a == "--compare");
     let profile = args.iter().any(|a| a == "--profile");
     let interleave = args.iter().any(|a| a == "--interleave");
+    let torch_python = args.iter().position(|a| a == "--torch").and_then(|i| args.get(i + 1)).cloned();
+    if torch_python.is_some() && !interleave {
+        eprintln!("--torch takes its turn in the interleaved rounds: add --interleave");
+        std::process::exit(2);
+    }
 
     let shape = args
         .iter()
@@ -212,27 +341,29 @@ fn main() {
                 })
             }
         };
-    let mut rows = Vec::new();
-    for precision in precisions {
-        let mut variants = vec![("default", Tuning::default())];
+    // every (precision, variant) to time, with its precision's converted weights
+    let mut entries: Vec<(Precision, &'static str, Tuning)> = Vec::new();
+    for &precision in &precisions {
+        entries.push((precision, "default", Tuning::default()));
         if compare && precision == Precision::F32 {
             let other = match Tuning::default().weight_layout {
                 Layout::RowMajor => Layout::ColMajor,
                 _ => Layout::RowMajor,
             };
-            variants.push(("gemm crate", Tuning { f32_gemm: true, ..Tuning::default() }));
-            variants.push((
+            entries.push((precision, "gemm crate", Tuning { f32_gemm: true, ..Tuning::default() }));
+            entries.push((
+                precision,
                 "gemm other layout",
                 Tuning { f32_gemm: true, weight_layout: other, ..Tuning::default() },
             ));
-            variants.push(("panels copied", Tuning { f32_panel: true, ..Tuning::default() }));
+            entries.push((precision, "panels copied", Tuning { f32_panel: true, ..Tuning::default() }));
             for (name, gemm) in [
                 ("gemm rayon", GemmThreading::Rayon),
                 ("column split", GemmThreading::Columns),
                 ("1-thread gemm", GemmThreading::Single),
             ] {
                 if gemm != Tuning::default().gemm {
-                    variants.push((name, Tuning { gemm, ..Tuning::default() }));
+                    entries.push((precision, name, Tuning { gemm, ..Tuning::default() }));
                 }
             }
         }
@@ -243,120 +374,234 @@ fn main() {
                 ("bf16 decode", Bf16Kernel::Decode),
             ] {
                 if bf16 != Tuning::default().bf16 {
-                    variants.push((name, Tuning { bf16, ..Tuning::default() }));
+                    entries.push((precision, name, Tuning { bf16, ..Tuning::default() }));
                 }
             }
         }
         if compare && Tuning::default().isa == Isa::Avx512 {
-            variants.push(("avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::default() }));
+            entries.push((precision, "avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::default() }));
         }
-        let t = Instant::now();
-        let (converted, report) = convert_weights(w.clone(), precision).expect("conversion");
-        let convert_s = t.elapsed().as_secs_f64();
-        if let Some(r) = &report {
-            println!(
-                "{}: palettized {} tensors ({} elements) in {:.1} s, max relative RMS error {:.2e}",
-                precision.name(),
-                r.tensors.len(),
-                r.elements,
-                r.seconds,
-                r.max_rel_rms_error
-            );
-        }
-        let mut converted = Some(converted);
-        let n_variants = variants.len();
-        let mut weights_for = |i: usize| {
-            if i + 1 == n_variants { converted.take() } else { converted.clone() }.expect("weights")
-        };
-        let build = |weights, tuning: Tuning| {
+    }
+    let mut converted: Vec<(Precision, laya_bench::model::weights::DecisionWeights, f64)> = Vec::new();
+    let mut weights_of = |precision: Precision, last: bool| {
+        if !converted.iter().any(|(p, _, _)| *p == precision) {
             let t = Instant::now();
-            let backend = PortableBackend::new_tuned(
-                weights,
-                enc.clone(),
-                agent.clone(),
-                caps.clone(),
-                "synthetic".into(),
-                threads,
-                tuning,
-            );
-            (backend, t.elapsed().as_secs_f64())
+            let (c, report) = convert_weights(w.clone(), precision).expect("conversion");
+            if let Some(r) = &report {
+                println!(
+                    "{}: palettized {} tensors ({} elements) in {:.1} s, max relative RMS error {:.2e}",
+                    precision.name(),
+                    r.tensors.len(),
+                    r.elements,
+                    r.seconds,
+                    r.max_rel_rms_error
+                );
+            }
+            converted.push((precision, c, t.elapsed().as_secs_f64()));
+        }
+        let i = converted.iter().position(|(p, _, _)| *p == precision).expect("converted above");
+        let convert_s = converted[i].2;
+        let weights = if last { converted.swap_remove(i).1 } else { converted[i].1.clone() };
+        (weights, convert_s)
+    };
+    let build = |weights, tuning: Tuning| {
+        let t = Instant::now();
+        let backend = PortableBackend::new_tuned(
+            weights,
+            enc.clone(),
+            agent.clone(),
+            caps.clone(),
+            "synthetic".into(),
+            threads,
+            tuning,
+        );
+        (backend, t.elapsed().as_secs_f64())
+    };
+    // the last entry of each precision takes its weights, the others clone them
+    let last_of = |i: usize| !entries[i + 1..].iter().any(|(p, _, _)| *p == entries[i].0);
+    let fma_peak = |backend: &PortableBackend| {
+        let device = &backend.info().device;
+        if device.contains("amx-bf16 tiles") || device.contains("pair-dot") {
+            None
+        } else {
+            Some(match backend.isa() {
+                Isa::Avx512 => "avx512f fma",
+                Isa::Avx2 => "avx2 fma",
+                Isa::Generic => "scalar fma",
+            })
+        }
+    };
+    let mut rows = Vec::new();
+    let mut row_for = |precision: &'static str,
+                       name: String,
+                       backend: Option<&mut PortableBackend>,
+                       device: String,
+                       convert_build: (f64, f64),
+                       timing: Timing,
+                       paired: Option<(f64, Option<f64>)>| {
+        let (med, min, max, cpu, steal) = timing;
+        let kernel = match &backend {
+            Some(be) => {
+                let device = &be.info().device;
+                if device.contains("amx-bf16 tiles") {
+                    "amx_bf16 tiles"
+                } else if device.contains("pair-dot") {
+                    "avx512_bf16 dot"
+                } else {
+                    fma_peak(be).unwrap_or("scalar fma")
+                }
+            }
+            // PyTorch's FP32 products run on the widest FMA the CPU has
+            None => match Isa::selected() {
+                Isa::Avx512 => "avx512f fma",
+                Isa::Avx2 => "avx2 fma",
+                Isa::Generic => "scalar fma",
+            },
         };
-        let mut finish = |name: &'static str,
-                          backend: &mut PortableBackend,
-                          build: f64,
-                          timing: Timing,
-                          paired: Option<f64>| {
-            let (med, min, max, cpu, steal) = timing;
-            if profile {
-                backend.set_profiling(true);
-                let _ = time(backend, &b, iters);
-                let stages = backend.profile();
-                let total: f64 = stages.iter().map(|(_, s)| s).sum();
-                let calls = (iters + 3) as f64;
-                for (stage, secs) in stages {
-                    println!(
-                        "    {stage:<20} {:>7.2} ms/forward {:>5.1} %",
-                        secs * 1e3 / calls,
-                        100.0 * secs / total
+        let (bytes, model_bytes) = match backend {
+            Some(be) => {
+                if profile {
+                    be.set_profiling(true);
+                    let _ = time(be, &b, iters);
+                    let stages = be.profile();
+                    let total: f64 = stages.iter().map(|(_, s)| s).sum();
+                    let calls = (iters + 3) as f64;
+                    for (stage, secs) in stages {
+                        println!(
+                            "    {stage:<20} {:>7.2} ms/forward {:>5.1} %",
+                            secs * 1e3 / calls,
+                            100.0 * secs / total
+                        );
+                    }
+                    be.set_profiling(false);
+                }
+                let bytes = be.weight_bytes();
+                (Some(bytes.projections), Some(bytes.total))
+            }
+            None => (None, None),
+        };
+        println!(
+            "{precision:>5} {name:>14}: B1 L{l} K{k} {device}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}{}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward, {}{}",
+            paired.map_or(String::new(), |(p, share)| format!(
+                ", interleaved, {p:.3}× the first row's time in the same round (median){}",
+                share.map_or(String::new(), |s| format!(", {:.0} % of the {kernel} peak sampled at the round's start (median)", 100.0 * s))
+            )),
+            gflop / (med / 1e3),
+            cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
+            steal::describe(steal),
+            match (bytes, model_bytes) {
+                (Some(p), Some(t)) => format!(
+                    "; projection weights {:.2} MB, model {:.2} MB; converted in {:.1} s, engine built in {:.2} s",
+                    p as f64 / 1e6,
+                    t as f64 / 1e6,
+                    convert_build.0,
+                    convert_build.1
+                ),
+                _ => String::new(),
+            },
+        );
+        let share = peak
+            .peak(kernel)
+            .map_or("?".to_string(), |p| format!("{:.0} %", 100.0 * gflop / (med / 1e3) / p));
+        rows.push(Row {
+            precision,
+            variant: name,
+            median_ms: med,
+            gflops: gflop / (med / 1e3),
+            share,
+            round_share: paired.and_then(|(_, s)| s),
+            cpu_ms: cpu,
+            steal: steal.and_then(|s| s.fraction()),
+            projection_bytes: bytes,
+            model_bytes,
+            paired: paired.map(|(p, _)| p),
+        });
+    };
+    if interleave && (entries.len() > 1 || torch_python.is_some()) {
+        let mut built: Vec<(Precision, &'static str, PortableBackend, (f64, f64))> = Vec::new();
+        for (i, &(precision, name, tuning)) in entries.iter().enumerate() {
+            let (weights, convert_s) = weights_of(precision, last_of(i));
+            let (backend, build_s) = build(weights, tuning);
+            built.push((precision, name, backend, (convert_s, build_s)));
+        }
+        let probe = measure::PeakProbe::new(Isa::selected(), threads, 0.03);
+        let torch = torch_python.as_deref().map(|py| {
+            Torch::spawn(py, threads, l).unwrap_or_else(|e| {
+                eprintln!("{e}");
+                std::process::exit(2);
+            })
+        });
+        let torch_version = torch.as_ref().map(|t| t.version.clone());
+        let gap = std::time::Duration::from_millis(if torch.is_some() { 30 } else { 0 });
+        let meta: Vec<_> = built.iter().map(|(p, n, be, cb)| (*p, *n, fma_peak(be), *cb)).collect();
+        let mut runners: Vec<Runner> =
+            built.into_iter().map(|(_, _, be, _)| Runner::Engine(Box::new(be))).collect();
+        runners.extend(torch.map(Runner::Torch));
+        let rounds = time_interleaved(&mut runners, &b, iters, &probe, gap);
+        println!(
+            "interleaved: {iters} rounds of {} forwards in rotating order{}, each round starting with {:.0} ms of the {} loop on {threads} threads (round peaks: median {:.1}, min {:.1}, max {:.1} GFLOP/s)",
+            runners.len(),
+            if gap.is_zero() { String::new() } else { format!(", {} ms apart", gap.as_millis()) },
+            1e3 * 0.03,
+            probe.kernel(),
+            median(&mut rounds.peak.clone()),
+            rounds.peak.iter().cloned().fold(f64::MAX, f64::min),
+            rounds.peak.iter().cloned().fold(0.0, f64::max),
+        );
+        for (j, runner) in runners.iter_mut().enumerate() {
+            let mut ms = rounds.ms[j].clone();
+            let (med, min, max) = spread(&mut ms);
+            let timing = (med, min, max, rounds.cpu_ms[j], rounds.steal);
+            let ratio = paired_ratio(&rounds.ms[j], &rounds.ms[0]);
+            match runner {
+                Runner::Engine(backend) => {
+                    let (precision, name, kernel, cb) = meta[j];
+                    let share = (kernel == Some(probe.kernel()))
+                        .then(|| paired_share(&rounds.ms[j], &rounds.peak, gflop));
+                    let device = backend.info().device.clone();
+                    row_for(
+                        precision.name(),
+                        name.to_string(),
+                        Some(backend),
+                        device,
+                        cb,
+                        timing,
+                        Some((ratio, share)),
                     );
                 }
-                backend.set_profiling(false);
+                Runner::Torch(_) => {
+                    let share = Some(paired_share(&rounds.ms[j], &rounds.peak, gflop));
+                    let device = format!(
+                        "PyTorch {} FP32 eager, {threads} threads (scripts/bench_torch_forward.py)",
+                        torch_version.as_deref().unwrap_or("?")
+                    );
+                    row_for(
+                        "torch",
+                        "fp32 eager".into(),
+                        None,
+                        device,
+                        (0.0, 0.0),
+                        timing,
+                        Some((ratio, share)),
+                    );
+                }
             }
-            let bytes = backend.weight_bytes();
-            println!(
-                "{:>5} {name:>14}: B1 L{l} K{k} {}: median {med:.1} ms (min {min:.1}, max {max:.1}, n={iters}{}), {:.1} GFLOP/s of {gflop:.2} GFLOP, cpu {} ms/forward, {}; projection weights {:.2} MB, model {:.2} MB; converted in {convert_s:.1} s, engine built in {build:.2} s",
+        }
+    } else {
+        for (i, &(precision, name, tuning)) in entries.iter().enumerate() {
+            let (weights, convert_s) = weights_of(precision, last_of(i));
+            let (mut backend, build_s) = build(weights, tuning);
+            let timing = time(&mut backend, &b, iters);
+            let device = backend.info().device.clone();
+            row_for(
                 precision.name(),
-                backend.info().device,
-                paired.map_or(String::new(), |p| format!(", interleaved, {p:.3}× the default's time in the same round (median)")),
-                gflop / (med / 1e3),
-                cpu.map_or("?".to_string(), |c| format!("{c:.0}")),
-                steal::describe(steal),
-                bytes.projections as f64 / 1e6,
-                bytes.total as f64 / 1e6,
+                name.to_string(),
+                Some(&mut backend),
+                device,
+                (convert_s, build_s),
+                timing,
+                None,
             );
-            // the peak of the kernel this variant runs on
-            let device = &backend.info().device;
-            let peak_g = if device.contains("amx-bf16 tiles") {
-                peak.peak("amx_bf16 tiles")
-            } else if device.contains("pair-dot") {
-                peak.peak("avx512_bf16 dot")
-            } else {
-                peak.peak(match backend.isa() {
-                    Isa::Avx512 => "avx512f fma",
-                    Isa::Avx2 => "avx2 fma",
-                    Isa::Generic => "scalar fma",
-                })
-            };
-            let share =
-                peak_g.map_or("?".to_string(), |p| format!("{:.0} %", 100.0 * gflop / (med / 1e3) / p));
-            rows.push(Row {
-                precision: precision.name(),
-                variant: name,
-                median_ms: med,
-                gflops: gflop / (med / 1e3),
-                share,
-                cpu_ms: cpu,
-                steal: steal.and_then(|s| s.fraction()),
-                projection_bytes: bytes.projections,
-                model_bytes: bytes.total,
-                paired,
-            });
-        };
-        if interleave && n_variants > 1 {
-            let mut built: Vec<(PortableBackend, f64)> =
-                variants.iter().enumerate().map(|(i, (_, tuning))| build(weights_for(i), *tuning)).collect();
-            let timings = time_interleaved(&mut built, &b, iters);
-            for ((name, _), ((backend, build_s), (timing, paired))) in
-                variants.iter().zip(built.iter_mut().zip(timings))
-            {
-                finish(name, backend, *build_s, timing, Some(paired));
-            }
-        } else {
-            for (i, (name, tuning)) in variants.iter().enumerate() {
-                let (mut backend, build_s) = build(weights_for(i), *tuning);
-                let timing = time(&mut backend, &b, iters);
-                finish(name, &mut backend, build_s, timing, None);
-            }
         }
     }
     println!();
@@ -376,22 +621,24 @@ fn main() {
         println!("WARNING: {w}");
     }
     println!(
-        "| precision | variant | median ms | GFLOP/s | % of its peak | cpu ms/forward | steal | time / default's, paired | projection weight MB | model MB |"
+        "| precision | variant | median ms | GFLOP/s | % of its peak | % of the round's peak, paired | cpu ms/forward | steal | time / first row's, paired | projection weight MB | model MB |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mb = |b: Option<usize>| b.map_or("–".to_string(), |b| format!("{:.2}", b as f64 / 1e6));
     for r in rows {
         println!(
-            "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {:.2} | {:.2} |",
+            "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
             r.precision,
             r.variant,
             r.median_ms,
             r.gflops,
             r.share,
+            r.round_share.map_or("–".to_string(), |s| format!("{:.0} %", 100.0 * s)),
             r.cpu_ms.map_or("?".to_string(), |c| format!("{c:.0}")),
             r.steal.map_or("?".to_string(), |f| format!("{:.1} %", 100.0 * f)),
             r.paired.map_or("–".to_string(), |p| format!("{p:.3}")),
-            r.projection_bytes as f64 / 1e6,
-            r.model_bytes as f64 / 1e6
+            mb(r.projection_bytes),
+            mb(r.model_bytes)
         );
         if let Some(f) = r.steal.filter(|&f| f >= STEAL_WARN_FRACTION) {
             eprintln!(
@@ -405,16 +652,19 @@ fn main() {
 }
 
 /// One row of the closing table.
-struct Row<'a> {
-    precision: &'a str,
-    variant: &'a str,
+struct Row {
+    precision: &'static str,
+    variant: String,
     median_ms: f64,
     gflops: f64,
     share: String,
+    /// With `--interleave`, for rows on the probe's FMA kernel (and PyTorch): the median over
+    /// rounds of the GFLOP/s over the FMA peak sampled at the round's start.
+    round_share: Option<f64>,
     cpu_ms: Option<f64>,
     steal: Option<f64>,
-    projection_bytes: usize,
-    model_bytes: usize,
-    /// With `--interleave`: the median over rounds of this variant's time over the default's.
+    projection_bytes: Option<usize>,
+    model_bytes: Option<usize>,
+    /// With `--interleave`: the median over rounds of this row's time over the first row's.
     paired: Option<f64>,
 }

@@ -8,6 +8,11 @@ full table would only cost memory). Batch 1, length 96, 4 option markers, explic
 `torch.set_num_threads(2)`, 20 warm-up + 30 timed calls; prints the median in ms as one JSON line.
 
     /tmp/refenv/bin/python scripts/bench_torch_forward.py
+
+`--serve`: after the warm-up, print `ready torch VERSION`, then time one forward for every line
+read from stdin and print its time in ms (one line each) until stdin closes. This is how
+`cargo bench --bench forward -- --interleave --torch PYTHON` gives PyTorch its turn in the
+interleaved rounds.
 """
 
 import argparse
@@ -39,6 +44,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--serve", action="store_true",
+                    help="time one forward per stdin line, print its ms (after `ready torch VERSION`)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -61,6 +68,13 @@ def main():
     with torch.inference_mode():
         for _ in range(args.warmup):
             model(ids, att, mpos, mmask, qtype)
+        if args.serve:
+            print(f"ready torch {torch.__version__}", flush=True)
+            for _ in sys.stdin:
+                t0 = time.perf_counter()
+                model(ids, att, mpos, mmask, qtype)
+                print(f"{(time.perf_counter() - t0) * 1e3:.4f}", flush=True)
+            return
         for _ in range(args.iters):
             t0 = time.perf_counter()
             model(ids, att, mpos, mmask, qtype)

@@ -267,31 +267,76 @@ fn run_kernel(k: Kernel, iters: u64) -> (f64, f32) {
     }
 }
 
-/// Best of three timed runs of ≈ 0.15 s, on `threads` threads at once.
-fn peak_gflops(k: Kernel, threads: usize) -> f64 {
-    // calibrate on one thread
+/// Loop iterations of `k` that take about `seconds` on one thread (calibrated on this one).
+fn calibrate(k: Kernel, seconds: f64) -> u64 {
     let mut iters = 1_000u64;
     loop {
         let t = Instant::now();
         std::hint::black_box(run_kernel(k, iters));
         let s = t.elapsed().as_secs_f64();
         if s > 0.01 || iters > 1 << 34 {
-            iters = ((iters as f64) * 0.15 / s.max(1e-9)) as u64;
-            break;
+            return (((iters as f64) * seconds / s.max(1e-9)) as u64).max(1);
         }
         iters *= 4;
     }
-    let iters = iters.max(1);
-    (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            let flop: f64 = std::thread::scope(|s| {
-                let hs: Vec<_> = (0..threads).map(|_| s.spawn(move || run_kernel(k, iters))).collect();
-                hs.into_iter().map(|h| h.join().map_or(0.0, |(f, v)| f + 0.0 * v as f64)).sum()
-            });
-            flop * iters as f64 / t.elapsed().as_secs_f64() / 1e9
-        })
-        .fold(0.0, f64::max)
+}
+
+/// GFLOP/s of one timed run of `iters` iterations of `k` on `threads` threads at once.
+fn timed_run(k: Kernel, threads: usize, iters: u64) -> f64 {
+    let t = Instant::now();
+    let flop: f64 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads).map(|_| s.spawn(move || run_kernel(k, iters))).collect();
+        hs.into_iter().map(|h| h.join().map_or(0.0, |(f, v)| f + 0.0 * v as f64)).sum()
+    });
+    flop * iters as f64 / t.elapsed().as_secs_f64() / 1e9
+}
+
+/// Best of three timed runs of ≈ 0.15 s, on `threads` threads at once.
+fn peak_gflops(k: Kernel, threads: usize) -> f64 {
+    let iters = calibrate(k, 0.15);
+    (0..3).map(|_| timed_run(k, threads, iters)).fold(0.0, f64::max)
+}
+
+/// A short run of the FP32 FMA peak loop of one ISA, calibrated once, to be taken next to each
+/// measured forward: on a host whose speed drifts from minute to minute (a VM's neighbours),
+/// a forward's share of a peak measured seconds earlier mixes two phases, and its share of
+/// the peak taken right beside it does not.
+#[derive(Debug, Clone, Copy)]
+pub struct PeakProbe {
+    kernel: Kernel,
+    name: &'static str,
+    threads: usize,
+    iters: u64,
+}
+
+impl PeakProbe {
+    /// The FMA loop of `isa` (`avx512f fma`, `avx2 fma`, or `scalar fma` where `isa` does not
+    /// run here), on `threads` threads (at least 1), each sample about `seconds` long.
+    pub fn new(isa: Isa, threads: usize, seconds: f64) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        let (kernel, isa) = match isa {
+            Isa::Avx512 if isa.runs_here() => (Kernel::Avx512, isa),
+            Isa::Avx512 | Isa::Avx2 if Isa::Avx2.runs_here() => (Kernel::Avx2, Isa::Avx2),
+            _ => (Kernel::Scalar, Isa::Generic),
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let (kernel, isa) = {
+            let _ = isa;
+            (Kernel::Scalar, Isa::Generic)
+        };
+        let iters = calibrate(kernel, seconds.max(1e-4));
+        PeakProbe { kernel, name: fma_kernel(isa), threads: threads.max(1), iters }
+    }
+
+    /// The kernel's name, as in [`Peak::kernel`].
+    pub fn kernel(&self) -> &'static str {
+        self.name
+    }
+
+    /// One timed run: GFLOP/s over all threads.
+    pub fn sample(&self) -> f64 {
+        timed_run(self.kernel, self.threads, self.iters)
+    }
 }
 
 fn scalar_chains(iters: u64) -> f32 {
@@ -423,5 +468,27 @@ mod tests {
     #[test]
     fn the_scalar_peak_and_the_triad_measure_something() {
         assert!(peak_gflops(Kernel::Scalar, 1) > 0.0);
+    }
+
+    #[test]
+    fn a_probe_runs_the_fma_loop_of_the_best_isa_at_most_the_one_asked() {
+        let expect = |isa: Isa| {
+            if isa == Isa::Avx512 && isa.runs_here() {
+                "avx512f fma"
+            } else if isa != Isa::Generic && Isa::Avx2.runs_here() {
+                "avx2 fma"
+            } else {
+                "scalar fma"
+            }
+        };
+        for isa in [Isa::Generic, Isa::Avx2, Isa::Avx512] {
+            let p = PeakProbe::new(isa, 2, 0.002);
+            assert_eq!(p.kernel(), expect(isa), "{isa:?}");
+            assert_eq!(p.threads, 2);
+            let g = p.sample();
+            assert!(g.is_finite() && g > 0.0, "{isa:?}: {g}");
+        }
+        // a request for zero threads still runs one
+        assert_eq!(PeakProbe::new(Isa::Generic, 0, 0.001).threads, 1);
     }
 }
