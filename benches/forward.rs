@@ -129,6 +129,22 @@ fn time(backend: &mut PortableBackend, b: &PreparedBatch, iters: usize) -> Timin
     (med, min, max, cpu, steal)
 }
 
+/// Seconds of the FMA peak loop at the start of every interleaved round.
+const PROBE_SECONDS: f64 = 0.03;
+
+/// The peak a backend's products run at, as a [`measure::Peak::kernel`] name: the AMX tile or
+/// BF16 pair-dot rate where its device names those kernels, else the FMA rate of its ISA.
+fn peak_kernel(backend: &PortableBackend) -> &'static str {
+    let device = &backend.info().device;
+    if device.contains("amx-bf16 tiles") {
+        "amx_bf16 tiles"
+    } else if device.contains("pair-dot") {
+        "avx512_bf16 dot"
+    } else {
+        measure::fma_kernel(backend.isa())
+    }
+}
+
 /// A PyTorch FP32 forward timed in a child process (`scripts/bench_torch_forward.py --serve`),
 /// one forward per request, so that it can take its turn in the interleaved rounds.
 struct Torch {
@@ -187,7 +203,7 @@ impl Torch {
 
 impl Drop for Torch {
     fn drop(&mut self) {
-        // closing stdin ends the child's loop
+        // the child serves until stdin closes; it is not needed after the rounds
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -419,18 +435,6 @@ fn main() {
     };
     // the last entry of each precision takes its weights, the others clone them
     let last_of = |i: usize| !entries[i + 1..].iter().any(|(p, _, _)| *p == entries[i].0);
-    let fma_peak = |backend: &PortableBackend| {
-        let device = &backend.info().device;
-        if device.contains("amx-bf16 tiles") || device.contains("pair-dot") {
-            None
-        } else {
-            Some(match backend.isa() {
-                Isa::Avx512 => "avx512f fma",
-                Isa::Avx2 => "avx2 fma",
-                Isa::Generic => "scalar fma",
-            })
-        }
-    };
     let mut rows = Vec::new();
     let mut row_for = |precision: &'static str,
                        name: String,
@@ -440,24 +444,8 @@ fn main() {
                        timing: Timing,
                        paired: Option<(f64, Option<f64>)>| {
         let (med, min, max, cpu, steal) = timing;
-        let kernel = match &backend {
-            Some(be) => {
-                let device = &be.info().device;
-                if device.contains("amx-bf16 tiles") {
-                    "amx_bf16 tiles"
-                } else if device.contains("pair-dot") {
-                    "avx512_bf16 dot"
-                } else {
-                    fma_peak(be).unwrap_or("scalar fma")
-                }
-            }
-            // PyTorch's FP32 products run on the widest FMA the CPU has
-            None => match Isa::selected() {
-                Isa::Avx512 => "avx512f fma",
-                Isa::Avx2 => "avx2 fma",
-                Isa::Generic => "scalar fma",
-            },
-        };
+        // PyTorch's FP32 products run on the FMA of the widest family the engine may use
+        let kernel = backend.as_deref().map_or(measure::fma_kernel(Isa::selected()), peak_kernel);
         let (bytes, model_bytes) = match backend {
             Some(be) => {
                 if profile {
@@ -524,7 +512,7 @@ fn main() {
             let (backend, build_s) = build(weights, tuning);
             built.push((precision, name, backend, (convert_s, build_s)));
         }
-        let probe = measure::PeakProbe::new(Isa::selected(), threads, 0.03);
+        let probe = measure::PeakProbe::new(Isa::selected(), threads, PROBE_SECONDS);
         let torch = torch_python.as_deref().map(|py| {
             Torch::spawn(py, threads, l).unwrap_or_else(|e| {
                 eprintln!("{e}");
@@ -533,7 +521,7 @@ fn main() {
         });
         let torch_version = torch.as_ref().map(|t| t.version.clone());
         let gap = std::time::Duration::from_millis(if torch.is_some() { 30 } else { 0 });
-        let meta: Vec<_> = built.iter().map(|(p, n, be, cb)| (*p, *n, fma_peak(be), *cb)).collect();
+        let meta: Vec<_> = built.iter().map(|(p, n, be, cb)| (*p, *n, peak_kernel(be), *cb)).collect();
         let mut runners: Vec<Runner> =
             built.into_iter().map(|(_, _, be, _)| Runner::Engine(Box::new(be))).collect();
         runners.extend(torch.map(Runner::Torch));
@@ -542,7 +530,7 @@ fn main() {
             "interleaved: {iters} rounds of {} forwards in rotating order{}, each round starting with {:.0} ms of the {} loop on {threads} threads (round peaks: median {:.1}, min {:.1}, max {:.1} GFLOP/s)",
             runners.len(),
             if gap.is_zero() { String::new() } else { format!(", {} ms apart", gap.as_millis()) },
-            1e3 * 0.03,
+            1e3 * PROBE_SECONDS,
             probe.kernel(),
             median(&mut rounds.peak.clone()),
             rounds.peak.iter().cloned().fold(f64::MAX, f64::min),
@@ -556,8 +544,8 @@ fn main() {
             match runner {
                 Runner::Engine(backend) => {
                     let (precision, name, kernel, cb) = meta[j];
-                    let share = (kernel == Some(probe.kernel()))
-                        .then(|| paired_share(&rounds.ms[j], &rounds.peak, gflop));
+                    let share =
+                        (kernel == probe.kernel()).then(|| paired_share(&rounds.ms[j], &rounds.peak, gflop));
                     let device = backend.info().device.clone();
                     row_for(
                         precision.name(),

@@ -85,7 +85,8 @@ impl Measured {
 const BF16_DOT: &str = "avx512_bf16 dot";
 const AMX_BF16: &str = "amx_bf16 tiles";
 
-fn fma_kernel(isa: Isa) -> &'static str {
+/// The name of the FP32 FMA peak loop of an ISA family, as in [`Peak::kernel`].
+pub fn fma_kernel(isa: Isa) -> &'static str {
     match isa {
         Isa::Avx512 => "avx512f fma",
         Isa::Avx2 => "avx2 fma",
