@@ -10,7 +10,8 @@
 //! `--compare` also times, for f32, the engine on the `gemm` crate (row-major and the other
 //! layout, the engine before packing at load), with row-major weights copied into panels every
 //! forward, and with single-threaded Linear products; for bf16 the decode-to-f32 product next
-//! to the AVX-512 BF16 pair-dot kernel; and for every precision the AVX2 kernels forced on an
+//! to the AVX-512 BF16 pair-dot kernel; for w8 the palettes decoded to f32 next to the AMX
+//! decode-to-BF16 product; and for every precision the AVX2 kernels forced on an
 //! AVX-512 machine; in one process so the variants are side by side.
 //! `--interleave` builds every engine first (every variant of every precision asked for) and then
 //! times them in rounds, one forward of each per round in rotating order, so that a host whose
@@ -32,7 +33,7 @@
 
 use std::time::Instant;
 
-use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, Isa, PortableBackend, Tuning};
+use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, Isa, PaletteKernel, PortableBackend, Tuning};
 use laya_bench::backend::registry::{portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::bounds::measure;
@@ -393,6 +394,13 @@ fn main() {
                     entries.push((precision, name, Tuning { bf16, ..Tuning::default() }));
                 }
             }
+        }
+        if compare && precision == Precision::W8 && Tuning::default().palette != PaletteKernel::Decode {
+            entries.push((
+                precision,
+                "w8 f32 decode",
+                Tuning { palette: PaletteKernel::Decode, ..Tuning::default() },
+            ));
         }
         if compare && Tuning::default().isa == Isa::Avx512 {
             entries.push((precision, "avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::default() }));

@@ -64,12 +64,17 @@ impl Measured {
     }
 
     /// The all-thread peak a portable arm of `precision` computes at with the engine's kernels:
-    /// the AMX tile rate for BF16 where the engine uses AMX, the BF16 dot rate where it uses
-    /// `vdpbf16ps`, else the FP32 FMA rate of the engine's ISA (FP16 and palettized weights
-    /// are widened to FP32).
+    /// the AMX tile rate for BF16 and 8-bit palettes where the engine uses AMX (palettes need
+    /// AVX-512 VBMI too), the BF16 dot rate where BF16 uses `vdpbf16ps`, else the FP32 FMA rate
+    /// of the engine's ISA (FP16 and other palettized weights are widened to FP32).
     pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
         let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
-        if precision == Precision::Bf16 && isa.has_amx_bf16() {
+        let amx = match precision {
+            Precision::Bf16 => isa.has_amx_bf16(),
+            Precision::W8 => isa.has_amx_bf16() && isa.has_lut8(),
+            _ => false,
+        };
+        if amx {
             if let Some(g) = self.peak(AMX_BF16) {
                 return Some((AMX_BF16.to_string(), g));
             }

@@ -1,7 +1,8 @@
 //! Weight-only grouped k-means palettization (the W8 candidate of energy-protocol.md, NOT
 //! W8A8): every projection matrix above [`DEFAULT_ABOVE_ELEMENTS`] elements gets, per group of
 //! output channels, a table of `2^bits` f32 centroids and a `bits`-wide index per weight;
-//! activations stay f32. Token and type embeddings, norms, biases, the scorer output and the
+//! activations stay f32 (the portable engine's AMX product rounds 8-bit tables and activations
+//! to BF16 where it runs: docs/PRECISION.md). Token and type embeddings, norms, biases, the scorer output and the
 //! action head are untouched.
 //!
 //! # Method

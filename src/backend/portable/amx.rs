@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use super::isa::Isa;
 use super::linalg::{DstPtr, Split};
-use crate::model::lowp::{DenseHalf, HalfOrder, PANEL_ROWS};
+use crate::model::lowp::{DenseHalf, HalfOrder, PaletteOrder, Palettized, PANEL_ROWS};
 
 /// Inputs per tile step (one B tile: 16 pairs).
 pub(crate) const STEP: usize = 32;
@@ -99,6 +99,20 @@ pub(crate) fn takes(w: &DenseHalf) -> bool {
         && w.data().len() == out.next_multiple_of(PANEL_ROWS) * w.cols_even()
 }
 
+/// Whether [`linear_palettized`] takes a weight of this shape: 8-bit palettes in
+/// [`PaletteOrder::Panels16`] whose groups are whole panels and whose input count is a multiple
+/// of [`STEP`] (others take the FP32 panel kernel's decoder).
+pub(crate) fn takes_palette(p: &Palettized) -> bool {
+    let (k, out) = (p.cols(), p.rows());
+    p.bits() == 8
+        && p.order() == PaletteOrder::Panels16
+        && p.group_size().is_multiple_of(PANEL_ROWS)
+        && k > 0
+        && k.is_multiple_of(STEP)
+        && p.indices().len() == out.next_multiple_of(PANEL_ROWS) * k
+        && p.lut().len() >= p.groups() * 256
+}
+
 /// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias). Returns false, doing nothing, when AMX cannot run
 /// here or under `isa`, the weight is not one [`takes`] accepts or a slice is too short; the
 /// caller then takes another kernel.
@@ -115,8 +129,60 @@ pub(crate) fn linear(
     if !isa.has_amx_bf16() || !takes(w) || x.len() < m * k || y.len() < m * out {
         return false;
     }
+    product(x, m, k, out, Source::Dense(w.data()), y, accumulate, split);
+    true
+}
+
+/// [`linear`] for 8-bit palettized weights: each pair of 16-row panels is decoded, once per
+/// product, through its group's table rounded to BF16 (nearest even) into a Pairs16 BF16 block
+/// in the worker's cache (2 × 16 × `in` values, 192 KiB at 3072 inputs), which the tiles then
+/// read for every row of `x`. The arithmetic is then that of BF16 weights (BF16 operands, f32
+/// sums), like Core ML's W8 palettization, which decodes its tables to FP16. Returns false,
+/// doing nothing, when AMX or the AVX-512 VBMI byte permutes of the decoder cannot run here or
+/// under `isa`, the weight is not one [`takes_palette`] accepts or a slice is too short.
+pub(crate) fn linear_palettized(
+    x: &[f32],
+    m: usize,
+    p: &Palettized,
+    y: &mut [f32],
+    accumulate: bool,
+    split: Split,
+    isa: Isa,
+) -> bool {
+    let (k, out) = (p.cols(), p.rows());
+    if !isa.has_amx_bf16() || !isa.has_lut8() || !takes_palette(p) || x.len() < m * k || y.len() < m * out {
+        return false;
+    }
+    let src = Source::Palette { indices: p.indices(), lut: p.lut(), group_size: p.group_size() };
+    product(x, m, k, out, src, y, accumulate, split);
+    true
+}
+
+/// Where the tiles read a panel's BF16 weights from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// Pairs16 BF16 panels, read in place.
+    Dense(&'a [u16]),
+    /// Panels16 8-bit indices and their groups' f32 tables (`256` entries per group of
+    /// `group_size` rows, a multiple of 16), decoded pair of panels by pair of panels.
+    Palette { indices: &'a [u8], lut: &'a [f32], group_size: usize },
+}
+
+/// The product of [`linear`] and [`linear_palettized`] once their checks passed: `x` rounded to
+/// BF16, then parts of whole pairs of panels on the workers.
+#[allow(clippy::too_many_arguments)]
+fn product(
+    x: &[f32],
+    m: usize,
+    k: usize,
+    out: usize,
+    src: Source<'_>,
+    y: &mut [f32],
+    accumulate: bool,
+    split: Split,
+) {
     if m == 0 || out == 0 {
-        return true;
+        return;
     }
     #[cfg(target_arch = "x86_64")]
     {
@@ -127,7 +193,8 @@ pub(crate) fn linear(
             xb.resize(mp * k, 0);
             xb[m * k..].fill(0);
             for (src, dst) in x[..m * k].chunks_exact(k).zip(xb.chunks_exact_mut(k)) {
-                // SAFETY: `has_amx_bf16()` implies AVX-512F and AVX-512 BF16 (checked at run time).
+                // SAFETY: the callers checked `has_amx_bf16()`, which implies AVX-512F and
+                // AVX-512 BF16 (checked at run time).
                 unsafe { super::bf16dot::round_row(src, dst) };
             }
             let xb: &[u16] = &xb;
@@ -137,14 +204,15 @@ pub(crate) fn linear(
             let pairs = panels.div_ceil(2);
             let parts = if workers > 1 { pairs.min(workers * TASKS_PER_WORKER) } else { 1 };
             let dst = DstPtr(y.as_mut_ptr());
-            let wd = w.data();
             let part = |pi: usize| {
                 let (p0, p1) = (2 * (pairs * pi / parts), (2 * (pairs * (pi + 1) / parts)).min(panels));
-                // SAFETY: `has_amx_bf16()` checked the CPU and the OS's grant; `xb` holds mp
-                // rows of k values; every panel in [p0, p1) holds 16·k values of `wd` (checked
-                // by `takes`); this part alone writes columns [16·p0, min(16·p1, out)) of the m
-                // rows of `y` (row stride `out`, length ≥ m·out).
-                unsafe { tiles::panels(xb, m, k, wd, p0, p1, dst, out, accumulate) };
+                // SAFETY: the callers checked the CPU, the OS's grant and (for palettes) the
+                // AVX-512 VBMI decoder; `xb` holds mp rows of k values; every panel in
+                // [p0, p1) holds 16·k values (or indices) of the source, whose tables cover
+                // every group (checked by `takes` / `takes_palette`); this part alone writes
+                // columns [16·p0, min(16·p1, out)) of the m rows of `y` (row stride `out`,
+                // length ≥ m·out).
+                unsafe { tiles::panels(xb, m, k, src, p0, p1, dst, out, accumulate) };
             };
             if parts > 1 {
                 (0..parts).into_par_iter().for_each(part);
@@ -153,7 +221,8 @@ pub(crate) fn linear(
             }
         });
     }
-    true
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, k, src, y, accumulate, split);
 }
 
 /// FLOP of one [`peak_loop`] iteration: six 16 × 16 × 32 tile products, a multiply-add
@@ -223,19 +292,71 @@ impl TileConfig {
 #[cfg(target_arch = "x86_64")]
 mod tiles {
     use std::arch::asm;
+    use std::cell::RefCell;
 
-    use super::{DstPtr, TileConfig, STEP, TILE_ROWS};
+    use super::{decode, DstPtr, Source, TileConfig, STEP, TILE_ROWS};
     use crate::model::lowp::PANEL_ROWS;
 
-    /// Panels `[p0, p1)` of `w` against all `m` rows of `xb`, into columns `16·p0..` of `dst`.
+    thread_local! {
+        /// A decoded pair of palettized panels (Pairs16 BF16, 2 × 16 × k values); reused.
+        static WBF: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Panels `[p0, p1)` of `src` against all `m` rows of `xb`, into columns `16·p0..` of `dst`.
     ///
     /// # Safety
-    /// AMX-TILE and AMX-BF16 usable in this process; `xb.len() ≥ m.next_multiple_of(16)·k`,
-    /// `k` a positive multiple of 32; `w` holds every panel below `p1` (16·k values each);
-    /// `dst` points at a live f32 array of at least `m·ld` values of which this call alone
-    /// writes columns `[16·p0, min(16·p1, ld))`.
+    /// AMX-TILE and AMX-BF16 usable in this process, and for a palette source AVX-512F/BW/VBMI
+    /// too; `xb.len() ≥ m.next_multiple_of(16)·k`, `k` a positive multiple of 32; `src` holds
+    /// every panel below `p1` (16·k values or indices each; for a palette, 256 table entries for
+    /// each group, groups a multiple of 16 rows); `dst` points at a live f32 array of at least
+    /// `m·ld` values of which this call alone writes columns `[16·p0, min(16·p1, ld))`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn panels(
+        xb: &[u16],
+        m: usize,
+        k: usize,
+        src: Source<'_>,
+        p0: usize,
+        p1: usize,
+        dst: DstPtr,
+        ld: usize,
+        accumulate: bool,
+    ) {
+        match src {
+            // SAFETY: the caller's contract.
+            Source::Dense(w) => unsafe { dense(xb, m, k, w, p0, p1, dst, ld, accumulate) },
+            Source::Palette { indices, lut, group_size } => WBF.with(|buf| {
+                let mut wb = buf.borrow_mut();
+                let panel_len = PANEL_ROWS * k;
+                wb.resize(2 * panel_len, 0);
+                let mut p = p0;
+                while p < p1 {
+                    let np = (p1 - p).min(2);
+                    for q in 0..np {
+                        let g = (p + q) * PANEL_ROWS / group_size;
+                        let idx = &indices[(p + q) * panel_len..(p + q + 1) * panel_len];
+                        // SAFETY: AVX-512F/BW/VBMI and AVX-512 BF16 (the caller's contract);
+                        // the group's 256 entries are inside `lut`; `idx` and the output hold
+                        // 16·k values, a multiple of 64.
+                        unsafe {
+                            decode::palette_pairs(idx, &lut[g * 256..g * 256 + 256], &mut wb[q * panel_len..])
+                        };
+                    }
+                    // SAFETY: the decoded block holds `np` panels of 16·k values; the caller's
+                    // contract covers `xb` and the destination columns of panels [p, p + np).
+                    unsafe { block(xb, m, k, &wb, 0, p, np, None, dst, ld, accumulate) };
+                    p += np;
+                }
+            }),
+        }
+    }
+
+    /// [`panels`] for Pairs16 BF16 weights read in place.
+    ///
+    /// # Safety
+    /// As [`panels`], with `w` holding every panel below `p1`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dense(
         xb: &[u16],
         m: usize,
         k: usize,
@@ -246,46 +367,71 @@ mod tiles {
         ld: usize,
         accumulate: bool,
     ) {
-        let cfg = TileConfig::full();
-        // SAFETY: a valid palette-1 configuration, 64 bytes, read once.
-        unsafe { asm!("ldtilecfg [{0}]", in(reg) &cfg as *const TileConfig, options(nostack, readonly)) };
-        let blocks = m.div_ceil(TILE_ROWS);
         let panel_len = PANEL_ROWS * k;
         let mut p = p0;
         while p < p1 {
             let np = (p1 - p).min(2);
             // The next pair of panels is hinted once, during the first rows.
             let next = (p + np < p1).then(|| (w[(p + np) * panel_len..].as_ptr(), (p1 - p - np).min(2)));
-            let job = Job { xb, k, w, panel_len, p, dst, m, ld, accumulate };
-            let mut b = 0;
-            while b < blocks {
-                let nb = (blocks - b).min(2);
-                let pf = if b == 0 { next } else { None };
-                // SAFETY: rows [16b, 16(b + nb)) are inside `xb`'s padded rows; panels
-                // [p, p + np) are inside `w`; the caller's contract covers the destination.
-                unsafe {
-                    match (nb, np) {
-                        (2, 2) => job.run::<2, 2>(b, pf),
-                        (2, _) => job.run::<2, 1>(b, pf),
-                        (_, 2) => job.run::<1, 2>(b, pf),
-                        _ => job.run::<1, 1>(b, pf),
-                    }
-                }
-                b += nb;
-            }
+            // SAFETY: the caller's contract: panels [p, p + np) are inside `w`.
+            unsafe { block(xb, m, k, w, p, p, np, next, dst, ld, accumulate) };
             p += np;
+        }
+    }
+
+    /// All row blocks of `xb` against `np ≤ 2` panels of `w` from panel `wp`, into the columns
+    /// of output panels `p..p + np`, between `ldtilecfg` and `tilerelease`.
+    ///
+    /// # Safety
+    /// As [`panels`]; panels `[wp, wp + np)` are inside `w`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block(
+        xb: &[u16],
+        m: usize,
+        k: usize,
+        w: &[u16],
+        wp: usize,
+        p: usize,
+        np: usize,
+        next: Option<(*const u16, usize)>,
+        dst: DstPtr,
+        ld: usize,
+        accumulate: bool,
+    ) {
+        let cfg = TileConfig::full();
+        // SAFETY: a valid palette-1 configuration, 64 bytes, read once.
+        unsafe { asm!("ldtilecfg [{0}]", in(reg) &cfg as *const TileConfig, options(nostack, readonly)) };
+        let blocks = m.div_ceil(TILE_ROWS);
+        let job = Job { xb, k, w, panel_len: PANEL_ROWS * k, wp, p, dst, m, ld, accumulate };
+        let mut b = 0;
+        while b < blocks {
+            let nb = (blocks - b).min(2);
+            let pf = if b == 0 { next } else { None };
+            // SAFETY: rows [16b, 16(b + nb)) are inside `xb`'s padded rows; panels
+            // [wp, wp + np) are inside `w`; the caller's contract covers the destination.
+            unsafe {
+                match (nb, np) {
+                    (2, 2) => job.run::<2, 2>(b, pf),
+                    (2, _) => job.run::<2, 1>(b, pf),
+                    (_, 2) => job.run::<1, 2>(b, pf),
+                    _ => job.run::<1, 1>(b, pf),
+                }
+            }
+            b += nb;
         }
         // SAFETY: returns the tiles to their initial state; no operand.
         unsafe { asm!("tilerelease", options(nostack, nomem)) };
         const _: () = assert!(STEP == 32 && TILE_ROWS == PANEL_ROWS);
     }
 
-    /// One worker's operands for a pair of panels from `p`.
+    /// One worker's operands for a pair of panels: weights from panel `wp` of `w`, results into
+    /// the columns of output panel `p` on.
     struct Job<'a> {
         xb: &'a [u16],
         k: usize,
         w: &'a [u16],
         panel_len: usize,
+        wp: usize,
         p: usize,
         dst: DstPtr,
         m: usize,
@@ -320,7 +466,7 @@ mod tiles {
             }
             let lda = 2 * k; // bytes per row of `xb`
             let a0 = self.xb[b0 * TILE_ROWS * k..].as_ptr();
-            let w0 = self.w[self.p * self.panel_len..].as_ptr();
+            let w0 = self.w[self.wp * self.panel_len..].as_ptr();
             let pl = self.panel_len;
             for s in 0..k / STEP {
                 // SAFETY: A tiles: 16 rows of 64 bytes at column 32s of rows 16(b0 + r)..,
@@ -417,6 +563,91 @@ mod tiles {
     struct Scratch([f32; 256]);
 }
 
+/// The palette decoder of [`linear_palettized`].
+#[cfg(target_arch = "x86_64")]
+mod decode {
+    use std::arch::x86_64::*;
+
+    use crate::model::lowp::PANEL_ROWS;
+
+    /// Where output value `o` of a 64-value step (two input pairs of a Pairs16 panel,
+    /// `o = 32·pair + 2·row + (input % 2)`) reads its index in the Panels16 step (four inputs of
+    /// 16 rows, `16·input + row`).
+    pub(super) const fn source_of(o: usize) -> usize {
+        (2 * (o / 32) + o % 2) * PANEL_ROWS + (o % 32) / 2
+    }
+
+    /// Decode one panel of 8-bit indices in Panels16 order (`idx[k·16 + r]`, `idx.len()` a
+    /// multiple of 64) through a 256-entry f32 table rounded to BF16 (nearest even) into the
+    /// Pairs16 order of BF16 weights (`out[(k/2)·32 + 2r + k%2]`).
+    ///
+    /// The table's BF16 values are split into a low and a high byte plane of four registers;
+    /// 64 indices at a time look up one byte per plane with two-table byte permutes
+    /// (`vpermt2b`, 7 index bits) blended on the eighth bit, and interleaving the two planes'
+    /// bytes rebuilds the 64 BF16 values. The indices are pre-permuted ([`source_of`]) so that
+    /// the words come out in Pairs16 order.
+    ///
+    /// # Safety
+    /// AVX-512F, AVX-512BW, AVX-512 VBMI and AVX-512 BF16; `lut.len() ≥ 256`,
+    /// `out.len() ≥ idx.len()`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512bf16")]
+    pub(super) unsafe fn palette_pairs(idx: &[u8], lut: &[f32], out: &mut [u16]) {
+        let n = idx.len().min(out.len());
+        if lut.len() < 256 {
+            return;
+        }
+        // words[j]: entries 32j..32j + 32 as BF16
+        let words: [__m512i; 8] = std::array::from_fn(|j| {
+            // SAFETY: entries 32j .. 32j + 32 ≤ 256 ≤ lut.len().
+            unsafe {
+                let lo = _mm512_loadu_ps(lut.as_ptr().add(32 * j));
+                let hi = _mm512_loadu_ps(lut.as_ptr().add(32 * j + 16));
+                std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo))
+            }
+        });
+        // planes[b][q]: byte b of entries 64q..64q + 64
+        let planes: [[__m512i; 4]; 2] = std::array::from_fn(|b| {
+            std::array::from_fn(|q| {
+                let half = |w: __m512i| {
+                    let w = if b == 0 { w } else { _mm512_srli_epi16::<8>(w) };
+                    _mm512_cvtepi16_epi8(w)
+                };
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(words[2 * q])), half(words[2 * q + 1]))
+            })
+        });
+        // unpacklo_epi8 puts the bytes 16l + s (s < 8) of each 128-bit lane l at words 8l + s,
+        // unpackhi the bytes 16l + 8 + s: the first register is output values 0..32, the
+        // second 32..64.
+        let mut order = [0u8; 64];
+        for l in 0..4 {
+            for s in 0..8 {
+                order[16 * l + s] = source_of(8 * l + s) as u8;
+                order[16 * l + 8 + s] = source_of(32 + 8 * l + s) as u8;
+            }
+        }
+        // SAFETY: a 64-byte read of a 64-byte array.
+        let order = unsafe { _mm512_loadu_si512(order.as_ptr() as *const __m512i) };
+        let mut i = 0;
+        while i + 64 <= n {
+            // SAFETY: i + 64 ≤ n ≤ both lengths: one 64-byte read, two 64-byte writes.
+            unsafe {
+                let raw = _mm512_loadu_si512(idx.as_ptr().add(i) as *const __m512i);
+                let ix = _mm512_permutexvar_epi8(order, raw);
+                let high = _mm512_movepi8_mask(ix);
+                let b: [__m512i; 2] = std::array::from_fn(|p| {
+                    let lo = _mm512_permutex2var_epi8(planes[p][0], ix, planes[p][1]);
+                    let hi = _mm512_permutex2var_epi8(planes[p][2], ix, planes[p][3]);
+                    _mm512_mask_blend_epi8(high, lo, hi)
+                });
+                let o = out.as_mut_ptr().add(i) as *mut __m512i;
+                _mm512_storeu_si512(o, _mm512_unpacklo_epi8(b[0], b[1]));
+                _mm512_storeu_si512(o.add(1), _mm512_unpackhi_epi8(b[0], b[1]));
+            }
+            i += 64;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +674,46 @@ mod product_tests {
     use crate::model::lowp::HalfKind;
     use crate::model::weights::Matrix;
 
+    /// `product(y, accumulate, split)` (a kernel on `m` rows of `x` and the `out × inp` weights
+    /// `w`, row-major) against the f64 product of BF16-rounded `x` and `w`, single-threaded and
+    /// on two workers, overwriting then accumulating; where the kernel cannot run here
+    /// (`runs` false) it must decline and write nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn check_rounded(
+        pool: &rayon::ThreadPool,
+        x: &[f32],
+        m: usize,
+        inp: usize,
+        out: usize,
+        w: &[f32],
+        runs: bool,
+        product: impl Fn(&mut [f32], bool, Split) -> bool + Sync,
+    ) {
+        let bf = |v: f32| half::bf16::from_f32(v).to_f32() as f64;
+        let term = |i: usize, j: usize| bf(x[(i / out) * inp + j]) * bf(w[(i % out) * inp + j]);
+        let want: Vec<f64> = (0..m * out).map(|i| (0..inp).map(|j| term(i, j)).sum()).collect();
+        let scale: Vec<f64> = (0..m * out).map(|i| (0..inp).map(|j| term(i, j).abs()).sum()).collect();
+        for split in [Split::Single, Split::Gemm(2)] {
+            let mut y = vec![f32::NAN; m * out];
+            let ran = pool.install(|| product(&mut y, false, split));
+            assert_eq!(ran, runs, "{m}x{inp}x{out}");
+            if !runs {
+                assert!(y.iter().all(|v| v.is_nan()), "a declined product writes nothing");
+                continue;
+            }
+            for (i, (&a, &b)) in y.iter().zip(&want).enumerate() {
+                assert!(
+                    (a as f64 - b).abs() <= 1e-5 * (scale[i] + 1.0),
+                    "{m}x{inp}x{out} {split:?} [{i}]: {a} vs {b}"
+                );
+            }
+            pool.install(|| product(&mut y, true, split));
+            for (i, (&a, &b)) in y.iter().zip(&want).enumerate() {
+                assert!((a as f64 - 2.0 * b).abs() <= 2e-5 * (scale[i] + 1.0), "accumulate [{i}]");
+            }
+        }
+    }
+
     /// The tile kernel against the f64 product of BF16-rounded activations and the BF16
     /// weights, over row counts that leave partial tiles and groups (1, 17, 100 rows: one, two
     /// and seven 16-row blocks), partial last panels, one and several workers, overwrite and
@@ -454,7 +725,6 @@ mod product_tests {
         if !runs {
             eprintln!("AMX-BF16 not usable here (CPU or OS): checking that the kernel declines");
         }
-        let bf = |v: f32| half::bf16::from_f32(v).to_f32() as f64;
         for &(m, inp, out) in &[(1, 32, 16), (17, 64, 50), (100, 96, 33), (96, 768, 40)] {
             let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.37).sin()).collect();
             let w: Vec<f32> = (0..out * inp).map(|i| (i as f32 * 0.11).cos() * 0.5).collect();
@@ -464,33 +734,9 @@ mod product_tests {
             };
             let h = h.into_order(HalfOrder::Pairs16);
             assert!(takes(&h), "{inp} inputs is a multiple of 32");
-            let want: Vec<f64> = (0..m * out)
-                .map(|i| (0..inp).map(|j| bf(x[(i / out) * inp + j]) * bf(w[(i % out) * inp + j])).sum())
-                .collect();
-            let scale: Vec<f64> = (0..m * out)
-                .map(|i| {
-                    (0..inp).map(|j| (bf(x[(i / out) * inp + j]) * bf(w[(i % out) * inp + j])).abs()).sum()
-                })
-                .collect();
-            for split in [Split::Single, Split::Gemm(2)] {
-                let mut y = vec![f32::NAN; m * out];
-                let ran = pool.install(|| linear(&x, m, &h, &mut y, false, split, Isa::Avx512));
-                assert_eq!(ran, runs, "{m}x{inp}x{out}");
-                if !runs {
-                    assert!(y.iter().all(|v| v.is_nan()), "a declined product writes nothing");
-                    continue;
-                }
-                for (i, (&a, &b)) in y.iter().zip(&want).enumerate() {
-                    assert!(
-                        (a as f64 - b).abs() <= 1e-5 * (scale[i] + 1.0),
-                        "{m}x{inp}x{out} {split:?} [{i}]: {a} vs {b}"
-                    );
-                }
-                pool.install(|| linear(&x, m, &h, &mut y, true, split, Isa::Avx512));
-                for (i, (&a, &b)) in y.iter().zip(&want).enumerate() {
-                    assert!((a as f64 - 2.0 * b).abs() <= 2e-5 * (scale[i] + 1.0), "accumulate [{i}]");
-                }
-            }
+            check_rounded(&pool, &x, m, inp, out, &w, runs, |y, acc, split| {
+                linear(&x, m, &h, y, acc, split, Isa::Avx512)
+            });
         }
         // input counts off the tile step are declined, whatever the CPU
         let Matrix::BF16(h) =
@@ -510,5 +756,85 @@ mod product_tests {
         };
         let h = h.into_order(HalfOrder::Pairs16);
         assert!(!linear(&[1.0; 32], 1, &h, &mut y, false, Split::Single, Isa::Avx2));
+    }
+
+    /// The palette decoder's order (each Pairs16 value from its Panels16 index), then the
+    /// palettized product against the f64 product of BF16-rounded activations and BF16-rounded
+    /// table entries, over row counts leaving partial tiles, partial last panels (zero-padded
+    /// index rows), groups of 16 and 32 rows, one and several workers, overwrite and
+    /// accumulate. Where this CPU or OS has no AMX (or no AVX-512 VBMI), the kernel must
+    /// decline; so must 4-bit and row-major palettes and input counts off the tile step.
+    #[test]
+    fn palettized_product_matches_the_rounded_reference_or_declines() {
+        use crate::model::lowp::PaletteOrder;
+        use crate::model::palettize::{palettize_matrix, PaletteConfig};
+        // the pre-permutation: value o of a 64-value step is (pair o/32, row (o%32)/2, input o%2)
+        for o in 0..64 {
+            let (pair, row, odd) = (o / 32, (o % 32) / 2, o % 2);
+            #[cfg(target_arch = "x86_64")]
+            assert_eq!(decode::source_of(o), (2 * pair + odd) * 16 + row, "value {o}");
+            let _ = (pair, row, odd);
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let runs = Isa::Avx512.has_amx_bf16() && Isa::Avx512.has_lut8();
+        if !runs {
+            eprintln!("AMX-BF16 or AVX-512 VBMI not usable here: checking that the kernel declines");
+        }
+        let palette = |out: usize, inp: usize, group: usize, bits: u8| {
+            let w: Vec<f32> =
+                (0..out * inp).map(|i| (i as f32 * 0.13).cos() * 0.4 + (i % 7) as f32 * 0.01).collect();
+            let m = Matrix::f32_row_major(out, inp, w).unwrap();
+            let cfg = PaletteConfig { group_size: group, ..PaletteConfig::new(bits) };
+            palettize_matrix(&m, "w", 0, &cfg).unwrap().0
+        };
+        for &(m, inp, out, group) in
+            &[(1, 32, 16, 16), (17, 64, 50, 16), (100, 96, 33, 32), (96, 768, 40, 32)]
+        {
+            let p = palette(out, inp, group, 8).into_order(PaletteOrder::Panels16);
+            assert!(takes_palette(&p), "{inp} inputs, groups of {group}");
+            let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.37).sin()).collect();
+            // the decoded weights, row-major, from the table as stored
+            let mut wd = vec![0f32; out * inp];
+            assert!(p.decode_rows(0, out, &mut wd));
+            #[cfg(target_arch = "x86_64")]
+            if runs {
+                // the decoder alone: every value of every panel, bit for bit
+                let k = inp;
+                for panel in 0..out.div_ceil(16) {
+                    let g = panel * 16 / group;
+                    let idx = &p.indices()[panel * 16 * k..(panel + 1) * 16 * k];
+                    let mut got = vec![0u16; 16 * k];
+                    // SAFETY: `runs` checked AMX-BF16 (so AVX-512F and BF16) and VBMI (and BW).
+                    unsafe { decode::palette_pairs(idx, &p.lut()[g * 256..g * 256 + 256], &mut got) };
+                    for kk in 0..k {
+                        for r in 0..16 {
+                            let v = p.lut()[g * 256 + idx[kk * 16 + r] as usize];
+                            assert_eq!(
+                                got[(kk / 2) * 32 + 2 * r + kk % 2],
+                                half::bf16::from_f32(v).to_bits(),
+                                "panel {panel} input {kk} row {r}"
+                            );
+                        }
+                    }
+                }
+            }
+            check_rounded(&pool, &x, m, inp, out, &wd, runs, |y, acc, split| {
+                linear_palettized(&x, m, &p, y, acc, split, Isa::Avx512)
+            });
+        }
+        // declined whatever the CPU: 4-bit, row-major, off the tile step, and under the AVX2 cap
+        let mut y = vec![f32::NAN; 16];
+        let four = palette(16, 32, 16, 4);
+        assert!(!takes_palette(&four));
+        assert!(!linear_palettized(&[1.0; 32], 1, &four, &mut y, false, Split::Single, Isa::Avx512));
+        let rows = palette(16, 32, 16, 8);
+        assert!(!takes_palette(&rows), "row-major indices");
+        let off = palette(16, 48, 16, 8).into_order(PaletteOrder::Panels16);
+        assert!(!takes_palette(&off), "48 inputs");
+        assert!(!linear_palettized(&[1.0; 48], 1, &off, &mut y, false, Split::Single, Isa::Avx512));
+        let ok = palette(16, 32, 16, 8).into_order(PaletteOrder::Panels16);
+        assert!(takes_palette(&ok));
+        assert!(!linear_palettized(&[1.0; 32], 1, &ok, &mut y, false, Split::Single, Isa::Avx2));
+        assert!(y.iter().all(|v| v.is_nan()));
     }
 }

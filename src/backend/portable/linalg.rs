@@ -20,7 +20,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::isa::Isa;
-use super::Bf16Kernel;
+use super::{Bf16Kernel, PaletteKernel};
 use crate::model::lowp::HalfOrder;
 use crate::model::weights::{DenseF32, Layout, Linear, Matrix};
 
@@ -325,6 +325,8 @@ pub(crate) struct Plan {
     /// The BF16 kernel to use where it runs (each falls back to the next: AMX, pair-dot,
     /// decode).
     pub bf16: Bf16Kernel,
+    /// The 8-bit palette kernel to use where it runs (AMX, else decode to f32).
+    pub palette: PaletteKernel,
     /// Multiply row-major FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
     pub f32_panel: bool,
     /// The kernels' instruction set.
@@ -333,7 +335,13 @@ pub(crate) struct Plan {
 
 impl From<Split> for Plan {
     fn from(split: Split) -> Self {
-        Plan { split, bf16: super::DEFAULT_BF16_KERNEL, f32_panel: false, isa: Isa::selected() }
+        Plan {
+            split,
+            bf16: super::DEFAULT_BF16_KERNEL,
+            palette: super::DEFAULT_PALETTE_KERNEL,
+            f32_panel: false,
+            isa: Isa::selected(),
+        }
     }
 }
 
@@ -347,7 +355,7 @@ pub(crate) fn linear(
     accumulate: bool,
     plan: impl Into<Plan>,
 ) {
-    let Plan { split, bf16, f32_panel, isa } = plan.into();
+    let Plan { split, bf16, palette, f32_panel, isa } = plan.into();
     let (inp, out) = (lin.in_features(), lin.out_features());
     match &lin.weight {
         w @ Matrix::F32(d)
@@ -367,6 +375,9 @@ pub(crate) fn linear(
             if bf16 != Bf16Kernel::Decode
                 && h.order() == HalfOrder::Pairs16
                 && super::bf16dot::linear(x, m, h, y, accumulate, split, isa) => {}
+        Matrix::Palettized(p)
+            if palette == PaletteKernel::Amx
+                && super::amx::linear_palettized(x, m, p, y, accumulate, split, isa) => {}
         w @ (Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_))
             if super::f32panel::linear(x, m, w, y, accumulate, split, isa) => {}
         w => tiled(x, m, w, y, accumulate, split),
@@ -505,7 +516,13 @@ mod tests {
                         .collect();
                     let lin = Linear { weight, bias: Some(bias.clone()) };
                     for split in [Split::Single, Split::Gemm(2)] {
-                        let plan = Plan { split, bf16: Bf16Kernel::Amx, f32_panel: false, isa };
+                        let plan = Plan {
+                            split,
+                            bf16: Bf16Kernel::Amx,
+                            palette: PaletteKernel::Decode,
+                            f32_panel: false,
+                            isa,
+                        };
                         let mut y = vec![f32::NAN; m * out];
                         pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
                         for (i, (a, b)) in y.iter().zip(&want).enumerate() {
@@ -530,7 +547,13 @@ mod tests {
                                 (Bf16Kernel::Dot, &want, "pair-dot"),
                                 (Bf16Kernel::Decode, &decoded, "decoded"),
                             ] {
-                                let plan = Plan { split, bf16, f32_panel: false, isa };
+                                let plan = Plan {
+                                    split,
+                                    bf16,
+                                    palette: PaletteKernel::Decode,
+                                    f32_panel: false,
+                                    isa,
+                                };
                                 let mut y = vec![f32::NAN; m * out];
                                 pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
                                 for (i, (a, b)) in y.iter().zip(want).enumerate() {
@@ -540,6 +563,34 @@ mod tests {
                                         "bf16 pairs {label} [{i}]"
                                     );
                                 }
+                            }
+                        }
+                        // w8 panels on the AMX palette kernel where it takes them (tables and
+                        // activations rounded to BF16), else decoded to f32 as above
+                        if let (true, Matrix::Palettized(p)) = (name == "w8 panels", &lin.weight) {
+                            let amx =
+                                isa.has_amx_bf16() && isa.has_lut8() && super::super::amx::takes_palette(p);
+                            let want = if amx {
+                                naive(&round_bf16(&x), m, &round_bf16(&wd), out, inp)
+                            } else {
+                                want.clone()
+                            };
+                            let plan = Plan {
+                                split,
+                                bf16: Bf16Kernel::Amx,
+                                palette: PaletteKernel::Amx,
+                                f32_panel: false,
+                                isa,
+                            };
+                            let mut y = vec![f32::NAN; m * out];
+                            pool.install(|| linear(&x, m, &lin, &mut y, false, plan));
+                            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                                assert!(
+                                    (a - (b + bias[i % out])).abs() <= 1e-5 * (scale[i] + 1.0),
+                                    "w8 panels amx={amx} {} {m}x{inp}x{out} {split:?} [{i}]: {a} vs {}",
+                                    isa.name(),
+                                    b + bias[i % out]
+                                );
                             }
                         }
                         // the portable fallback (decode tiles + gemm), whatever the CPU

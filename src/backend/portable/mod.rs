@@ -83,6 +83,8 @@ pub struct Tuning {
     pub gemm: GemmThreading,
     /// How BF16 weights are multiplied.
     pub bf16: Bf16Kernel,
+    /// How 8-bit palettized weights are multiplied.
+    pub palette: PaletteKernel,
     /// Multiply row-major FP32 weights with the panel kernel of the other precisions, decoding
     /// (copying) them into panels every forward, instead of packing them at load.
     pub f32_panel: bool,
@@ -111,6 +113,23 @@ pub enum Bf16Kernel {
     Decode,
 }
 
+/// How the engine multiplies with 8-bit palettized weights (`w8`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaletteKernel {
+    /// AMX tiles where the CPU has AMX-BF16 and AVX-512 VBMI and the OS grants the tile state,
+    /// for weights whose input count is a multiple of 32 and whose groups are whole 16-row
+    /// panels: each pair of panels is decoded through its table rounded to BF16 into the
+    /// worker's cache, then multiplied with activations rounded to BF16, f32 sums (the
+    /// arithmetic of BF16 weights; Core ML's W8 decodes its tables to FP16 likewise).
+    /// Elsewhere the same as [`PaletteKernel::Decode`].
+    Amx,
+    /// Decode the tables to f32 tile by tile and multiply in f32 (activations stay f32).
+    Decode,
+}
+
+/// The 8-bit palette product the engine uses by default.
+pub const DEFAULT_PALETTE_KERNEL: PaletteKernel = PaletteKernel::Amx;
+
 /// How a Linear product uses the worker threads (benchmarks only).
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +151,7 @@ impl Default for Tuning {
             weight_layout: WEIGHT_LAYOUT,
             gemm: GemmThreading::Rayon,
             bf16: DEFAULT_BF16_KERNEL,
+            palette: DEFAULT_PALETTE_KERNEL,
             f32_panel: false,
             f32_gemm: false,
             isa: Isa::selected(),
@@ -327,6 +347,20 @@ impl PortableBackend {
         let bf16_amx =
             tuning.bf16 == Bf16Kernel::Amx && isa.has_amx_bf16() && bf16_mats.iter().any(|&(_, amx)| amx);
         let bf16_amx_all = bf16_mats.iter().all(|&(_, amx)| amx);
+        // per palettized matrix: taken by the AMX kernel
+        let w8_mats: Vec<bool> = w
+            .projections()
+            .iter()
+            .filter_map(|(_, l)| match &l.weight {
+                Matrix::Palettized(p) => Some(amx::takes_palette(p)),
+                _ => None,
+            })
+            .collect();
+        let w8_amx = tuning.palette == PaletteKernel::Amx
+            && isa.has_amx_bf16()
+            && isa.has_lut8()
+            && w8_mats.iter().any(|&amx| amx);
+        let w8_amx_all = w8_mats.iter().all(|&amx| amx);
         let packed = w
             .projections()
             .iter()
@@ -347,6 +381,14 @@ impl PortableBackend {
                     .into()
             }
             "bf16" if bf16_dot => "bf16 weights: avx512_bf16 pair-dot 6x64, bf16 activations".into(),
+            "w8" if w8_amx && w8_amx_all => "w8 weights: tables rounded to bf16, pairs of panels decoded \
+                                              for amx-bf16 tiles (tdpbf16ps, 32 rows x 32 columns), bf16 activations"
+                .into(),
+            "w8" if w8_amx => format!(
+                "w8 weights: tables rounded to bf16, pairs of panels decoded for amx-bf16 tiles \
+                 (tdpbf16ps) where the input count is a multiple of 32, bf16 activations; \
+                 decoded to f32 panels elsewhere, {tile}"
+            ),
             p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile}"),
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
@@ -548,8 +590,13 @@ impl PortableBackend {
             (t, GemmThreading::Rayon) => Split::Gemm(t),
             (t, GemmThreading::Columns) => Split::Columns(t),
         };
-        let par =
-            Plan { split, bf16: self.tuning.bf16, f32_panel: self.tuning.f32_panel, isa: self.tuning.isa };
+        let par = Plan {
+            split,
+            bf16: self.tuning.bf16,
+            palette: self.tuning.palette,
+            f32_panel: self.tuning.f32_panel,
+            isa: self.tuning.isa,
+        };
         let workers = self.threads;
         let wide = self.tuning.isa.has_wide_elementwise();
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
