@@ -27,5 +27,7 @@ mod forward_parity;
 mod host_parity;
 mod hub_server;
 mod interrupts;
+#[cfg(feature = "mlx")]
+mod mlx_graph;
 mod precision;
 mod tokenizer_parity;

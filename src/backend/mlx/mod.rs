@@ -348,7 +348,5 @@ pub fn copy_outputs(
     Ok(())
 }
 
-#[cfg(all(test, feature = "mlx"))]
-mod graph_tests;
 #[cfg(test)]
 mod tests;

@@ -10,16 +10,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::graph::{Compile, MlxBackend};
-use super::{bucket_lengths, MlxSpec, BUCKET_TOKENS};
-use crate::backend::registry::{self, BackendSpec, Precision};
-use crate::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
-use crate::fidelity::check::{run_suite, Engines, Plan, SuiteSummary};
-use crate::fidelity::suite::Suite;
-use crate::laya::bundle::{Bundle, ModelSpec};
-use crate::laya::config::{AgentConfig, EncoderConfig, LayerKind};
-use crate::laya::host::{CallOptions, Host, StateResult};
-use crate::model::synthetic::{published_shape, random_weights};
+use laya_bench::backend::mlx::graph::{Compile, MlxBackend};
+use laya_bench::backend::mlx::{bucket_lengths, MlxSpec, BUCKET_TOKENS};
+use laya_bench::backend::registry::{self, BackendSpec, Precision};
+use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use laya_bench::fidelity::check::{run_suite, Engines, Plan, SuiteSummary};
+use laya_bench::fidelity::suite::Suite;
+use laya_bench::laya::bundle::{Bundle, ModelSpec};
+use laya_bench::laya::config::{AgentConfig, EncoderConfig, LayerKind};
+use laya_bench::laya::host::{CallOptions, Host, StateResult};
+use laya_bench::model::synthetic::{published_shape, random_weights};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tiny");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/suites/default.json");
@@ -294,7 +294,7 @@ fn the_arm_records_its_device_and_an_optimised_blas() {
     let b = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let m = mlx(&b, "builtin:tiny", "fp32", None, Compile::Yes);
     let info = m.info();
-    assert!(info.device.contains(&super::graph::mlx_version()), "{}", info.device);
+    assert!(info.device.contains(&laya_bench::backend::mlx::graph::mlx_version()), "{}", info.device);
     #[cfg(target_os = "linux")]
     {
         assert!(info.device.starts_with("cpu (MLX 0.32.2 CPU build"), "{}", info.device);
@@ -303,6 +303,6 @@ fn the_arm_records_its_device_and_an_optimised_blas() {
             assert!(blas.starts_with("OpenBLAS"), "{blas}");
         }
     }
-    let probe = super::graph::probe().unwrap();
+    let probe = laya_bench::backend::mlx::graph::probe().unwrap();
     assert!(probe.contains("evaluated a 2×2 product"), "{probe}");
 }
