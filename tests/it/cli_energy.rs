@@ -339,7 +339,7 @@ fn a_live_rapl_tree_is_integrated_as_counters_through_a_wrap() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("powercap");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures_power/rapl-server");
-    copy_dir(&fixture, &tree);
+    crate::common::copy_tree(&fixture, &tree);
     // package-0 at 20 W; package-1 at 400 W starting 280 J below its wrap (so it wraps about
     // 0.7 s in); the dram sub-zones (outside the total) at 5 W.
     let zones: Vec<(PathBuf, f64, u64, u64)> = [
@@ -410,19 +410,6 @@ fn a_live_rapl_tree_is_integrated_as_counters_through_a_wrap() {
     for b in &rep.blocks {
         let p = b.totals.mean_power_w.unwrap();
         assert!((315.0..=525.0).contains(&p), "block {} mean power {p} W, expected about 420 W", b.index);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
     }
 }
 

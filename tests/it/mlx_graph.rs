@@ -24,24 +24,11 @@ use laya_bench::model::synthetic::{published_shape, random_weights};
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tiny");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/suites/default.json");
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 /// Writes the generated checkpoint (see the module doc) into `dir`; `parallel` switches the
 /// option layout (explicit RoPE tables in the MLX graph).
 fn generated_checkpoint(dir: &Path, parallel: bool) -> PathBuf {
     let root = dir.join(if parallel { "gen-parallel" } else { "gen" });
-    copy_dir(&Path::new(FIXTURE).join("tokenizer"), &root.join("tokenizer"));
+    crate::common::copy_tree(&Path::new(FIXTURE).join("tokenizer"), &root.join("tokenizer"));
     let mut enc: Map<String, Value> = serde_json::from_str(
         &std::fs::read_to_string(Path::new(FIXTURE).join("encoder/config.json")).unwrap(),
     )
