@@ -10,9 +10,9 @@
 //! `--compare` also times, for f32, the engine on the `gemm` crate (row-major and the other
 //! layout, the engine before packing at load), with row-major weights copied into panels every
 //! forward, and with single-threaded Linear products; for bf16 the decode-to-f32 product next
-//! to the AVX-512 BF16 pair-dot kernel; for w8 the palettes decoded to f32 next to the AMX
-//! decode-to-BF16 product; and for every precision the AVX2 kernels forced on an
-//! AVX-512 machine; in one process so the variants are side by side.
+//! to the AVX-512 BF16 pair-dot kernel; for w8 the palettes decoded to f32 next to the
+//! decode-to-BF16 product (AMX tiles, or the pair-dot tile); and for every precision the AVX2
+//! kernels forced on an AVX-512 machine; in one process so the variants are side by side.
 //! `--interleave` builds every engine first (every variant of every precision asked for) and then
 //! times them in rounds, one forward of each per round in rotating order, so that a host whose
 //! speed drifts (a neighbour, stolen time) slows every row alike. Each round starts with a short
@@ -23,9 +23,13 @@
 //! each row's forwards run back to back.
 //! `--torch PYTHON` (with `--interleave`) adds the reference PyTorch FP32 forward as a row:
 //! `PYTHON scripts/bench_torch_forward.py --serve` runs one forward per request in a child
-//! process, timed there around the model call; with it every forward (and every probe) is
-//! preceded by 30 ms of sleep, so the other runtime's idle workers stop spinning first. The
-//! child's CPU time per forward is read from /proc.
+//! process, timed there around the model call; with it every forward (and every probe) waits
+//! until no thread of either process runs (read from /proc/PID/task), so the other runtime's
+//! idle workers have stopped spinning and the cores were kept busy until the turn starts (where
+//! /proc cannot be read, 30 ms of sleep instead). The child's CPU time per forward is read from
+//! /proc. `--gap MS` (with `--interleave`) puts a
+//! fixed sleep before every turn instead, with or without PyTorch, to see what an idle gap
+//! before a forward costs each runtime.
 //!
 //! Every run first measures this machine's FMA peak and triad bandwidth
 //! (`laya_bench::bounds::measure`, as `bounds --measure`) and the table gives each row's
@@ -89,6 +93,80 @@ fn proc_cpu_seconds(path: &str) -> Option<f64> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
+/// The state letter of every thread of `pid` (`/proc/PID/task/TID/stat`), except thread
+/// `skip`; None where /proc cannot be read.
+fn thread_states(pid: u32, skip: Option<u32>) -> Option<Vec<char>> {
+    let mut states = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let entry = entry.ok()?;
+        if skip.is_some_and(|t| entry.file_name().to_str() == Some(t.to_string().as_str())) {
+            continue;
+        }
+        // a thread that ended since the listing has no stat: it runs nothing
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        states.extend(state_of(&stat));
+    }
+    Some(states)
+}
+
+/// The state letter of a `/proc/.../stat` line: the first field after the command's `)`.
+fn state_of(stat: &str) -> Option<char> {
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// This thread's id, from the `/proc/thread-self` link (`PID/task/TID`).
+fn own_tid() -> Option<u32> {
+    std::fs::read_link("/proc/thread-self").ok()?.file_name()?.to_str()?.parse().ok()
+}
+
+/// What comes before every turn of the interleaved rounds.
+enum Pause {
+    /// Nothing: one runtime's turn follows the other's at once.
+    None,
+    /// A fixed sleep (`--gap MS`).
+    Sleep(std::time::Duration),
+    /// Wait until no thread of these processes (this one's other than the caller included)
+    /// runs, at most `limit`: the other runtime's idle workers have stopped spinning, and the
+    /// cores were busy until then, so the turn does not start on cores the host let go idle.
+    Settle { pids: Vec<u32>, tid: Option<u32>, limit: std::time::Duration },
+}
+
+/// Longest [`Pause::Settle`] wait before a turn starts anyway (PyTorch's OpenMP workers spin for
+/// a few ms after a parallel region by default, then sleep).
+const SETTLE_LIMIT_MS: u64 = 200;
+
+/// The sleep before every turn with PyTorch where /proc cannot tell whether threads run.
+const FALLBACK_GAP_MS: u64 = 30;
+
+impl Pause {
+    /// Wait; returns how long, and whether a [`Pause::Settle`] ran out of time first.
+    fn wait(&self) -> (std::time::Duration, bool) {
+        match self {
+            Pause::None => (std::time::Duration::ZERO, false),
+            Pause::Sleep(d) => {
+                std::thread::sleep(*d);
+                (*d, false)
+            }
+            Pause::Settle { pids, tid, limit } => {
+                let t0 = Instant::now();
+                loop {
+                    let busy = pids.iter().any(|&p| {
+                        let skip = (p == std::process::id()).then_some(*tid).flatten();
+                        thread_states(p, skip).is_some_and(|s| s.contains(&'R'))
+                    });
+                    if !busy {
+                        return (t0.elapsed(), false);
+                    }
+                    if t0.elapsed() >= *limit {
+                        return (t0.elapsed(), true);
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
 }
 
 /// Median, min and max ms per forward, process CPU ms per forward, and the machine's steal over
@@ -244,17 +322,20 @@ struct Rounds {
     cpu_ms: Vec<Option<f64>>,
     peak: Vec<f64>,
     steal: Option<StealTicks>,
+    /// Every pause before a turn (ms), and how many ran out of time.
+    waits_ms: Vec<f64>,
+    timeouts: usize,
 }
 
 /// `iters` rounds; each takes one probe sample of the FMA peak, then one forward of every
-/// runner in rotating order (with `gap` of sleep before each where another runtime's idle
-/// workers may still be spinning).
+/// runner in rotating order, each after `pause` (where another runtime's idle workers may still
+/// be spinning).
 fn time_interleaved(
     runners: &mut [Runner],
     b: &PreparedBatch,
     iters: usize,
     probe: &measure::PeakProbe,
-    gap: std::time::Duration,
+    pause: &Pause,
 ) -> Rounds {
     let n = runners.len();
     let mut out = ForwardOutput::default();
@@ -267,12 +348,18 @@ fn time_interleaved(
     let mut ms: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); n];
     let mut cpu: Vec<Option<f64>> = vec![Some(0.0); n];
     let mut peak = Vec::with_capacity(iters);
+    let (mut waits_ms, mut timeouts) = (Vec::with_capacity(iters * (n + 1)), 0);
+    let mut wait = || {
+        let (d, late) = pause.wait();
+        waits_ms.push(d.as_secs_f64() * 1e3);
+        timeouts += usize::from(late);
+    };
     for round in 0..iters {
-        std::thread::sleep(gap);
+        wait();
         peak.push(probe.sample());
         for j in 0..n {
             let v = (round + j) % n;
-            std::thread::sleep(gap);
+            wait();
             let c0 = runners[v].cpu_seconds();
             ms[v].push(runners[v].forward(b, &mut out));
             cpu[v] = match (cpu[v], c0, runners[v].cpu_seconds()) {
@@ -283,7 +370,7 @@ fn time_interleaved(
     }
     let steal = watch.stop();
     let cpu_ms = cpu.into_iter().map(|c| c.map(|s| s * 1e3 / iters as f64)).collect();
-    Rounds { ms, cpu_ms, peak, steal }
+    Rounds { ms, cpu_ms, peak, steal, waits_ms, timeouts }
 }
 
 /// Median over rounds of `ms[round] / reference[round]`.
@@ -315,6 +402,16 @@ fn main() {
     let profile = args.iter().any(|a| a == "--profile");
     let interleave = args.iter().any(|a| a == "--interleave");
     let torch_python = args.iter().position(|a| a == "--torch").and_then(|i| args.get(i + 1)).cloned();
+    let gap_ms = args.iter().position(|a| a == "--gap").map(|i| {
+        args.get(i + 1).and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| {
+            eprintln!("--gap takes the milliseconds of sleep before every forward and probe, e.g. --gap 30");
+            std::process::exit(2);
+        })
+    });
+    if gap_ms.is_some() && !interleave {
+        eprintln!("--gap sets the sleep between the interleaved rounds' turns: add --interleave");
+        std::process::exit(2);
+    }
     if torch_python.is_some() && !interleave {
         eprintln!("--torch takes its turn in the interleaved rounds: add --interleave");
         std::process::exit(2);
@@ -528,16 +625,41 @@ fn main() {
             })
         });
         let torch_version = torch.as_ref().map(|t| t.version.clone());
-        let gap = std::time::Duration::from_millis(if torch.is_some() { 30 } else { 0 });
+        let pause = match (gap_ms, &torch) {
+            (Some(ms), _) => Pause::Sleep(std::time::Duration::from_millis(ms)),
+            (None, Some(_)) if thread_states(std::process::id(), None).is_none() => {
+                Pause::Sleep(std::time::Duration::from_millis(FALLBACK_GAP_MS))
+            }
+            (None, Some(t)) => Pause::Settle {
+                pids: vec![std::process::id(), t.child.id()],
+                tid: own_tid(),
+                limit: std::time::Duration::from_millis(SETTLE_LIMIT_MS),
+            },
+            (None, None) => Pause::None,
+        };
         let meta: Vec<_> = built.iter().map(|(p, n, be, cb)| (*p, *n, peak_kernel(be), *cb)).collect();
         let mut runners: Vec<Runner> =
             built.into_iter().map(|(_, _, be, _)| Runner::Engine(Box::new(be))).collect();
         runners.extend(torch.map(Runner::Torch));
-        let rounds = time_interleaved(&mut runners, &b, iters, &probe, gap);
+        let rounds = time_interleaved(&mut runners, &b, iters, &probe, &pause);
+        let apart = match &pause {
+            Pause::None => String::new(),
+            Pause::Sleep(d) => format!(", {} ms apart", d.as_millis()),
+            Pause::Settle { limit, .. } => {
+                let mut w = rounds.waits_ms.clone();
+                format!(
+                    ", each turn once no other thread of either process ran (waits: median {:.2} ms, max {:.2} ms; {} of {} cut off at {} ms)",
+                    median(&mut w),
+                    w.iter().cloned().fold(0.0, f64::max),
+                    rounds.timeouts,
+                    w.len(),
+                    limit.as_millis()
+                )
+            }
+        };
         println!(
-            "interleaved: {iters} rounds of {} forwards in rotating order{}, each round starting with {:.0} ms of the {} loop on {threads} threads (round peaks: median {:.1}, min {:.1}, max {:.1} GFLOP/s)",
+            "interleaved: {iters} rounds of {} forwards in rotating order{apart}, each round starting with {:.0} ms of the {} loop on {threads} threads (round peaks: median {:.1}, min {:.1}, max {:.1} GFLOP/s)",
             runners.len(),
-            if gap.is_zero() { String::new() } else { format!(", {} ms apart", gap.as_millis()) },
             1e3 * PROBE_SECONDS,
             probe.kernel(),
             median(&mut rounds.peak.clone()),

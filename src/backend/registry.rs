@@ -249,6 +249,10 @@ pub fn survey() -> Vec<BackendStatus> {
                     "tables rounded to BF16 and activations rounded to BF16 at each product \
                      (AMX-BF16 tiles), FP32 sums"
                         .to_string()
+                } else if p.name() == "w8" && isa.has_bf16_dot() && isa.has_lut8() {
+                    "tables rounded to BF16 and activations rounded to BF16 at each product \
+                     (AVX-512 BF16 pair-dot), FP32 sums"
+                        .to_string()
                 } else if p.name() == "bf16" && isa.has_bf16_dot() {
                     "activations rounded to BF16 at each product (AVX-512 BF16 pair-dot), FP32 sums"
                         .to_string()

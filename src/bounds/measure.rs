@@ -65,8 +65,8 @@ impl Measured {
 
     /// The all-thread peak a portable arm of `precision` computes at with the engine's kernels:
     /// the AMX tile rate for BF16 and 8-bit palettes where the engine uses AMX (palettes need
-    /// AVX-512 VBMI too), the BF16 dot rate where BF16 uses `vdpbf16ps`, else the FP32 FMA rate
-    /// of the engine's ISA (FP16 and other palettized weights are widened to FP32).
+    /// AVX-512 VBMI too), else the BF16 dot rate where they use `vdpbf16ps`, else the FP32 FMA
+    /// rate of the engine's ISA (FP16 and other palettized weights are widened to FP32).
     pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
         let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
         let amx = match precision {
@@ -79,7 +79,12 @@ impl Measured {
                 return Some((AMX_BF16.to_string(), g));
             }
         }
-        if precision == Precision::Bf16 && isa.has_bf16_dot() {
+        let dot = match precision {
+            Precision::Bf16 => isa.has_bf16_dot(),
+            Precision::W8 => isa.has_bf16_dot() && isa.has_lut8(),
+            _ => false,
+        };
+        if dot {
             return self.peak(BF16_DOT).map(|g| (BF16_DOT.to_string(), g));
         }
         let k = fma_kernel(isa);
@@ -469,6 +474,37 @@ mod tests {
         assert!((f[0].bandwidth_ms - 50.0).abs() < 1.0, "{:?}", f[0]);
         assert_eq!(f[0].floor_ms, f[0].compute_ms);
         assert!(f[3].bandwidth_ms < f[0].bandwidth_ms / 3.0);
+    }
+
+    /// BF16 and 8-bit palettes take the BF16 dot rate where their pair-dot kernels run here
+    /// (palettes also need the VBMI decoder; with AMX but no AMX peak listed, the same), every
+    /// other arm the FMA rate of the engine's ISA.
+    #[test]
+    fn each_arm_takes_the_peak_of_the_kernel_it_runs_on() {
+        let peak = |kernel: &str, gflops: f64| Peak {
+            kernel: kernel.into(),
+            compute: ComputeType::F32,
+            threads: 2,
+            gflops,
+        };
+        let m = Measured {
+            peaks: vec![peak("avx512f fma", 200.0), peak(BF16_DOT, 400.0)],
+            triad_gbs: 10.0,
+            threads: 2,
+            engine_isa: "avx512".into(),
+            engine_f32_kernel: String::new(),
+            seconds: 0.0,
+            host_steal: None,
+        };
+        let isa = Isa::Avx512;
+        let kernel = |p| m.arm_peak(p).map(|(k, _)| k);
+        let (fma, dot) = (Some("avx512f fma".to_string()), Some(BF16_DOT.to_string()));
+        assert_eq!(kernel(Precision::F32), fma);
+        assert_eq!(kernel(Precision::F16), fma);
+        assert_eq!(kernel(Precision::Bf16), if isa.has_bf16_dot() { &dot } else { &fma }.clone());
+        let w8_dot = isa.has_bf16_dot() && isa.has_lut8();
+        assert_eq!(kernel(Precision::W8), if w8_dot { &dot } else { &fma }.clone());
+        assert_eq!(m.arm_peak(Precision::F32).map(|(_, g)| g), Some(200.0));
     }
 
     #[test]

@@ -30,9 +30,10 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use super::bf16dot::Weights as Source;
 use super::isa::Isa;
 use super::linalg::{DstPtr, Split};
-use crate::model::lowp::{DenseHalf, HalfOrder, PaletteOrder, Palettized, PANEL_ROWS};
+use crate::model::lowp::{DenseHalf, HalfOrder, Palettized, PANEL_ROWS};
 
 /// Inputs per tile step (one B tile: 16 pairs).
 pub(crate) const STEP: usize = 32;
@@ -99,18 +100,12 @@ pub(crate) fn takes(w: &DenseHalf) -> bool {
         && w.data().len() == out.next_multiple_of(PANEL_ROWS) * w.cols_even()
 }
 
-/// Whether [`linear_palettized`] takes a weight of this shape: 8-bit palettes in
-/// [`PaletteOrder::Panels16`] whose groups are whole panels and whose input count is a multiple
-/// of [`STEP`] (others take the FP32 panel kernel's decoder).
+/// Whether [`linear_palettized`] takes a weight of this shape: one that
+/// [`super::bf16dot::takes_palette`] takes (8-bit, Panels16, groups of whole panels) whose input
+/// count is a multiple of [`STEP`] (others take the pair-dot tile or the FP32 panel kernel's
+/// decoder).
 pub(crate) fn takes_palette(p: &Palettized) -> bool {
-    let (k, out) = (p.cols(), p.rows());
-    p.bits() == 8
-        && p.order() == PaletteOrder::Panels16
-        && p.group_size().is_multiple_of(PANEL_ROWS)
-        && k > 0
-        && k.is_multiple_of(STEP)
-        && p.indices().len() == out.next_multiple_of(PANEL_ROWS) * k
-        && p.lut().len() >= p.groups() * 256
+    super::bf16dot::takes_palette(p) && p.cols().is_multiple_of(STEP)
 }
 
 /// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias). Returns false, doing nothing, when AMX cannot run
@@ -149,23 +144,12 @@ pub(crate) fn linear_palettized(
     split: Split,
     isa: Isa,
 ) -> bool {
-    let (k, out) = (p.cols(), p.rows());
-    if !isa.has_amx_bf16() || !isa.has_lut8() || !takes_palette(p) || x.len() < m * k || y.len() < m * out {
+    if !isa.has_amx_bf16() || !takes_palette(p) {
         return false;
     }
-    let src = Source::Palette { indices: p.indices(), lut: p.lut(), group_size: p.group_size() };
-    product(x, m, k, out, src, y, accumulate, split);
+    let Some(src) = super::bf16dot::palette_source(x, m, p, y, isa) else { return false };
+    product(x, m, p.cols(), p.rows(), src, y, accumulate, split);
     true
-}
-
-/// Where the tiles read a panel's BF16 weights from.
-#[derive(Clone, Copy)]
-enum Source<'a> {
-    /// Pairs16 BF16 panels, read in place.
-    Dense(&'a [u16]),
-    /// Panels16 8-bit indices and their groups' f32 tables (`256` entries per group of
-    /// `group_size` rows, a multiple of 16), decoded pair of panels by pair of panels.
-    Palette { indices: &'a [u8], lut: &'a [f32], group_size: usize },
 }
 
 /// The product of [`linear`] and [`linear_palettized`] once their checks passed: `x` rounded to
@@ -563,7 +547,10 @@ mod tiles {
     struct Scratch([f32; 256]);
 }
 
-/// The palette decoder of [`linear_palettized`].
+#[cfg(target_arch = "x86_64")]
+pub(super) use decode::palette_pairs;
+
+/// The palette decoder of [`linear_palettized`] (and of [`super::bf16dot::linear_palettized`]).
 #[cfg(target_arch = "x86_64")]
 mod decode {
     use std::arch::x86_64::*;
@@ -591,7 +578,7 @@ mod decode {
     /// AVX-512F, AVX-512BW, AVX-512 VBMI and AVX-512 BF16; `lut.len() ≥ 256`,
     /// `out.len() ≥ idx.len()`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512bf16")]
-    pub(super) unsafe fn palette_pairs(idx: &[u8], lut: &[f32], out: &mut [u16]) {
+    pub(in crate::backend::portable) unsafe fn palette_pairs(idx: &[u8], lut: &[f32], out: &mut [u16]) {
         let n = idx.len().min(out.len());
         if lut.len() < 256 {
             return;
@@ -759,13 +746,16 @@ mod product_tests {
     }
 
     /// The palette decoder's order (each Pairs16 value from its Panels16 index), then the
-    /// palettized product against the f64 product of BF16-rounded activations and BF16-rounded
-    /// table entries, over row counts leaving partial tiles, partial last panels (zero-padded
-    /// index rows), groups of 16 and 32 rows, one and several workers, overwrite and
-    /// accumulate. Where this CPU or OS has no AMX (or no AVX-512 VBMI), the kernel must
-    /// decline; so must 4-bit and row-major palettes and input counts off the tile step.
+    /// palettized products (the AMX tiles, and the AVX-512 BF16 pair-dot tile of
+    /// [`super::super::bf16dot::linear_palettized`]) against the f64 product of BF16-rounded
+    /// activations and BF16-rounded table entries, over row counts leaving partial tiles,
+    /// partial last panels (zero-padded index rows), groups of 16 and 32 rows, input counts on
+    /// and off the AMX step, one and several workers, overwrite and accumulate. Where this CPU
+    /// or OS lacks a kernel's features (AMX; AVX-512 BF16 and VBMI), that kernel must decline;
+    /// so must 4-bit and row-major palettes and input counts off each kernel's step.
     #[test]
-    fn palettized_product_matches_the_rounded_reference_or_declines() {
+    fn palettized_products_match_the_rounded_reference_or_decline() {
+        use crate::backend::portable::bf16dot;
         use crate::model::lowp::PaletteOrder;
         use crate::model::palettize::{palettize_matrix, PaletteConfig};
         // the pre-permutation: value o of a 64-value step is (pair o/32, row (o%32)/2, input o%2)
@@ -777,8 +767,12 @@ mod product_tests {
         }
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let runs = Isa::Avx512.has_amx_bf16() && Isa::Avx512.has_lut8();
+        let dot_runs = Isa::Avx512.has_bf16_dot() && Isa::Avx512.has_lut8();
         if !runs {
-            eprintln!("AMX-BF16 or AVX-512 VBMI not usable here: checking that the kernel declines");
+            eprintln!("AMX-BF16 or AVX-512 VBMI not usable here: checking that the AMX kernel declines");
+        }
+        if !dot_runs {
+            eprintln!("AVX-512 BF16 or VBMI not here: checking that the pair-dot palette kernel declines");
         }
         let palette = |out: usize, inp: usize, group: usize, bits: u8| {
             let w: Vec<f32> =
@@ -788,23 +782,25 @@ mod product_tests {
             palettize_matrix(&m, "w", 0, &cfg).unwrap().0
         };
         for &(m, inp, out, group) in
-            &[(1, 32, 16, 16), (17, 64, 50, 16), (100, 96, 33, 32), (96, 768, 40, 32)]
+            &[(1, 32, 16, 16), (17, 64, 50, 16), (100, 96, 33, 32), (96, 768, 40, 32), (7, 36, 70, 16)]
         {
             let p = palette(out, inp, group, 8).into_order(PaletteOrder::Panels16);
-            assert!(takes_palette(&p), "{inp} inputs, groups of {group}");
+            let on_step = inp % STEP == 0;
+            assert_eq!(takes_palette(&p), on_step, "{inp} inputs, groups of {group}");
+            assert!(bf16dot::takes_palette(&p), "{inp} inputs, groups of {group}");
             let x: Vec<f32> = (0..m * inp).map(|i| (i as f32 * 0.37).sin()).collect();
             // the decoded weights, row-major, from the table as stored
             let mut wd = vec![0f32; out * inp];
             assert!(p.decode_rows(0, out, &mut wd));
             #[cfg(target_arch = "x86_64")]
-            if runs {
+            if dot_runs {
                 // the decoder alone: every value of every panel, bit for bit
                 let k = inp;
                 for panel in 0..out.div_ceil(16) {
                     let g = panel * 16 / group;
                     let idx = &p.indices()[panel * 16 * k..(panel + 1) * 16 * k];
                     let mut got = vec![0u16; 16 * k];
-                    // SAFETY: `runs` checked AMX-BF16 (so AVX-512F and BF16) and VBMI (and BW).
+                    // SAFETY: `dot_runs` checked AVX-512F, BF16, BW and VBMI.
                     unsafe { decode::palette_pairs(idx, &p.lut()[g * 256..g * 256 + 256], &mut got) };
                     for kk in 0..k {
                         for r in 0..16 {
@@ -818,8 +814,11 @@ mod product_tests {
                     }
                 }
             }
-            check_rounded(&pool, &x, m, inp, out, &wd, runs, |y, acc, split| {
+            check_rounded(&pool, &x, m, inp, out, &wd, runs && on_step, |y, acc, split| {
                 linear_palettized(&x, m, &p, y, acc, split, Isa::Avx512)
+            });
+            check_rounded(&pool, &x, m, inp, out, &wd, dot_runs, |y, acc, split| {
+                bf16dot::linear_palettized(&x, m, &p, y, acc, split, Isa::Avx512)
             });
         }
         // declined whatever the CPU: 4-bit, row-major, off the tile step, and under the AVX2 cap
@@ -829,12 +828,18 @@ mod product_tests {
         assert!(!linear_palettized(&[1.0; 32], 1, &four, &mut y, false, Split::Single, Isa::Avx512));
         let rows = palette(16, 32, 16, 8);
         assert!(!takes_palette(&rows), "row-major indices");
+        assert!(!bf16dot::takes_palette(&four) && !bf16dot::takes_palette(&rows));
+        assert!(!bf16dot::linear_palettized(&[1.0; 32], 1, &four, &mut y, false, Split::Single, Isa::Avx512));
         let off = palette(16, 48, 16, 8).into_order(PaletteOrder::Panels16);
         assert!(!takes_palette(&off), "48 inputs");
         assert!(!linear_palettized(&[1.0; 48], 1, &off, &mut y, false, Split::Single, Isa::Avx512));
+        let odd = palette(16, 30, 16, 8).into_order(PaletteOrder::Panels16);
+        assert!(!bf16dot::takes_palette(&odd), "30 inputs");
+        assert!(!bf16dot::linear_palettized(&[1.0; 30], 1, &odd, &mut y, false, Split::Single, Isa::Avx512));
         let ok = palette(16, 32, 16, 8).into_order(PaletteOrder::Panels16);
         assert!(takes_palette(&ok));
         assert!(!linear_palettized(&[1.0; 32], 1, &ok, &mut y, false, Split::Single, Isa::Avx2));
+        assert!(!bf16dot::linear_palettized(&[1.0; 32], 1, &ok, &mut y, false, Split::Single, Isa::Avx2));
         assert!(y.iter().all(|v| v.is_nan()));
     }
 }

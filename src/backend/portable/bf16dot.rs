@@ -7,9 +7,15 @@
 //! task on the engine's workers; within a block, rows of `x` go six at a time through a 6 × 64
 //! register tile (24 accumulators), so a block's weights (`64 · in · 2` bytes, 96 KiB at
 //! `in` = 768) are read from memory once and then from L2 for the other row chunks.
+//!
+//! 8-bit palettized weights ([`linear_palettized`]) take the same tile: each block's four panels
+//! of indices are first decoded through their groups' tables rounded to BF16 into the worker's
+//! buffer, in Pairs16 order (the AVX-512 VBMI decoder of the AMX kernel), so the block is read
+//! from memory as one byte per weight and multiplied from L2 as BF16. That is the arithmetic of
+//! the AMX palette product, for CPUs with AVX-512 BF16 and VBMI but no AMX (AMD Zen 4).
 
-// Off x86-64 the kernel body is compiled out (`available()` is false and callers take the
-// portable path), which leaves its helpers unused there.
+// Off x86-64 the kernel body is compiled out (`has_bf16_dot()` is false there and callers take
+// the portable path), which leaves its helpers unused there.
 #![cfg_attr(not(target_arch = "x86_64"), allow(unused_imports, unused_variables, dead_code))]
 
 use std::cell::RefCell;
@@ -18,16 +24,30 @@ use rayon::prelude::*;
 
 use super::isa::Isa;
 use super::linalg::{DstPtr, Split};
-use crate::model::lowp::{DenseHalf, HalfOrder, PANEL_ROWS};
+use crate::model::lowp::{DenseHalf, HalfOrder, PaletteOrder, Palettized, PANEL_ROWS};
 
 /// Rows of `x` per register tile.
 const MR: usize = 6;
 /// Weight panels (of 16 output columns) per register tile.
 const NP: usize = 4;
+/// Inputs per step of the palette decoder (64 indices: four inputs of a 16-row panel).
+const PALETTE_STEP: usize = 4;
 
 thread_local! {
     /// `x` rounded to BF16, row-major `[m, in rounded up to even]`, reused across calls.
     static XBF: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
+    /// One block of palettized weights decoded to BF16 pairs (`NP` panels of `16 · in`).
+    static WBF: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Where a BF16 kernel (this one's tile, or the AMX tiles) reads a panel's weights from.
+#[derive(Clone, Copy)]
+pub(super) enum Weights<'a> {
+    /// Pairs16 BF16 panels of `16 · ke` values, read in place.
+    Dense(&'a [u16]),
+    /// Panels16 8-bit indices (`16 · in` per panel) and their groups' f32 tables (256 entries
+    /// per group of `group_size` rows, a multiple of 16), decoded block by block.
+    Palette { indices: &'a [u8], lut: &'a [f32], group_size: usize },
 }
 
 /// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias). Returns false, doing nothing, when the kernel
@@ -51,18 +71,87 @@ pub(crate) fn linear(
     {
         return false;
     }
+    product(x, m, k, out, Weights::Dense(w.data()), y, accumulate, split);
+    true
+}
+
+/// Whether [`linear_palettized`] takes a weight of this shape: 8-bit palettes in
+/// [`PaletteOrder::Panels16`] whose groups are whole panels and whose input count is a multiple
+/// of the decoder's step of four inputs, with a table for every group.
+pub(crate) fn takes_palette(p: &Palettized) -> bool {
+    let (k, out) = (p.cols(), p.rows());
+    p.bits() == 8
+        && p.order() == PaletteOrder::Panels16
+        && p.group_size().is_multiple_of(PANEL_ROWS)
+        && k > 0
+        && k.is_multiple_of(PALETTE_STEP)
+        && p.indices().len() == out.next_multiple_of(PANEL_ROWS) * k
+        && p.lut().len() >= p.groups() * 256
+}
+
+/// `y[m, out] (=|+=) x[m, in] Wᵀ` (no bias) for 8-bit palettized weights: tables rounded to
+/// BF16, `x` rounded to BF16, f32 sums (the arithmetic of [`super::amx::linear_palettized`]).
+/// Returns false, doing nothing, when the pair-dot kernel or the AVX-512 VBMI decoder cannot
+/// run here or under `isa`, the weight is not one [`takes_palette`] accepts or a slice is too
+/// short.
+pub(crate) fn linear_palettized(
+    x: &[f32],
+    m: usize,
+    p: &Palettized,
+    y: &mut [f32],
+    accumulate: bool,
+    split: Split,
+    isa: Isa,
+) -> bool {
+    let Some(src) = palette_source(x, m, p, y, isa) else { return false };
+    product(x, m, p.cols(), p.rows(), src, y, accumulate, split);
+    true
+}
+
+/// The checks both BF16 palette products share: the pair-dot kernel's AVX-512 BF16 (which the
+/// AMX kernel uses too, to round `x`) and the VBMI decoder run here and under `isa`, the weight
+/// is one [`takes_palette`] accepts, and `x` and `y` hold `m` rows. Then the weight as a source.
+pub(super) fn palette_source<'a>(
+    x: &[f32],
+    m: usize,
+    p: &'a Palettized,
+    y: &[f32],
+    isa: Isa,
+) -> Option<Weights<'a>> {
+    let ok = isa.has_bf16_dot()
+        && isa.has_lut8()
+        && takes_palette(p)
+        && x.len() >= m * p.cols()
+        && y.len() >= m * p.rows();
+    ok.then(|| Weights::Palette { indices: p.indices(), lut: p.lut(), group_size: p.group_size() })
+}
+
+/// The product of [`linear`] and [`linear_palettized`] once their checks passed: `x` rounded to
+/// BF16, then one task per block of [`NP`] panels.
+#[allow(clippy::too_many_arguments)]
+fn product(
+    x: &[f32],
+    m: usize,
+    k: usize,
+    out: usize,
+    src: Weights<'_>,
+    y: &mut [f32],
+    accumulate: bool,
+    split: Split,
+) {
     if m == 0 || out == 0 {
-        return true;
+        return;
     }
     #[cfg(target_arch = "x86_64")]
     {
-        let ke = w.cols_even();
+        let ke = k.next_multiple_of(2);
         XBF.with(|buf| {
             let mut xb = buf.borrow_mut();
             xb.clear();
             xb.resize(m * ke, 0);
             for (src, dst) in x[..m * k].chunks_exact(k.max(1)).zip(xb.chunks_exact_mut(ke)) {
-                // SAFETY: `has_bf16_dot()` confirmed AVX-512F and AVX-512 BF16 at run time.
+                // SAFETY: both callers confirmed AVX-512F and AVX-512 BF16 (`has_bf16_dot()`)
+                // at run time.
                 unsafe { avx512::round_row(src, dst) };
             }
             let xb: &[u16] = &xb;
@@ -74,12 +163,35 @@ pub(crate) fn linear(
                 let np = NP.min(panels - p0);
                 let c0 = p0 * PANEL_ROWS;
                 let ncols = (out - c0).min(np * PANEL_ROWS);
-                let wp = &w.data()[p0 * PANEL_ROWS * ke..(p0 + np) * PANEL_ROWS * ke];
-                // SAFETY: AVX-512F/BF16 checked above; `xb` holds m × ke values, `wp` np panels
-                // of 16 × ke, and the destination columns [c0, c0 + ncols) of the m rows of
-                // `y` (row stride `out`, length ≥ m·out checked above) are written by this
-                // block only.
-                unsafe { avx512::block(xb, m, ke, wp, np, dst, c0, out, ncols, accumulate) };
+                let run = |wp: &[u16]| {
+                    // SAFETY: AVX-512F/BF16 checked by the callers; `xb` holds m × ke values,
+                    // `wp` np panels of 16 × ke, and the destination columns [c0, c0 + ncols)
+                    // of the m rows of `y` (row stride `out`, length ≥ m·out checked by the
+                    // callers) are written by this block only.
+                    unsafe { avx512::block(xb, m, ke, wp, np, dst, c0, out, ncols, accumulate) }
+                };
+                match src {
+                    Weights::Dense(d) => run(&d[p0 * PANEL_ROWS * ke..(p0 + np) * PANEL_ROWS * ke]),
+                    Weights::Palette { indices, lut, group_size } => WBF.with(|wb| {
+                        let mut wb = wb.borrow_mut();
+                        wb.resize(NP * PANEL_ROWS * ke, 0);
+                        let n = PANEL_ROWS * k; // k is a multiple of 4, so ke = k
+                        for (j, panel) in (p0..p0 + np).enumerate() {
+                            let g = panel * PANEL_ROWS / group_size;
+                            // SAFETY: `palette_source` checked AVX-512F/BF16 and the VBMI
+                            // decoder (`has_lut8()`: BW, VBMI); `takes_palette` checked that
+                            // every panel has 16·k indices and every group a 256-entry table.
+                            unsafe {
+                                super::amx::palette_pairs(
+                                    &indices[panel * n..(panel + 1) * n],
+                                    &lut[g * 256..(g + 1) * 256],
+                                    &mut wb[j * n..(j + 1) * n],
+                                )
+                            };
+                        }
+                        run(&wb[..np * n]);
+                    }),
+                }
             };
             match split {
                 Split::Single => (0..blocks).for_each(block),
@@ -87,7 +199,8 @@ pub(crate) fn linear(
             }
         });
     }
-    true
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, k, src, y, accumulate, split);
 }
 
 #[cfg(target_arch = "x86_64")]

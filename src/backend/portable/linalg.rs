@@ -325,7 +325,7 @@ pub(crate) struct Plan {
     /// The BF16 kernel to use where it runs (each falls back to the next: AMX, pair-dot,
     /// decode).
     pub bf16: Bf16Kernel,
-    /// The 8-bit palette kernel to use where it runs (AMX, else decode to f32).
+    /// The 8-bit palette kernel to use where it runs (BF16: AMX, else pair-dot, else decode to f32).
     pub palette: PaletteKernel,
     /// Multiply row-major FP32 weights with the panel kernel instead of `gemm` (benchmarks only).
     pub f32_panel: bool,
@@ -376,8 +376,9 @@ pub(crate) fn linear(
                 && h.order() == HalfOrder::Pairs16
                 && super::bf16dot::linear(x, m, h, y, accumulate, split, isa) => {}
         Matrix::Palettized(p)
-            if palette == PaletteKernel::Amx
-                && super::amx::linear_palettized(x, m, p, y, accumulate, split, isa) => {}
+            if palette == PaletteKernel::Bf16
+                && (super::amx::linear_palettized(x, m, p, y, accumulate, split, isa)
+                    || super::bf16dot::linear_palettized(x, m, p, y, accumulate, split, isa)) => {}
         w @ (Matrix::F16(_) | Matrix::BF16(_) | Matrix::Palettized(_))
             if super::f32panel::linear(x, m, w, y, accumulate, split, isa) => {}
         w => tiled(x, m, w, y, accumulate, split),
@@ -565,12 +566,16 @@ mod tests {
                                 }
                             }
                         }
-                        // w8 panels on the AMX palette kernel where it takes them (tables and
-                        // activations rounded to BF16), else decoded to f32 as above
+                        // w8 panels on the BF16 palette kernels where one takes them (AMX tiles,
+                        // else the pair-dot tile; tables and activations rounded to BF16), else
+                        // decoded to f32 as above
                         if let (true, Matrix::Palettized(p)) = (name == "w8 panels", &lin.weight) {
                             let amx =
                                 isa.has_amx_bf16() && isa.has_lut8() && super::super::amx::takes_palette(p);
-                            let want = if amx {
+                            let dot = isa.has_bf16_dot()
+                                && isa.has_lut8()
+                                && super::super::bf16dot::takes_palette(p);
+                            let want = if amx || dot {
                                 naive(&round_bf16(&x), m, &round_bf16(&wd), out, inp)
                             } else {
                                 want.clone()
@@ -578,7 +583,7 @@ mod tests {
                             let plan = Plan {
                                 split,
                                 bf16: Bf16Kernel::Amx,
-                                palette: PaletteKernel::Amx,
+                                palette: PaletteKernel::Bf16,
                                 f32_panel: false,
                                 isa,
                             };
@@ -587,7 +592,7 @@ mod tests {
                             for (i, (a, b)) in y.iter().zip(&want).enumerate() {
                                 assert!(
                                     (a - (b + bias[i % out])).abs() <= 1e-5 * (scale[i] + 1.0),
-                                    "w8 panels amx={amx} {} {m}x{inp}x{out} {split:?} [{i}]: {a} vs {}",
+                                    "w8 panels amx={amx} dot={dot} {} {m}x{inp}x{out} {split:?} [{i}]: {a} vs {}",
                                     isa.name(),
                                     b + bias[i % out]
                                 );

@@ -116,19 +116,20 @@ pub enum Bf16Kernel {
 /// How the engine multiplies with 8-bit palettized weights (`w8`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaletteKernel {
-    /// AMX tiles where the CPU has AMX-BF16 and AVX-512 VBMI and the OS grants the tile state,
-    /// for weights whose input count is a multiple of 32 and whose groups are whole 16-row
-    /// panels: each pair of panels is decoded through its table rounded to BF16 into the
-    /// worker's cache, then multiplied with activations rounded to BF16, f32 sums (the
-    /// arithmetic of BF16 weights; Core ML's W8 decodes its tables to FP16 likewise).
-    /// Elsewhere the same as [`PaletteKernel::Decode`].
-    Amx,
+    /// Decode the tables rounded to BF16, panels at a time, into the worker's cache and
+    /// multiply with activations rounded to BF16, f32 sums (the arithmetic of BF16 weights;
+    /// Core ML's W8 decodes its tables to FP16 likewise), for weights whose groups are whole
+    /// 16-row panels; the decoder needs AVX-512 VBMI. The product runs on the AMX tiles where
+    /// the CPU has AMX-BF16 and the OS grants the tile state (input count a multiple of 32),
+    /// else on the AVX-512 BF16 pair-dot kernel (input count a multiple of 4). Elsewhere the
+    /// same as [`PaletteKernel::Decode`].
+    Bf16,
     /// Decode the tables to f32 tile by tile and multiply in f32 (activations stay f32).
     Decode,
 }
 
 /// The 8-bit palette product the engine uses by default.
-pub const DEFAULT_PALETTE_KERNEL: PaletteKernel = PaletteKernel::Amx;
+pub const DEFAULT_PALETTE_KERNEL: PaletteKernel = PaletteKernel::Bf16;
 
 /// How a Linear product uses the worker threads (benchmarks only).
 #[doc(hidden)]
@@ -347,20 +348,20 @@ impl PortableBackend {
         let bf16_amx =
             tuning.bf16 == Bf16Kernel::Amx && isa.has_amx_bf16() && bf16_mats.iter().any(|&(_, amx)| amx);
         let bf16_amx_all = bf16_mats.iter().all(|&(_, amx)| amx);
-        // per palettized matrix: taken by the AMX kernel
-        let w8_mats: Vec<bool> = w
+        // per palettized matrix: taken by the AMX kernel, by the pair-dot kernel
+        let w8_mats: Vec<(bool, bool)> = w
             .projections()
             .iter()
             .filter_map(|(_, l)| match &l.weight {
-                Matrix::Palettized(p) => Some(amx::takes_palette(p)),
+                Matrix::Palettized(p) => Some((amx::takes_palette(p), bf16dot::takes_palette(p))),
                 _ => None,
             })
             .collect();
-        let w8_amx = tuning.palette == PaletteKernel::Amx
-            && isa.has_amx_bf16()
-            && isa.has_lut8()
-            && w8_mats.iter().any(|&amx| amx);
-        let w8_amx_all = w8_mats.iter().all(|&amx| amx);
+        let w8_bf16 = tuning.palette == PaletteKernel::Bf16 && isa.has_lut8();
+        let w8_amx = w8_bf16 && isa.has_amx_bf16() && w8_mats.iter().any(|&(amx, _)| amx);
+        let w8_amx_all = w8_mats.iter().all(|&(amx, _)| amx);
+        let w8_dot = w8_bf16 && !w8_amx && isa.has_bf16_dot() && w8_mats.iter().any(|&(_, dot)| dot);
+        let w8_dot_all = w8_mats.iter().all(|&(_, dot)| dot);
         let packed = w
             .projections()
             .iter()
@@ -388,6 +389,14 @@ impl PortableBackend {
                 "w8 weights: tables rounded to bf16, pairs of panels decoded for amx-bf16 tiles \
                  (tdpbf16ps) where the input count is a multiple of 32, bf16 activations; \
                  decoded to f32 panels elsewhere, {tile}"
+            ),
+            "w8" if w8_dot && w8_dot_all => "w8 weights: tables rounded to bf16, blocks of four panels \
+                                              decoded for the avx512_bf16 pair-dot 6x64, bf16 activations"
+                .into(),
+            "w8" if w8_dot => format!(
+                "w8 weights: tables rounded to bf16, blocks of four panels decoded for the \
+                 avx512_bf16 pair-dot 6x64 where the input count is a multiple of 4, bf16 \
+                 activations; decoded to f32 panels elsewhere, {tile}"
             ),
             p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile}"),
             p => format!("{p} weights decoded to f32 tiles, gemm"),
