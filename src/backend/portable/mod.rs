@@ -387,8 +387,9 @@ impl PortableBackend {
                 .into(),
             "w8" if w8_amx => format!(
                 "w8 weights: tables rounded to bf16, pairs of panels decoded for amx-bf16 tiles \
-                 (tdpbf16ps) where the input count is a multiple of 32, bf16 activations; \
-                 decoded to f32 panels elsewhere, {tile}"
+                 (tdpbf16ps) where the input count is a multiple of 32, blocks of four panels for \
+                 the avx512_bf16 pair-dot 6x64 where it is a multiple of 4, bf16 activations{}",
+                if w8_dot_all { String::new() } else { format!("; decoded to f32 panels elsewhere, {tile}") }
             ),
             "w8" if w8_dot && w8_dot_all => "w8 weights: tables rounded to bf16, blocks of four panels \
                                               decoded for the avx512_bf16 pair-dot 6x64, bf16 activations"
