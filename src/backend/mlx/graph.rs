@@ -21,8 +21,8 @@ use mlx_rs::{fast, transforms, Array, Device, DeviceType, Dtype};
 #[cfg(target_os = "linux")]
 use super::blas::{BlasKind, BlasProvider};
 use super::{
-    copy_outputs, default_shapes, fingerprint, host_hints, parameter_names, MlxDtype, MlxInputs, MlxSpec,
-    NAME,
+    copy_outputs, default_shapes, fingerprint, host_hints, is_jit_race, parameter_names, MlxDtype, MlxInputs,
+    MlxSpec, JIT_RACE_WAIT_MS, NAME,
 };
 use crate::backend::registry::RegistryError;
 use crate::backend::{
@@ -496,9 +496,21 @@ impl Backend for MlxBackend {
                 args.push(Array::from_slice(&t.sin, &[b, 1, l, half]));
             }
         }
-        let outs = (self.compiled.0)(&args).map_err(runtime)?;
-        // The outputs are lazy: evaluate them here, inside the timed call.
-        transforms::eval(outs.iter()).map_err(runtime)?;
+        // The outputs are lazy: evaluate them here, inside the timed call. A new shape compiles
+        // new kernels; where another process is compiling the same one, retry (`is_jit_race`).
+        let started = std::time::Instant::now();
+        let outs = loop {
+            let run = (self.compiled.0)(&args).and_then(|outs| transforms::eval(outs.iter()).map(|()| outs));
+            match run {
+                Err(e)
+                    if is_jit_race(&e.to_string())
+                        && started.elapsed() < std::time::Duration::from_millis(JIT_RACE_WAIT_MS) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                run => break run.map_err(runtime)?,
+            }
+        };
         let [logits, actions] = outs.as_slice() else {
             return Err(BackendError::Runtime(format!(
                 "MLX graph returned {} outputs, expected 2",

@@ -32,6 +32,22 @@ pub const MIN_MARKER_SLOTS: usize = 2;
 /// Rows per forward call when the caller does not fix the shapes.
 pub const DEFAULT_BATCH: usize = 8;
 
+/// How long a forward retries MLX's kernel-library race ([`is_jit_race`]) before failing.
+pub const JIT_RACE_WAIT_MS: u64 = 10_000;
+
+/// Whether an MLX error is the race of its CPU kernel compiler between processes. MLX compiles
+/// each fused kernel into a shared library in one folder every process shares
+/// (`$TMPDIR/mlx/VERSION/cpu`): a process that finds no library writes the source and runs the
+/// compiler there, and a process that looks meanwhile loads a half-written library ("file too
+/// short") or compiles a half-written source. The other process finishes the library within a
+/// compile's time, so the call is retried ([`JIT_RACE_WAIT_MS`]); two MLX processes at once (two
+/// test binaries, or our MLX arm beside laya-mlx) hit it on a fresh machine.
+pub fn is_jit_race(message: &str) -> bool {
+    ["Could not load C++ shared library", "Failed to compile function", "Failed to load compiled function"]
+        .iter()
+        .any(|m| message.contains(m))
+}
+
 /// Storage and compute precision of the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MlxDtype {

@@ -229,3 +229,15 @@ fn only_an_mlx_backend_turns_on_the_prefix_cache() {
     assert!(host(info(BackendKind::Mlx, NAME, host_hints())).prefix_cache.is_some());
     assert!(host(info(BackendKind::Portable, "portable", HostHints::default())).prefix_cache.is_none());
 }
+
+#[test]
+fn only_the_kernel_library_race_is_retried() {
+    // the message of the CI failure this retry is for (a library another process was writing)
+    let seen = "Could not load C++ shared library /tmp/mlx/0.32.2/cpu/libCf2IBroadcast_contiguous.so: \
+                file too short at mlx/c/transforms.cpp:73";
+    assert!(is_jit_race(seen));
+    assert!(is_jit_race("[Compile::eval_cpu] Failed to compile function Cf2I: exit 1"));
+    assert!(is_jit_race("[Compile::eval_cpu] Failed to load compiled function Cf2I"));
+    assert!(!is_jit_race("[matmul] Last dimension of first input with shape (1,96,768) must match"));
+    assert!(!is_jit_race("missing MLX parameter `head.w`"));
+}
