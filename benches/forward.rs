@@ -95,20 +95,21 @@ fn proc_cpu_seconds(path: &str) -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-/// The state letter of every thread of `pid` (`/proc/PID/task/TID/stat`), except thread
-/// `skip`; None where /proc cannot be read.
-fn thread_states(pid: u32, skip: Option<u32>) -> Option<Vec<char>> {
-    let mut states = Vec::new();
+/// Whether a thread of `pid` other than thread `skip` is running (state R in
+/// `/proc/PID/task/TID/stat`); None where /proc cannot be read.
+fn any_running(pid: u32, skip: Option<u32>) -> Option<bool> {
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
         let entry = entry.ok()?;
-        if skip.is_some_and(|t| entry.file_name().to_str() == Some(t.to_string().as_str())) {
+        if skip.is_some() && entry.file_name().to_str().and_then(|t| t.parse().ok()) == skip {
             continue;
         }
         // a thread that ended since the listing has no stat: it runs nothing
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        states.extend(state_of(&stat));
+        if state_of(&stat) == Some('R') {
+            return Some(true);
+        }
     }
-    Some(states)
+    Some(false)
 }
 
 /// The state letter of a `/proc/.../stat` line: the first field after the command's `)`.
@@ -154,7 +155,7 @@ impl Pause {
                 loop {
                     let busy = pids.iter().any(|&p| {
                         let skip = (p == std::process::id()).then_some(*tid).flatten();
-                        thread_states(p, skip).is_some_and(|s| s.contains(&'R'))
+                        any_running(p, skip) == Some(true)
                     });
                     if !busy {
                         return (t0.elapsed(), false);
@@ -627,7 +628,7 @@ fn main() {
         let torch_version = torch.as_ref().map(|t| t.version.clone());
         let pause = match (gap_ms, &torch) {
             (Some(ms), _) => Pause::Sleep(std::time::Duration::from_millis(ms)),
-            (None, Some(_)) if thread_states(std::process::id(), None).is_none() => {
+            (None, Some(_)) if any_running(std::process::id(), None).is_none() => {
                 Pause::Sleep(std::time::Duration::from_millis(FALLBACK_GAP_MS))
             }
             (None, Some(t)) => Pause::Settle {
