@@ -224,15 +224,8 @@ fn decode_panel(
                 unsafe { avx512::lut8_panel(src, lut, panel) };
                 return;
             }
-            #[cfg(target_arch = "x86_64")]
-            if isa >= Isa::Avx2 {
-                // SAFETY: AVX2 checked at run time (`Isa` never exceeds the CPU); the table
-                // has 256 entries, so every 8-bit index is inside it.
-                unsafe { avx2::lut_gather(src, lut, panel) };
-                return;
-            }
-            for (o, &i) in panel.iter_mut().zip(src) {
-                *o = lut[i as usize];
+            if let Ok(lut) = <&[f32; 256]>::try_from(lut) {
+                lut8_scalar(src, lut, panel);
             }
         }
         Matrix::Palettized(p)
@@ -273,6 +266,17 @@ fn decode_panel(
                 }
             }
         }
+    }
+}
+
+/// 8-bit indices through a 256-entry table into `out` (`out[i] = lut[idx[i]]`), one value at a
+/// time. On AVX2 this is the decoder: `vgatherdps` (8 values an instruction) made the whole
+/// product 5–6 % slower than these loads and stores on AMD Zen 4 (measured paired, forced
+/// AVX2; see docs/PERFORMANCE.md). Where AVX-512 VBMI exists, [`avx512::lut8_panel`] is used
+/// instead.
+fn lut8_scalar(idx: &[u8], lut: &[f32; 256], out: &mut [f32]) {
+    for (o, &i) in out.iter_mut().zip(idx) {
+        *o = lut[i as usize];
     }
 }
 
@@ -710,32 +714,6 @@ mod avx2 {
                     *o = kind.decode(v);
                 }
             }
-        }
-    }
-
-    /// 8-bit indices through a 256-entry table, 8 at a time with `vgatherdps`.
-    ///
-    /// # Safety
-    /// AVX2; `lut.len() ≥ 256`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn lut_gather(idx: &[u8], lut: &[f32], panel: &mut [f32]) {
-        let n = idx.len().min(panel.len());
-        if lut.len() < 256 {
-            return;
-        }
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: i + 8 ≤ n ≤ both lengths: one 8-byte read and one 8-value write; every
-            // gathered index is a byte, below 256 ≤ lut.len().
-            unsafe {
-                let raw = _mm_loadl_epi64(idx.as_ptr().add(i) as *const __m128i);
-                let v = _mm256_i32gather_ps::<4>(lut.as_ptr(), _mm256_cvtepu8_epi32(raw));
-                _mm256_storeu_ps(panel.as_mut_ptr().add(i), v);
-            }
-            i += 8;
-        }
-        for j in i..n {
-            panel[j] = lut[idx[j] as usize];
         }
     }
 
