@@ -224,6 +224,7 @@ fn decode_panel(
                 unsafe { avx512::lut8_panel(src, lut, panel) };
                 return;
             }
+            // always a whole table: the slice above is 256 entries long
             if let Ok(lut) = <&[f32; 256]>::try_from(lut) {
                 lut8_scalar(src, lut, panel);
             }
@@ -271,7 +272,7 @@ fn decode_panel(
 
 /// 8-bit indices through a 256-entry table into `out` (`out[i] = lut[idx[i]]`), one value at a
 /// time. On AVX2 this is the decoder: `vgatherdps` (8 values an instruction) made the whole
-/// product 5–6 % slower than these loads and stores on AMD Zen 4 (measured paired, forced
+/// product 4–6 % slower than these loads and stores on AMD Zen 4 (measured paired, forced
 /// AVX2; see docs/PERFORMANCE.md). Where AVX-512 VBMI exists, [`avx512::lut8_panel`] is used
 /// instead.
 fn lut8_scalar(idx: &[u8], lut: &[f32; 256], out: &mut [f32]) {
