@@ -8,8 +8,9 @@
 //!   the `vdpbf16ps` pair-dot kernel where AVX-512 BF16 exists; 8-bit palettes through byte
 //!   permutes where AVX-512 VBMI exists.
 //! * [`Isa::Avx2`] (AVX2 + FMA + F16C): the same packing on a 6 × 16 register tile (12 ymm
-//!   accumulators); FP16/BF16 widened with AVX2 and F16C, and 8-bit palettes looked up one
-//!   value at a time (faster than `vgatherdps` on Zen 4), into the panels.
+//!   accumulators); FP16/BF16 widened with AVX2 and F16C, and 8-bit palettes looked up eight
+//!   values a step (table values inserted into 128-bit registers: faster on Zen 4 than one
+//!   load and store per value, and than `vgatherdps`), into the panels.
 //! * [`Isa::Generic`] (anything else, aarch64 included): FP32 products on the `gemm` crate
 //!   (which picks its own kernels, NEON on aarch64), other precisions decoded tile by tile.
 //!
