@@ -278,7 +278,7 @@ fn decode_panel(
 }
 
 /// 8-bit indices through a 256-entry table into `out` (`out[i] = lut[idx[i]]`), one value at a
-/// time: the decoder off x86-64, and the tail of [`avx2::lut8`].
+/// time: the tail of [`avx2::lut8`] (and the decoder where the x86-64 kernels are compiled out).
 fn lut8_scalar(idx: &[u8], lut: &[f32; 256], out: &mut [f32]) {
     for (o, &i) in out.iter_mut().zip(idx) {
         *o = lut[i as usize];
@@ -736,8 +736,8 @@ mod avx2 {
         let (idx, out) = (&idx[..n], &mut out[..n]);
         let whole = n - n % 8;
         for (i, o) in idx[..whole].chunks_exact(8).zip(out[..whole].chunks_exact_mut(8)) {
-            // SAFETY: `i` holds 8 bytes (two unaligned 4-byte reads) and `o` 8 values (two
-            // unaligned 4-value writes).
+            // SAFETY: `i` holds 8 bytes (two unaligned 4-byte reads, little-endian on x86-64:
+            // byte j of a read is bits 8j..8j+8) and `o` 8 values (two unaligned 4-value writes).
             unsafe {
                 let d = i.as_ptr().cast::<u32>();
                 let (d0, d1) = (d.read_unaligned(), d.add(1).read_unaligned());
