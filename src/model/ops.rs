@@ -320,14 +320,8 @@ fn masked_softmax_generic<const FMA: bool>(xs: &mut [f32], keep: &[u8]) {
             *l = if x > *l { x } else { *l };
         }
     }
-    let mut max = f32::NEG_INFINITY;
-    for (&x, &k) in chunks.remainder().iter().zip(kc.remainder()) {
-        let x = masked(x, k);
-        max = if x > max { x } else { max };
-    }
-    for &x in &lanes {
-        max = if x > max { x } else { max };
-    }
+    let rest = chunks.remainder().iter().zip(kc.remainder()).map(|(&x, &k)| masked(x, k));
+    let max = fold_max(rest.chain(lanes));
     for (x, &k) in xs.iter_mut().zip(keep) {
         *x = softmax_term::<FMA>(masked(*x, k) - max);
     }
@@ -355,11 +349,13 @@ fn max_of(xs: &[f32]) -> f32 {
             *l = if x > *l { x } else { *l };
         }
     }
-    let mut m = f32::NEG_INFINITY;
-    for &x in chunks.remainder().iter().chain(lanes.iter()) {
-        m = if x > m { x } else { m };
-    }
-    m
+    fold_max(chunks.remainder().iter().copied().chain(lanes))
+}
+
+/// The largest of `xs` (−∞ for none), taken in order with `>` as [`max_of`]'s lanes are.
+#[inline(always)]
+fn fold_max(xs: impl Iterator<Item = f32>) -> f32 {
+    xs.fold(f32::NEG_INFINITY, |m, x| if x > m { x } else { m })
 }
 
 /// LayerNorm of one row: `out = (x − mean)·rstd·weight (+ bias)`, `rstd = 1/sqrt(var + eps)`,
