@@ -34,13 +34,19 @@
 //! Every run first measures this machine's FMA peak and triad bandwidth
 //! (`laya_bench::bounds::measure`, as `bounds --measure`) and the table gives each row's
 //! GFLOP/s as a share of the peak its kernels run at, measured in the same run.
+//!
+//! Under the table, the portable engine's speed targets (`laya_bench::bounds::targets`, issue
+//! 17: f32 at ≥ 80 % of the same-run FMA peak, f16, bf16 and w8 no slower than f32, PyTorch FP32
+//! at ≥ 2× f32's time) are judged on the default rows the run has, each marked met or NOT MET
+//! with its figure. The done-when run is
+//! `cargo bench --bench forward -- --precision f32,bf16,w8 --interleave --iters 20 --torch PYTHON`.
 
 use std::time::Instant;
 
 use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, Isa, PaletteKernel, PortableBackend, Tuning};
 use laya_bench::backend::registry::{portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
-use laya_bench::bounds::measure;
+use laya_bench::bounds::{measure, targets};
 use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::loader::convert_weights;
 use laya_bench::model::synthetic::{published_shape, random_weights};
@@ -594,15 +600,15 @@ fn main() {
                 _ => String::new(),
             },
         );
-        let share = peak
-            .peak(kernel)
-            .map_or("?".to_string(), |p| format!("{:.0} %", 100.0 * gflop / (med / 1e3) / p));
+        let share_frac = peak.peak(kernel).map(|p| gflop / (med / 1e3) / p);
+        let share = share_frac.map_or("?".to_string(), |s| format!("{:.0} %", 100.0 * s));
         rows.push(Row {
             precision,
             variant: name,
             median_ms: med,
             gflops: gflop / (med / 1e3),
             share,
+            share_frac: share_frac.filter(|_| kernel.contains("fma")),
             round_share: paired.and_then(|(_, s)| s),
             cpu_ms: cpu,
             steal: steal.and_then(|s| s.fraction()),
@@ -744,7 +750,7 @@ fn main() {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mb = |b: Option<usize>| b.map_or("–".to_string(), |b| format!("{:.2}", b as f64 / 1e6));
-    for r in rows {
+    for r in &rows {
         println!(
             "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
             r.precision,
@@ -768,6 +774,48 @@ fn main() {
             );
         }
     }
+    let timed: Vec<targets::TimedRow> = rows
+        .iter()
+        .map(|r| targets::TimedRow {
+            precision: r.precision,
+            variant: &r.variant,
+            median_ms: r.median_ms,
+            peak_share: r.share_frac,
+            round_share: r.round_share,
+            paired: r.paired,
+        })
+        .collect();
+    let verdict = targets::check(&timed);
+    println!();
+    if verdict.is_empty() {
+        println!("speed targets (docs/PERFORMANCE.md): every one is relative to f32's default row; add f32 to --precision");
+    } else {
+        println!(
+            "speed targets (docs/PERFORMANCE.md), this run on {}, {} kernels:",
+            cpu_name(),
+            Isa::selected().name()
+        );
+        for t in verdict {
+            println!("  {:<8} {}: {}", if t.met { "met" } else { "NOT MET" }, t.target, t.observed);
+        }
+    }
+}
+
+/// The CPU's model name from /proc/cpuinfo, with its family and model numbers (AMD's Zen
+/// generations share one marketing name), or "this CPU".
+fn cpu_name() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    match (field("model name"), field("cpu family"), field("model")) {
+        (Some(name), Some(fam), Some(model)) => format!("{name} (family {fam} model {model})"),
+        (Some(name), _, _) => name,
+        _ => "this CPU".to_string(),
+    }
 }
 
 /// One row of the closing table.
@@ -777,6 +825,8 @@ struct Row {
     median_ms: f64,
     gflops: f64,
     share: String,
+    /// The same share as a fraction, for rows on an FMA kernel (the FP32 target's peak).
+    share_frac: Option<f64>,
     /// With `--interleave`, for rows on the probe's FMA kernel (and PyTorch): the median over
     /// rounds of the GFLOP/s over the FMA peak sampled at the round's start.
     round_share: Option<f64>,

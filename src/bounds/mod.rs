@@ -21,7 +21,8 @@
 //!
 //! The code is split by part: `flops.rs` (FLOP per decision by part, body weight bytes per
 //! precision), `hardware.rs` (hardware profiles with their sources), `amdahl.rs` (floors,
-//! target checks, Amdahl's law) and `report.rs` (the `bounds --json` document). Every item is
+//! target checks, Amdahl's law), `report.rs` (the `bounds --json` document) and `targets.rs` (the
+//! portable engine's speed targets, judged on a `benches/forward.rs` run). Every item is
 //! re-exported here, so `crate::bounds::X` is the one path. The precision type is
 //! [`crate::model::Precision`]; its `bounds --precision` parse (`FromStr`) lives here, beside
 //! its error kind.
@@ -33,6 +34,7 @@ mod flops;
 mod hardware;
 pub mod measure;
 mod report;
+pub mod targets;
 
 pub use amdahl::{
     achieved_tflops, amdahl_speedup, amdahl_table, bandwidth_floor_ms, compute_floor_ms, floors,
