@@ -1,7 +1,8 @@
 //! The portable engine's speed targets (docs/PERFORMANCE.md, issue 17), checked against the
-//! rows of one run of `benches/forward.rs`: FP32 at ≥ 80 % of the same-run FMA peak, the
-//! 16-bit and palettized arms no slower than FP32, and PyTorch's FP32 forward at least twice
-//! FP32's time. The targets live here and in the docs, never in timed tests; the bench prints
+//! rows of one run of `benches/forward.rs`: FP32 at ≥ 80 % of the same-run FMA peak, the BF16
+//! and W8 arms no slower than FP32 (and FP16 too on the AVX2 kernels, where the issue asks it of
+//! all three; on AVX-512 it asks BF16 to keep its lead, and FP16, decoded to FP32 there, is not
+//! a target), and PyTorch's FP32 forward at least twice FP32's time. The targets live here and in the docs, never in timed tests; the bench prints
 //! the verdict under its table so a run on any machine answers them in one place.
 
 /// FP32's least share of its kernel's FMA peak measured in the same run.
@@ -59,9 +60,10 @@ fn time_ratio(a: &TimedRow, b: &TimedRow) -> (f64, &'static str) {
 }
 
 /// Every target the rows can answer, in the order of the issue: FP32's share of the peak, each
-/// lower-precision arm against FP32, PyTorch against FP32. Empty without a default FP32 row
-/// (every target is relative to it).
-pub fn check(rows: &[TimedRow]) -> Vec<TargetResult> {
+/// lower-precision arm against FP32 (FP16 only where `f16_is_a_target`: the run's kernels are
+/// the AVX2 family), PyTorch against FP32. Empty without a default FP32 row (every target is
+/// relative to it).
+pub fn check(rows: &[TimedRow], f16_is_a_target: bool) -> Vec<TargetResult> {
     let Some(f32_row) = default_row(rows, "f32") else { return Vec::new() };
     let mut out = Vec::new();
     let share = f32_row
@@ -76,6 +78,9 @@ pub fn check(rows: &[TimedRow]) -> Vec<TargetResult> {
         });
     }
     for precision in ["f16", "bf16", "w8"] {
+        if precision == "f16" && !f16_is_a_target {
+            continue;
+        }
         if let Some(row) = default_row(rows, precision) {
             let (ratio, how) = time_ratio(row, f32_row);
             out.push(TargetResult {
@@ -114,7 +119,7 @@ mod tests {
             row("w8", 73.3, Some(0.603)),
             TimedRow { variant: "fp32 eager", ..row(TORCH, 196.1, Some(1.608)) },
         ];
-        let got = check(&rows);
+        let got = check(&rows, false);
         let verdicts: Vec<(&str, bool)> = got.iter().map(|r| (r.target.as_str(), r.met)).collect();
         assert_eq!(
             verdicts,
@@ -135,7 +140,7 @@ mod tests {
         // f32 second in the rounds: w8's paired 1.10 over f32's 1.05 → 1.048, not met
         let rows =
             [row("bf16", 100.0, Some(1.0)), row("f32", 105.0, Some(1.05)), row("w8", 110.0, Some(1.10))];
-        let got = check(&rows);
+        let got = check(&rows, true);
         assert_eq!(got.len(), 2, "no share without a peak: only the two ratios");
         assert!(got[0].met, "bf16 1/1.05");
         assert_eq!(got[1].observed, "1.048× f32's time (paired rounds)");
@@ -146,7 +151,7 @@ mod tests {
             row("w8", 140.0, None),
             row(TORCH, 280.0, None),
         ];
-        let got = check(&rows);
+        let got = check(&rows, true);
         assert_eq!((got[0].met, got[0].observed.as_str()), (false, "79.0 % (median over the run's peak)"));
         assert_eq!(
             (got[1].met, got[1].observed.as_str()),
@@ -156,17 +161,27 @@ mod tests {
     }
 
     #[test]
+    fn f16_is_judged_on_the_avx2_kernels_only() {
+        // AMD Zen 4, 2026-12-04: f16 at 1.043× f32 on the AVX-512 kernels, 0.944× on AVX2
+        let avx512 = [row("f32", 124.9, Some(1.0)), row("f16", 128.8, Some(1.043))];
+        assert!(check(&avx512, false).is_empty(), "no share, and f16 is not an AVX-512 target");
+        let avx2 = [row("f32", 208.7, Some(1.0)), row("f16", 192.9, Some(0.944))];
+        let got = check(&avx2, true);
+        assert_eq!((got.len(), got[0].target.as_str(), got[0].met), (1, "f16 no slower than f32", true));
+    }
+
+    #[test]
     fn comparison_variants_and_missing_f32_answer_nothing() {
         let rows = [TimedRow { variant: "avx2 forced", ..row("f32", 100.0, None) }, row("w8", 90.0, None)];
-        assert!(check(&rows).is_empty(), "the targets are about the default kernels");
-        assert!(check(&[row("bf16", 50.0, None)]).is_empty());
+        assert!(check(&rows, true).is_empty(), "the targets are about the default kernels");
+        assert!(check(&[row("bf16", 50.0, None)], true).is_empty());
         // a comparison variant of w8 beside the default one: the default is judged
         let rows = [
             row("f32", 100.0, None),
             TimedRow { variant: "w8 f32 decode", ..row("w8", 130.0, None) },
             row("w8", 90.0, None),
         ];
-        let got = check(&rows);
+        let got = check(&rows, true);
         assert_eq!(got.len(), 1);
         assert!(got[0].met, "{got:?}");
     }
