@@ -37,9 +37,9 @@
 //!
 //! Under the table, the portable engine's speed targets (`laya_bench::bounds::targets`, issue
 //! 17: f32 at ≥ 80 % of the same-run FMA peak, bf16 and w8 no slower than f32, and f16 too on
-//! the AVX2 kernels, PyTorch FP32 at ≥ 2× f32's time) are judged on the default rows the run has, each marked met or NOT MET
-//! with its figure. The done-when run is
-//! `cargo bench --bench forward -- --precision f32,bf16,w8 --interleave --iters 20 --torch PYTHON`.
+//! the AVX2 kernels, PyTorch FP32 at ≥ 2× f32's time) are judged on the default rows the run
+//! has, each marked met or NOT MET with its figure. The done-when run is `cargo bench --bench
+//! forward -- --precision f32,f16,bf16,w8 --interleave --iters 20 --torch PYTHON`.
 
 use std::time::Instant;
 
@@ -51,6 +51,7 @@ use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::loader::convert_weights;
 use laya_bench::model::synthetic::{published_shape, random_weights};
 use laya_bench::model::weights::Layout;
+use laya_bench::report::host;
 use laya_bench::report::steal::{self, StealTicks, StealWatch, STEAL_WARN_FRACTION};
 
 /// Multiply-adds ×2 of one decision's encoder and decision head, attention included (the
@@ -792,29 +793,16 @@ fn main() {
     } else {
         println!(
             "speed targets (docs/PERFORMANCE.md), this run on {}, {} kernels:",
-            cpu_name(),
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .as_deref()
+                .and_then(host::cpu_identity_from_cpuinfo)
+                .unwrap_or_else(|| "this CPU".into()),
             Isa::selected().name()
         );
         for t in verdict {
             println!("  {:<8} {}: {}", if t.met { "met" } else { "NOT MET" }, t.target, t.observed);
         }
-    }
-}
-
-/// The CPU's model name from /proc/cpuinfo, with its family and model numbers (AMD's Zen
-/// generations share one marketing name), or "this CPU".
-fn cpu_name() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |key: &str| {
-        info.lines()
-            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-    };
-    match (field("model name"), field("cpu family"), field("model")) {
-        (Some(name), Some(fam), Some(model)) => format!("{name} (family {fam} model {model})"),
-        (Some(name), _, _) => name,
-        _ => "this CPU".to_string(),
     }
 }
 

@@ -2,8 +2,9 @@
 //! rows of one run of `benches/forward.rs`: FP32 at ≥ 80 % of the same-run FMA peak, the BF16
 //! and W8 arms no slower than FP32 (and FP16 too on the AVX2 kernels, where the issue asks it of
 //! all three; on AVX-512 it asks BF16 to keep its lead, and FP16, decoded to FP32 there, is not
-//! a target), and PyTorch's FP32 forward at least twice FP32's time. The targets live here and in the docs, never in timed tests; the bench prints
-//! the verdict under its table so a run on any machine answers them in one place.
+//! a target), and PyTorch's FP32 forward at least twice FP32's time. The targets live here and
+//! in the docs, never in timed tests; the bench prints the verdict under its table so a run on
+//! any machine answers them in one place.
 
 /// FP32's least share of its kernel's FMA peak measured in the same run.
 pub const F32_PEAK_SHARE_MIN: f64 = 0.80;

@@ -107,13 +107,30 @@ pub fn page_size() -> Option<u64> {
     None
 }
 
-/// The `model name` of the first CPU in `/proc/cpuinfo`.
-pub fn cpu_model_from_cpuinfo(cpuinfo: &str) -> Option<String> {
+/// The value of field `key` (the whole name before the colon: `model` is not `model name`) of
+/// the first CPU in `/proc/cpuinfo`.
+fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
     cpuinfo
         .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim() == key)
         .map(|(_, v)| v.trim().to_string())
+}
+
+/// The `model name` of the first CPU in `/proc/cpuinfo`.
+pub fn cpu_model_from_cpuinfo(cpuinfo: &str) -> Option<String> {
+    cpuinfo_field(cpuinfo, "model name")
+}
+
+/// The `model name` of the first CPU with its `cpu family` and `model` numbers where the file
+/// has them (one marketing name covers several generations: AMD EPYC family 25 is Zen 3 at
+/// model 1 and Zen 4 at model 17), e.g. `AMD EPYC (family 25 model 17)`.
+pub fn cpu_identity_from_cpuinfo(cpuinfo: &str) -> Option<String> {
+    let name = cpu_model_from_cpuinfo(cpuinfo)?;
+    Some(match (cpuinfo_field(cpuinfo, "cpu family"), cpuinfo_field(cpuinfo, "model")) {
+        (Some(family), Some(model)) => format!("{name} (family {family} model {model})"),
+        _ => name,
+    })
 }
 
 /// `MemTotal` of `/proc/meminfo` (in kB there), bytes.
@@ -157,6 +174,11 @@ mod tests {
         assert_eq!(cpu_model_from_cpuinfo(cpuinfo).as_deref(), Some("Intel(R) Xeon(R) CPU @ 2.20GHz"));
         // ARM kernels may have no `model name` line.
         assert_eq!(cpu_model_from_cpuinfo("processor\t: 0\nBogoMIPS\t: 48.00\n"), None);
+        // family and model where present (`model` is its own field, not `model name`)
+        let amd = "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n";
+        assert_eq!(cpu_identity_from_cpuinfo(amd).as_deref(), Some("AMD EPYC (family 25 model 17)"));
+        assert_eq!(cpu_identity_from_cpuinfo(cpuinfo).as_deref(), Some("Intel(R) Xeon(R) CPU @ 2.20GHz"));
+        assert_eq!(cpu_identity_from_cpuinfo("processor\t: 0\nmodel\t: 1\n"), None);
         let meminfo = "MemTotal:       16316412 kB\nMemFree:         1234 kB\n";
         assert_eq!(memory_from_meminfo(meminfo), Some(16316412 * 1024));
         assert_eq!(memory_from_meminfo("MemFree: 1 kB\n"), None);
