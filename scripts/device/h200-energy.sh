@@ -8,24 +8,39 @@
 #   LAYA_BENCH_BIN   the binary (default dist/laya-bench; `scripts/device/prepare.sh` builds it)
 #   H200_SENSOR      the sensor (default nvml-energy:0: the counter is the total, board power
 #                    is recorded beside it and cross-checked per block)
-#   H200_QUICK=1     a short rehearsal (builtin:tiny, 1 cycle, 1 s blocks) for trying the script
+#   H200_QUICK=1     a short rehearsal (builtin:tiny exported, 1 cycle, 1 s blocks) for trying the script
 #                    on a CPU machine with the stand-in NVML (LAYA_BENCH_NVML_LIB)
 #   H200_PYTHON      an interpreter for `ref:` arms, when this binary has them (default python3)
+#   H200_REF_DEVICE  the device laya's `ref:` arm runs on (default cuda; `cpu` rehearses the arm
+#                    on a machine without a GPU)
+#
+# The device tool brings back at most 8 files from $OUT: when OUT is set, everything is written
+# to a folder beside it and packed into $OUT/h200-run.tar.gz at the end (also on failure), with
+# run.log and the two Markdown reports copied beside the archive for a first look.
 #
 # The whole script stays well under 8 minutes on the GPU machine: the energy run is 2 balanced
-# cycles of the arms with 12 s blocks and 6 s idle windows. NVML measures GPU board power only:
+# cycles of the arms with 8 s blocks and 4 s idle windows (about 3 minutes with the loads), so a
+# second try fits in the session's 15 minutes of device time. NVML measures GPU board power only:
 # the CPU arms' own energy is not in these figures (the GPU idles while they run); they show
 # the board's idle power and the sensor's behaviour, the GPU arms its load.
 set -uo pipefail
 
-out="${OUT:-$PWD/h200-out}"
-mkdir -p "$out"
-log="$out/run.log"
 bin="${LAYA_BENCH_BIN:-dist/laya-bench}"
 sensor="${H200_SENSOR:-nvml-energy:0}"
 python="${H200_PYTHON:-python3}"
+ref_device="${H200_REF_DEVICE:-cuda}"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+if [ -n "${OUT:-}" ]; then out="$work/h200-run"; else out="$PWD/h200-out"; fi
+mkdir -p "$out"
+log="$out/run.log"
+finish() {
+  if [ -n "${OUT:-}" ]; then
+    tar -czf "$OUT/h200-run.tar.gz" -C "$work" h200-run
+    for f in run.log energy.md summary.md; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
+  fi
+  rm -rf "$work"
+}
+trap finish EXIT
 
 say() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$log"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
@@ -33,7 +48,16 @@ run() { say "\$ $*"; "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
 [ -x "$bin" ] || { say "no laya-bench binary at $bin (set LAYA_BENCH_BIN)"; exit 2; }
 say "laya-bench: $("$bin" --version 2>&1)"
 say "host: $(uname -a)"
+command -v lscpu >/dev/null && lscpu >"$out/lscpu.txt" 2>&1
 command -v nvidia-smi >/dev/null && nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1
+# NVML is loaded as libnvidia-ml.so.1 through the loader's path; where the driver's folder is
+# not on it, name the file (doctor then says which one it opened).
+if [ -z "${LAYA_BENCH_NVML_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml\.so\.1'; then
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    if [ -e "$d/libnvidia-ml.so.1" ]; then export LAYA_BENCH_NVML_LIB="$d/libnvidia-ml.so.1"; break; fi
+  done
+  say "libnvidia-ml.so.1 not in the loader's cache; LAYA_BENCH_NVML_LIB=${LAYA_BENCH_NVML_LIB:-unset}"
+fi
 command -v nvidia-smi >/dev/null && run nvidia-smi --query-gpu=name,driver_version,power.draw,power.limit,temperature.gpu --format=csv
 
 # 1. What this machine offers.
@@ -43,13 +67,14 @@ run "$bin" doctor
 # 2. The model: synthetic:multilingual's shape, written as a checkpoint folder here (not
 #    carried), so every arm, native or Python, loads the same weights.
 if [ "${H200_QUICK:-0}" = 1 ]; then
-  model=builtin:tiny
+  source_model=builtin:tiny
   timing=(--cycles 1 --seconds 1s --idle-seconds 1s --idle-discard 200ms --warmup 3)
 else
-  model="$work/ckpt-multilingual"
-  run "$bin" export --model synthetic:multilingual --output "$model" || exit 1
-  timing=(--cycles 2 --seconds 12s --idle-seconds 6s --idle-discard 1s --warmup 5)
+  source_model=synthetic:multilingual
+  timing=(--cycles 2 --seconds 8s --idle-seconds 4s --idle-discard 1s --warmup 5)
 fi
+model="$work/ckpt"
+run "$bin" export --model "$source_model" --output "$model" || exit 1
 
 # Python runtimes carried as wheels (`prepare.sh` puts laya's there): installed without their
 # dependencies (PyTorch, transformers and tokenizers are on the GPU machine) into a folder.
@@ -62,11 +87,12 @@ fi
 #    binary has `ref:` arms and the interpreter has PyTorch with CUDA and laya, laya on the GPU.
 arms=(--arm p32=portable:f32 --arm pbf16=portable:bf16)
 if grep -q '"spec": *"ref:' "$out/doctor.json" &&
-   "$python" -c 'import torch, laya, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>>"$log"; then
-  arms+=(--arm torch=ref:laya:"$model":cuda)
-  say "ref:laya on cuda: included (torch $("$python" -c 'import torch; print(torch.__version__)'))"
+   "$python" -c 'import torch, laya, sys; sys.exit(0 if sys.argv[1] == "cpu" or torch.cuda.is_available() else 1)' "$ref_device" 2>>"$log"; then
+  arms+=(--arm torch=ref:laya:"$model":"$ref_device")
+  export LAYA_BENCH_PYTHON="$python"
+  say "ref:laya on $ref_device: included (torch $("$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA")'))"
 else
-  say "ref:laya on cuda: not included (this binary has no ref: arms, or $python lacks torch with CUDA or laya)"
+  say "ref:laya on $ref_device: not included (this binary has no ref: arms, or $python lacks torch with CUDA or laya)"
 fi
 
 # 4. The energy run. Board power of an H200 reaches 700 W: the cap is loose on purpose.
@@ -76,6 +102,7 @@ run "$bin" energy --no-progress --model "$model" "${arms[@]}" --sensor "$sensor"
   --export-markdown "$out/energy.md" --export-csv "$out/energy.csv"
 energy_rc=$?
 say "energy exit $energy_rc"
+command -v nvidia-smi >/dev/null && run nvidia-smi --query-gpu=power.draw,temperature.gpu,clocks.sm --format=csv
 
 # 5. The audit: every figure re-derived from the raw record alone.
 if [ -f "$raw" ]; then
@@ -83,5 +110,16 @@ if [ -f "$raw" ]; then
     --csv "$out/summary.csv" --plots "$out/plots"
   say "summary exit $?"
 fi
-say "done; files in $out"
+# 6. laya-cuda, probed apart from the energy run so a failure cannot spoil it: its wheel pins
+#    cupy-cuda12x and the CUDA 12 runtime, the machine has cupy-cuda13x and CUDA 13; installed
+#    without its dependencies, does its engine load and answer one request on this GPU?
+if [ "$ref_device" = cuda ] && ls dist/wheels-cuda/*.whl >/dev/null 2>&1; then
+  run "$python" -m pip install --quiet --no-deps --no-index --target "$work/pycuda" dist/wheels-cuda/*.whl
+  run "$python" -m pip list 2>/dev/null | grep -iE '^(cupy|nvidia-cuda-runtime|nvidia-cublas|torch|transformers|tokenizers) ' | tee -a "$log"
+  PYTHONPATH="$work/pycuda:${PYTHONPATH:-}" run timeout 150 "$bin" predict --model "$model" \
+    --backend ref:laya-cuda:"$model":cuda:0 --state 'The customer wants a refund.' \
+    --questions '{"refund": {"type": "noul", "instructions": "Refund asked for?"}}'
+  say "laya-cuda probe exit $?"
+fi
+say "done; files in $out${OUT:+ (packed into $OUT/h200-run.tar.gz)}"
 exit "$energy_rc"

@@ -12,10 +12,13 @@
 //! `gpuN-energy`), so one run cross-checks the two ([`crate::energy::cross`]). The total's
 //! channel is `gpuN`.
 //!
-//! The driver refreshes both on its own period. At open the sensor measures that period from
-//! the timestamps of the driver's power samples (`nvmlDeviceGetSamples`, total power), or,
-//! where those are not offered, from when the counter's value changes; `energy` samples at it
-//! unless `--sample-interval` is given.
+//! The driver refreshes both on its own period. At open the sensor measures that period by
+//! polling the quantities it reads and timing their changes ([`choose_period`]); the
+//! timestamps of the driver's power samples (`nvmlDeviceGetSamples`) are only the fallback
+//! where the values did not change, since they can be finer than what the reads return: an
+//! H200 (driver 580.159.04) stamped samples every 20 ms while power and the counter refreshed
+//! every 100 ms, and sampling at 40 ms rejected a run for a counter that did not advance.
+//! `energy` samples at twice the period unless `--sample-interval` is given.
 //!
 //! The library is `libnvidia-ml.so.1`, loaded at run time (no NVIDIA library is needed to
 //! build); `LAYA_BENCH_NVML_LIB` names another file (the tests' stand-in, a driver in an odd
@@ -98,6 +101,29 @@ pub fn period_from_timestamps_us(timestamps_us: &[u64]) -> Option<Duration> {
     ts.dedup();
     let gaps: Vec<u64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
     median(gaps).map(Duration::from_micros)
+}
+
+/// How the update period was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeriodSource {
+    /// From when the values the sensor reads changed while polled.
+    Polled,
+    /// From the timestamps of the driver's power samples.
+    Timestamps,
+}
+
+/// The update period the sampler must respect: the slowest of the polled periods of the
+/// quantities the sensor reads (`polled`, one per quantity, `None` where it changed too
+/// rarely to tell), since every read must see each of them move; where none was measured,
+/// the spacing of the driver's sample timestamps (`stamps`); `None` when neither is known.
+pub fn choose_period(
+    polled: &[Option<Duration>],
+    stamps: Option<Duration>,
+) -> Option<(Duration, PeriodSource)> {
+    match polled.iter().flatten().max() {
+        Some(p) => Some((*p, PeriodSource::Polled)),
+        None => stamps.map(|p| (p, PeriodSource::Timestamps)),
+    }
 }
 
 /// The update period from polled values: the median time between the moments the value
@@ -241,24 +267,49 @@ impl NvmlSensor {
             power: probe(dev.power_usage().map(drop))?,
         };
         let (mode, both) = choose(read, offered).map_err(|why| unavailable(format!("GPU {index}: {why}")))?;
-        let period = match dev.samples(nvml_wrapper::enum_wrappers::device::Sampling::Power, None) {
+        let stamps = match dev.samples(nvml_wrapper::enum_wrappers::device::Sampling::Power, None) {
             Ok(samples) if samples.len() >= 3 => {
                 let ts: Vec<u64> = samples.iter().map(|s| s.timestamp).collect();
-                period_from_timestamps_us(&ts)
-                    .map(|p| (p, format!("the timestamps of {} power samples", ts.len())))
+                period_from_timestamps_us(&ts).map(|p| (p, ts.len()))
             }
             _ => None,
         };
-        let period = match period {
-            Some(p) => Some(p),
-            None => poll_period(&dev, mode).map(|p| (p, "polling for value changes".to_string())),
-        };
-        match &period {
-            Some((p, how)) => notes.push(format!(
-                "driver update period {:.1} ms (measured from {how}); windows shorter than it cannot resolve energy",
-                p.as_secs_f64() * 1e3
+        let want_energy = mode == NvmlMode::EnergyCounter || both;
+        let want_power = mode == NvmlMode::Power || both;
+        let (energy_p, power_p) = poll_periods(&dev, want_energy, want_power);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let period = choose_period(&[energy_p, power_p], stamps.map(|(p, _)| p));
+        match period {
+            Some((p, PeriodSource::Polled)) => {
+                let seen = |name: &str, want: bool, q: Option<Duration>| match (want, q) {
+                    (false, _) => None,
+                    (true, Some(d)) => Some(format!("{name} every {:.1} ms", ms(d))),
+                    (true, None) => Some(format!("{name} too rarely to time")),
+                };
+                let parts: Vec<String> =
+                    [seen("the counter", want_energy, energy_p), seen("power", want_power, power_p)]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                notes.push(format!(
+                    "driver update period {:.1} ms (measured by polling the values read for 1 s at most: {} changed); windows shorter than it cannot resolve energy",
+                    ms(p),
+                    parts.join(", ")
+                ));
+            }
+            Some((p, PeriodSource::Timestamps)) => notes.push(format!(
+                "driver update period {:.1} ms (from the timestamps of {} power samples: the values read did not change often enough while polled for 1 s to time them); windows shorter than it cannot resolve energy",
+                ms(p),
+                stamps.map_or(0, |(_, n)| n)
             )),
             None => notes.push("driver update period not measured (no power samples, values did not change while polled)".into()),
+        }
+        if let (Some((sp, n)), Some((p, PeriodSource::Polled))) = (stamps, period) {
+            notes.push(format!(
+                "the driver's power samples (nvmlDeviceGetSamples, {n} read) are stamped every {:.1} ms{}",
+                ms(sp),
+                if sp < p { ", finer than the values the reads return" } else { "" }
+            ));
         }
         let (source, what) = Self::describe(mode, both);
         notes.push(what);
@@ -281,22 +332,40 @@ impl NvmlSensor {
     }
 }
 
-/// Poll the total for up to 400 ms (every 1 ms) and measure when it changes.
+/// Poll the quantities read every millisecond, for 1 s or until each has changed 8 times,
+/// and time their changes, to the polls' resolution of a millisecond: (the counter's period,
+/// power's period).
 #[cfg(feature = "nvml")]
-fn poll_period(dev: &nvml_wrapper::Device<'_>, mode: NvmlMode) -> Option<Duration> {
+fn poll_periods(
+    dev: &nvml_wrapper::Device<'_>,
+    energy: bool,
+    power: bool,
+) -> (Option<Duration>, Option<Duration>) {
     let start = std::time::Instant::now();
-    let mut polls = Vec::new();
-    while start.elapsed() < Duration::from_millis(400) {
-        let v = match mode {
-            NvmlMode::EnergyCounter => dev.total_energy_consumption().ok(),
-            NvmlMode::Power => dev.power_usage().ok().map(u64::from),
-        };
-        if let Some(v) = v {
-            polls.push((start.elapsed().as_nanos() as u64, v));
+    let (mut e_polls, mut p_polls) = (Vec::new(), Vec::new());
+    let changes = |v: &[(u64, u64)]| v.windows(2).filter(|w| w[1].1 != w[0].1).count();
+    while start.elapsed() < Duration::from_secs(1) {
+        let t = start.elapsed().as_nanos() as u64;
+        if energy {
+            if let Ok(v) = dev.total_energy_consumption() {
+                e_polls.push((t, v));
+            }
+        }
+        if power {
+            if let Ok(v) = dev.power_usage() {
+                p_polls.push((t, u64::from(v)));
+            }
+        }
+        if (!energy || changes(&e_polls) >= 8) && (!power || changes(&p_polls) >= 8) {
+            break;
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    period_from_changes(&polls)
+    let whole_ms = |d: Duration| Duration::from_millis((d.as_secs_f64() * 1e3).round() as u64);
+    (
+        if energy { period_from_changes(&e_polls).map(whole_ms) } else { None },
+        if power { period_from_changes(&p_polls).map(whole_ms) } else { None },
+    )
 }
 
 #[cfg(feature = "nvml")]
@@ -346,6 +415,27 @@ impl super::Sensor for NvmlSensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slowest_polled_refresh_sets_the_period_before_the_sample_stamps() {
+        let ms = Duration::from_millis;
+        // The H200 of docs/runs: samples stamped every 20 ms, both values refreshed every 100 ms.
+        assert_eq!(
+            choose_period(&[Some(ms(100)), Some(ms(100))], Some(ms(20))),
+            Some((ms(100), PeriodSource::Polled))
+        );
+        // Every read must see each quantity move: the slower one decides.
+        assert_eq!(
+            choose_period(&[Some(ms(20)), Some(ms(100))], None),
+            Some((ms(100), PeriodSource::Polled))
+        );
+        assert_eq!(choose_period(&[None, Some(ms(50))], Some(ms(20))), Some((ms(50), PeriodSource::Polled)));
+        // Nothing polled moved often enough: the stamps, then nothing.
+        assert_eq!(choose_period(&[None, None], Some(ms(20))), Some((ms(20), PeriodSource::Timestamps)));
+        assert_eq!(choose_period(&[None], None), None);
+        // Twice the H200's period.
+        assert_eq!(interval_for(ms(100)), ms(200));
+    }
 
     #[test]
     fn the_spec_chooses_the_total_and_what_is_recorded_beside_it() {
