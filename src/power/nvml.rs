@@ -292,7 +292,7 @@ impl NvmlSensor {
                         .flatten()
                         .collect();
                 notes.push(format!(
-                    "driver update period {:.1} ms (measured by polling the values read for 1 s at most: {} changed); windows shorter than it cannot resolve energy",
+                    "driver update period {:.1} ms (measured by polling the values read for 1 s at most; changes: {}); windows shorter than it cannot resolve energy",
                     ms(p),
                     parts.join(", ")
                 ));

@@ -86,7 +86,7 @@ fn doctor_reports_what_nvml_offers() {
         "driver 550.00-laya-bench-fake",
         "enforced power limit 700.0 W",
         "driver update period ",
-        "(measured by polling the values read for 1 s at most: the counter every ",
+        "(measured by polling the values read for 1 s at most; changes: the counter every ",
         "the driver's power samples (nvmlDeviceGetSamples, 128 read) are stamped every 20.0 ms",
         "total: the energy counter",
     ] {
