@@ -60,6 +60,12 @@ if [ -z "${LAYA_BENCH_NVML_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'lib
 fi
 command -v nvidia-smi >/dev/null && run nvidia-smi --query-gpu=name,driver_version,power.draw,power.limit,temperature.gpu --format=csv
 
+# 0. The sensor on its own, idle, polled every millisecond by nvidia-ml-py (where installed).
+if "$python" -c 'import pynvml' 2>/dev/null; then
+  say "\$ $python scripts/device/nvml_probe.py 4 > nvml-probe.json"
+  "$python" scripts/device/nvml_probe.py 4 >"$out/nvml-probe.json" 2>>"$log"
+fi
+
 # 1. What this machine offers.
 "$bin" doctor --json >"$out/doctor.json" 2>>"$log"
 run "$bin" doctor
