@@ -30,4 +30,5 @@ mod interrupts;
 #[cfg(feature = "mlx")]
 mod mlx_graph;
 mod precision;
+mod real_runs;
 mod tokenizer_parity;
