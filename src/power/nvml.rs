@@ -5,7 +5,9 @@
 //! - the board's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since the
 //!   driver loaded, Volta and newer), recorded as an energy counter without wrap;
 //! - board power (`nvmlDeviceGetPowerUsage`, mW; a 1-second average on Ampere and newer except
-//!   GA100, instantaneous before).
+//!   GA100, instantaneous before). On an H200 it trailed a load step by about 1 s while the
+//!   counter followed within its 100 ms refresh (docs/runs/README.md), so the counter is the
+//!   total wherever there is one.
 //!
 //! The spec says which is the sensor's total (`nvml`: the counter where there is one, else
 //! power); the other is recorded beside it as a channel outside the total (`gpuN-power` or
