@@ -121,7 +121,8 @@ fi
 #    without its dependencies, does its engine load and answer one request on this GPU?
 if [ "$ref_device" = cuda ] && ls dist/wheels-cuda/*.whl >/dev/null 2>&1; then
   run "$python" -m pip install --quiet --no-deps --no-index --target "$work/pycuda" dist/wheels-cuda/*.whl
-  run "$python" -m pip list 2>/dev/null | grep -iE '^(cupy|nvidia-cuda-runtime|nvidia-cublas|torch|transformers|tokenizers) ' | tee -a "$log"
+  say "installed beside it:"
+  "$python" -m pip list 2>/dev/null | grep -iE '^(cupy|nvidia-cuda-runtime|nvidia-cublas|torch|transformers|tokenizers) ' | tee -a "$log"
   PYTHONPATH="$work/pycuda:${PYTHONPATH:-}" run timeout 150 "$bin" predict --model "$model" \
     --backend ref:laya-cuda:"$model":cuda:0 --state 'The customer wants a refund.' \
     --questions '{"refund": {"type": "noul", "instructions": "Refund asked for?"}}'

@@ -345,20 +345,27 @@ fn poll_periods(
 ) -> (Option<Duration>, Option<Duration>) {
     let start = std::time::Instant::now();
     let (mut e_polls, mut p_polls) = (Vec::new(), Vec::new());
-    let changes = |v: &[(u64, u64)]| v.windows(2).filter(|w| w[1].1 != w[0].1).count();
+    let (mut e_changes, mut p_changes) = (0, 0);
+    // Record a poll, counting it as a change when the value differs from the last one.
+    let record = |polls: &mut Vec<(u64, u64)>, changes: &mut usize, t: u64, v: u64| {
+        if polls.last().is_some_and(|&(_, last)| last != v) {
+            *changes += 1;
+        }
+        polls.push((t, v));
+    };
     while start.elapsed() < Duration::from_secs(1) {
         let t = start.elapsed().as_nanos() as u64;
         if energy {
             if let Ok(v) = dev.total_energy_consumption() {
-                e_polls.push((t, v));
+                record(&mut e_polls, &mut e_changes, t, v);
             }
         }
         if power {
             if let Ok(v) = dev.power_usage() {
-                p_polls.push((t, u64::from(v)));
+                record(&mut p_polls, &mut p_changes, t, u64::from(v));
             }
         }
-        if (!energy || changes(&e_polls) >= 8) && (!power || changes(&p_polls) >= 8) {
+        if (!energy || e_changes >= 8) && (!power || p_changes >= 8) {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
