@@ -11,16 +11,21 @@
 #   H200_QUICK=1     a short rehearsal (builtin:tiny exported, 1 cycle, 1 s blocks) for trying the script
 #                    on a CPU machine with the stand-in NVML (LAYA_BENCH_NVML_LIB)
 #   H200_PYTHON      an interpreter for `ref:` arms, when this binary has them (default python3)
-#   H200_REF_DEVICE  the device laya's `ref:` arm runs on (default cuda; `cpu` rehearses the arm
+#   H200_REF_DEVICE  the device laya's `ref:` arms run on (default cuda; `cpu` rehearses them
 #                    on a machine without a GPU)
+#   H200_PLAN        `first` (default): the first run's arms, the portable engine at FP32 and
+#                    BF16 on the CPU and laya at its default precision on the GPU, 2 cycles;
+#                    `claim`: GPU arms only, laya at FP32 (the baseline), FP16 and BF16
+#                    autocast, 10 balanced cycles of 2 s blocks: enough cycles for intervals
+#                    worth a claim, on a boundary (the GPU board) that holds every arm's work
 #
 # The device tool brings back at most 8 files from $OUT: when OUT is set, everything is written
 # to a folder beside it and packed into $OUT/h200-run.tar.gz at the end (also on failure), with
 # run.log and the two Markdown reports copied beside the archive for a first look.
 #
-# The whole script stays well under 8 minutes on the GPU machine: the energy run is 2 balanced
-# cycles of the arms with 8 s blocks and 4 s idle windows (about 3 minutes with the loads), so a
-# second try fits in the session's 15 minutes of device time. NVML measures GPU board power only:
+# The whole script stays well under 8 minutes on the GPU machine: the first plan's energy run is
+# 2 balanced cycles of the arms with 8 s blocks and 4 s idle windows (about 3 minutes with the
+# loads), the claim plan's 60 blocks of 2 s between 2 s idle windows (about 5 minutes). NVML measures GPU board power only:
 # the CPU arms' own energy is not in these figures (the GPU idles while they run); they show
 # the board's idle power and the sensor's behaviour, the GPU arms its load.
 set -uo pipefail
@@ -29,6 +34,8 @@ bin="${LAYA_BENCH_BIN:-dist/laya-bench}"
 sensor="${H200_SENSOR:-nvml-energy:0}"
 python="${H200_PYTHON:-python3}"
 ref_device="${H200_REF_DEVICE:-cuda}"
+plan="${H200_PLAN:-first}"
+case "$plan" in first|claim) ;; *) echo "H200_PLAN=$plan: use first or claim" >&2; exit 2 ;; esac
 work="$(mktemp -d)"
 if [ -n "${OUT:-}" ]; then out="$work/h200-run"; else out="$PWD/h200-out"; fi
 mkdir -p "$out"
@@ -79,6 +86,11 @@ else
   source_model=synthetic:multilingual
   timing=(--cycles 2 --seconds 8s --idle-seconds 4s --idle-discard 1s --warmup 5)
 fi
+if [ "$plan" = claim ] && [ "${H200_QUICK:-0}" != 1 ]; then
+  # 60 blocks: 2 s of calls (about 70 at laya's 28 ms on the H200), each between idle windows
+  # of 2 s whose first second (board power's trailing average) is discarded.
+  timing=(--cycles 10 --seconds 2s --idle-seconds 2s --idle-discard 1s --warmup 5)
+fi
 model="$work/ckpt"
 run "$bin" export --model "$source_model" --output "$model" || exit 1
 
@@ -91,14 +103,23 @@ fi
 
 # 3. The arms: the portable engine on the machine's cores at FP32 and BF16; and, where this
 #    binary has `ref:` arms and the interpreter has PyTorch with CUDA and laya, laya on the GPU.
-arms=(--arm p32=portable:f32 --arm pbf16=portable:bf16)
+#    The claim plan: laya alone, at three precisions, on the GPU (on a CPU rehearsal, FP32 and
+#    BF16, the two laya offers there).
+if [ "$plan" = claim ]; then arms=(); else arms=(--arm p32=portable:f32 --arm pbf16=portable:bf16); fi
 if grep -q '"spec": *"ref:' "$out/doctor.json" &&
    "$python" -c 'import torch, laya, sys; sys.exit(0 if sys.argv[1] == "cpu" or torch.cuda.is_available() else 1)' "$ref_device" 2>>"$log"; then
-  arms+=(--arm torch=ref:laya:"$model":"$ref_device")
+  if [ "$plan" = claim ]; then
+    arms+=(--arm t32=ref:laya:"$model":"$ref_device":fp32)
+    [ "$ref_device" = cpu ] || arms+=(--arm t16=ref:laya:"$model":"$ref_device":fp16)
+    arms+=(--arm tbf16=ref:laya:"$model":"$ref_device":bf16)
+  else
+    arms+=(--arm torch=ref:laya:"$model":"$ref_device")
+  fi
   export LAYA_BENCH_PYTHON="$python"
   say "ref:laya on $ref_device: included (torch $("$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA")'))"
 else
   say "ref:laya on $ref_device: not included (this binary has no ref: arms, or $python lacks torch with CUDA or laya)"
+  [ "$plan" = claim ] && { say "the claim plan has no arm without it"; exit 1; }
 fi
 
 # 4. The energy run. Board power of an H200 reaches 700 W: the cap is loose on purpose.
@@ -119,7 +140,7 @@ fi
 # 6. laya-cuda, probed apart from the energy run so a failure cannot spoil it: its wheel pins
 #    cupy-cuda12x and the CUDA 12 runtime, the machine has cupy-cuda13x and CUDA 13; installed
 #    without its dependencies, does its engine load and answer one request on this GPU?
-if [ "$ref_device" = cuda ] && ls dist/wheels-cuda/*.whl >/dev/null 2>&1; then
+if [ "$plan" = first ] && [ "$ref_device" = cuda ] && ls dist/wheels-cuda/*.whl >/dev/null 2>&1; then
   run "$python" -m pip install --quiet --no-deps --no-index --target "$work/pycuda" dist/wheels-cuda/*.whl
   say "installed beside it:"
   "$python" -m pip list 2>/dev/null | grep -iE '^(cupy|nvidia-cuda-runtime|nvidia-cublas|torch|transformers|tokenizers) ' | tee -a "$log"

@@ -341,12 +341,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             speed_ratio_interval_missing_reason: None,
             speed_ratio_words: ratio_in_words(base_t / t),
             outliers: outlier_calls(totals, i),
-            identical_to: header.arms[..i]
-                .iter()
-                .find(|o| {
-                    o.fingerprint == info.fingerprint && o.backend == info.backend && !info.is_scripted()
-                })
-                .map(|o| o.name.clone()),
+            identical_to: header.arms[..i].iter().find(|o| info.same_model_as(o)).map(|o| o.name.clone()),
             round_trip_mean_s,
             unbatched_identical: unbatched.map(|u| u.as_slice() == warmup(i).as_slice()),
             max_probability_diff_vs_unbatched: unbatched_diff,

@@ -85,6 +85,17 @@ impl ArmInfo {
         self.backend == crate::backend::mock::NAME
     }
 
+    /// Whether this arm runs the same model on the same engine as `other`, so that measuring
+    /// both measures one thing twice. A reference runtime's fingerprint is its checkpoint's,
+    /// not the weights it computes with, so its precision must match too (laya at FP32 and at
+    /// FP16 autocast read one checkpoint).
+    pub fn same_model_as(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint
+            && self.backend == other.backend
+            && !self.is_scripted()
+            && (!self.spec.starts_with("ref:") || self.precision == other.precision)
+    }
+
     /// Whether the arm's arithmetic is the model's, so that a FLOP rate of it means something:
     /// not a scripted arm, and not a `ref:factory:` callable (whatever it computes is its own).
     pub fn runs_the_model(&self) -> bool {
@@ -577,6 +588,41 @@ mod tests {
             sensor: None,
             energy: None,
         }
+    }
+
+    fn arm(spec: &str, backend: &str, precision: &str, fingerprint: &str) -> ArmInfo {
+        ArmInfo {
+            name: spec.into(),
+            spec: spec.into(),
+            backend: backend.into(),
+            precision: precision.into(),
+            device: "d".into(),
+            fingerprint: fingerprint.into(),
+            batch: 1,
+            length: 96,
+            max_options: 32,
+            notes: vec![],
+            blas: None,
+        }
+    }
+
+    #[test]
+    fn same_model_means_same_weights_engine_and_for_a_runtime_its_precision() {
+        // Our engines fingerprint the weights they compute with: w8 with nothing palettized is f32.
+        let f32 = arm("portable:f32", "portable", "f32", "aa");
+        assert!(arm("portable:w8", "portable", "w8", "aa").same_model_as(&f32));
+        assert!(!arm("portable:bf16", "portable", "bf16", "bb").same_model_as(&f32));
+        assert!(!arm("mlx:fp32", "mlx", "fp32", "aa").same_model_as(&f32));
+        // A runtime's is its checkpoint's: laya at FP16 autocast and at FP32 read one file.
+        let fp32 = arm("ref:laya:c:cuda:fp32", "laya 0.4.15", "fp32", "cc");
+        assert!(!arm("ref:laya:c:cuda", "laya 0.4.15", "fp16 autocast", "cc").same_model_as(&fp32));
+        assert!(arm("ref:laya:c:cuda", "laya 0.4.15", "fp32", "cc").same_model_as(&fp32));
+        assert!(!arm("mock:ok", crate::backend::mock::NAME, "f32", "m").same_model_as(&arm(
+            "mock:ok",
+            crate::backend::mock::NAME,
+            "f32",
+            "m"
+        )));
     }
 
     fn call(i: u64) -> Record {

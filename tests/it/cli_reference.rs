@@ -217,6 +217,69 @@ fn energy_runs_a_reference_arm_with_an_exec_meter() {
     assert!(matches!(run.records.last(), Some(Record::Footer { status, .. }) if status.as_str() != "failed"));
 }
 
+/// `ref:laya`'s precision: asked for in the spec, set through laya's own switches, and recorded
+/// as the precision laya says it runs, here against `fixtures/reference/fake_laya`, a stand-in
+/// for laya 0.4.15's load-time policy (on CUDA it autocasts to FP16 unless told otherwise).
+#[test]
+fn a_laya_arm_records_the_precision_laya_runs_and_refuses_one_it_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = fixture("fixtures/tiny").display().to_string();
+    let path = fixture("fixtures/reference/fake_laya").display().to_string();
+    let envs = [("PYTHONPATH", path.as_str()), ("LAYA_CUDA_AMP", "bf16")];
+    let arms: Vec<String> = ["cuda", "cuda:fp32", "cuda:fp16", "cpu:bf16", "cpu"]
+        .iter()
+        .enumerate()
+        .map(|(i, rest)| format!("a{i}=ref:laya:{ckpt}:{rest}"))
+        .collect();
+    let mut args = vec!["speed", "--no-progress", "--calls", "2", "--cycles", "1", "--warmup", "2"];
+    for a in &arms {
+        args.extend(["--arm", a.as_str()]);
+    }
+    args.extend(["--raw", "r.raw.jsonl", "--output", "r.json"]);
+    let o = run(dir.path(), &envs, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let got: Vec<(String, String)> = report["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let a = &r["arm"];
+            (a["precision"].as_str().unwrap().to_string(), a["device"].as_str().unwrap().to_string())
+        })
+        .collect();
+    // No precision asked: whatever laya chose, here the caller's LAYA_CUDA_AMP=bf16.
+    assert_eq!(got[0].0, "bf16 autocast", "{got:?}");
+    assert!(got[0].1.contains(r#"options {"device":"cuda"}"#), "{got:?}");
+    // fp32 on CUDA: laya's autocast flag turned off after load, and said so.
+    assert_eq!(got[1].0, "fp32", "{got:?}");
+    assert!(got[1].1.contains(r#""amp_enabled":false"#), "{got:?}");
+    // Asked precisions win over the caller's environment.
+    assert_eq!(got[2].0, "fp16 autocast", "{got:?}");
+    assert!(got[2].1.contains(r#""LAYA_CUDA_AMP":"fp16""#), "{got:?}");
+    assert_eq!(got[3].0, "bf16 autocast", "{got:?}");
+    assert!(got[3].1.contains(r#""LAYA_CPU_AMP":"bf16""#), "{got:?}");
+    assert_eq!(got[4].0, "fp32", "{got:?}");
+    // The header the audit reads says the same.
+    let header = std::fs::read_to_string(dir.path().join("r.raw.jsonl")).unwrap();
+    let header: Value = serde_json::from_str(header.lines().next().unwrap()).unwrap();
+    assert_eq!(header["arms"][1]["precision"], "fp32", "{header}");
+    assert_eq!(header["arms"][1]["spec"], format!("ref:laya:{ckpt}:cuda:fp32"));
+
+    // laya has no FP16 on the CPU: asked for, the arm is refused before anything is measured.
+    let spec = format!("r=ref:laya:{ckpt}:cpu:fp16");
+    let o = run(
+        dir.path(),
+        &envs,
+        &["speed", "--no-progress", "--calls", "1", "--arm", &spec, "--raw", "x.raw.jsonl"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("fp16 was asked, but laya on cpu runs fp32"), "{err}");
+    assert!(!dir.path().join("x.raw.jsonl").exists());
+}
+
 /// Whether the interpreter a `ref:` arm would start imports laya_mlx (the venv
 /// `scripts/setup-ref.sh` makes, or `$LAYA_BENCH_PYTHON`).
 fn laya_mlx_python() -> Option<String> {

@@ -101,7 +101,7 @@ impl ReferenceBackend {
         let info = BackendInfo {
             kind: BackendKind::Reference,
             name,
-            precision: spec.precision().to_string(),
+            precision: ready.precision.clone().unwrap_or_else(|| spec.precision().to_string()),
             device: format!("Python {} worker ({}); {}{options}", ready.python, worker.python(), packages.join(", ")),
             shapes,
             fingerprint: fingerprint(spec),

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// Every runtime kind with its argument pattern (for messages and `doctor`).
 pub const KINDS: &[(&str, &str)] = &[
     ("laya-mlx", "ref:laya-mlx:CKPT[:fp32|fp16]"),
-    ("laya", "ref:laya:CKPT[:DEVICE]"),
+    ("laya", "ref:laya:CKPT[:DEVICE][:fp32|fp16|bf16]"),
     ("laya-cuda", "ref:laya-cuda:CKPT[:DEVICE]"),
     ("laya-coreml", "ref:laya-coreml:BUNDLE[:UNITS]"),
     ("laya-coreml-ane", "ref:laya-coreml-ane:PACKAGE:SOURCE"),
@@ -40,6 +40,41 @@ fn seconds(key: &str, v: &str) -> Result<Duration, String> {
     }
 }
 
+/// The precisions `ref:laya` can ask laya for (its autocast policy; docs/runtimes/laya.md).
+pub const LAYA_PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
+
+/// `ref:laya`'s arguments from the parts after the kind: `[CKPT]`, `[CKPT, DEVICE]` or
+/// `[CKPT, DEVICE, PRECISION]` (DEVICE empty where only a precision was given). A trailing
+/// word is a device when it has no `/` or `.`, so a checkpoint path with `:` stays whole.
+fn laya_args(mut parts: Vec<&str>) -> Vec<String> {
+    let precision = match parts.last() {
+        Some(w) if parts.len() > 1 && LAYA_PRECISIONS.contains(w) => parts.pop(),
+        _ => None,
+    };
+    let mut device = None;
+    if parts.len() > 1 {
+        let word = parts[parts.len() - 1];
+        let indexed = parts.len() > 2
+            && !word.is_empty()
+            && word.bytes().all(|b| b.is_ascii_digit())
+            && matches!(parts[parts.len() - 2], "cuda" | "xpu" | "mps");
+        if indexed {
+            let n = parts.pop().unwrap_or_default();
+            let name = parts.pop().unwrap_or_default();
+            device = Some(format!("{name}:{n}"));
+        } else if !word.is_empty() && !word.contains('/') && !word.contains('.') {
+            device = parts.pop().map(str::to_string);
+        }
+    }
+    let mut args = vec![parts.join(":")];
+    match (device, precision) {
+        (d, Some(p)) => args.extend([d.unwrap_or_default(), p.to_string()]),
+        (Some(d), None) => args.push(d),
+        (None, None) => {}
+    }
+    args
+}
+
 fn usage() -> String {
     let kinds: Vec<&str> = KINDS.iter().map(|(_, p)| *p).collect();
     format!("{} (options :load-timeout=S, :call-timeout=S)", kinds.join(", "))
@@ -63,8 +98,10 @@ impl RefSpec {
             parts.pop();
         }
         let args: Vec<String> = match kind {
+            // A checkpoint, then a device (`cuda:1` is one), then a precision, each optional.
+            "laya" => laya_args(parts),
             // One path, an optional trailing word: a path with `:` stays whole.
-            "laya-mlx" | "laya" | "laya-coreml" | "laya-mnn" if parts.len() > 1 => {
+            "laya-mlx" | "laya-coreml" | "laya-mnn" if parts.len() > 1 => {
                 let word = parts.pop().unwrap_or_default();
                 let known = match kind {
                     "laya-mlx" => matches!(word, "fp32" | "fp16"),
@@ -113,6 +150,7 @@ impl RefSpec {
             ("laya-mlx", Some(p)) => p,
             ("laya-mlx", None) => "fp32",
             ("laya-apple", _) => self.args.get(2).map(String::as_str).unwrap_or("fp16"),
+            ("laya", _) => self.args.get(2).map(String::as_str).unwrap_or("runtime default"),
             _ => "runtime default",
         }
     }
@@ -141,6 +179,18 @@ mod tests {
         let s = RefSpec::parse("laya-coreml:/b/x:cpu_ne").unwrap();
         assert_eq!(s.args, ["/b/x", "cpu_ne"]);
         assert_eq!(RefSpec::parse("laya:/c:cuda").unwrap().args, ["/c", "cuda"]);
+        let s = RefSpec::parse("laya:/c:cuda:fp32").unwrap();
+        assert_eq!(
+            (s.args.clone(), s.precision()),
+            (vec!["/c".into(), "cuda".into(), "fp32".to_string()], "fp32")
+        );
+        assert_eq!(RefSpec::parse("laya:/c:cuda:1:bf16").unwrap().args, ["/c", "cuda:1", "bf16"]);
+        assert_eq!(RefSpec::parse("laya:/c:cuda:1").unwrap().args, ["/c", "cuda:1"]);
+        assert_eq!(RefSpec::parse("laya:/c:fp16").unwrap().args, ["/c", "", "fp16"]);
+        assert_eq!(RefSpec::parse("laya:C:/ckpt").unwrap().args, ["C:/ckpt"]);
+        assert_eq!(RefSpec::parse("laya:C:/ckpt:cpu:bf16").unwrap().args, ["C:/ckpt", "cpu", "bf16"]);
+        assert_eq!(RefSpec::parse("laya:fp16").unwrap().args, ["fp16"]);
+        assert_eq!(RefSpec::parse("laya:/c").unwrap().precision(), "runtime default");
         assert_eq!(RefSpec::parse("laya-mnn:/d:4").unwrap().args, ["/d", "4"]);
         assert_eq!(RefSpec::parse("laya-mnn:C:/d").unwrap().args, ["C:/d"]);
     }

@@ -3,7 +3,7 @@
 # One persistent process per `ref:` arm. Line protocol over the pipes, one JSON object a line:
 #   laya-bench -> worker, first line: {"kind": K, "args": [...]}      (what to load)
 #   worker -> laya-bench: {"ready": true, "python": V, "runtime": NAME, "version": V,
-#                          "packages": {...}, "options": {...}, "load_ns": N}
+#                          "packages": {...}, "options": {...}, "precision": P|null, "load_ns": N}
 #                      or {"ready": false, "missing": MODULE, "pip": CMD, "error": TEXT}
 #                      or {"ready": false, "error": TEXT}
 #   then per request: {"state": S, "questions": Q, "kwargs": {...}}
@@ -90,11 +90,54 @@ def load_laya_mlx(args):
     return agent.predict, "laya-mlx", opts, ["laya-mlx", "mlx", "mlx-cpu"]
 
 
+# laya 0.4.15 chooses its precision at load: on CUDA it autocasts to the checkpoint's `amp_dtype`
+# (fp16 where the config has none), LAYA_CUDA_AMP=fp16|bf16 overriding it; on the CPU it stays
+# FP32 unless LAYA_CPU_AMP=bf16. It has no switch for FP32 on CUDA: `agent.amp_enabled`, the
+# flag its forward reads, is turned off after load for `fp32`. Whatever was asked, the precision
+# reported is the one laya says a one-row forward runs in (`agent.dtype_for(1)`).
+LAYA_AMP_ENV = ("LAYA_CUDA_AMP", "LAYA_CPU_AMP")
+
+
+def laya_precision(agent):
+    if not hasattr(agent, "dtype_for"):
+        return None
+    dtype = str(agent.dtype_for(1)).replace("torch.", "")
+    short = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
+    return short if short == "fp32" else f"{short} autocast"
+
+
 def load_laya(args):
-    ckpt, device = args[0], (args[1] if len(args) > 1 else None)
+    ckpt = args[0]
+    device = (args[1] if len(args) > 1 else None) or None
+    prec = args[2] if len(args) > 2 else None
+    if prec not in (None, "fp32", "fp16", "bf16"):
+        raise ValueError(f"ref:laya: precision {prec!r}: use fp32, fp16 or bf16")
     laya = need("laya")
     opts = {"device": device}
-    agent = laya.load(ckpt, **opts)
+    if prec is not None:
+        for k in LAYA_AMP_ENV:
+            os.environ.pop(k, None)
+        if prec in ("fp16", "bf16"):
+            os.environ["LAYA_CUDA_AMP"] = prec
+            opts["LAYA_CUDA_AMP"] = prec
+            if prec == "bf16":
+                os.environ["LAYA_CPU_AMP"] = prec
+                opts["LAYA_CPU_AMP"] = prec
+    agent = laya.load(ckpt, device=device)
+    if prec == "fp32" and agent.amp_enabled:
+        agent.amp_enabled = False
+        opts["amp_enabled"] = False
+    got = laya_precision(agent)
+    if prec is not None and (got or "unknown").split()[0] != prec:
+        raise ValueError(
+            f"ref:laya: {prec} was asked, but laya on {agent.device} runs {got} "
+            f"(laya offers fp16 and bf16 autocast on CUDA and bf16 on the CPU); ask for another precision"
+        )
+    opts["device"] = str(agent.device)
+    if opts["device"].startswith("cuda") and "torch" in sys.modules:
+        # FP32 products on CUDA may run as TF32 ("high"/"medium"); "highest" is true FP32.
+        opts["float32_matmul_precision"] = sys.modules["torch"].get_float32_matmul_precision()
+    opts["precision"] = got
     return agent.predict, "laya", opts, ["laya", "torch", "transformers"]
 
 
@@ -218,6 +261,7 @@ def main():
         send({"ready": False, "error": tail(e)})
         return 0
     load_ns = time.perf_counter_ns() - t0
+    precision = opts.pop("precision", None)
     packages = {d: version_of(d) for d in dists}
     packages = {k: v for k, v in packages.items() if v is not None}
     version = version_of(runtime) or packages.get(runtime) or VERSION_HINT.get(runtime)
@@ -228,6 +272,7 @@ def main():
         "version": version,
         "packages": packages,
         "options": {k: v for k, v in opts.items() if v is not None},
+        "precision": precision,
         "load_ns": load_ns,
     })
     clock = time.perf_counter_ns

@@ -118,6 +118,8 @@ pub struct Ready {
     pub packages: Vec<(String, String)>,
     /// The load options the worker passed (laya-mlx: compile, prompt cache, pad_to_multiple).
     pub options: Value,
+    /// The precision the runtime says it runs in, where it says (laya: its autocast dtype).
+    pub precision: Option<String>,
     /// Load time in the worker, ns.
     pub load_ns: u64,
 }
@@ -241,6 +243,7 @@ impl Worker {
                     version: text("version"),
                     packages,
                     options: reply.get("options").cloned().unwrap_or(Value::Null),
+                    precision: text("precision"),
                     load_ns: reply.get("load_ns").and_then(Value::as_u64).unwrap_or(0),
                 })
             }
