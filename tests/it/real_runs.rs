@@ -8,9 +8,15 @@ use serde_json::Value;
 use crate::common::{fixture, laya_bench, stderr};
 
 fn summarize(raw: &str) -> (Option<i32>, Value) {
+    summarize_with(raw, &[])
+}
+
+fn summarize_with(raw: &str, extra: &[&str]) -> (Option<i32>, Value) {
     let dir = tempfile::tempdir().unwrap();
     let raw = fixture(raw);
-    let o = laya_bench(dir.path(), &["summary", raw.to_str().unwrap(), "--output", "s.json"]);
+    let mut args = vec!["summary", raw.to_str().unwrap(), "--output", "s.json"];
+    args.extend(extra);
+    let o = laya_bench(dir.path(), &args);
     let s: Value = serde_json::from_slice(&std::fs::read(dir.path().join("s.json")).unwrap_or_else(|e| {
         panic!("summary wrote no report ({e}): {}", stderr(&o));
     }))
@@ -18,24 +24,32 @@ fn summarize(raw: &str) -> (Option<i32>, Value) {
     (o.status.code(), s)
 }
 
-#[test]
-fn the_h200_run_is_complete_and_its_figures_are_re_derived() {
-    let (code, s) = summarize("docs/runs/2026-12-04-h200/h200.raw.jsonl");
+/// `summary` of `raw` (with `extra` arguments) is COMPLETE with every audit check passing, and
+/// everything but the record's path equals `committed`, a summary written from the same record
+/// (by the GPU machine, with the binary that measured, or here for `--target`).
+fn complete_and_equal_to(raw: &str, extra: &[&str], committed: &str) -> Value {
+    let (code, s) = summarize_with(raw, extra);
     assert_eq!(code, Some(0));
-    let run = &s["runs"][0];
+    let run = s["runs"][0].clone();
     assert_eq!(run["status"], "complete", "{}", run["status_reasons"]);
     for check in run["audit"].as_array().unwrap() {
         assert_eq!(check["outcome"], "pass", "{check}");
     }
-    // Everything but the record's path equals the summary committed beside it, which the GPU
-    // machine wrote with the binary that measured.
-    let committed: Value =
-        serde_json::from_slice(&std::fs::read(fixture("docs/runs/2026-12-04-h200/summary.json")).unwrap())
-            .unwrap();
-    let theirs = &committed["runs"][0];
+    let committed_json: Value = serde_json::from_slice(&std::fs::read(fixture(committed)).unwrap()).unwrap();
+    let theirs = &committed_json["runs"][0];
     for key in ["arms", "blocks", "cross_check", "samples", "audit", "bootstrap", "claim"] {
-        assert_eq!(run[key], theirs[key], "`{key}` differs from docs/runs/2026-12-04-h200/summary.json");
+        assert_eq!(run[key], theirs[key], "`{key}` differs from {committed}");
     }
+    run
+}
+
+#[test]
+fn the_h200_run_is_complete_and_its_figures_are_re_derived() {
+    let run = complete_and_equal_to(
+        "docs/runs/2026-12-04-h200/h200.raw.jsonl",
+        &[],
+        "docs/runs/2026-12-04-h200/summary.json",
+    );
     // Hand-read from the record: block 0 (p32) took 1004.243 J on the counter, 1004.837 J by
     // integrated board power.
     let b0 = &run["cross_check"]["blocks"][0];
@@ -51,4 +65,32 @@ fn the_h200_first_try_stays_rejected_for_a_counter_read_faster_than_it_refreshed
     assert_eq!(run["status"], "rejected");
     let reasons = run["status_reasons"].to_string();
     assert!(reasons.contains("counter_not_advancing"), "{reasons}");
+}
+
+/// The ten-cycle run on the H200: laya 0.4.15 at FP32 (the baseline), FP16 and BF16 autocast, all
+/// on the GPU. Whole-board energy per decision says autocast costs more (both intervals of
+/// S × R lie below 1), while energy above idle says it saves almost 3×: the boundary decides.
+#[test]
+fn the_h200_claim_run_is_complete_and_its_claim_at_1x_is_re_derived() {
+    let raw = "docs/runs/2026-12-04-h200-claim/h200.raw.jsonl";
+    complete_and_equal_to(raw, &[], "docs/runs/2026-12-04-h200-claim/summary.json");
+    let run =
+        complete_and_equal_to(raw, &["--target", "1"], "docs/runs/2026-12-04-h200-claim/claim-target-1.json");
+    assert_eq!(run["bootstrap"]["cycles"], 10);
+    let arms = run["claim"]["arms"].as_array().unwrap();
+    let names: Vec<&str> = arms.iter().map(|a| a["arm"].as_str().unwrap()).collect();
+    assert_eq!(names, ["t16", "tbf16"]);
+    for a in arms {
+        assert_eq!(a["reached"], false, "{a}");
+        let (gain, high) =
+            (a["energy_gain"].as_f64().unwrap(), a["energy_gain_interval"]["high"].as_f64().unwrap());
+        assert!(gain < high && high < 1.0, "{a}");
+        assert!(a["idle_subtracted_energy_gain_interval"]["low"].as_f64().unwrap() > 2.7, "{a}");
+    }
+    // The arms' precisions are laya's own report, not the spec's words.
+    let header: Value =
+        serde_json::from_str(std::fs::read_to_string(fixture(raw)).unwrap().lines().next().unwrap()).unwrap();
+    let precisions: Vec<&str> =
+        header["arms"].as_array().unwrap().iter().map(|a| a["precision"].as_str().unwrap()).collect();
+    assert_eq!(precisions, ["fp32", "fp16 autocast", "bf16 autocast"]);
 }
