@@ -37,8 +37,19 @@ fn complete_and_equal_to(raw: &str, extra: &[&str], committed: &str) -> Value {
     }
     let committed_json: Value = serde_json::from_slice(&std::fs::read(fixture(committed)).unwrap()).unwrap();
     let theirs = &committed_json["runs"][0];
-    for key in ["arms", "blocks", "cross_check", "samples", "audit", "bootstrap", "claim"] {
+    for key in ["arms", "blocks", "cross_check", "samples", "bootstrap", "claim"] {
         assert_eq!(run[key], theirs[key], "`{key}` differs from {committed}");
+    }
+    // A metadata correction appended since adds one record: only the record count in
+    // `record_integrity`'s detail may differ then.
+    let corrected = run["metadata_corrections"].as_array().is_some_and(|c| !c.is_empty());
+    let (ours, them) = (run["audit"].as_array().unwrap(), theirs["audit"].as_array().unwrap());
+    assert_eq!(ours.len(), them.len());
+    for (a, b) in ours.iter().zip(them) {
+        assert_eq!((&a["name"], &a["outcome"]), (&b["name"], &b["outcome"]), "{committed}");
+        if !(corrected && a["name"] == "record_integrity") {
+            assert_eq!(a, b, "an audit check differs from {committed}");
+        }
     }
     run
 }
@@ -50,6 +61,21 @@ fn the_h200_run_is_complete_and_its_figures_are_re_derived() {
         &[],
         "docs/runs/2026-12-04-h200/summary.json",
     );
+    // The torch arm's precision, recorded as `runtime default`, is corrected by an appended
+    // record (laya autocasts to FP16 on CUDA); the header itself is unchanged.
+    let corrections = run["metadata_corrections"].as_array().unwrap();
+    assert_eq!(corrections.len(), 1, "{corrections:?}");
+    assert_eq!(corrections[0]["field"], "arms.2.precision");
+    assert!(corrections[0]["note"].as_str().unwrap().contains("FP16 autocast"), "{corrections:?}");
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(fixture("docs/runs/2026-12-04-h200/h200.raw.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["arms"][2]["precision"], "runtime default");
     // Hand-read from the record: block 0 (p32) took 1004.243 J on the counter, 1004.837 J by
     // integrated board power.
     let b0 = &run["cross_check"]["blocks"][0];
