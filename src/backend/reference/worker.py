@@ -67,11 +67,15 @@ def need(module):
         raise Missing(top, f"{type(e).__name__}: {e}")
 
 
+DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
 def dtype_of(prec, default):
-    names = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", None: default, "": default}
-    if prec not in names:
+    if prec in (None, ""):
+        return default
+    if prec not in DTYPES:
         raise ValueError(f"precision {prec!r}: use fp32, fp16 or bf16")
-    return names[prec]
+    return DTYPES[prec]
 
 
 def load_laya_mlx(args):
@@ -102,27 +106,25 @@ def laya_precision(agent):
     if not hasattr(agent, "dtype_for"):
         return None
     dtype = str(agent.dtype_for(1)).replace("torch.", "")
-    short = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
+    short = {v: k for k, v in DTYPES.items()}.get(dtype, dtype)
     return short if short == "fp32" else f"{short} autocast"
 
 
 def load_laya(args):
     ckpt = args[0]
     device = (args[1] if len(args) > 1 else None) or None
-    prec = args[2] if len(args) > 2 else None
-    if prec not in (None, "fp32", "fp16", "bf16"):
-        raise ValueError(f"ref:laya: precision {prec!r}: use fp32, fp16 or bf16")
+    prec = (args[2] if len(args) > 2 else None) or None
+    dtype_of(prec, None)  # refuses an unknown precision
     laya = need("laya")
     opts = {"device": device}
     if prec is not None:
         for k in LAYA_AMP_ENV:
             os.environ.pop(k, None)
-        if prec in ("fp16", "bf16"):
-            os.environ["LAYA_CUDA_AMP"] = prec
-            opts["LAYA_CUDA_AMP"] = prec
-            if prec == "bf16":
-                os.environ["LAYA_CPU_AMP"] = prec
-                opts["LAYA_CPU_AMP"] = prec
+        amp = {} if prec == "fp32" else {"LAYA_CUDA_AMP": prec}
+        if prec == "bf16":
+            amp["LAYA_CPU_AMP"] = prec
+        os.environ.update(amp)
+        opts.update(amp)
     agent = laya.load(ckpt, device=device)
     if prec == "fp32" and agent.amp_enabled:
         agent.amp_enabled = False
