@@ -25,9 +25,10 @@
 #
 # The whole script stays well under 8 minutes on the GPU machine: the first plan's energy run is
 # 2 balanced cycles of the arms with 8 s blocks and 4 s idle windows (about 3 minutes with the
-# loads), the claim plan's 60 blocks of 2 s between 2 s idle windows (about 5 minutes). NVML measures GPU board power only:
-# the CPU arms' own energy is not in these figures (the GPU idles while they run); they show
-# the board's idle power and the sensor's behaviour, the GPU arms its load.
+# loads), the claim plan's 60 blocks of 2 s between 2 s idle windows (about 5 minutes). NVML
+# measures GPU board power only: the CPU arms' own energy is not in these figures (the GPU
+# idles while they run); they show the board's idle power and the sensor's behaviour, the GPU
+# arms its load.
 set -uo pipefail
 
 bin="${LAYA_BENCH_BIN:-dist/laya-bench}"
