@@ -145,7 +145,8 @@ pub struct PredictArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Backend spec: `portable:f32` (default).
+    /// Backend spec: `portable:f32|f16|bf16|w8`, `mlx:…`, `coreml:…` or `ref:…`
+    /// (`laya-bench doctor` lists every kind and whether it runs here).
     #[arg(long, allow_negative_numbers = true, default_value = "portable:f32", value_name = "SPEC")]
     pub backend: String,
     /// A request file: `{"state": ..., "questions": {...}}` (optionally `max_len`,
@@ -267,8 +268,8 @@ pub struct EnergyArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "W|mW|uW")]
     pub sensor_unit: Option<String>,
     /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds). Default:
-    /// the driver's update period where the sensor measures one (NVML, within 10-500 ms),
-    /// else 500ms.
+    /// twice the driver's update period where the sensor measures one (NVML; kept within
+    /// 10-500 ms), else 500ms.
     #[arg(long, allow_negative_numbers = true, value_name = "DURATION", value_parser = DURATION)]
     pub sample_interval: Option<Duration>,
     /// Balanced cycles (each visits the arms in order, then in reverse).
@@ -506,7 +507,7 @@ pub struct PalettizeArgs {
     /// Replace an existing file.
     #[arg(long)]
     pub overwrite: bool,
-    /// Print the report as JSON.
+    /// Print the report as one JSON document (schema_version 1; per tensor and in all).
     #[arg(long)]
     pub json: bool,
 }

@@ -78,9 +78,7 @@ pub struct Settings {
 
 /// Check every energy flag before anything loads (exit 2).
 pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
-    if f.cycles == 0 {
-        return Err(BenchError::Input("--cycles must be at least 1".into()));
-    }
+    super::speed::check_cycles(f.cycles)?;
     let block = positive("--seconds", f.seconds)?;
     let interval = positive("--sample-interval", f.sample_interval.unwrap_or(DEFAULT_INTERVAL))?;
     let idle = positive("--idle-seconds", f.idle_seconds)?;
@@ -150,8 +148,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
 
 impl Settings {
     /// The settings for the opened sensor: without `--sample-interval`, a sensor that measured
-    /// its source's update period (NVML) is sampled at that period (within 10-500 ms), and the
-    /// rules and the recorded plan follow; otherwise unchanged.
+    /// its source's update period (NVML) is sampled at twice that period (kept within 10-500
+    /// ms, [`crate::power::nvml::interval_for`]), and the rules and the recorded plan follow;
+    /// otherwise unchanged.
     /// Without `--sample-interval`, the interval is checked here against the block and idle
     /// lengths (exit 2, before anything is recorded).
     pub fn for_sensor(&self, update_period: Option<Duration>) -> Result<Settings, BenchError> {

@@ -130,7 +130,25 @@ impl<'b> Setup<'b> {
             )));
         }
         let per_request = built.tokens_per_row.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let rows = batch * per_request;
+        let shapes = fixed_shapes(plan.length);
+        let (hidden, inter) = (bundle.encoder.hidden_size, bundle.encoder.intermediate_size);
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let bytes = |requests: usize| {
+            crate::backend::portable::forward_scratch_bytes(
+                hidden,
+                inter,
+                requests.checked_mul(per_request)?,
+                plan.length,
+                shapes.max_options,
+                workers,
+            )
+        };
+        check_memory(batch, specs.len(), bytes, crate::report::host::available_memory_bytes())?;
+        let rows = batch.checked_mul(per_request).ok_or_else(|| {
+            BenchError::Input(format!(
+                "--batch {batch}: {batch} requests of {per_request} question row(s) are more rows than this machine can count; pass a smaller --batch"
+            ))
+        })?;
         let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
         let mut notes = Vec::new();
         for spec in specs {
@@ -150,11 +168,53 @@ impl<'b> Setup<'b> {
     }
 }
 
+/// Exit 2 when `arms` arms' working buffers for a forward of `batch` requests (`bytes(n)`: one
+/// arm's for `n` requests, `None` past u64) exceed half the memory `available` (unchecked where
+/// the OS gives none). Refused before any arm is built, so a batch far beyond the machine is an
+/// error naming the batch that fits, not a machine swapping until the kernel kills the run.
+pub fn check_memory(
+    batch: usize,
+    arms: usize,
+    bytes: impl Fn(usize) -> Option<u64>,
+    available: Option<u64>,
+) -> Result<(), BenchError> {
+    let Some(available) = available else { return Ok(()) };
+    // half of it: the rest is for the weights, the host path and everything else running
+    let budget = available / 2;
+    let arms = arms.max(1) as u64;
+    let need = bytes(batch).and_then(|b| b.checked_mul(arms));
+    if need.is_some_and(|n| n <= budget) {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let needs = need.map_or("more than 2^64 bytes".to_string(), |n| format!("about {:.1} GiB", gib(n)));
+    // the largest batch that fits (the buffers grow with the batch): `fits` fits, `batch` not
+    let fit = |n: usize| bytes(n).and_then(|b| b.checked_mul(arms)).is_some_and(|b| b <= budget);
+    let (mut fits, mut over) = (0, batch);
+    while over - fits > 1 {
+        let mid = fits + (over - fits) / 2;
+        if fit(mid) {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    let instead = if fits == 0 {
+        "even one request per call does not fit: free memory or run fewer arms".to_string()
+    } else {
+        format!("run --batch {fits} or less")
+    };
+    Err(BenchError::Input(format!(
+        "--batch {batch}: one packed forward needs {needs} of working memory for its activations and attention masks ({arms} arm(s), each holding its own), more than half of the {:.1} GiB available (the rest is for the weights, the host and the system); {instead}",
+        gib(available)
+    )))
+}
+
 /// Exit 2 when an arm whose forward holds `holds` rows cannot answer `batch` requests of
 /// `per_request` question rows in one forward (its shape is the backend's own, not the one
 /// asked for); never a silent fall-back to fewer requests per forward.
 pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize) -> Result<(), BenchError> {
-    let rows = batch * per_request;
+    let rows = batch.saturating_mul(per_request);
     if holds >= rows {
         return Ok(());
     }
@@ -230,6 +290,25 @@ mod tests {
         // A fixed B=1 shape cannot hold a request of 3 questions at all.
         let one = check_rows(&spec, 1, 2, 3).unwrap_err().to_string();
         assert!(one.contains("cannot answer even one request"), "{one}");
+    }
+
+    #[test]
+    fn a_batch_whose_buffers_do_not_fit_the_memory_is_refused_naming_one_that_does() {
+        // 1 MiB per request and arm.
+        let mib = |n: usize| (n as u64).checked_mul(1 << 20);
+        assert!(check_memory(8, 2, mib, Some(32 << 20)).is_ok());
+        assert!(check_memory(9, 2, mib, Some(32 << 20)).is_err(), "18 MiB is over half of 32");
+        assert!(check_memory(1 << 40, 2, mib, None).is_ok(), "no figure from the OS: not checked");
+        let e = check_memory(100, 2, mib, Some(32 << 20)).unwrap_err();
+        assert!(matches!(e, BenchError::Input(_)), "{e}");
+        let text = e.to_string();
+        // 100 requests × 2 arms = 200 MiB; 8 × 2 MiB = 16 MiB is the most within half of 32.
+        assert!(text.starts_with("--batch 100: one packed forward needs about 0.2 GiB"), "{text}");
+        assert!(text.contains("2 arm(s)") && text.contains("run --batch 8 or less"), "{text}");
+        let one = check_memory(4, 1, mib, Some(1 << 20)).unwrap_err().to_string();
+        assert!(one.contains("even one request per call does not fit"), "{one}");
+        let past = check_memory(usize::MAX, 1, mib, Some(1 << 30)).unwrap_err().to_string();
+        assert!(past.contains("more than 2^64 bytes"), "{past}");
     }
 
     #[test]

@@ -41,15 +41,31 @@ pub fn plan(
     seconds: std::time::Duration,
     warmup: usize,
 ) -> Result<Plan, BenchError> {
-    if cycles == 0 {
-        return Err(BenchError::Input("--cycles must be at least 1".into()));
-    }
+    check_cycles(cycles)?;
     let block = match calls {
         Some(0) => return Err(BenchError::Input("--calls must be at least 1".into())),
         Some(k) => BlockLimit::Calls(k),
         None => BlockLimit::Duration(super::time::positive("--seconds", seconds)?),
     };
     Ok(Plan::saturated(cycles, block, warmup))
+}
+
+/// The most balanced cycles a run schedules. The block order is held in memory, and a run of
+/// more would outlast any user: 100 000 cycles of two arms are 400 000 blocks (the published
+/// study ran 10 cycles).
+pub const MAX_CYCLES: usize = 100_000;
+
+/// `--cycles` of `speed` and `energy`: at least 1 and at most [`MAX_CYCLES`] (exit 2).
+pub fn check_cycles(cycles: usize) -> Result<(), BenchError> {
+    if cycles == 0 {
+        return Err(BenchError::Input("--cycles must be at least 1".into()));
+    }
+    if cycles > MAX_CYCLES {
+        return Err(BenchError::Input(format!(
+            "--cycles {cycles} is more than {MAX_CYCLES}, the most a run schedules; 10 or more give a bootstrap interval worth reading, so pass a smaller count"
+        )));
+    }
+    Ok(())
 }
 
 /// `plan` with `batch` requests per call (`speed --batch N`; exit 2 naming the flag for 0).
@@ -487,6 +503,18 @@ mod tests {
         assert_eq!(whole_cycles(&totals, 1, 1), vec![vec![(40.0, 3.0)]]);
         // At --batch 4 the same 40 calls answered 160 requests in the same 3 s.
         assert_eq!(whole_cycles(&totals, 1, 4), vec![vec![(160.0, 3.0)]]);
+    }
+
+    #[test]
+    fn the_cycle_count_is_refused_outside_1_to_the_maximum() {
+        assert!(check_cycles(1).is_ok() && check_cycles(MAX_CYCLES).is_ok());
+        let zero = check_cycles(0).unwrap_err();
+        assert!(matches!(zero, BenchError::Input(_)) && zero.to_string() == "--cycles must be at least 1");
+        // 2^32 + 1 cycles once asked for a 137 GB block order and aborted.
+        let huge = check_cycles(4_294_967_297).unwrap_err();
+        assert!(matches!(huge, BenchError::Input(_)), "{huge}");
+        assert!(huge.to_string().starts_with("--cycles 4294967297 is more than 100000"), "{huge}");
+        assert!(plan(MAX_CYCLES + 1, Some(1), std::time::Duration::from_secs(1), 0).is_err());
     }
 
     #[test]

@@ -88,6 +88,22 @@ fn install_reference_settings() {
     });
 }
 
+/// A JSON document a command prints: `schema_version` (1) and `kind` first, then `body`'s
+/// own fields (an object); a body that is not an object is kept under `body`.
+pub(crate) fn versioned(kind: &str, body: impl serde::Serialize) -> Result<String, Failure> {
+    let body = serde_json::to_value(body).map_err(|e| Failure::run(anyhow::anyhow!(e)))?;
+    let mut out = serde_json::Map::new();
+    out.insert("schema_version".into(), 1.into());
+    out.insert("kind".into(), kind.into());
+    match body {
+        serde_json::Value::Object(fields) => out.extend(fields),
+        other => {
+            out.insert("body".into(), other);
+        }
+    }
+    serde_json::to_string_pretty(&out).map_err(|e| Failure::run(anyhow::anyhow!(e)))
+}
+
 /// Run a parsed command line.
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     hub_progress::install();
@@ -118,6 +134,19 @@ mod tests {
     struct Quoting {
         path: String,
         source: std::io::Error,
+    }
+
+    #[test]
+    fn a_printed_document_leads_with_its_version_and_kind() {
+        let text = super::versioned("laya-bench-x", serde_json::json!({"steps": 3, "seconds": 0.5})).unwrap();
+        let keys: Vec<String> = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, ["schema_version", "kind", "steps", "seconds"]);
+        let bare = super::versioned("k", 7).unwrap();
+        assert!(bare.contains("\"body\": 7") && bare.contains("\"schema_version\": 1"), "{bare}");
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
             args.output.display()
         )));
     }
+    // the folder is checked before the palettization, which takes minutes on a large model
+    crate::bench::outputs::check_folder("--output", &args.output)?;
     let bundle = load_bundle(&args.model.model)?;
     let spec = format!("portable:w{}", args.bits);
     let (weights, source) = load_source(&spec, &bundle).map_err(Failure::input)?;
@@ -33,7 +35,7 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
         .with_context(|| format!("cannot write {}", args.output.display()))
         .map_err(Failure::input)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?);
+        println!("{}", super::versioned("laya-bench-palettize", &report)?);
         return Ok(());
     }
     println!(

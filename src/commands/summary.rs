@@ -27,6 +27,15 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(raw_path) = &args.correct {
         return correct(args, raw_path);
     }
+    // clap lets a flag's `requires` go when the required flag conflicts with one given
+    if let Some(flag) = [("--field", args.field.is_some()), ("--note", args.note.is_some())]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    {
+        return Err(Failure::input(anyhow!(
+            "{flag} belongs to a correction: use `summary --correct RAW --field PATH --note TEXT` (nothing is summarized or corrected otherwise)"
+        )));
+    }
     let output = args.output.as_ref();
     if args.raws.is_empty() {
         return Err(Failure::input(anyhow!(

@@ -31,36 +31,52 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         .with_context(|| format!("--goldens: cannot read {file}"))
         .map_err(Failure::input)?;
     let goldens = Goldens::parse(&bytes, &file).map_err(Failure::input)?;
+    let specs =
+        if args.backends.is_empty() { vec!["portable:f32".to_string()] } else { args.backends.clone() };
+    // every spec is read before the model loads
+    for spec in &specs {
+        crate::backend::registry::BackendSpec::parse(spec).map_err(Failure::input)?;
+    }
     let bundle = load_bundle(&args.model.model)?;
     let weights_sha256 = match &bundle.weights {
         Weights::Safetensors(b) => Some(sha256_hex(b)),
         Weights::Static(b) => Some(sha256_hex(b)),
         Weights::Synthetic { .. } | Weights::CoreMl(_) => None,
     };
-    let weights_match = match (&goldens.source_weights_sha256, &weights_sha256) {
-        (Some(g), Some(m)) => Some(g == m),
+    // The weights the goldens were made from: their own `source_weights_sha256`, else, for
+    // goldens of a published checkpoint (`model` names a pin), the pinned weights' hash.
+    let pin = crate::hub::pins::find(&goldens.model);
+    let expected = match (&goldens.source_weights_sha256, pin) {
+        (Some(g), _) => Some((g.clone(), "`source_weights_sha256`".to_string())),
+        (None, Some(p)) => Some((
+            p.weights_sha256.to_string(),
+            format!("their `model` is `{}`, whose published model.safetensors this tool pins", p.name),
+        )),
+        (None, None) => None,
+    };
+    let weights_match = match (&expected, &weights_sha256) {
+        (Some((g, _)), Some(m)) => Some(g == m),
         _ => None,
     };
     if weights_match == Some(false) && !args.any_weights {
+        let (sha, from) = expected.unwrap_or_default();
         return Err(Failure::input(anyhow!(
-            "{file}: the goldens were made from weights with sha256 {} (`source_weights_sha256`), but {}'s model.safetensors has sha256 {}; use the checkpoint they were made from{}, or pass --any-weights to see which cases these weights fail",
-            goldens.source_weights_sha256.as_deref().unwrap_or_default(),
+            "{file}: the goldens were made from weights with sha256 {sha} ({from}), but {}'s weights have sha256 {}; use the checkpoint they were made from{}, or pass --any-weights to see which cases these weights fail",
             args.model.model,
             weights_sha256.as_deref().unwrap_or_default(),
-            match crate::hub::pins::find(&goldens.model) {
+            match pin {
                 Some(p) => format!(" (--model hub:{} pins it)", p.name),
                 None => String::new(),
             }
         )));
     }
-    let specs =
-        if args.backends.is_empty() { vec!["portable:f32".to_string()] } else { args.backends.clone() };
+    // every backend is built before any case runs
+    let backends = specs.iter().map(|spec| build_backend(spec, &bundle)).collect::<Result<Vec<_>, _>>()?;
     let mut backend_reports = Vec::new();
     let mut prompt_report = None;
     let mut decode_report = None;
     let mut all_passed = true;
-    for spec in &specs {
-        let mut backend = build_backend(spec, &bundle)?;
+    for (spec, mut backend) in specs.iter().zip(backends) {
         let info = backend.info().clone();
         let host = registry::host_for(&bundle, info.shapes.clone(), &info);
         let facts = ModelFacts {

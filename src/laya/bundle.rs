@@ -199,9 +199,12 @@ fn builtin_configs() -> Result<(EncoderConfig, AgentConfig), BundleError> {
 /// A checkpoint folder's two configs (`encoder/config.json`, `rl_agent_config.json`).
 fn dir_configs(dir: &Path) -> Result<(EncoderConfig, AgentConfig), BundleError> {
     if !dir.is_dir() {
+        let what = if dir.exists() { "is not a folder" } else { "does not exist" };
         return Err(BundleError::Io {
             path: dir.display().to_string(),
-            detail: "is not a folder; pass a checkpoint folder, builtin:tiny or synthetic:NAME".into(),
+            detail: format!(
+                "{what}; pass a checkpoint folder, builtin:tiny, synthetic:NAME or hub:NAME (laya, laya-multilingual, laya-typed-decisions)"
+            ),
         });
     }
     let config = |rel: &str| -> Result<(String, String), BundleError> {

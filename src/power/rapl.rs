@@ -117,19 +117,29 @@ fn zone_parts(name: &str) -> Option<(bool, Option<String>)> {
     }
 }
 
+/// Why a powercap folder that does not exist gives no sensor: the kernel's own folder means
+/// no RAPL here; any other was a path the user gave (`rapl:PATH`).
+fn absent(root: &Path) -> String {
+    if root == Path::new(DEFAULT_POWERCAP_ROOT) {
+        format!(
+            "{} does not exist: this kernel exposes no powercap/RAPL (usual in a VM; containers mask /sys/devices/virtual/powercap). On bare metal load intel_rapl_common; in a container bind-mount powercap and pass rapl:PATH; otherwise use exec:CMD with an external meter",
+            root.display()
+        )
+    } else {
+        format!(
+            "{} (the powercap folder given as rapl:PATH) does not exist; check the path, pass `rapl` alone for {DEFAULT_POWERCAP_ROOT}, or use exec:CMD with an external meter",
+            root.display()
+        )
+    }
+}
+
 /// List the RAPL zones under `root`, sorted by id. Skipped zones are explained in the second
 /// result (for the sensor's notes).
 pub fn discover(root: &Path) -> Result<(Vec<RaplZone>, Vec<String>), SensorError> {
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            return Err(SensorError::Unavailable {
-                sensor: SENSOR.into(),
-                reason: format!(
-                    "{} does not exist: this kernel exposes no powercap/RAPL (usual in a VM; containers mask /sys/devices/virtual/powercap). On bare metal load intel_rapl_common; in a container bind-mount powercap and pass rapl:PATH; otherwise use exec:CMD with an external meter",
-                    root.display()
-                ),
-            })
+            return Err(SensorError::Unavailable { sensor: SENSOR.into(), reason: absent(root) });
         }
         Err(e) => return Err(io_error(root, &e)),
     };
@@ -400,7 +410,12 @@ mod tests {
         let e = RaplSensor::open(&t.path().join("powercap")).err().unwrap();
         assert_eq!(e.kind(), FaultKind::Unavailable);
         let m = e.to_string();
-        assert!(m.contains("does not exist") && m.contains("VM") && m.contains("exec:CMD"), "{m}");
+        assert!(m.contains("(the powercap folder given as rapl:PATH) does not exist"), "{m}");
+        assert!(m.contains("check the path") && m.contains("exec:CMD"), "{m}");
+        // The kernel's own folder missing: no RAPL on this machine.
+        let m = absent(Path::new(DEFAULT_POWERCAP_ROOT));
+        assert!(m.starts_with("/sys/class/powercap does not exist: this kernel exposes no powercap"), "{m}");
+        assert!(m.contains("VM") && m.contains("exec:CMD"), "{m}");
     }
 
     #[test]

@@ -135,9 +135,32 @@ pub fn cpu_identity_from_cpuinfo(cpuinfo: &str) -> Option<String> {
 
 /// `MemTotal` of `/proc/meminfo` (in kB there), bytes.
 pub fn memory_from_meminfo(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    meminfo_field(meminfo, "MemTotal:")
+}
+
+/// `MemAvailable` of `/proc/meminfo` (the kernel's estimate of what can be allocated without
+/// swapping), bytes.
+pub fn available_from_meminfo(meminfo: &str) -> Option<u64> {
+    meminfo_field(meminfo, "MemAvailable:")
+}
+
+fn meminfo_field(meminfo: &str, key: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kb.checked_mul(1024)
+}
+
+/// Memory a run can allocate now, bytes: Linux's `MemAvailable`; on macOS, which has no such
+/// figure, the installed memory (`hw.memsize`), an upper bound. `None` where neither is read.
+pub fn available_memory_bytes() -> Option<u64> {
+    #[cfg(not(target_os = "macos"))]
+    {
+        std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(available_from_meminfo)
+    }
+    #[cfg(target_os = "macos")]
+    {
+        probe().memory_bytes
+    }
 }
 
 /// Resident bytes from `/proc/self/statm` (its second field counts resident pages).
@@ -183,6 +206,9 @@ mod tests {
         assert_eq!(memory_from_meminfo(meminfo), Some(16316412 * 1024));
         assert_eq!(memory_from_meminfo("MemFree: 1 kB\n"), None);
         assert_eq!(memory_from_meminfo("MemTotal: lots kB\n"), None);
+        let full = "MemTotal:       16316412 kB\nMemFree:         1234 kB\nMemAvailable:    8000000 kB\n";
+        assert_eq!(available_from_meminfo(full), Some(8_192_000_000));
+        assert_eq!(available_from_meminfo(meminfo), None);
     }
 
     #[test]

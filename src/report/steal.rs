@@ -44,14 +44,15 @@ impl StealTicks {
         (self.cpu_ticks > 0).then(|| self.steal_ticks as f64 / self.cpu_ticks as f64)
     }
 
-    /// The sum of several intervals (`None` if any is unknown, or there are none).
+    /// The sum of several intervals (`None` if any is unknown, there are none, or a total
+    /// passes u64, which no real counter reaches).
     pub fn sum(parts: impl IntoIterator<Item = Option<StealTicks>>) -> Option<StealTicks> {
         let mut acc: Option<StealTicks> = None;
         for p in parts {
             let p = p?;
             let a = acc.get_or_insert(StealTicks { steal_ticks: 0, cpu_ticks: 0 });
-            a.steal_ticks += p.steal_ticks;
-            a.cpu_ticks += p.cpu_ticks;
+            a.steal_ticks = a.steal_ticks.checked_add(p.steal_ticks)?;
+            a.cpu_ticks = a.cpu_ticks.checked_add(p.cpu_ticks)?;
         }
         acc
     }
@@ -167,6 +168,8 @@ mod tests {
         assert_eq!(StealTicks { steal_ticks: 0, cpu_ticks: 0 }.fraction(), None);
         let two = StealTicks::sum([Some(s), Some(StealTicks { steal_ticks: 18, cpu_ticks: 823 })]);
         assert_eq!(two, Some(StealTicks { steal_ticks: 4200, cpu_ticks: 30_000 }));
+        let max = StealTicks { steal_ticks: u64::MAX, cpu_ticks: u64::MAX };
+        assert_eq!(StealTicks::sum([Some(max), Some(s)]), None, "a total past u64 is unknown, not wrapped");
         assert_eq!(StealTicks::sum([Some(s), None]), None);
         assert_eq!(StealTicks::sum([]), None);
     }

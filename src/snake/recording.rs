@@ -214,6 +214,9 @@ pub struct Recording {
     pub metadata: Metadata,
     /// Every record in file order, metadata included.
     pub records: Vec<Record>,
+    /// The 1-based number of a last line cut short (no newline after it, not a whole record:
+    /// the run was killed while writing it); it is left out and every line before it is read.
+    pub cut_line: Option<usize>,
 }
 
 impl Recording {
@@ -235,14 +238,30 @@ impl Recording {
 }
 
 /// Read and validate a recording: every line a record, a metadata line, at least one frame,
-/// frame times finite, non-negative and strictly increasing.
-pub fn read_recording<R: BufRead>(input: R) -> Result<Recording, RecordingError> {
+/// frame times finite, non-negative and strictly increasing. A last line without its newline
+/// whose JSON stops before it is whole was cut by a killed run: it is left out
+/// ([`Recording::cut_line`]); any other bad line is an error naming it.
+pub fn read_recording<R: BufRead>(mut input: R) -> Result<Recording, RecordingError> {
     let mut records = Vec::new();
-    for (number, line) in input.lines().enumerate() {
-        let line = line?;
-        let record: Record = serde_json::from_str(&line)
-            .map_err(|source| RecordingError::Json { line: number + 1, source })?;
-        records.push(record);
+    let mut cut_line = None;
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            break;
+        }
+        number += 1;
+        let whole = line.ends_with('\n');
+        let text = line.trim_end_matches(['\n', '\r']);
+        match serde_json::from_str::<Record>(text) {
+            Ok(record) => records.push(record),
+            Err(e) if !whole && e.is_eof() => {
+                cut_line = Some(number);
+                break;
+            }
+            Err(source) => return Err(RecordingError::Json { line: number, source }),
+        }
     }
     let metadata = records
         .iter()
@@ -255,7 +274,7 @@ pub fn read_recording<R: BufRead>(input: R) -> Result<Recording, RecordingError>
     if metadata.format != RECORDING_FORMAT {
         return Err(RecordingError::Format { found: metadata.format });
     }
-    let recording = Recording { metadata, records };
+    let recording = Recording { metadata, records, cut_line };
     let mut previous: Option<f64> = None;
     let mut frames = 0usize;
     for (index, frame) in recording.frames().enumerate() {

@@ -479,7 +479,7 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
                 open = None;
                 span(&mut previous, "idle window", n, (*start_ns, *end_ns), &mut problems);
             }
-            Record::Block { index, start_ns, end_ns, .. } => {
+            Record::Block { index, start_ns, end_ns, host_steal, .. } => {
                 out_of_order(
                     phase <= Phase::Measuring,
                     "after the sampler's report or block energies",
@@ -487,6 +487,15 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
                 );
                 phase = phase.max(Phase::Measuring);
                 span(&mut previous, "block", n, (*start_ns, *end_ns), &mut problems);
+                if let Some(s) = host_steal.filter(|s| s.steal_ticks > s.cpu_ticks) {
+                    problems.push((
+                        n,
+                        format!(
+                            "line {n}: block {index}'s host_steal has {} stolen ticks of {} CPU ticks in all: steal is part of the CPU time, so it cannot exceed it",
+                            s.steal_ticks, s.cpu_ticks
+                        ),
+                    ));
+                }
                 open = Some(OpenBlock {
                     index: *index,
                     start_ns: *start_ns,

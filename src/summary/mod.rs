@@ -261,6 +261,17 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
             d.corrections.len()
         ));
     }
+    for (i, info) in h.arms.iter().enumerate() {
+        if let Some(same) = h.arms[..i].iter().find(|o| info.same_model_as(o)) {
+            summary.warnings.push(format!(
+                "arm `{}` ({}) is IDENTICAL to `{}`: the same weights (fingerprint {}) on the same engine, so its ratios compare one model with itself (run noise, not a difference)",
+                info.name,
+                info.spec,
+                same.name,
+                info.fingerprint.chars().take(12).collect::<String>()
+            ));
+        }
+    }
     for name in &names {
         let steal = StealTicks::sum(d.blocks.iter().filter(|b| &b.arm == name).map(|b| b.steal));
         if let Some(w) = steal::warning(&format!("arm `{name}`'s blocks"), steal) {

@@ -497,6 +497,16 @@ fn impossible_calls_fail_the_audit_naming_their_line() {
     let (_, detail, line) = integrity(&recs);
     assert_eq!(line, (i + 1) as f64);
     assert!(detail.contains("before the previous call ended"), "{detail}");
+    // A block whose steal is more than all its CPU time (100000 of 12640 ticks once read
+    // "198.2 %" with every check passing).
+    let mut recs = records(&speed_shape());
+    let i = recs.iter().position(|r| matches!(r, Record::Block { index: 2, .. })).unwrap();
+    if let Record::Block { host_steal, .. } = &mut recs[i] {
+        *host_steal = Some(crate::report::steal::StealTicks { steal_ticks: 100_000, cpu_ticks: 12_640 });
+    }
+    let (_, detail, line) = integrity(&recs);
+    assert_eq!(line, (i + 1) as f64, "{detail}");
+    assert!(detail.contains("block 2's host_steal has 100000 stolen ticks of 12640"), "{detail}");
 }
 
 #[test]

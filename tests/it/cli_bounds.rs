@@ -132,6 +132,6 @@ fn bad_inputs_exit_2_and_say_what_to_do() {
     assert_exit_2(&["--peak-tflops", "nan"], "--peak-tflops 18");
     assert_exit_2(&["--marker-slots", "0"], "at least 1 slot");
     assert_exit_2(&["--model", "synthetic:nope"], "unknown model");
-    assert_exit_2(&["--model", "/no/such/checkpoint"], "is not a folder");
+    assert_exit_2(&["--model", "/no/such/checkpoint"], "/no/such/checkpoint: does not exist");
     assert_exit_2(&["--length", "99999999999"], "smaller length");
 }

@@ -485,6 +485,8 @@ fn bad_energy_flags_exit_2() {
         (&["--max-watts", "-5"][..], "--max-watts must be"),
         (&["--sample-interval", "0"][..], "--sample-interval must be longer than zero"),
         (&["--seconds", "soon"][..], "--seconds `soon`"),
+        (&["--cycles", "0"][..], "--cycles must be at least 1"),
+        (&["--cycles", "4294967297"][..], "--cycles 4294967297 is more than 100000"),
         (
             &["--sample-interval", "100"][..],
             "--sample-interval 100s gives fewer than 2 samples in a 20s block",

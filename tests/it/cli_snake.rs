@@ -8,7 +8,7 @@ use std::process::Output;
 use laya_bench::snake::paired::PairedReport;
 use laya_bench::snake::rate::RateReport;
 use laya_bench::snake::recording::{read_recording, Record};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::{laya_bench, stderr, stdout};
 
@@ -74,6 +74,31 @@ fn headless_play_records_a_run_that_replays() {
     assert_eq!(r["rounds"], 1);
     assert_eq!(r["interventions"], s["interventions"]);
     assert_eq!(r["end_summary"]["steps"], 12);
+    assert_eq!(
+        (r["schema_version"].clone(), r["kind"].clone()),
+        (json!(1), json!("laya-bench-snake-replay"))
+    );
+    assert_eq!((s["schema_version"].clone(), s["kind"].clone()), (json!(1), json!("laya-bench-snake-play")));
+    assert_eq!((r["complete"].clone(), r["cut_line"].clone()), (json!(true), Value::Null));
+
+    // A run killed while writing a line: the cut last line is left out, every whole frame
+    // before it replays, and the recording is marked incomplete (not refused).
+    let text = std::fs::read(dir.path().join("run.jsonl")).unwrap();
+    let lines = text.iter().filter(|&&b| b == b'\n').count();
+    let last_frame_end = text[..text.len() - 1].iter().rposition(|&b| b == b'\n').unwrap();
+    let cut = &text[..last_frame_end + 1 + 40];
+    std::fs::write(dir.path().join("cut.jsonl"), cut).unwrap();
+    let o = laya_bench(dir.path(), &["snake", "replay", "cut.jsonl", "--headless"]);
+    assert_exit(&o, 0, "");
+    let c = summary(&o);
+    assert_eq!((c["complete"].clone(), c["cut_line"].clone()), (json!(false), json!(lines)));
+    assert_eq!(c["frames"], 12);
+    // A bad line that is not the last one cut short is still refused, naming it.
+    let mut broken = cut.to_vec();
+    broken.push(b'\n');
+    std::fs::write(dir.path().join("broken.jsonl"), &broken).unwrap();
+    let o = laya_bench(dir.path(), &["snake", "replay", "broken.jsonl", "--headless"]);
+    assert_exit(&o, 2, &format!("recording line {lines}:"));
 
     // The same file again is refused: recordings are never overwritten.
     let o = laya_bench(dir.path(), &["snake", "play", "--headless", "--steps", "1", "--record", "run.jsonl"]);

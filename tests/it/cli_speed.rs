@@ -280,6 +280,12 @@ fn an_arm_that_is_the_same_model_as_another_is_marked_identical() {
     let by = |n: &str| arms.iter().find(|a| a["arm"]["name"] == n).unwrap();
     assert_eq!(by("w8")["identical_to"], "f32");
     assert!(by("f16").get("identical_to").is_none());
+    // `summary` of the same record says so too.
+    let o = laya_bench(d, &["summary", "r.raw.jsonl"]);
+    assert_exit(&o, 0, "");
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("arm `w8` (portable:w8) is IDENTICAL to `f32`"), "{out}");
+    assert!(!out.contains("arm `f16` (portable:f16) is IDENTICAL"), "{out}");
 }
 
 /// The table gives mean ± σ, P50/P90/P99 and each ratio with its 95 % interval and in words

@@ -226,6 +226,20 @@ fn what_cannot_batch_is_refused_before_measuring() {
     let with = |extra: &[&str]| laya_bench(d, &[&base[..], extra].concat());
     assert_exit(&with(&["--batch", "0"]), 2, "--batch must be at least 1");
     assert_exit(&with(&["--batch", "-1"]), 2, "--batch");
+    // A batch far beyond any machine's memory (10^9 rows of 96 tokens) is refused up front,
+    // naming one that fits, instead of swapping until the kernel kills the run.
+    let o = with(&["--batch", "1000000000"]);
+    assert_exit(&o, 2, "--batch 1000000000: one packed forward needs about");
+    assert_exit(&o, 2, "GiB available");
+    assert_exit(&o, 2, "or less");
+    let o = with(&["--batch", "18446744073709551615"]);
+    assert_exit(&o, 2, "needs more than 2^64 bytes");
+    // So is a cycle count whose schedule alone would not fit (2^32 + 1 aborted on allocation).
+    let o = laya_bench(
+        d,
+        &["speed", "--calls", "1", "--cycles", "4294967297", "--no-progress", "--arm", "f32=portable:f32"],
+    );
+    assert_exit(&o, 2, "--cycles 4294967297 is more than 100000");
     let reference =
         format!("r=ref:factory:{}:make:ok", fixture("fixtures/reference/fake_runtime.py").display());
     let o = with(&["--batch", "2", "--arm", &reference]);

@@ -262,6 +262,16 @@ fn corrections_are_appended_and_shown() {
     assert!(stderr(&o).contains("`gpu` is not a key of `host`"), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "--correct", "r.raw.jsonl", "--field", "host.os"]);
     assert_eq!(o.status.code(), Some(2), "--note is required: {}", stderr(&o));
+    // --field and --note without --correct: refused, not ignored while the record is summarized.
+    let unchanged = std::fs::read(d.join("r.raw.jsonl")).unwrap();
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--field", "host.os", "--note", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--field belongs to a correction: use `summary --correct RAW"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(d.join("r.raw.jsonl")).unwrap(), unchanged);
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--markdown", "s.md"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let run = &summary_json(d, "s.json").runs[0];

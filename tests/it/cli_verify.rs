@@ -198,6 +198,28 @@ fn bad_goldens_exit_2_naming_the_case_and_field() {
         let o = verify(dir.path(), "builtin:tiny", &p, &[]);
         assert_exit(&o, 2, needle);
     }
+    // Goldens that name a published checkpoint and carry no weight hash are checked against
+    // the pinned one: builtin:tiny is another model.
+    let other = edited(&g, |g| {
+        g["model"] = json!("laya-multilingual");
+        g.as_object_mut().unwrap().remove("source_weights_sha256");
+    });
+    let p = dir.path().join("other-model.json");
+    std::fs::write(&p, serde_json::to_vec(&other).unwrap()).unwrap();
+    let o = verify(dir.path(), "builtin:tiny", &p, &[]);
+    assert_exit(
+        &o,
+        2,
+        "their `model` is `laya-multilingual`, whose published model.safetensors this tool pins",
+    );
+    assert!(stderr(&o).contains("--model hub:laya-multilingual pins it"), "{}", stderr(&o));
+    let o = verify(dir.path(), "builtin:tiny", &p, &["--any-weights", "--output", "any.json"]);
+    assert_exit(&o, 0, "");
+    assert_eq!(report(&dir.path().join("any.json"))["model"]["weights_match_goldens"], json!(false));
+    // Every backend is read before any case runs: an unknown one after a good one.
+    let o = verify(dir.path(), "builtin:tiny", &path, &["--backend", "portable:f16", "--backend", "foo"]);
+    assert_exit(&o, 2, "unknown backend `foo`");
+    assert!(!stdout(&o).contains("backend portable:f16"), "{}", stdout(&o));
     // Another format altogether: the forward goldens of this repository.
     let o = verify(dir.path(), "builtin:tiny", &crate::common::fixture("fixtures/goldens/forward.json"), &[]);
     assert_exit(&o, 2, "not a parity goldens file: no `model`");

@@ -244,6 +244,33 @@ fn size<T: Clone + Default>(v: &mut Vec<T>, n: usize) {
     v.resize(n, T::default());
 }
 
+/// Bytes of the working buffers one forward of `rows` rows of `length` tokens, `options`
+/// option slots per row, sizes on `workers` threads: every activation buffer and attention
+/// mask `run` sizes (the action head's few values aside) for a model of hidden size `hidden`
+/// and MLP width `inter`. `None` when the count overflows. Another backend's activations for
+/// the same forward are of the same order; `speed --batch` refuses a batch whose buffers do not
+/// fit the memory available before anything is built.
+pub fn forward_scratch_bytes(
+    hidden: usize,
+    inter: usize,
+    rows: usize,
+    length: usize,
+    options: usize,
+    workers: usize,
+) -> Option<u64> {
+    let (d, inter, bn, l, k) = (hidden as u64, inter as u64, rows as u64, length as u64, options as u64);
+    let bl = bn.checked_mul(l)?;
+    let ll = l.checked_mul(l)?;
+    // x, a, heads, attn (d each), qkv (3d), mlp, gated
+    let per_token = (7 * d).checked_add((2 * inter).max(4 * d))?.checked_add(inter)?;
+    let f32s = bl
+        .checked_mul(per_token)?
+        .checked_add((workers as u64).checked_mul(ll)?)?
+        .checked_add(bn.checked_mul(k)?.checked_mul(3 * d)?)?;
+    // three u8 masks of L × L per row (full, sliding window, decision head)
+    f32s.checked_mul(4)?.checked_add(bn.checked_mul(ll)?.checked_mul(3)?)
+}
+
 /// The FP32 portable engine.
 pub struct PortableBackend {
     info: BackendInfo,

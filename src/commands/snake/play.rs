@@ -85,7 +85,7 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     };
     let summary = session.finish().map_err(failure)?;
     drop(session);
-    println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
+    println!("{}", crate::commands::versioned("laya-bench-snake-play", &summary)?);
     if let Some(w) = truncation_warning(&arm) {
         eprintln!("{w}");
     }

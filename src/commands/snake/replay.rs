@@ -44,7 +44,10 @@ pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
         drop(tui);
         shown.map_err(|e| Failure::run(anyhow!(e).context("terminal view")))?;
     }
-    println!("{}", serde_json::to_string_pretty(&summary(path, &recording, &verified)).unwrap_or_default());
+    println!(
+        "{}",
+        crate::commands::versioned("laya-bench-snake-replay", summary(path, &recording, &verified))?
+    );
     Ok(())
 }
 
@@ -65,7 +68,8 @@ fn summary(path: &std::path::Path, recording: &Recording, verified: &ReplaySumma
         "rounds": verified.rounds,
         "interventions": verified.interventions,
         "recorded_span_s": span,
-        "complete": end.is_some(),
+        "complete": end.is_some() && recording.cut_line.is_none(),
+        "cut_line": recording.cut_line,
         "end_summary": end,
     })
 }

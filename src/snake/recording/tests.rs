@@ -193,6 +193,29 @@ fn reader_reports_the_line_of_a_bad_record() {
 }
 
 #[test]
+fn a_last_line_cut_short_is_left_out_and_any_other_bad_line_is_not() {
+    let whole = to_bytes(&record_run(3, 3));
+    let lines = whole.iter().filter(|&&b| b == b'\n').count();
+    let full = read_recording(whole.as_slice()).unwrap();
+    assert_eq!(full.cut_line, None);
+    // The last record cut 10 bytes in (a killed run): every line before it is read.
+    let start = whole[..whole.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let cut = read_recording(&whole[..start + 10]).unwrap();
+    assert_eq!(cut.cut_line, Some(lines));
+    assert_eq!(cut.records, full.records[..lines - 1]);
+    // Without its newline but not cut short (a whole record of an unknown type, or text that
+    // is not JSON): an error naming the line, as anywhere else.
+    for tail in [&b"{\"type\":\"mystery\"}"[..], b"garbage"] {
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(tail);
+        match read_recording(bytes.as_slice()) {
+            Err(RecordingError::Json { line, .. }) => assert_eq!(line, lines + 1),
+            other => panic!("expected a JSON error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn reader_accepts_python_style_lines() {
     // The reference writes metadata, round_end and end lines with `json.dumps` defaults
     // (", " and ": " separators) and integer 0 for unset float stats.
