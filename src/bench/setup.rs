@@ -199,15 +199,22 @@ pub fn check_memory(
             over = mid;
         }
     }
-    let instead = if fits == 0 {
-        "even one request per call does not fit: free memory or run fewer arms".to_string()
-    } else {
-        format!("run --batch {fits} or less")
-    };
+    let instead =
+        advice(fits, "even one request per call does not fit: free memory or run fewer arms", "run");
     Err(BenchError::Input(format!(
         "--batch {batch}: one packed forward needs {needs} of working memory for its activations and attention masks ({arms} arm(s), each holding its own), more than half of the {:.1} GiB available (the rest is for the weights, the host and the system); {instead}",
         gib(available)
     )))
+}
+
+/// What to do about a batch too large: `run --batch MOST or less`, or `none` when not even one
+/// request fits.
+fn advice(most: usize, none: &str, run: &str) -> String {
+    if most == 0 {
+        none.to_string()
+    } else {
+        format!("{run} --batch {most} or less")
+    }
 }
 
 /// Exit 2 when an arm whose forward holds `holds` rows cannot answer `batch` requests of
@@ -219,11 +226,7 @@ pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize
         return Ok(());
     }
     let most = holds / per_request.max(1);
-    let instead = if most == 0 {
-        "it cannot answer even one request in one forward".to_string()
-    } else {
-        format!("run it with --batch {most} or less")
-    };
+    let instead = advice(most, "it cannot answer even one request in one forward", "run it with");
     Err(BenchError::Input(format!(
         "--batch {batch}: arm `{}` ({}) holds {holds} row(s) per forward, and {batch} requests of {per_request} question row(s) need {rows}; its shape is fixed by the backend, so {instead}",
         spec.name, spec.spec
