@@ -379,7 +379,7 @@ pub fn run(
         .iter()
         .map(|i| IdleSpan { index: i.index, window: window(i.start_ns, i.end_ns) })
         .collect();
-    let verdict = energy_run::analyze(&RunInput {
+    let mut verdict = energy_run::analyze(&RunInput {
         probes: &probes,
         samples: &samples,
         blocks: &blocks,
@@ -388,6 +388,11 @@ pub fn run(
         rules: settings.rules,
         idle_discard_s: settings.idle_discard.as_secs_f64(),
     });
+    if matches!(outcome.end, RunEnd::Interrupted { .. }) && outcome.span_ns.is_none() {
+        // Stopped before any window was measured (in the warm-up, or while waiting for the
+        // first reading): no samples is the stop's doing, not a sensor fault.
+        verdict.rejections.retain(|r| !matches!(r.rejection, crate::energy::reject::Rejection::NoSamples));
+    }
     let (status, status_reason) = match &outcome.end {
         RunEnd::Completed => match (&outcome.sampler, verdict.rejected()) {
             (None, _) => (

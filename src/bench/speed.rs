@@ -349,13 +349,15 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             gflop_per_decision: gflop,
             // A scripted arm or a factory callable does no known model arithmetic: a FLOP rate
             // of it would be fiction.
-            achieved_gflops: gflop.filter(|_| info.runs_the_model()).map(|g| g / t),
+            achieved_gflops: gflop.filter(|_| info.runs_the_model()).map(|g| g / t).filter(|r| r.is_finite()),
             answers,
             max_probability_diff_vs_baseline: max_diff,
             answer_mismatches_vs_baseline: mismatches,
             speed_ratio_interval: None,
             speed_ratio_interval_missing_reason: None,
             speed_ratio_words: ratio_in_words(base_t / t),
+            missing_reason: (calls == 0)
+                .then(|| "the arm made no call (the run stopped before its first block)".to_string()),
             outliers: outlier_calls(totals, i),
             identical_to: header.arms[..i].iter().find(|o| info.same_model_as(o)).map(|o| o.name.clone()),
             round_trip_mean_s,

@@ -31,6 +31,9 @@ use crate::report::raw::ToolInfo;
 use crate::report::write_atomic;
 
 pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
+    // From the start, so a signal while the models load is not lost (a background run inherits
+    // SIGINT ignored): the suite then stops before its first question, reported incomplete.
+    let stop = interrupt::install_or_warn();
     if !(args.gate.is_finite() && args.gate > 0.0 && args.gate < 1.0) {
         return Err(Failure::input(anyhow!("--gate {} must be a number in (0, 1), e.g. 0.02", args.gate)));
     }
@@ -80,7 +83,6 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     for w in candidate.rows_host().load_warnings() {
         eprintln!("warning: {w}");
     }
-    let stop = interrupt::install_or_warn();
     let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     let (questions, summary) = run_suite(&suite, candidate.engines(&mut source), &plan, &stopped)
         .map_err(|e| Failure::run(anyhow!(e)))?;

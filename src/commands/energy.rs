@@ -12,6 +12,9 @@ use crate::cli::EnergyArgs;
 use crate::report::status::RunStatus;
 
 pub(crate) fn run(args: &EnergyArgs) -> Outcome {
+    // From the start, so a signal while the model loads is not lost (a background run
+    // inherits SIGINT ignored) and stops the run before it measures.
+    let stop = interrupt::install_or_warn();
     let common = &args.run;
     let arms = run_common::arms(common)?;
     let settings = energy::settings(&EnergyFlags {
@@ -28,7 +31,6 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let prepared = run_common::prepare(common, "energy")?;
     let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
-    let stop = interrupt::install_or_warn();
     let blocks = crate::protocol::balanced_order(setup.arms.len(), settings.plan.cycles).len() as u64;
     let mut bar = Bar::new(blocks, common.no_progress, true);
     let outcome = energy::run(

@@ -10,8 +10,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// What the first signal prints: the run goes on to a clean stop, which may take a moment
+/// (a call in flight, a model still loading).
+const STOPPING: &[u8] =
+    b"\nlaya-bench: stopping cleanly, keeping what was measured (a second signal ends it at once)\n";
+
 extern "C" fn on_signal(_signal: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+    // SAFETY: write(2) is async-signal-safe; the buffer is a static byte string. A failed or
+    // short write only loses the notice.
+    #[cfg(unix)]
+    unsafe {
+        libc::write(2, STOPPING.as_ptr().cast(), STOPPING.len());
+    }
 }
 
 /// Install the handler for SIGINT and SIGTERM and return the flag it raises.

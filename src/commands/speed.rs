@@ -11,6 +11,9 @@ use crate::bench::speed;
 use crate::cli::SpeedArgs;
 
 pub(crate) fn run(args: &SpeedArgs) -> Outcome {
+    // From the start, so a signal while the model loads is not lost (a background run
+    // inherits SIGINT ignored) and stops the run before it measures.
+    let stop = interrupt::install_or_warn();
     let common = &args.run;
     let arms = run_common::arms(common)?;
     let plan =
@@ -18,7 +21,6 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let prepared = run_common::prepare(common, "speed")?;
     let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
-    let stop = interrupt::install_or_warn();
     let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
     let mut bar = Bar::new(blocks, common.no_progress, false).batched(plan.batch);
     let measured = speed::measure(

@@ -14,6 +14,9 @@ use crate::laya::config::OptionLayout;
 use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance, VerifyError};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {
+    // Ctrl-C or SIGTERM stops between cases; the report then says what ran
+    let stop = super::interrupt::install_or_warn();
+    let stopped = || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
     if let Some(out) = &args.output {
         refuse_existing(out, args.overwrite)?;
     }
@@ -76,7 +79,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     let mut prompt_report = None;
     let mut decode_report = None;
     let mut all_passed = true;
+    let mut incomplete = None;
     for (spec, mut backend) in specs.iter().zip(backends) {
+        if stopped() {
+            incomplete = Some(super::interrupt::reason(&format!("the set-up, before backend {spec} ran")));
+            break;
+        }
         let info = backend.info().clone();
         let host = registry::host_for(&bundle, info.shapes.clone(), &info);
         let facts = ModelFacts {
@@ -96,14 +104,25 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
             logit_rtol: args.logit_rtol.unwrap_or(base.logit_rtol),
             answer_tol: args.answer_tol.unwrap_or(base.answer_tol),
         };
-        let cases = verify::check_backend(&host, backend.as_mut(), &goldens, &prompts, &decodes, tol)
-            .map_err(|e| {
-                let code = if matches!(e, VerifyError::Input(_)) { 2 } else { 1 };
-                Failure { code, error: anyhow!(e).context(format!("--backend {spec}")) }
-            })?;
+        let cases =
+            verify::check_backend(&host, backend.as_mut(), &goldens, &prompts, &decodes, tol, &stopped)
+                .map_err(|e| {
+                    let code = if matches!(e, VerifyError::Input(_)) { 2 } else { 1 };
+                    Failure { code, error: anyhow!(e).context(format!("--backend {spec}")) }
+                })?;
+        if cases.len() < goldens.cases.len() {
+            incomplete = Some(format!(
+                "{}, after {} of {} cases",
+                super::interrupt::reason(&format!("backend {spec}")),
+                cases.len(),
+                goldens.cases.len()
+            ));
+        }
         print_table(spec, &info.precision, &tol, &cases, &prompts);
+        let cut = incomplete.is_some();
         let checked = cases.iter().filter(|c| c.skipped.is_none()).count();
-        let passed = checked > 0 && cases.iter().all(|c| c.passed || c.skipped.is_some());
+        // a backend stopped part-way has no verdict, whatever its first cases gave
+        let passed = !cut && checked > 0 && cases.iter().all(|c| c.passed || c.skipped.is_some());
         all_passed &= passed;
         backend_reports.push(json!({
             "spec": spec,
@@ -121,7 +140,11 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         }));
         prompt_report.get_or_insert_with(|| serde_json::to_value(&prompts).unwrap_or(Value::Null));
         decode_report.get_or_insert_with(|| serde_json::to_value(&decodes).unwrap_or(Value::Null));
+        if cut {
+            break;
+        }
     }
+    all_passed &= incomplete.is_none();
     let report = json!({
         "schema_version": verify::SCHEMA_VERSION,
         "kind": "laya-bench-verify",
@@ -151,6 +174,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         "prompt": prompt_report,
         "decode": decode_report,
         "backends": backend_reports,
+        "complete": incomplete.is_none(),
+        "incomplete_reason": incomplete,
         "passed": all_passed,
     });
     if weights_match.is_none() {
@@ -166,6 +191,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
             .with_context(|| format!("--output: cannot write {}", out.display()))
             .map_err(Failure::run)?;
         println!("report: {}", out.display());
+    }
+    if let Some(reason) = &incomplete {
+        return Err(Failure::run(anyhow!(
+            "verify INCOMPLETE: {reason}; no verdict is given{}",
+            if args.output.is_some() { " (the report holds the cases that ran)" } else { "" }
+        )));
     }
     if all_passed {
         Ok(())

@@ -472,7 +472,8 @@ pub struct Aggregate {
 pub fn aggregate(blocks: &[BlockFigures], no_energy_reason: &str) -> Aggregate {
     let mut missing = BTreeMap::new();
     let decisions: u64 = blocks.iter().map(|b| b.decisions).sum();
-    let time_s: f64 = blocks.iter().map(|b| b.duration_s).sum();
+    // folded from +0: `Sum` of no f64 is −0, which an arm without blocks would print
+    let time_s: f64 = blocks.iter().map(|b| b.duration_s).fold(0.0, |a, b| a + b);
     let t = (decisions > 0).then(|| time_s / decisions as f64);
     if t.is_none() {
         missing.insert("time_per_decision_s".into(), "no decision completed".into());

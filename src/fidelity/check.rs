@@ -95,6 +95,9 @@ pub struct QuestionResult {
 pub struct SuiteSummary {
     /// Questions in the suite.
     pub question_count: usize,
+    /// Questions the run got to (fewer than `question_count` when it was stopped).
+    #[serde(default)]
+    pub questions_run: usize,
     /// Questions whose row fits the candidate's shape.
     pub fitting_count: usize,
     /// `"N/M fitting"`.
@@ -353,12 +356,27 @@ pub fn run_suite(
         r.gates = Some(j);
         results.push(r);
     }
-    let summary = summarize(&results, not_run_reason);
+    let summary = summarize(&results, suite.items.len(), not_run_reason);
     Ok((results, summary))
 }
 
-/// Totals, the failed questions and the max drift with the question that set it.
-pub fn summarize(results: &[QuestionResult], not_run_reason: Option<String>) -> SuiteSummary {
+/// Totals, the failed questions and the max drift with the question that set it, over the
+/// `results` of a suite of `questions` (fewer results: the run was stopped).
+pub fn summarize(
+    results: &[QuestionResult],
+    questions: usize,
+    not_run_reason: Option<String>,
+) -> SuiteSummary {
+    let stopped = results.len() < questions;
+    // a run stopped before any question was judged computed no decision either
+    let not_run_reason = not_run_reason.or_else(|| {
+        (stopped && results.iter().all(|r| r.gates.is_none())).then(|| {
+            format!(
+                "the run was stopped after {} of {questions} questions, before any was judged",
+                results.len()
+            )
+        })
+    });
     let fitting_count = results.iter().filter(|r| r.fits).count();
     let judged: Vec<(&QuestionResult, &Judgement)> =
         results.iter().filter_map(|r| r.gates.as_ref().map(|g| (r, g))).collect();
@@ -381,9 +399,18 @@ pub fn summarize(results: &[QuestionResult], not_run_reason: Option<String>) -> 
         None
     };
     SuiteSummary {
-        question_count: results.len(),
+        question_count: questions,
+        questions_run: results.len(),
         fitting_count,
-        fitting: format!("{fitting_count}/{} fitting", results.len()),
+        fitting: if stopped {
+            format!(
+                "{fitting_count}/{} fitting ({} of {questions} questions run)",
+                results.len(),
+                results.len()
+            )
+        } else {
+            format!("{fitting_count}/{} fitting", results.len())
+        },
         not_fitting: results.iter().filter(|r| !r.fits).map(|r| r.id.clone()).collect(),
         gates_run: not_run_reason.is_none(),
         gates_not_run_reason: not_run_reason,
@@ -495,6 +522,35 @@ mod tests {
         assert!(results[0].source_answer.is_some() && results[0].gates.is_none());
         // The 64-token shape truncates the state but keeps the markers.
         assert!(results[0].row_tokens.unwrap() <= 64);
+    }
+
+    #[test]
+    fn a_suite_stopped_before_any_question_says_so_not_that_none_fits() {
+        let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+        let caps = shapes(512);
+        let mut src = f32_engine(&bundle, &caps);
+        let mut cand = f32_engine(&bundle, &caps);
+        let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
+        let engines =
+            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
+        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| true).unwrap();
+        assert!(results.is_empty());
+        assert_eq!((summary.question_count, summary.questions_run), (3, 0));
+        assert_eq!(summary.fitting, "0/0 fitting (0 of 3 questions run)");
+        assert!(!summary.gates_run);
+        let why = summary.max_drift_missing_reason.as_deref().unwrap();
+        assert_eq!(
+            why,
+            "the gates did not run: the run was stopped after 0 of 3 questions, before any was judged"
+        );
+        // A whole run: every question counted as run.
+        let mut src = f32_engine(&bundle, &shapes(512));
+        let mut cand = f32_engine(&bundle, &shapes(512));
+        let engines =
+            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
+        let (_, whole) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
+        assert_eq!((whole.question_count, whole.questions_run, whole.gates_run), (3, 3, true));
+        assert_eq!(whole.fitting, format!("{}/3 fitting", whole.fitting_count));
     }
 
     #[test]

@@ -276,6 +276,7 @@ mod tests {
     fn summary(fitting: usize, failed: &[&str], not_run: Option<&str>) -> SuiteSummary {
         SuiteSummary {
             question_count: 3,
+            questions_run: 3,
             fitting_count: fitting,
             fitting: format!("{fitting}/3 fitting"),
             not_fitting: Vec::new(),

@@ -21,11 +21,12 @@ pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
-/// A number with `digits` decimals, or `n/a`.
+/// A number with `digits` decimals, or `n/a` (missing, or not a finite number: a NaN is what
+/// an empty mean leaves, never a value to print).
 pub fn num(v: Option<f64>, digits: usize) -> String {
     match v {
-        Some(x) => format!("{x:.digits$}"),
-        None => "n/a".into(),
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "n/a".into(),
     }
 }
 
@@ -34,9 +35,9 @@ pub fn ms(v: Option<f64>) -> String {
     num(v.map(|s| s * 1e3), 3)
 }
 
-/// A CSV cell: the number, or empty when missing.
+/// A CSV cell: the number, or empty when missing or not finite.
 pub fn csv_num(v: Option<f64>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
+    v.filter(|x| x.is_finite()).map(|x| x.to_string()).unwrap_or_default()
 }
 
 /// Quote a CSV field when it needs it.
@@ -118,6 +119,11 @@ mod tests {
         assert_eq!(ms(None), "n/a");
         assert_eq!(csv_num(Some(0.5)), "0.5");
         assert_eq!(csv_num(None), "");
+        // An empty mean's NaN (an arm that made no call) is missing, never printed as "NaN".
+        assert_eq!(num(Some(f64::NAN), 1), "n/a");
+        assert_eq!(ms(Some(f64::NAN)), "n/a");
+        assert_eq!(num(Some(f64::INFINITY), 1), "n/a");
+        assert_eq!(csv_num(Some(f64::NAN)), "");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::format::{csv_field, ms};
+use super::format::{csv_field, csv_num, ms, num};
 use super::model::ModelInfo;
 use super::provenance::Provenance;
 use super::raw::{ArmInfo, PlanInfo, WorkloadInfo};
@@ -55,6 +55,10 @@ pub struct ArmResult {
     /// The ratio in words: `1.39× faster`, `0.92× = 8 % slower`.
     #[serde(default)]
     pub speed_ratio_words: String,
+    /// Why this arm's times, rates and latencies are `null`: it made no call (the run stopped
+    /// before its first block). Absent when it made calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_reason: Option<String>,
     /// Calls that are statistical outliers (kept in every figure; see [`crate::stats::outliers`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outliers: Vec<OutlierCall>,
@@ -185,7 +189,7 @@ impl SpeedReport {
                 format!("{}{ci}", ratio_in_words(a.speed_ratio_vs_baseline))
             };
             out.push_str(&format!(
-                "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {:.1} | {} | {} | {} |\n",
+                "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {} | {} | {} | {} |\n",
                 a.arm.name,
                 a.arm.spec,
                 ms(Some(a.latency.mean_s)),
@@ -195,7 +199,7 @@ impl SpeedReport {
                 ms(Some(a.latency.p99_s)),
                 ms(Some(a.latency.min_s)),
                 ms(Some(a.latency.max_s)),
-                a.decisions_per_s,
+                num(Some(a.decisions_per_s), 1),
                 relative,
                 a.achieved_gflops.map(|g| format!("{g:.1}")).unwrap_or_else(|| "n/a".into()),
                 a.unstable_calls
@@ -228,16 +232,16 @@ impl SpeedReport {
                 csv_field(&a.arm.spec),
                 csv_field(&a.arm.precision),
                 a.calls,
-                a.total_s,
-                a.time_per_decision_s,
-                a.decisions_per_s,
-                a.latency.mean_s,
-                a.latency.p50_s,
-                a.latency.p95_s,
-                a.latency.p99_s,
-                a.latency.min_s,
-                a.latency.max_s,
-                a.speed_ratio_vs_baseline,
+                csv_num(Some(a.total_s)),
+                csv_num(Some(a.time_per_decision_s)),
+                csv_num(Some(a.decisions_per_s)),
+                csv_num(Some(a.latency.mean_s)),
+                csv_num(Some(a.latency.p50_s)),
+                csv_num(Some(a.latency.p95_s)),
+                csv_num(Some(a.latency.p99_s)),
+                csv_num(Some(a.latency.min_s)),
+                csv_num(Some(a.latency.max_s)),
+                csv_num(Some(a.speed_ratio_vs_baseline)),
                 a.achieved_gflops.map(|g| g.to_string()).unwrap_or_default(),
                 a.unstable_calls,
                 a.max_probability_diff_vs_baseline,

@@ -422,7 +422,8 @@ pub struct BackendCase {
 }
 
 /// Run every case through one backend: the goldens' ids (forward check) and the whole host path
-/// (answers check).
+/// (answers check). `stop` is asked before each case; when it answers `true` the cases so far
+/// are returned (fewer than the goldens': the run was stopped).
 pub fn check_backend(
     host: &Host<'_>,
     backend: &mut dyn Backend,
@@ -430,9 +431,13 @@ pub fn check_backend(
     prompts: &[PromptCase],
     decodes: &[DecodeCase],
     tol: Tolerance,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Vec<BackendCase>, VerifyError> {
     let mut out = Vec::with_capacity(g.cases.len());
     for ((c, p), d) in g.cases.iter().zip(prompts).zip(decodes) {
+        if stop() {
+            break;
+        }
         if let Some(why) = skip_reason(c, host.shapes.max_length) {
             out.push(BackendCase {
                 case: c.name.clone(),

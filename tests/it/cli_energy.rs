@@ -620,9 +620,12 @@ fn ctrl_c_stops_between_calls_and_marks_the_run_incomplete() {
     assert!(err.contains("INCOMPLETE"), "{err}");
     let (run, samples) = samples(dir.path());
     assert_every_sample_kept(&run, &samples);
-    let (status, reason, _) = footer(&run);
+    let (status, reason, rejections) = footer(&run);
     assert_eq!(status, "incomplete");
     assert!(reason.unwrap().contains("interrupted"));
+    // The run waited for a reading after its last window: its own stop is no sensor fault
+    // (it used to list `ends_before_window`).
+    assert_eq!(rejections, Vec::<String>::new());
     let block = run.records.iter().find_map(|r| match r {
         Record::Block { ended_early, calls, .. } => Some((*ended_early, *calls)),
         _ => None,

@@ -107,6 +107,7 @@ fn goldens_of_the_builtin_model_pass_on_every_backend_asked() {
     assert!(out.contains("6/6 cases passed"), "{out}");
     let r = report(&dir.path().join("r.json"));
     assert_eq!((r["schema_version"].clone(), r["passed"].clone()), (json!(1), json!(true)));
+    assert_eq!((r["complete"].clone(), r["incomplete_reason"].clone()), (json!(true), Value::Null));
     assert_eq!(r["model"]["weights_match_goldens"], json!(true));
     assert_eq!(r["goldens"]["rows"], json!(8));
     let f32 = &r["backends"][0];
@@ -227,6 +228,38 @@ fn bad_goldens_exit_2_naming_the_case_and_field() {
     assert_exit(&o, 2, "--goldens: cannot read");
     let o = verify(dir.path(), "builtin:tiny", &path, &["--logit-atol", "-1"]);
     assert_exit(&o, 2, "--logit-atol -1 must be a finite number");
+}
+
+/// SIGINT between cases: exit 1, the report keeps the cases that ran and gives no verdict.
+#[test]
+fn an_interrupted_verify_reports_the_cases_that_ran_and_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("tiny.json");
+    make_goldens("builtin:tiny", &g);
+    // A scripted backend at 300 ms a call: about 0.6 s a case, 3.6 s for the 6.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(dir.path())
+        .args(["verify", "--goldens", g.to_str().unwrap(), "--backend", "mock:ok:delay-us=300000"])
+        .args(["--backend", "portable:f32", "--output", "r.json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let sent = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    assert_exit(
+        &o,
+        1,
+        "verify INCOMPLETE: interrupted by a signal (Ctrl-C or SIGTERM) during backend mock:ok",
+    );
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!((r["complete"].clone(), r["passed"].clone()), (json!(false), json!(false)));
+    let ran = r["backends"][0]["cases"].as_array().unwrap().len();
+    assert!(ran < 6, "{r}");
+    assert!(r["incomplete_reason"].as_str().unwrap().ends_with(&format!("after {ran} of 6 cases")), "{r}");
+    assert_eq!(r["backends"].as_array().unwrap().len(), 1, "the second backend never ran");
 }
 
 #[test]

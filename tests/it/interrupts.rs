@@ -62,6 +62,12 @@ fn interrupted_speed(signal: &str, ignore_sigint: bool) {
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
     assert_eq!(report["status"], "incomplete");
     assert!(stdout(&o).contains("**INCOMPLETE**"), "{}", stdout(&o));
+    // Arm b never ran: its figures are n/a with the reason, never NaN or a made-up zero.
+    assert!(!stdout(&o).contains("NaN"), "{}", stdout(&o));
+    let b = &report["arms"][1];
+    assert_eq!((b["calls"].clone(), b["time_per_decision_s"].clone()), (0.into(), Value::Null));
+    assert!(b["missing_reason"].as_str().unwrap().contains("made no call"), "{b}");
+    assert!(report["arms"][0].get("missing_reason").is_none());
 }
 
 #[test]
@@ -77,6 +83,26 @@ fn sigterm_stops_speed_with_an_incomplete_record_and_a_report() {
 #[test]
 fn sigint_stops_a_background_speed_run_whose_shell_ignored_it() {
     interrupted_speed("-INT", true);
+}
+
+/// A background run (SIGINT ignored by its shell) signalled as soon as it starts, while the
+/// model loads or the arms warm up: the handler is installed before loading, so the signal is
+/// not lost and the run stops before its first block instead of running its 40 s.
+#[test]
+fn sigint_at_start_of_a_background_run_stops_it_before_it_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let child = spawn_laya_bench(d, LONG_SPEED, true);
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(send_signal("-INT", pid));
+    let o = wait_with_limit(child, 20);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("INCOMPLETE") && err.contains("interrupted by a signal"), "{err}");
+    assert!(err.contains("laya-bench: stopping cleanly"), "the handler says so: {err}");
+    let run = raw::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
+    assert_eq!(footer(&run).0, "incomplete");
 }
 
 #[test]

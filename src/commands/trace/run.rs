@@ -63,6 +63,8 @@ fn prepare_ready(path: &Path) -> Result<(), Failure> {
 }
 
 pub(super) fn run(args: &TraceRunArgs) -> Outcome {
+    // From the start, so a signal while the model loads is not lost
+    let stop = crate::commands::interrupt::install_or_warn();
     let w = &args.workload;
     let arm = w.arm.clone();
     let seconds = positive("--seconds", args.seconds)?;
@@ -102,7 +104,6 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
         (path, file)
     });
     let mut watch = ReadyWatch { ready };
-    let stop = crate::commands::interrupt::install_or_warn();
     let measured = speed::measure(
         &bundle,
         &mut setup,
