@@ -457,8 +457,8 @@ mod tests {
         Plan { gate: 0.02, repeats: 3, opts: CallOptions::default() }
     }
 
-    #[test]
-    fn the_source_against_itself_passes_with_zero_drift_and_lists_what_does_not_fit() {
+    /// The builtin FP32 engine against itself at L512, stopped at once or not at all.
+    fn self_check(stopped: bool) -> (Vec<QuestionResult>, SuiteSummary) {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
         let caps = shapes(512);
         let mut src = f32_engine(&bundle, &caps);
@@ -466,7 +466,12 @@ mod tests {
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines =
             Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
+        run_suite(&suite(), engines, &plan(), &|| stopped).unwrap()
+    }
+
+    #[test]
+    fn the_source_against_itself_passes_with_zero_drift_and_lists_what_does_not_fit() {
+        let (results, summary) = self_check(false);
         assert_eq!(summary.fitting, "2/3 fitting");
         assert_eq!(summary.not_fitting, ["many"]);
         assert!(
@@ -526,14 +531,7 @@ mod tests {
 
     #[test]
     fn a_suite_stopped_before_any_question_says_so_not_that_none_fits() {
-        let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
-        let caps = shapes(512);
-        let mut src = f32_engine(&bundle, &caps);
-        let mut cand = f32_engine(&bundle, &caps);
-        let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
-        let engines =
-            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| true).unwrap();
+        let (results, summary) = self_check(true);
         assert!(results.is_empty());
         assert_eq!((summary.question_count, summary.questions_run), (3, 0));
         assert_eq!(summary.fitting, "0/0 fitting (0 of 3 questions run)");
@@ -544,13 +542,9 @@ mod tests {
             "the gates did not run: the run was stopped after 0 of 3 questions, before any was judged"
         );
         // A whole run: every question counted as run.
-        let mut src = f32_engine(&bundle, &shapes(512));
-        let mut cand = f32_engine(&bundle, &shapes(512));
-        let engines =
-            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        let (_, whole) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
+        let (_, whole) = self_check(false);
         assert_eq!((whole.question_count, whole.questions_run, whole.gates_run), (3, 3, true));
-        assert_eq!(whole.fitting, format!("{}/3 fitting", whole.fitting_count));
+        assert_eq!(whole.fitting, "2/3 fitting");
     }
 
     #[test]
