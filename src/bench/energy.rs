@@ -99,10 +99,10 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         )));
     }
     let pace = match f.rate {
-        Some(r) if r.is_finite() && r > 0.0 => Some(Pace { rate_hz: r }),
+        Some(r) if super::time::period_of(r).is_some() => Some(Pace { rate_hz: r }),
         Some(r) => {
             return Err(BenchError::Input(format!(
-                "--rate must be a positive number of requests per second, got {r}"
+                "--rate must be a positive number of requests per second, at least one per 7 days, got {r:?}"
             )))
         }
         None => None,

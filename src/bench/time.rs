@@ -93,13 +93,42 @@ pub enum DurationError {
         /// The flag value as given.
         input: String,
     },
+    /// Longer than [`MAX_DURATION`].
+    #[error("invalid duration {input:?}: longer than 7 days (604800 s), the longest a flag takes")]
+    TooLong {
+        /// The flag value as given.
+        input: String,
+    },
+}
+
+/// The longest duration a flag takes: 7 days. Past it no run is meant, and the clock's
+/// arithmetic (an `Instant` plus the length, twice an interval) could overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The period of a rate given per second (`--rate`, `--rates`, `--fps`): `None` unless the rate
+/// is finite, positive and at least one per [`MAX_DURATION`] (a smaller one has a period no
+/// clock arithmetic should take).
+pub fn period_of(rate_per_s: f64) -> Option<Duration> {
+    if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
+        return None;
+    }
+    Duration::try_from_secs_f64(1.0 / rate_per_s).ok().filter(|p| *p <= MAX_DURATION)
 }
 
 /// Parse a duration flag: `500ms`, `2s`, `1m`, `0.25s`, or a plain number meaning seconds.
 ///
 /// Surrounding whitespace and whitespace between number and unit are allowed. Zero is
-/// accepted; callers that need a positive duration check it themselves.
+/// accepted; callers that need a positive duration check it themselves. At most
+/// [`MAX_DURATION`].
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let d = parse_any_duration(input)?;
+    if d > MAX_DURATION {
+        return Err(DurationError::TooLong { input: input.to_string() });
+    }
+    Ok(d)
+}
+
+fn parse_any_duration(input: &str) -> Result<Duration, DurationError> {
     let s = input.trim();
     if s.is_empty() {
         return Err(DurationError::Empty);
@@ -138,7 +167,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{civil_utc, iso_utc, parse_duration, DurationError};
+    use super::{civil_utc, iso_utc, parse_duration, DurationError, MAX_DURATION};
     use std::time::Duration;
 
     #[test]
@@ -188,5 +217,22 @@ mod tests {
         assert!(matches!(parse_duration("-1s"), Err(DurationError::NotANumber { .. })));
         assert!(matches!(parse_duration("99999999999999999999"), Err(DurationError::OutOfRange { .. })));
         assert!(matches!(parse_duration("307445734561825861m"), Err(DurationError::OutOfRange { .. })));
+        // Up to 7 days; 2^63 s once overflowed an Instant in `energy --idle-seconds`.
+        assert_eq!(parse_duration("604800"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("10080m"), Ok(MAX_DURATION));
+        for long in ["604801", "604800.5", "10081m", "9223372036854775808"] {
+            assert!(matches!(parse_duration(long), Err(DurationError::TooLong { .. })), "{long}");
+        }
+        assert!(parse_duration("604801").unwrap_err().to_string().contains("longer than 7 days"));
+    }
+
+    #[test]
+    fn a_rate_has_a_period_only_down_to_one_per_7_days() {
+        assert_eq!(super::period_of(4.0), Some(Duration::from_millis(250)));
+        assert_eq!(super::period_of(1.0 / 604_800.0), Some(MAX_DURATION));
+        // 1e-320 per second once panicked converting its period to a Duration.
+        for bad in [1e-320, 1e-20, 1.0 / 604_801.0, 0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(super::period_of(bad), None, "{bad}");
+        }
     }
 }

@@ -5,6 +5,15 @@
 
 use serde_json::{Map, Value};
 
+/// The most layers a config may declare (encoder or decision head). Counts are read before any
+/// weight, and buffers are sized from them, so an absurd count in a damaged file is refused
+/// here rather than allocated.
+pub const MAX_LAYERS: usize = 1024;
+/// The largest width a config may declare (vocabulary, hidden, heads, MLP).
+pub const MAX_SIZE: usize = 1 << 22;
+/// The longest row a config may declare (`max_len`, `head_max_len`).
+pub const MAX_TOKENS: usize = 1 << 16;
+
 /// A config file that cannot be used, with the file, the field and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -104,6 +113,10 @@ impl EncoderConfig {
         ] {
             if v == 0 {
                 return Err(f.invalid(name, "must be at least 1"));
+            }
+            let most = if name == "num_hidden_layers" { MAX_LAYERS } else { MAX_SIZE };
+            if v > most {
+                return Err(f.invalid(name, &format!("must be at most {most} (the published checkpoints are far below; is the file damaged?)")));
             }
         }
         if hidden_size % num_heads != 0 || (hidden_size / num_heads) % 2 != 0 {
@@ -338,6 +351,12 @@ impl AgentConfig {
             }
             Some(_) => f.req_usize("head_layers")?,
         };
+        if head_layers > MAX_LAYERS {
+            return Err(f.invalid(
+                "head_layers",
+                &format!("must be at most {MAX_LAYERS} (published checkpoints use 2; is the file damaged?)"),
+            ));
+        }
         let num_actions = match obj.get("act_costs") {
             None | Some(Value::Null) => 1,
             Some(Value::Object(m)) => m.len() + 1,
@@ -347,6 +366,14 @@ impl AgentConfig {
         let head_max_len = f.opt_usize("head_max_len")?.unwrap_or(192);
         if max_len == 0 {
             return Err(f.invalid("max_len", "must be at least 1"));
+        }
+        for (name, v) in [("max_len", max_len), ("head_max_len", head_max_len)] {
+            if v > MAX_TOKENS {
+                return Err(f.invalid(
+                    name,
+                    &format!("must be at most {MAX_TOKENS} tokens (published checkpoints use 512 and 192; is the file damaged?)"),
+                ));
+            }
         }
         let temperature = match obj.get("temperature") {
             None | Some(Value::Null) => [Value::from(1.0), Value::from(1.0), Value::from(1.0)],
@@ -540,6 +567,17 @@ mod tests {
         let text = r#"{"model_type": "modernbert", "vocab_size": 10, "hidden_size": 6, "num_attention_heads": 2,
             "num_hidden_layers": 1, "intermediate_size": 4}"#;
         assert!(EncoderConfig::from_json(text, "c").unwrap_err().to_string().contains("even head size"));
+        // Counts a damaged file could hold are refused before anything is sized from them
+        // (2^64 − 1 layers once panicked on a capacity overflow).
+        let huge = r#"{"model_type": "modernbert", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 18446744073709551615, "intermediate_size": 4}"#;
+        let e = EncoderConfig::from_json(huge, "c").unwrap_err().to_string();
+        assert!(e.contains("num_hidden_layers") && e.contains("must be at most 1024"), "{e}");
+        let wide = huge
+            .replace("18446744073709551615", "1")
+            .replace("\"vocab_size\": 10", "\"vocab_size\": 4194305");
+        let e = EncoderConfig::from_json(&wide, "c").unwrap_err().to_string();
+        assert!(e.contains("vocab_size") && e.contains("must be at most 4194304"), "{e}");
     }
 
     #[test]
@@ -555,6 +593,16 @@ mod tests {
         let e = AgentConfig::from_json(r#"{"head_layers": 2, "option_layout": "diagonal"}"#, "rl.json")
             .unwrap_err();
         assert!(e.to_string().contains("Unknown option_layout: 'diagonal'"), "{e}");
+        // 2^32 tokens once aborted on a 137 GB allocation of the rotary tables.
+        for (field, text) in [
+            ("max_len", r#"{"head_layers": 2, "max_len": 4294967296}"#),
+            ("head_max_len", r#"{"head_layers": 2, "head_max_len": 65537}"#),
+            ("head_layers", r#"{"head_layers": 18446744073709551615}"#),
+        ] {
+            let e = AgentConfig::from_json(text, "rl.json").unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("must be at most"), "{field}: {e}");
+        }
+        assert!(AgentConfig::from_json(r#"{"head_layers": 2, "max_len": 65536}"#, "rl.json").is_ok());
         assert_eq!(decision_head_heads(32), 1);
         assert_eq!(decision_head_heads(768), 12);
     }

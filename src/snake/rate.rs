@@ -528,8 +528,10 @@ pub fn passing_rates_descending(sweep: &[Episode]) -> Vec<f64> {
 pub fn parse_rates(values: &[f64]) -> Result<Vec<f64>, String> {
     let mut out: Vec<f64> = Vec::with_capacity(values.len());
     for &v in values {
-        if !v.is_finite() || v <= 0.0 {
-            return Err(format!("--rates: {v} is not a positive finite rate; give e.g. --rates 10,20,30"));
+        if crate::bench::time::period_of(v).is_none() {
+            return Err(format!(
+                "--rates: {v:?} is not a positive finite rate of at least one per 7 days; give e.g. --rates 10,20,30"
+            ));
         }
         if !out.contains(&v) {
             out.push(v);

@@ -482,6 +482,9 @@ fn bad_energy_flags_exit_2() {
     for (args, needle) in [
         (&["--idle-seconds", "500ms", "--idle-discard", "1s"][..], "leaves nothing"),
         (&["--rate", "0"][..], "--rate must be a positive"),
+        (&["--rate", "1e-20"][..], "at least one per 7 days"),
+        (&["--idle-seconds", "9223372036854775808"][..], "longer than 7 days"),
+        (&["--sample-interval", "9223372036854775808"][..], "longer than 7 days"),
         (&["--max-watts", "-5"][..], "--max-watts must be"),
         (&["--sample-interval", "0"][..], "--sample-interval must be longer than zero"),
         (&["--seconds", "soon"][..], "--seconds `soon`"),

@@ -362,6 +362,7 @@ fn play_refuses_bad_input_with_exit_2() {
     let play =
         |extra: &[&str]| laya_bench(dir.path(), &[&["snake", "play", "--headless"][..], extra].concat());
     assert_exit(&play(&["--fps", "0"]), 2, "--fps");
+    assert_exit(&play(&["--fps", "1e-320"]), 2, "at least one per 7 days");
     assert_exit(&play(&["--steps", "0"]), 2, "steps");
     assert_exit(&play(&["--duration", "0s"]), 2, "--duration");
     assert_exit(&play(&["--height", "3"]), 2, "Board dimensions");

@@ -33,9 +33,9 @@ type Recorder = RecordingWriter<BufWriter<File>>;
 /// Run `snake play`.
 pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     let policy = policy(&args.game, !args.unassisted)?;
-    if !(args.fps.is_finite() && args.fps > 0.0) {
+    if crate::bench::time::period_of(args.fps).is_none() {
         return Err(Failure::input(anyhow!(
-            "--fps {} must be a positive number of decisions per second",
+            "--fps {:?} must be a positive number of decisions per second, at least one per 7 days",
             args.fps
         )));
     }
