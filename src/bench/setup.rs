@@ -182,14 +182,15 @@ pub fn check_memory(
     // half of it: the rest is for the weights, the host path and everything else running
     let budget = available / 2;
     let arms = arms.max(1) as u64;
-    let need = bytes(batch).and_then(|b| b.checked_mul(arms));
-    if need.is_some_and(|n| n <= budget) {
+    let total = |n: usize| bytes(n).and_then(|b| b.checked_mul(arms));
+    let fit = |n: usize| total(n).is_some_and(|b| b <= budget);
+    if fit(batch) {
         return Ok(());
     }
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let needs = need.map_or("more than 2^64 bytes".to_string(), |n| format!("about {:.1} GiB", gib(n)));
+    let needs =
+        total(batch).map_or("more than 2^64 bytes".to_string(), |n| format!("about {:.1} GiB", gib(n)));
     // the largest batch that fits (the buffers grow with the batch): `fits` fits, `batch` not
-    let fit = |n: usize| bytes(n).and_then(|b| b.checked_mul(arms)).is_some_and(|b| b <= budget);
     let (mut fits, mut over) = (0, batch);
     while over - fits > 1 {
         let mid = fits + (over - fits) / 2;

@@ -1012,20 +1012,17 @@ pub fn run_with(
             }
         }
     }
-    if let (Some(t), Some((_, end_ns))) = (r.tap, span) {
-        // A reading after the end, so the last window's end can be interpolated. If none
-        // comes, the coverage rule rejects the run; nothing is made up here. An interrupted run
-        // waits too (the stop flag is up, so it is not asked; at most the same timeout), or
-        // its own stop would read as a sensor that ended before the last window.
-        match &end {
-            RunEnd::Completed => {
-                t.wait_for_reading(Some(end_ns), lead_timeout, r.stop);
-            }
-            RunEnd::Interrupted { .. } => {
-                t.wait_for_reading(Some(end_ns), lead_timeout, None);
-            }
-            RunEnd::SensorStopped { .. } | RunEnd::CallFailed { .. } => {}
-        }
+    // A reading after the end, so the last window's end can be interpolated. If none comes,
+    // the coverage rule rejects the run; nothing is made up here. An interrupted run waits too
+    // (the stop flag is up, so it is not asked; at most the same timeout), or its own stop
+    // would read as a sensor that ended before the last window.
+    let wait_stop = match &end {
+        RunEnd::Completed => Some(r.stop),
+        RunEnd::Interrupted { .. } => Some(None),
+        RunEnd::SensorStopped { .. } | RunEnd::CallFailed { .. } => None,
+    };
+    if let (Some(t), Some((_, end_ns)), Some(stop)) = (r.tap, span, wait_stop) {
+        t.wait_for_reading(Some(end_ns), lead_timeout, stop);
     }
     let totals = std::mem::take(&mut r.totals);
     drop(r);
