@@ -205,13 +205,41 @@ impl Masks {
     }
 }
 
+/// Which build of the two attention products (`q kᵀ` and `S v`) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AttnKernel {
+    /// The `gemm` crate on strided views (any CPU).
+    Gemm,
+    /// Register tiles on AVX-512F (16-wide).
+    Avx512,
+}
+
+impl AttnKernel {
+    /// The build for an engine on `isa`: the register tiles on AVX-512 (which the engine only
+    /// selects where the CPU has it), the `gemm` crate otherwise. The same tiles 8 wide on
+    /// AVX2 were no faster than the `gemm` crate in the forward (docs/PERFORMANCE.md).
+    pub(crate) fn for_isa(isa: super::isa::Isa) -> Self {
+        match isa {
+            super::isa::Isa::Avx512 => AttnKernel::Avx512,
+            super::isa::Isa::Avx2 | super::isa::Isa::Generic => AttnKernel::Gemm,
+        }
+    }
+
+    /// Whether the softmax may take its AVX-512 build (the same bits as its AVX2 build).
+    fn wide(self) -> bool {
+        self == AttnKernel::Avx512
+    }
+}
+
 /// Masked multi-head attention over a packed `[B·L, 3D]` q/k/v buffer.
 ///
 /// Per row `b` and head `h`: `S = q kᵀ · dh^−½`, masked scores replaced by −1e4, softmax over
 /// keys, `O = S v`. Writes head-major `heads_out` (`[B, heads, L, dh]`); `scores` holds
 /// `workers × L²` floats. With `workers > 1` the (row, head) tasks run on the current rayon pool
-/// in `workers` contiguous groups. `avx512`: the softmax may use its AVX-512 build (the same
-/// bits, [`ops::masked_softmax_in_place`]).
+/// in `workers` contiguous groups. On the register tiles ([`AttnKernel::Avx512`]) every score
+/// and output element is one chain of fused multiply-adds in index order, whatever the row's
+/// place in the batch; the `gemm` crate's sums are ordered its own way (within f32 rounding of
+/// them).
 pub(crate) fn attention(
     qkv: &[f32],
     shape: AttnShape,
@@ -219,7 +247,7 @@ pub(crate) fn attention(
     scores: &mut [f32],
     heads_out: &mut [f32],
     workers: usize,
-    avx512: bool,
+    kernel: AttnKernel,
 ) {
     let l = shape.len;
     let dh = shape.head_dim;
@@ -227,7 +255,7 @@ pub(crate) fn attention(
     let task_len = l * dh;
     let scale = (dh as f64).powf(-0.5) as f32;
     let one = |task: usize, sc: &mut [f32], out: &mut [f32]| {
-        attend_one(qkv, shape, task / shape.heads, task % shape.heads, mask, scale, avx512, sc, out)
+        attend_one(qkv, shape, task / shape.heads, task % shape.heads, mask, scale, kernel, sc, out)
     };
     let workers = workers.clamp(1, tasks.max(1));
     if workers == 1 {
@@ -249,6 +277,17 @@ pub(crate) fn attention(
         });
 }
 
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    /// One head's keys transposed for the register-tile kernels: `dh` rows of `L` rounded up
+    /// to 16 (zeros past `L`), at most `dh × (L + 15)` floats per thread (this scratch and the
+    /// next are outside `forward_scratch_bytes`: a few tens of KiB against its L² scores).
+    static KEYS_T: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// One head's values gathered into `L` contiguous rows of `dh` (in `qkv` they lie `3D`
+    /// apart, a stride that maps every row onto the same few L1 sets): `L × dh` floats.
+    static VALUES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 #[allow(clippy::too_many_arguments)]
 fn attend_one(
     qkv: &[f32],
@@ -257,7 +296,7 @@ fn attend_one(
     h: usize,
     mask: &[u8],
     scale: f32,
-    avx512: bool,
+    kernel: AttnKernel,
     scores: &mut [f32],
     out: &mut [f32],
 ) {
@@ -266,16 +305,295 @@ fn attend_one(
     let d = shape.d();
     let rs = 3 * d;
     let row0 = b * l * rs;
+    let m = &mask[b * l * l..(b + 1) * l * l];
+    // The key gather takes offsets t·3D, t < L rounded up to 16, as i32: beyond that (inputs
+    // of billions of floats) the `gemm` crate's path below.
+    #[cfg(target_arch = "x86_64")]
+    let lp = l.next_multiple_of(16);
+    #[cfg(target_arch = "x86_64")]
+    if kernel == AttnKernel::Avx512 && lp.checked_mul(rs).is_some_and(|n| n <= i32::MAX as usize) {
+        assert!(
+            qkv.len() >= row0 + l * rs && scores.len() >= l * l && out.len() >= l * dh && dh > 0,
+            "attention operands out of bounds"
+        );
+        KEYS_T.with(|kt| {
+            let mut kt = kt.borrow_mut();
+            if kt.len() < dh * lp {
+                kt.resize(dh * lp, 0.0);
+            }
+            let k = qkv[row0 + d + h * dh..].as_ptr();
+            // SAFETY: CPU features as below; key rows t < l at k + t·rs, columns < dh, lie in
+            // `qkv` (checked above); `kt` holds dh rows of lp values; every key offset t·rs,
+            // t < lp, fits an i32 (checked above).
+            unsafe { tiles512::transpose(k, rs, l, dh, kt.as_mut_ptr(), lp) }
+            let q = qkv[row0 + h * dh..].as_ptr();
+            // SAFETY: the kernels' CPU features: `AttnKernel::for_isa` picks the register tiles
+            // only for an engine whose ISA runs here. Bounds: q rows t < l at q + t·rs, columns
+            // < dh, lie in `qkv` (checked above); `kt` holds dh rows of lp ≥ l values; `scores`
+            // holds l² values (checked above).
+            unsafe { tiles512::scores(q, rs, kt.as_ptr(), lp, l, dh, scale, scores.as_mut_ptr()) }
+        });
+        for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
+            ops::masked_softmax_in_place(srow, mrow, kernel.wide());
+        }
+        VALUES.with(|vals| {
+            let mut vals = vals.borrow_mut();
+            if vals.len() < l * dh {
+                vals.resize(l * dh, 0.0);
+            }
+            for (key, row) in vals.chunks_exact_mut(dh).take(l).enumerate() {
+                let at = row0 + key * rs + 2 * d + h * dh;
+                row.copy_from_slice(&qkv[at..at + dh]);
+            }
+            // SAFETY: as above; `vals` holds l rows of dh values, `out` l·dh (checked above).
+            unsafe { tiles512::weighted(scores.as_ptr(), l, vals.as_ptr(), dh, dh, out.as_mut_ptr()) }
+        });
+        return;
+    }
     let q = View::rows(qkv, row0 + h * dh, l, dh, rs);
     // kᵀ: element (j, key) = k[key, j]
     let kt = View { data: qkv, offset: row0 + d + h * dh, rows: dh, cols: l, rs: 1, cs: rs };
     let v = View::rows(qkv, row0 + 2 * d + h * dh, l, dh, rs);
     matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Split::Single);
-    let m = &mask[b * l * l..(b + 1) * l * l];
     for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
-        ops::masked_softmax_in_place(srow, mrow, avx512);
+        ops::masked_softmax_in_place(srow, mrow, kernel.wide());
     }
     matmul(ViewMut::rows(out, 0, l, dh, dh), View::rows(scores, 0, l, l, l), v, 1.0, false, Split::Single);
+}
+
+/// The two attention products on AVX-512F register tiles (an AVX2 build of the same tiles was
+/// not kept: docs/PERFORMANCE.md). Every output element is one accumulator: a chain of fused
+/// multiply-adds over the reduction index in order, so the tile shape and the row's place do
+/// not change its bits.
+#[cfg(target_arch = "x86_64")]
+mod tiles512 {
+    use std::arch::x86_64::*;
+
+    /// Floats per vector.
+    const W: usize = 16;
+    /// Score tile: query rows × vectors of keys (24 accumulators).
+    const SR: usize = 4;
+    const SC: usize = 6;
+    /// Output tile: query rows × vectors of output columns (24 accumulators).
+    const OR: usize = 6;
+    const OC: usize = 4;
+
+    /// The tiles of a product with `rows` rows and `cols` columns: chunks of at most `max_c`
+    /// vectors of columns, each in groups of `max_r` rows and then single rows. Calls
+    /// `f(first row, whether the group is max_r rows, first vector, vectors, values in the
+    /// chunk's last vector)`.
+    #[inline(always)]
+    fn walk(
+        rows: usize,
+        cols: usize,
+        max_r: usize,
+        max_c: usize,
+        mut f: impl FnMut(usize, bool, usize, usize, usize),
+    ) {
+        let nv = cols.div_ceil(W);
+        let mut c = 0;
+        while c < nv {
+            let cv = (nv - c).min(max_c);
+            let last = (cols - (c + cv - 1) * W).min(W);
+            let mut r = 0;
+            while r < rows {
+                let full = rows - r >= max_r;
+                f(r, full, c, cv, last);
+                r += if full { max_r } else { 1 };
+            }
+            c += cv;
+        }
+    }
+
+    /// `match cv { c => f::<R, c>(args) }` over the listed column counts.
+    macro_rules! by_cols {
+        ($f:ident, $r:tt, $cv:expr, [$($c:literal)+], $args:expr) => {
+            match $cv {
+                $($c => $f::<$r, $c>($args),)+
+                _ => unreachable!("a chunk of at most the tile's vectors"),
+            }
+        };
+    }
+
+    /// `kt[j·lp + t] = k[t·ks + j]` for `t < l`, `j < dh`; zeros for `l ≤ t < lp`. Keys are
+    /// gathered 16 at a time, all `dh` columns of a group before the next group, so the group's
+    /// rows stay in L1 (rows `ks` floats apart fall into a few L1 sets).
+    ///
+    /// # Safety
+    /// AVX-512F; `k` points at `l` rows (stride `ks`) of `dh` readable values; `kt` at `dh·lp`
+    /// writable values, `lp` a multiple of 16 and ≥ `l`; `lp·ks ≤ i32::MAX`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn transpose(k: *const f32, ks: usize, l: usize, dh: usize, kt: *mut f32, lp: usize) {
+        let idx = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(ks as i32),
+        );
+        for g in (0..lp).step_by(W) {
+            let n = l.saturating_sub(g).min(W);
+            let mask = ((1u32 << n) - 1) as u16;
+            // SAFETY: lanes t < n read rows g + t < l, column j < dh (masked-off lanes are not
+            // read); the offsets t·ks fit an i32 (the caller's bound); the stores write row j,
+            // columns [g, g + 16) ⊆ [0, lp).
+            unsafe {
+                let rows = k.add(g * ks);
+                for j in 0..dh {
+                    let v = _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), mask, idx, rows.add(j));
+                    _mm512_storeu_ps(kt.add(j * lp + g), v);
+                }
+            }
+        }
+    }
+
+    /// `s[i·l + c] = scale · Σ_j q[i·qs + j] · kt[j·lp + c]` for `i, c < l`.
+    ///
+    /// # Safety
+    /// AVX-512F; `q` points at `l` rows (stride `qs`) of `dh` readable values; `kt` at `dh`
+    /// rows of `lp` values, `lp` a multiple of 16 and ≥ `l`; `s` at `l·l` writable values.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn scores(
+        q: *const f32,
+        qs: usize,
+        kt: *const f32,
+        lp: usize,
+        l: usize,
+        dh: usize,
+        scale: f32,
+        s: *mut f32,
+    ) {
+        walk(l, l, SR, SC, |r, full, c, cv, last| {
+            // SAFETY: rows [r, r + SR or 1) < l and vectors [c, c + cv) of the l (padded to
+            // lp) columns: inside the caller's operands.
+            unsafe {
+                let args = (q.add(r * qs), qs, kt.add(c * W), lp, dh, scale, s.add(r * l + c * W), l, last);
+                if full {
+                    by_cols!(score_tile, 4, cv, [1 2 3 4 5 6], args)
+                } else {
+                    by_cols!(score_tile, 1, cv, [1 2 3 4 5 6], args)
+                }
+            }
+        });
+    }
+
+    /// `R` query rows × `C` vectors of keys; the last vector stores `last` values.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn score_tile<const R: usize, const C: usize>(
+        (q, qs, kt, lp, dh, scale, s, ls, last): (
+            *const f32,
+            usize,
+            *const f32,
+            usize,
+            usize,
+            f32,
+            *mut f32,
+            usize,
+            usize,
+        ),
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); C]; R];
+        for j in 0..dh {
+            // SAFETY (this block): row j < dh of kt, vectors c < C inside its lp values (the
+            // caller's chunk); q row i < R, column j < dh.
+            let kv: [__m512; C] = std::array::from_fn(|c| unsafe { _mm512_loadu_ps(kt.add(j * lp + c * W)) });
+            for (i, row) in acc.iter_mut().enumerate() {
+                let a = _mm512_set1_ps(unsafe { *q.add(i * qs + j) });
+                for (x, k) in row.iter_mut().zip(&kv) {
+                    *x = _mm512_fmadd_ps(a, *k, *x);
+                }
+            }
+        }
+        let sv = _mm512_set1_ps(scale);
+        for (i, row) in acc.iter().enumerate() {
+            for (c, x) in row.iter().enumerate() {
+                let n = if c + 1 == C { last } else { W };
+                // SAFETY: row i < R, columns [c·16, c·16 + n) inside the row of ls values.
+                unsafe { store(s.add(i * ls + c * W), _mm512_mul_ps(*x, sv), n) };
+            }
+        }
+    }
+
+    /// `out[i·dh + c] = Σ_key p[i·l + key] · v[key·vs + c]` for `i < l`, `c < dh`.
+    ///
+    /// # Safety
+    /// AVX-512F; `p` points at `l·l` values; `v` at `l` rows (stride `vs`) of `dh` readable
+    /// values; `out` at `l·dh` writable values.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn weighted(
+        p: *const f32,
+        l: usize,
+        v: *const f32,
+        vs: usize,
+        dh: usize,
+        out: *mut f32,
+    ) {
+        walk(l, dh, OR, OC, |r, full, c, cv, last| {
+            // SAFETY: rows [r, r + OR or 1) < l and vectors [c, c + cv) cover columns below dh
+            // (the last one `last` of them): inside the caller's operands.
+            unsafe {
+                let args = (p.add(r * l), l, v.add(c * W), vs, out.add(r * dh + c * W), dh, last);
+                if full {
+                    by_cols!(out_tile, 6, cv, [1 2 3 4], args)
+                } else {
+                    by_cols!(out_tile, 1, cv, [1 2 3 4], args)
+                }
+            }
+        });
+        const _: () = assert!(SR == 4 && SC == 6 && OR == 6 && OC == 4);
+    }
+
+    /// `R` query rows × `C` vectors of output columns; the last vector reads and writes `last`
+    /// values.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn out_tile<const R: usize, const C: usize>(
+        (p, l, v, vs, out, ld, last): (*const f32, usize, *const f32, usize, *mut f32, usize, usize),
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); C]; R];
+        let tail = mask(last);
+        for key in 0..l {
+            // SAFETY (this block): v row key < l, the chunk's columns (the last vector only its
+            // first `last`, masked-off lanes are not read); p row i < R, column key < l.
+            let vv: [__m512; C] = std::array::from_fn(|c| unsafe {
+                let at = v.add(key * vs + c * W);
+                if c + 1 == C {
+                    _mm512_maskz_loadu_ps(tail, at)
+                } else {
+                    _mm512_loadu_ps(at)
+                }
+            });
+            for (i, row) in acc.iter_mut().enumerate() {
+                let a = _mm512_set1_ps(unsafe { *p.add(i * l + key) });
+                for (x, w) in row.iter_mut().zip(&vv) {
+                    *x = _mm512_fmadd_ps(a, *w, *x);
+                }
+            }
+        }
+        for (i, row) in acc.iter().enumerate() {
+            for (c, x) in row.iter().enumerate() {
+                let n = if c + 1 == C { last } else { W };
+                // SAFETY: row i < R, columns [c·16, c·16 + n) inside the row of ld values.
+                unsafe { store(out.add(i * ld + c * W), *x, n) };
+            }
+        }
+    }
+
+    /// Lanes `[0, n)`, `n ≤ 16`.
+    #[inline(always)]
+    fn mask(n: usize) -> __mmask16 {
+        ((1u32 << n) - 1) as __mmask16
+    }
+
+    /// Store lanes `[0, n)` of `v` at `p`, `n ≤ 16` (masked-off lanes are not written).
+    ///
+    /// # Safety
+    /// AVX-512F; `n` values writable at `p`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store(p: *mut f32, v: __m512, n: usize) {
+        // SAFETY: the caller's bounds; masked-off lanes are not written.
+        unsafe { _mm512_mask_storeu_ps(p, mask(n), v) }
+    }
 }
 
 /// `[B, heads, L, dh]` → `[B·L, D]` (heads concatenated in head order).
@@ -368,11 +686,18 @@ mod tests {
         assert!(m.head.iter().all(|&x| x == 1));
     }
 
-    #[test]
-    fn attention_matches_naive_and_is_thread_independent() {
-        // head_dim 20 and L 19 (odd sizes), two heads, two rows with 4 and 9 padded tokens,
-        // sliding window of half-width 3
-        let (l, dh, heads) = (19usize, 20usize, 2usize);
+    /// The attention builds that run on this CPU.
+    fn kernels_here() -> Vec<AttnKernel> {
+        let mut k: Vec<AttnKernel> =
+            crate::backend::portable::Isa::all_here().into_iter().map(AttnKernel::for_isa).collect();
+        k.dedup();
+        k
+    }
+
+    /// Attention on two rows (4 and 9 padded tokens) with a sliding window of half-width 3:
+    /// every build that runs here against a naive f64 reference, and each build bit for bit
+    /// alike on every thread count.
+    fn check_attention(l: usize, dh: usize, heads: usize) {
         let shape = AttnShape { batch: 2, len: l, heads, head_dim: dh };
         let d = heads * dh;
         let qkv: Vec<f32> = (0..2 * l * 3 * d).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.05).collect();
@@ -383,18 +708,23 @@ mod tests {
         let mut m = Masks::default();
         m.build(2, l, &valid, &band, 3, None);
         let mut outs = Vec::new();
-        // the softmax's AVX-512 build (where this CPU has one) gives the same bits
-        for (workers, avx512) in [(1, false), (2, false), (3, false), (1, true), (2, true)] {
-            let mut scores = vec![0.0f32; workers * l * l];
-            let mut heads_out = vec![0.0f32; 2 * l * d];
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
-            pool.install(|| attention(&qkv, shape, &m.local, &mut scores, &mut heads_out, workers, avx512));
-            let mut merged = vec![0.0f32; 2 * l * d];
-            merge_heads(&heads_out, shape, &mut merged);
-            outs.push(merged);
+        for kernel in kernels_here() {
+            for workers in [1, 2, 3] {
+                let mut scores = vec![0.0f32; workers * l * l];
+                let mut heads_out = vec![0.0f32; 2 * l * d];
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
+                pool.install(|| {
+                    attention(&qkv, shape, &m.local, &mut scores, &mut heads_out, workers, kernel)
+                });
+                let mut merged = vec![0.0f32; 2 * l * d];
+                merge_heads(&heads_out, shape, &mut merged);
+                outs.push((kernel, workers, merged));
+            }
         }
-        for (i, o) in outs.iter().enumerate().skip(1) {
-            assert_eq!(&outs[0], o, "run {i}");
+        for (kernel, workers, o) in &outs {
+            let (_, _, o1) = outs.iter().find(|(k, _, _)| k == kernel).expect("the kernel itself");
+            let same = o.iter().zip(o1).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "L {l} dh {dh}: {kernel:?} on {workers} workers differs from 1 worker");
         }
         // naive f64 reference for every (row, head, query, column)
         let scale = (dh as f64).powf(-0.5);
@@ -421,15 +751,36 @@ mod tests {
                     }
                     for j in 0..dh {
                         let want: f64 = (0..l).map(|k| s[k] * row(b, k)[2 * d + h * dh + j] as f64).sum();
-                        let got = outs[0][(b * l + q) * d + h * dh + j] as f64;
-                        assert!(
-                            (got - want).abs() < 2e-6,
-                            "row {b} head {h} query {q} column {j}: {got} vs {want}"
-                        );
+                        for (kernel, _, o) in outs.iter().filter(|(_, w, _)| *w == 1) {
+                            let got = o[(b * l + q) * d + h * dh + j] as f64;
+                            assert!(
+                                (got - want).abs() < 2e-6,
+                                "{kernel:?}, L {l} dh {dh}, row {b} head {h} query {q} column {j}: {got} vs {want}"
+                            );
+                        }
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn attention_matches_naive_and_is_thread_independent() {
+        // head_dim 20 and L 19 (odd sizes: partial vectors in both products)
+        check_attention(19, 20, 2);
+    }
+
+    #[test]
+    fn attention_tiles_cover_long_rows_and_wide_heads() {
+        // L 101: two column chunks of the score tile, a row remainder on both tiles; dh 72: two
+        // output chunks (4 + 1 vectors, the last half full); and exact multiples (L 96, dh 64:
+        // the model's shape)
+        check_attention(101, 72, 2);
+        check_attention(96, 64, 1);
+        // L 112: a first chunk of 6 full vectors before a seventh (its last vector is full, not
+        // the 32 values that remain of the row)
+        check_attention(112, 16, 1);
+        check_attention(10, 8, 3);
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //!   (which picks its own kernels, NEON on aarch64), other precisions decoded tile by tile.
 //!
 //! Norms, GELU, softmax and RoPE take their AVX2 builds wherever AVX2+FMA exist
-//! ([`crate::model::ops::has_avx2`]), whatever the cap.
+//! ([`crate::model::ops::has_avx2`]), whatever the cap. The attention products follow the cap:
+//! register tiles on [`Isa::Avx512`], the `gemm` crate below it (`attention::AttnKernel`).
 
 /// The matrix-kernel family, from the most to the least capable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -30,7 +30,9 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-use self::attention::{apply_rope, attention, merge_heads, window_template, AttnShape, Masks, Rope};
+use self::attention::{
+    apply_rope, attention, merge_heads, window_template, AttnKernel, AttnShape, Masks, Rope,
+};
 use self::linalg::{linear, Plan, Split};
 use super::{
     Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
@@ -636,6 +638,7 @@ impl PortableBackend {
         };
         let workers = self.threads;
         let wide = self.tuning.isa.has_wide_elementwise();
+        let attn = AttnKernel::for_isa(self.tuning.isa);
         let half_window = self.enc.local_attention * self.ablation.window_scale / 2;
         let band = self.bands.entry((l, half_window)).or_insert_with(|| window_template(l, half_window));
 
@@ -693,7 +696,7 @@ impl PortableBackend {
                 apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref(), workers);
             }
             pf.lap(3);
-            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, wide);
+            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, attn);
             merge_heads(&s.heads, enc_shape, &mut s.attn);
             pf.lap(4);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
@@ -740,7 +743,7 @@ impl PortableBackend {
             pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
             pf.lap(9);
-            run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, wide);
+            run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, attn);
             merge_heads(&s.heads, head_shape, &mut s.attn);
             pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
@@ -840,8 +843,8 @@ fn scorer_output(h: &[f32], output: &Linear, d: usize, logits: &mut [f32]) {
 }
 
 /// Attention on the engine's pool, one group of heads per pool thread (the pool has the
-/// engine's `threads`, and the scratch holds that many score tiles), or on this thread; `wide`:
-/// [`Isa::has_wide_elementwise`].
+/// engine's `threads`, and the scratch holds that many score tiles), or on this thread, with
+/// the products of `kernel` ([`AttnKernel::for_isa`]).
 fn run_attention(
     pool: &Option<Arc<rayon::ThreadPool>>,
     qkv: &[f32],
@@ -849,11 +852,11 @@ fn run_attention(
     mask: &[u8],
     scores: &mut [f32],
     heads: &mut [f32],
-    wide: bool,
+    kernel: AttnKernel,
 ) {
     match pool {
-        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, p.current_num_threads(), wide)),
-        None => attention(qkv, shape, mask, scores, heads, 1, wide),
+        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, p.current_num_threads(), kernel)),
+        None => attention(qkv, shape, mask, scores, heads, 1, kernel),
     }
 }
 
