@@ -201,7 +201,7 @@ impl SpeedReport {
                 ms(Some(a.latency.max_s)),
                 num(Some(a.decisions_per_s), 1),
                 relative,
-                a.achieved_gflops.map(|g| format!("{g:.1}")).unwrap_or_else(|| "n/a".into()),
+                num(a.achieved_gflops, 1),
                 a.unstable_calls
             ));
         }
@@ -242,7 +242,7 @@ impl SpeedReport {
                 csv_num(Some(a.latency.min_s)),
                 csv_num(Some(a.latency.max_s)),
                 csv_num(Some(a.speed_ratio_vs_baseline)),
-                a.achieved_gflops.map(|g| g.to_string()).unwrap_or_default(),
+                csv_num(a.achieved_gflops),
                 a.unstable_calls,
                 a.max_probability_diff_vs_baseline,
                 a.latency.std_s.map(|x| x.to_string()).unwrap_or_default(),

@@ -430,14 +430,13 @@ mod tiles512 {
         );
         for g in (0..lp).step_by(W) {
             let n = l.saturating_sub(g).min(W);
-            let mask = ((1u32 << n) - 1) as u16;
             // SAFETY: lanes t < n read rows g + t < l, column j < dh (masked-off lanes are not
             // read); the offsets t·ks fit an i32 (the caller's bound); the stores write row j,
             // columns [g, g + 16) ⊆ [0, lp).
             unsafe {
                 let rows = k.add(g * ks);
                 for j in 0..dh {
-                    let v = _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), mask, idx, rows.add(j));
+                    let v = _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), mask(n), idx, rows.add(j));
                     _mm512_storeu_ps(kt.add(j * lp + g), v);
                 }
             }
