@@ -10,6 +10,9 @@
 //! `x` per `k`: a third fewer weight loads per multiply-add than 6 × 64, which matters where two
 //! 512-bit FMA pipes consume them) and 6 rows × 16 columns on AVX2 (12 ymm accumulators, one
 //! panel at a time, so the panel's `KC × 16` slice stays in L1 across the row chunks).
+//! Both read `x` packed ([`avx512::pack_rows`], [`avx2::pack_rows`]): once per product each
+//! worker transposes it into chunks of the tile's rows with one step's values side by side, so
+//! the tile broadcasts from one pointer at constant offsets, four steps an iteration.
 //!
 //! Loop order: the 48-column blocks go in contiguous ranges, [`TASKS_PER_WORKER`] ranges per
 //! worker, taken dynamically; within a range, `KC`-wide slices of the reduction go outermost, so
@@ -23,6 +26,7 @@
 #![cfg_attr(not(target_arch = "x86_64"), allow(unused_imports, unused_variables, dead_code))]
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
@@ -48,7 +52,15 @@ thread_local! {
     static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     /// One decoded weight row segment (palettized and row-major 16-bit weights).
     static ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    /// `x` in the AVX-512 register tile's operand order ([`avx512::pack_rows`]), and the
+    /// product ([`PRODUCTS`]) it was packed for: each worker packs it once per product and
+    /// every block of that product it computes reads it.
+    static XPACK: RefCell<(u64, Vec<f32>)> = const { RefCell::new((0, Vec::new())) };
 }
+
+/// Numbers each call of [`linear`] (from 1), so a worker knows whether its packed `x` is the
+/// current product's.
+static PRODUCTS: AtomicU64 = AtomicU64::new(1);
 
 /// A block of weights to bring into L2 ahead of use: `lines` cache lines of 64 bytes, `steps`
 /// of them per panel (contiguous), the panels `stride` bytes apart from `base`. Packed FP32
@@ -354,69 +366,91 @@ pub(crate) fn linear(
         // per worker, two threads on a VM with 15 % steal ran at 1.1 cores on average.
         let parts = if workers > 1 { blocks.min(workers * TASKS_PER_WORKER) } else { 1 };
         let dst = DstPtr(y.as_mut_ptr());
+        let product = PRODUCTS.fetch_add(1, Ordering::Relaxed);
         let part = |pi: usize| {
             let (b0, b1) = (blocks * pi / parts, blocks * (pi + 1) / parts);
             TILE.with(|tile| {
                 ROW.with(|row| {
-                    let mut tile = tile.borrow_mut();
-                    let mut row = row.borrow_mut();
-                    if packed.is_none() {
-                        tile.resize(NP * KC * PANEL_ROWS, 0.0);
-                    }
-                    let mut k0 = 0;
-                    while k0 < k.max(1) {
-                        let kc = KC.min(k - k0);
-                        for bi in b0..b1 {
-                            let p0 = bi * NP;
-                            let np = NP.min(panels - p0);
-                            // The block this worker reads next (the next block of its range, or
-                            // the first one of the next reduction slice), fetched into L2 while
-                            // this one is computed: packed weights come from memory once per
-                            // forward, and without this the first row chunk of every block waits
-                            // for them.
-                            let next = if bi + 1 < b1 {
-                                next_block(w, packed, bi + 1, k0, panels)
-                            } else if k0 + kc < k {
-                                next_block(w, packed, b0, k0 + kc, panels)
-                            } else {
-                                None
-                            };
-                            let (b, bstride): (&[f32], usize) = match packed {
-                                Some(d) => (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..], PANEL_ROWS * k),
-                                None => {
-                                    for j in 0..np {
-                                        let t = &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
-                                        decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row, isa);
-                                    }
-                                    (&tile[..], KC * PANEL_ROWS)
-                                }
-                            };
-                            let c0 = p0 * PANEL_ROWS;
-                            let ncols = (out - c0).min(np * PANEL_ROWS);
-                            let acc = accumulate || k0 > 0;
-                            // SAFETY: the ISA's features were checked (`runs_here`); `x` has m
-                            // rows of k values and columns [k0, k0 + kc) exist; `b` holds np
-                            // panels of kc × 16 at stride `bstride` (a decoded tile, or the
-                            // packed weights from panel p0, column k0: the last value read,
-                            // (p0 + np − 1)·16k + (k0 + kc)·16 − 1, is below panels·16k); the
-                            // destination columns [c0, c0 + ncols) of the m rows of `y` (stride
-                            // `out`, ≥ m·out values) belong to this worker's blocks only.
+                    XPACK.with(|xpack| {
+                        let mut tile = tile.borrow_mut();
+                        let mut row = row.borrow_mut();
+                        let mut xpack = xpack.borrow_mut();
+                        if packed.is_none() {
+                            tile.resize(NP * KC * PANEL_ROWS, 0.0);
+                        }
+                        // The register tiles read `x` packed (their rows' values of one reduction
+                        // step side by side): one pass over `x` per worker and product, against
+                        // 2·m·k·out FLOP, instead of a stream per row and its address arithmetic at
+                        // every step of every block.
+                        if xpack.0 != product {
+                            // SAFETY: the ISA's features checked (`runs_here`); x holds m rows of k
+                            // values.
                             unsafe {
                                 match isa {
-                                    Isa::Avx512 => avx512::block(
-                                        x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc, next,
-                                    ),
-                                    _ => avx2::block(
-                                        x, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc, next,
-                                    ),
+                                    Isa::Avx512 => avx512::pack_rows(x, m, k, &mut xpack.1),
+                                    _ => avx2::pack_rows(x, m, k, &mut xpack.1),
                                 }
                             }
+                            xpack.0 = product;
                         }
-                        if k == 0 {
-                            break;
+                        let mut k0 = 0;
+                        while k0 < k.max(1) {
+                            let kc = KC.min(k - k0);
+                            for bi in b0..b1 {
+                                let p0 = bi * NP;
+                                let np = NP.min(panels - p0);
+                                // The block this worker reads next (the next block of its range, or
+                                // the first one of the next reduction slice), fetched into L2 while
+                                // this one is computed: packed weights come from memory once per
+                                // forward, and without this the first row chunk of every block waits
+                                // for them.
+                                let next = if bi + 1 < b1 {
+                                    next_block(w, packed, bi + 1, k0, panels)
+                                } else if k0 + kc < k {
+                                    next_block(w, packed, b0, k0 + kc, panels)
+                                } else {
+                                    None
+                                };
+                                let (b, bstride): (&[f32], usize) = match packed {
+                                    Some(d) => (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..], PANEL_ROWS * k),
+                                    None => {
+                                        for j in 0..np {
+                                            let t =
+                                                &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
+                                            decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row, isa);
+                                        }
+                                        (&tile[..], KC * PANEL_ROWS)
+                                    }
+                                };
+                                let c0 = p0 * PANEL_ROWS;
+                                let ncols = (out - c0).min(np * PANEL_ROWS);
+                                let acc = accumulate || k0 > 0;
+                                // SAFETY: the ISA's features were checked (`runs_here`); `x` has m
+                                // rows of k values and columns [k0, k0 + kc) exist; `b` holds np
+                                // panels of kc × 16 at stride `bstride` (a decoded tile, or the
+                                // packed weights from panel p0, column k0: the last value read,
+                                // (p0 + np − 1)·16k + (k0 + kc)·16 − 1, is below panels·16k); the
+                                // destination columns [c0, c0 + ncols) of the m rows of `y` (stride
+                                // `out`, ≥ m·out values) belong to this worker's blocks only.
+                                unsafe {
+                                    match isa {
+                                        Isa::Avx512 => avx512::block(
+                                            &xpack.1, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc,
+                                            next,
+                                        ),
+                                        _ => avx2::block(
+                                            &xpack.1, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc,
+                                            next,
+                                        ),
+                                    }
+                                }
+                            }
+                            if k == 0 {
+                                break;
+                            }
+                            k0 += kc;
                         }
-                        k0 += kc;
-                    }
+                    })
                 })
             });
         };
@@ -554,16 +588,85 @@ mod avx512 {
         }
     }
 
+    /// `x` (`m` rows of `k` values) in the register tile's operand order: chunks of [`MR`]
+    /// rows (the last one padded with zeros), each `k`-major with its rows' values of one
+    /// reduction step side by side: `out[c·k·MR + j·MR + i] = x[(c·MR + i)·k + j]`. Full chunks
+    /// are transposed 16 steps at a time in registers.
+    ///
+    /// # Safety
+    /// AVX-512F; `x.len() ≥ m·k`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack_rows(x: &[f32], m: usize, k: usize, out: &mut Vec<f32>) {
+        let chunks = m.div_ceil(MR);
+        out.clear();
+        out.resize(chunks * k * MR, 0.0);
+        for (c, dst) in out.chunks_exact_mut(k * MR).enumerate() {
+            let r0 = c * MR;
+            let rows = MR.min(m - r0);
+            let mut j = 0;
+            if rows == MR {
+                while j + 16 <= k {
+                    // SAFETY: rows r0..r0 + 8 ≤ m, columns j..j + 16 ≤ k: inside x (m·k values);
+                    // the eight stores cover dst[16·8·(j/16)..][..128], j + 16 ≤ k: inside dst.
+                    unsafe {
+                        let p = x.as_ptr().add(r0 * k + j);
+                        let r: [__m512; MR] = std::array::from_fn(|i| _mm512_loadu_ps(p.add(i * k)));
+                        // pairs of rows interleaved, then fours: lane l of u_s holds rows 0–3
+                        // (u0..u3) or 4–7 (u4..u7) at step 4l + s
+                        let t: [__m512; MR] = std::array::from_fn(|i| match i % 2 {
+                            0 => _mm512_unpacklo_ps(r[i], r[i + 1]),
+                            _ => _mm512_unpackhi_ps(r[i - 1], r[i]),
+                        });
+                        let u = [
+                            _mm512_shuffle_ps::<0x44>(t[0], t[2]),
+                            _mm512_shuffle_ps::<0xEE>(t[0], t[2]),
+                            _mm512_shuffle_ps::<0x44>(t[1], t[3]),
+                            _mm512_shuffle_ps::<0xEE>(t[1], t[3]),
+                            _mm512_shuffle_ps::<0x44>(t[4], t[6]),
+                            _mm512_shuffle_ps::<0xEE>(t[4], t[6]),
+                            _mm512_shuffle_ps::<0x44>(t[5], t[7]),
+                            _mm512_shuffle_ps::<0xEE>(t[5], t[7]),
+                        ];
+                        // steps 4l, 4l + 1 of rows 0–7: lanes l of u0, u4, u1, u5; steps 4l + 2,
+                        // 4l + 3: lanes l of u2, u6, u3, u7
+                        let lo = |a: __m512, b: __m512| _mm512_shuffle_f32x4::<0x44>(a, b);
+                        let hi = |a: __m512, b: __m512| _mm512_shuffle_f32x4::<0xEE>(a, b);
+                        let (a01, a23) = (lo(u[0], u[4]), hi(u[0], u[4]));
+                        let (b01, b23) = (lo(u[1], u[5]), hi(u[1], u[5]));
+                        let (c01, c23) = (lo(u[2], u[6]), hi(u[2], u[6]));
+                        let (d01, d23) = (lo(u[3], u[7]), hi(u[3], u[7]));
+                        let q = dst.as_mut_ptr().add(j * MR);
+                        _mm512_storeu_ps(q, _mm512_shuffle_f32x4::<0x88>(a01, b01));
+                        _mm512_storeu_ps(q.add(16), _mm512_shuffle_f32x4::<0x88>(c01, d01));
+                        _mm512_storeu_ps(q.add(32), _mm512_shuffle_f32x4::<0xDD>(a01, b01));
+                        _mm512_storeu_ps(q.add(48), _mm512_shuffle_f32x4::<0xDD>(c01, d01));
+                        _mm512_storeu_ps(q.add(64), _mm512_shuffle_f32x4::<0x88>(a23, b23));
+                        _mm512_storeu_ps(q.add(80), _mm512_shuffle_f32x4::<0x88>(c23, d23));
+                        _mm512_storeu_ps(q.add(96), _mm512_shuffle_f32x4::<0xDD>(a23, b23));
+                        _mm512_storeu_ps(q.add(112), _mm512_shuffle_f32x4::<0xDD>(c23, d23));
+                    }
+                    j += 16;
+                }
+            }
+            for j in j..k {
+                for i in 0..rows {
+                    dst[j * MR + i] = x[(r0 + i) * k + j];
+                }
+            }
+        }
+    }
+
     /// All `m` rows of `x` (columns `[k0, k0 + kc)`) against one decoded block of `np` panels.
     ///
     /// # Safety
-    /// AVX-512F; `x.len() ≥ m·ldx`, `k0 + kc ≤ ldx`; `tile` holds `np` panels of `kc × 16` at
-    /// stride `bstride`; `dst` points at a live f32 array of at least `m·ld` values of which
-    /// this call alone writes columns `[c0, c0 + ncols)`, `ncols ≤ 16·np`, `c0 + ncols ≤ ld`.
+    /// AVX-512F; `xp` is `x` (`m` rows of `ldx` values) packed by [`pack_rows`], `k0 + kc ≤
+    /// ldx`; `tile` holds `np` panels of `kc × 16` at stride `bstride`; `dst` points at a live
+    /// f32 array of at least `m·ld` values of which this call alone writes columns `[c0, c0 +
+    /// ncols)`, `ncols ≤ 16·np`, `c0 + ncols ≤ ld`.
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn block(
-        x: &[f32],
+        xp: &[f32],
         m: usize,
         ldx: usize,
         k0: usize,
@@ -579,27 +682,30 @@ mod avx512 {
         next: Option<Prefetch>,
     ) {
         let chunks = m.div_ceil(MR);
+        debug_assert!(xp.len() >= chunks * MR * ldx && k0 + kc <= ldx);
         let mut r = 0;
         while r < m {
             let mr = MR.min(m - r);
-            let mut pf = PrefetchCursor::new(next, next.map_or((0, 0), |p| p.share(r / MR, chunks)), kc);
+            let mut pf =
+                PrefetchCursor::new(next, next.map_or((0, 0), |p| p.share(r / MR, chunks)), kc / UNROLL);
             let pf = &mut pf;
-            // SAFETY: rows [r, r + mr) ⊆ [0, m); the caller's contract covers the rest.
+            // SAFETY: chunk r/MR of xp starts at r·ldx (r is a multiple of MR) and holds ldx
+            // steps of MR values; rows [r, r + mr) ⊆ [0, m); the caller's contract covers the rest.
             unsafe {
-                let a = x.as_ptr().add(r * ldx + k0);
+                let a = xp.as_ptr().add(r * ldx + k0 * MR);
                 let c = dst.0.add(r * ld + c0);
                 let b = tile.as_ptr();
                 macro_rules! go {
                     ($np:literal) => {
                         match mr {
-                            8 => tile_kernel::<8, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            7 => tile_kernel::<7, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            6 => tile_kernel::<6, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            5 => tile_kernel::<5, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            4 => tile_kernel::<4, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            3 => tile_kernel::<3, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            2 => tile_kernel::<2, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
-                            _ => tile_kernel::<1, $np>(a, ldx, b, bstride, kc, ncols, c, ld, acc, pf),
+                            8 => tile_kernel::<8, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            7 => tile_kernel::<7, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            6 => tile_kernel::<6, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            5 => tile_kernel::<5, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            4 => tile_kernel::<4, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            3 => tile_kernel::<3, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            2 => tile_kernel::<2, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            _ => tile_kernel::<1, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
                         }
                     };
                 }
@@ -615,18 +721,48 @@ mod avx512 {
         const _: () = assert!(NP == 3 && MR == 8);
     }
 
-    /// The register tile: `R` rows × `P` panels over `kc` reduction steps.
+    /// Reduction steps per iteration of the register tile's loop (one prefetch tick each).
+    const UNROLL: usize = 4;
+
+    /// One reduction step of the register tile: `R` rows × `P` panels.
     ///
     /// # Safety
-    /// AVX-512F; `a` points at `R` rows (stride `lda`) of `kc` values; `b` at `P` panels of
-    /// `kc × 16` values (stride `stride`); `c` at `R` rows (stride `ld`) of which columns
-    /// `[0, ncols)`, `ncols ≤ 16·P`, are written.
+    /// AVX-512F; `a` points at [`MR`] values (the step's packed rows), `b` at `P` panels of 16
+    /// values `stride` apart.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn step<const R: usize, const P: usize>(
+        sum: &mut [[__m512; P]; R],
+        a: *const f32,
+        b: *const f32,
+        stride: usize,
+    ) {
+        let mut bv = [_mm512_setzero_ps(); P];
+        for (j, v) in bv.iter_mut().enumerate() {
+            // SAFETY: panel j's 16 values at j·stride, inside the caller's panels.
+            *v = unsafe { _mm512_loadu_ps(b.add(j * stride)) };
+        }
+        for (i, row) in sum.iter_mut().enumerate() {
+            // SAFETY: i < R ≤ MR values at a.
+            let av = _mm512_set1_ps(unsafe { *a.add(i) });
+            for (s, v) in row.iter_mut().zip(&bv) {
+                *s = _mm512_fmadd_ps(av, *v, *s);
+            }
+        }
+    }
+
+    /// The register tile: `R` rows × `P` panels over `kc` reduction steps, [`UNROLL`] steps an
+    /// iteration (a prefetch tick each), the rows' values read from a packed chunk.
+    ///
+    /// # Safety
+    /// AVX-512F; `a` points at `kc` steps of [`MR`] packed values ([`pack_rows`]), of which rows
+    /// `[0, R)` are read; `b` at `P` panels of `kc × 16` values (stride `stride`); `c` at `R`
+    /// rows (stride `ld`) of which columns `[0, ncols)`, `ncols ≤ 16·P`, are written.
     #[target_feature(enable = "avx512f")]
     #[inline]
     #[allow(clippy::too_many_arguments)]
     unsafe fn tile_kernel<const R: usize, const P: usize>(
         a: *const f32,
-        lda: usize,
         b: *const f32,
         stride: usize,
         kc: usize,
@@ -637,20 +773,18 @@ mod avx512 {
         pf: &mut PrefetchCursor,
     ) {
         let mut sum = [[_mm512_setzero_ps(); P]; R];
-        for k in 0..kc {
-            pf.tick(k);
-            let mut bv = [_mm512_setzero_ps(); P];
-            for (j, v) in bv.iter_mut().enumerate() {
-                // SAFETY: panel j, step k: 16 values at j·stride + 16k, inside the caller's panels.
-                *v = unsafe { _mm512_loadu_ps(b.add(j * stride + k * PANEL_ROWS)) };
+        let groups = kc / UNROLL;
+        for g in 0..groups {
+            pf.tick(g);
+            for u in 0..UNROLL {
+                let k = g * UNROLL + u;
+                // SAFETY: step k < kc: its MR packed values and its panel rows.
+                unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * PANEL_ROWS), stride) };
             }
-            for (i, row) in sum.iter_mut().enumerate() {
-                // SAFETY: row i < R, step k < kc.
-                let av = _mm512_set1_ps(unsafe { *a.add(i * lda + k) });
-                for (s, v) in row.iter_mut().zip(&bv) {
-                    *s = _mm512_fmadd_ps(av, *v, *s);
-                }
-            }
+        }
+        for k in groups * UNROLL..kc {
+            // SAFETY: as above.
+            unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * PANEL_ROWS), stride) };
         }
         for (i, row) in sum.iter().enumerate() {
             for (j, s) in row.iter().enumerate() {
@@ -677,6 +811,74 @@ mod avx2 {
 
     use super::{DstPtr, HalfKind, Prefetch, PrefetchCursor, MR};
     use crate::model::lowp::PANEL_ROWS;
+
+    /// Floats per reduction step of a packed chunk: its [`MR`] rows and two zeros, so a step
+    /// is one 8-value register of the transpose.
+    const XS: usize = 8;
+
+    /// Reduction steps per iteration of the register tile's loop (one prefetch tick each).
+    const UNROLL: usize = 4;
+
+    /// `x` (`m` rows of `k` values) in the register tile's operand order: chunks of [`MR`] rows
+    /// (the last one padded with zero rows), each `k`-major with [`XS`] values a step (its
+    /// rows', then zeros): `out[c·k·XS + j·XS + i] = x[(c·MR + i)·k + j]`. Transposed 8 steps
+    /// at a time in registers.
+    ///
+    /// # Safety
+    /// AVX2; `x.len() ≥ m·k`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pack_rows(x: &[f32], m: usize, k: usize, out: &mut Vec<f32>) {
+        let chunks = m.div_ceil(MR);
+        out.clear();
+        out.resize(chunks * k * XS, 0.0);
+        for (c, dst) in out.chunks_exact_mut(k * XS).enumerate() {
+            let r0 = c * MR;
+            let rows = MR.min(m - r0);
+            let mut j = 0;
+            if rows == MR {
+                while j + 8 <= k {
+                    // SAFETY: rows r0..r0 + 6 ≤ m, columns j..j + 8 ≤ k: inside x (m·k values);
+                    // the eight stores cover dst[j·XS..][..64], j + 8 ≤ k: inside dst.
+                    unsafe {
+                        let p = x.as_ptr().add(r0 * k + j);
+                        let z = _mm256_setzero_ps();
+                        let r: [__m256; 8] =
+                            std::array::from_fn(|i| if i < MR { _mm256_loadu_ps(p.add(i * k)) } else { z });
+                        // pairs of rows interleaved, then fours: u_s holds rows 0–3 (u0..u3) or
+                        // 4–7 (u4..u7) at steps s (low half) and s + 4 (high half)
+                        let t: [__m256; 8] = std::array::from_fn(|i| match i % 2 {
+                            0 => _mm256_unpacklo_ps(r[i], r[i + 1]),
+                            _ => _mm256_unpackhi_ps(r[i - 1], r[i]),
+                        });
+                        let u = [
+                            _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+                            _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+                            _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+                            _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+                            _mm256_shuffle_ps::<0x44>(t[4], t[6]),
+                            _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
+                            _mm256_shuffle_ps::<0x44>(t[5], t[7]),
+                            _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
+                        ];
+                        let q = dst.as_mut_ptr().add(j * XS);
+                        for s in 0..4 {
+                            _mm256_storeu_ps(q.add(s * XS), _mm256_permute2f128_ps::<0x20>(u[s], u[s + 4]));
+                            _mm256_storeu_ps(
+                                q.add((s + 4) * XS),
+                                _mm256_permute2f128_ps::<0x31>(u[s], u[s + 4]),
+                            );
+                        }
+                    }
+                    j += 8;
+                }
+            }
+            for j in j..k {
+                for i in 0..rows {
+                    dst[j * XS + i] = x[(r0 + i) * k + j];
+                }
+            }
+        }
+    }
 
     /// [`super::avx512::deinterleave`] with AVX2 and F16C: `kc` columns of a Pairs16 panel into
     /// `panel[k·16 + r]`.
@@ -754,11 +956,12 @@ mod avx2 {
     /// All `m` rows of `x` (columns `[k0, k0 + kc)`) against `np` panels, one panel at a time.
     ///
     /// # Safety
-    /// AVX2 and FMA; otherwise as [`super::avx512::block`].
+    /// AVX2 and FMA; `xp` is `x` (`m` rows of `ldx` values) packed by [`pack_rows`]; otherwise
+    /// as [`super::avx512::block`].
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn block(
-        x: &[f32],
+        xp: &[f32],
         m: usize,
         ldx: usize,
         k0: usize,
@@ -775,6 +978,7 @@ mod avx2 {
     ) {
         // The next block's lines are spread over every (panel, row chunk) of this one.
         let chunks = m.div_ceil(MR);
+        debug_assert!(xp.len() >= chunks * XS * ldx && k0 + kc <= ldx);
         for j in 0..np {
             let valid = ncols.saturating_sub(j * PANEL_ROWS).min(PANEL_ROWS);
             if valid == 0 {
@@ -784,21 +988,22 @@ mod avx2 {
             while r < m {
                 let mr = MR.min(m - r);
                 let share = next.map_or((0, 0), |p| p.share(j * chunks + r / MR, np * chunks));
-                let mut pf = PrefetchCursor::new(next, share, kc);
+                let mut pf = PrefetchCursor::new(next, share, kc / UNROLL);
                 let pf = &mut pf;
-                // SAFETY: rows [r, r + mr) ⊆ [0, m), panel j < np; the caller's contract
-                // covers the rest.
+                // SAFETY: chunk r/MR of xp starts at (r/MR)·ldx·XS and holds ldx steps of XS
+                // values; rows [r, r + mr) ⊆ [0, m), panel j < np; the caller's contract covers
+                // the rest.
                 unsafe {
-                    let a = x.as_ptr().add(r * ldx + k0);
+                    let a = xp.as_ptr().add((r / MR) * ldx * XS + k0 * XS);
                     let b = tile.as_ptr().add(j * bstride);
                     let c = dst.0.add(r * ld + c0 + j * PANEL_ROWS);
                     match mr {
-                        6 => tile_kernel::<6>(a, ldx, b, kc, valid, c, ld, acc, pf),
-                        5 => tile_kernel::<5>(a, ldx, b, kc, valid, c, ld, acc, pf),
-                        4 => tile_kernel::<4>(a, ldx, b, kc, valid, c, ld, acc, pf),
-                        3 => tile_kernel::<3>(a, ldx, b, kc, valid, c, ld, acc, pf),
-                        2 => tile_kernel::<2>(a, ldx, b, kc, valid, c, ld, acc, pf),
-                        _ => tile_kernel::<1>(a, ldx, b, kc, valid, c, ld, acc, pf),
+                        6 => tile_kernel::<6>(a, b, kc, valid, c, ld, acc, pf),
+                        5 => tile_kernel::<5>(a, b, kc, valid, c, ld, acc, pf),
+                        4 => tile_kernel::<4>(a, b, kc, valid, c, ld, acc, pf),
+                        3 => tile_kernel::<3>(a, b, kc, valid, c, ld, acc, pf),
+                        2 => tile_kernel::<2>(a, b, kc, valid, c, ld, acc, pf),
+                        _ => tile_kernel::<1>(a, b, kc, valid, c, ld, acc, pf),
                     }
                 }
                 pf.finish();
@@ -808,18 +1013,37 @@ mod avx2 {
         const _: () = assert!(MR == 6);
     }
 
-    /// The register tile: `R` rows × one panel of 16 columns (two ymm per row) over `kc` steps.
+    /// One reduction step of the register tile: `R` rows × one panel of 16 columns.
     ///
     /// # Safety
-    /// AVX2 and FMA; `a` points at `R` rows (stride `lda`) of `kc` values; `b` at one panel of
-    /// `kc × 16` values; `c` at `R` rows (stride `ld`) of which columns `[0, valid)`,
-    /// `valid ≤ 16`, are written.
+    /// AVX2 and FMA; `a` points at the step's `R` ≤ [`XS`] packed values, `b` at its 16 panel
+    /// values.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn step<const R: usize>(lo: &mut [__m256; R], hi: &mut [__m256; R], a: *const f32, b: *const f32) {
+        // SAFETY: 16 values at b; R values at a (the caller's contract).
+        let (b0, b1) = unsafe { (_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8))) };
+        for i in 0..R {
+            // SAFETY: i < R.
+            let av = _mm256_set1_ps(unsafe { *a.add(i) });
+            lo[i] = _mm256_fmadd_ps(av, b0, lo[i]);
+            hi[i] = _mm256_fmadd_ps(av, b1, hi[i]);
+        }
+    }
+
+    /// The register tile: `R` rows × one panel of 16 columns (two ymm per row) over `kc` steps,
+    /// [`UNROLL`] steps an iteration (a prefetch tick each), the rows' values read from a packed
+    /// chunk.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; `a` points at `kc` steps of [`XS`] packed values ([`pack_rows`]), of which
+    /// rows `[0, R)` are read; `b` at one panel of `kc × 16` values; `c` at `R` rows (stride
+    /// `ld`) of which columns `[0, valid)`, `valid ≤ 16`, are written.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     unsafe fn tile_kernel<const R: usize>(
         a: *const f32,
-        lda: usize,
         b: *const f32,
         kc: usize,
         valid: usize,
@@ -830,16 +1054,18 @@ mod avx2 {
     ) {
         let mut lo = [_mm256_setzero_ps(); R];
         let mut hi = [_mm256_setzero_ps(); R];
-        for k in 0..kc {
-            pf.tick(k);
-            // SAFETY: step k < kc of the panel: 16 values at 16k.
-            let (b0, b1) = unsafe { (_mm256_loadu_ps(b.add(k * 16)), _mm256_loadu_ps(b.add(k * 16 + 8))) };
-            for i in 0..R {
-                // SAFETY: row i < R, step k < kc.
-                let av = _mm256_set1_ps(unsafe { *a.add(i * lda + k) });
-                lo[i] = _mm256_fmadd_ps(av, b0, lo[i]);
-                hi[i] = _mm256_fmadd_ps(av, b1, hi[i]);
+        let groups = kc / UNROLL;
+        for g in 0..groups {
+            pf.tick(g);
+            for u in 0..UNROLL {
+                let k = g * UNROLL + u;
+                // SAFETY: step k < kc: its packed values and its 16 panel values.
+                unsafe { step::<R>(&mut lo, &mut hi, a.add(k * XS), b.add(k * 16)) };
             }
+        }
+        for k in groups * UNROLL..kc {
+            // SAFETY: as above.
+            unsafe { step::<R>(&mut lo, &mut hi, a.add(k * XS), b.add(k * 16)) };
         }
         for i in 0..R {
             // SAFETY: row i < R; columns [0, valid) ⊆ the caller's block (full panels use two
@@ -906,6 +1132,50 @@ mod tests {
             unsafe { avx2::lut8(&idx[..n], &lut, &mut short[..n.saturating_sub(2)]) };
             assert_eq!(&short[..n.saturating_sub(2)], &want[..n.saturating_sub(2)]);
             assert!(short[n.saturating_sub(2)..].iter().all(|v| v.is_nan()), "{n}: wrote past the output");
+        }
+    }
+
+    #[test]
+    fn packed_rows_put_each_steps_eight_rows_side_by_side() {
+        if !Isa::Avx512.runs_here() {
+            eprintln!("skipping: this CPU does not run the AVX-512 kernels");
+            return;
+        }
+        // full chunks and a padded one; steps in whole 16-step transposes and a remainder
+        for (m, k) in [(1, 1), (8, 16), (8, 17), (9, 33), (16, 15), (23, 48), (96, 77)] {
+            let x: Vec<f32> = (0..m * k).map(|i| i as f32 + 0.5).collect();
+            let mut out = vec![f32::NAN; 3];
+            // SAFETY: AVX-512F checked above; x holds m·k values.
+            unsafe { avx512::pack_rows(&x, m, k, &mut out) };
+            assert_eq!(out.len(), m.div_ceil(8) * 8 * k, "{m}x{k}");
+            for (at, &v) in out.iter().enumerate() {
+                let (c, j, i) = (at / (8 * k), at % (8 * k) / 8, at % 8);
+                let r = c * 8 + i;
+                let want = if r < m { x[r * k + j] } else { 0.0 };
+                assert_eq!(v, want, "{m}x{k}: chunk {c}, step {j}, row {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn avx2_packed_rows_put_each_steps_six_rows_then_two_zeros_side_by_side() {
+        if !Isa::Avx2.runs_here() {
+            eprintln!("skipping: this CPU does not run the AVX2 kernels");
+            return;
+        }
+        // full chunks and a padded one; steps in whole 8-step transposes and a remainder
+        for (m, k) in [(1, 1), (6, 8), (6, 9), (7, 17), (12, 7), (23, 48), (96, 77)] {
+            let x: Vec<f32> = (0..m * k).map(|i| i as f32 + 0.5).collect();
+            let mut out = vec![f32::NAN; 3];
+            // SAFETY: AVX2 checked above; x holds m·k values.
+            unsafe { avx2::pack_rows(&x, m, k, &mut out) };
+            assert_eq!(out.len(), m.div_ceil(6) * 8 * k, "{m}x{k}");
+            for (at, &v) in out.iter().enumerate() {
+                let (c, j, i) = (at / (8 * k), at % (8 * k) / 8, at % 8);
+                let r = c * 6 + i;
+                let want = if i < 6 && r < m { x[r * k + j] } else { 0.0 };
+                assert_eq!(v, want, "{m}x{k}: chunk {c}, step {j}, slot {i}");
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 //! AVX2 path can be exercised on an AVX-512 machine.
 //!
 //! * [`Isa::Avx512`] (AVX-512F): FP32 products on the 8 × 48 register tile over weights packed
-//!   at load into 16-row panels; FP16/BF16/palettized weights decoded into the same panels; BF16
+//!   at load into 16-row panels and activations packed per product; FP16/BF16/palettized weights decoded into the same panels; BF16
 //!   on AMX tiles (`tdpbf16ps`) where AMX-BF16 exists and the OS grants the tile state, else on
 //!   the `vdpbf16ps` pair-dot kernel where AVX-512 BF16 exists; 8-bit palettes through byte
 //!   permutes where AVX-512 VBMI exists.
