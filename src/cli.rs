@@ -233,7 +233,7 @@ pub struct SpeedArgs {
     /// Block length: saturated for this long (`500ms`, `2s`, `1m`; a plain number is seconds).
     #[arg(
         long,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         default_value = "2s",
         value_name = "DURATION",
         value_parser = DURATION,
@@ -270,19 +270,19 @@ pub struct EnergyArgs {
     /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds). Default:
     /// twice the driver's update period where the sensor measures one (NVML; kept within
     /// 10-500 ms), else 500ms.
-    #[arg(long, allow_negative_numbers = true, value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", value_parser = DURATION)]
     pub sample_interval: Option<Duration>,
     /// Balanced cycles (each visits the arms in order, then in reverse).
     #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_name = "C")]
     pub cycles: usize,
     /// Block length (saturated, or the paced schedule's length with --rate).
-    #[arg(long, allow_negative_numbers = true, default_value = "20s", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "20s", value_name = "DURATION", value_parser = DURATION)]
     pub seconds: Duration,
     /// Idle window before the first block, between blocks and after the last.
-    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
     pub idle_seconds: Duration,
     /// Discarded start of every idle window (settling); the rest is the stable idle window.
-    #[arg(long, allow_negative_numbers = true, default_value = "3s", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "3s", value_name = "DURATION", value_parser = DURATION)]
     pub idle_discard: Duration,
     /// Reject the run if any reading is above this many watts (a loose sanity cap, not an
     /// accuracy bound).
@@ -425,7 +425,7 @@ pub struct TraceRunArgs {
     pub workload: TraceWorkloadArgs,
     /// How long the measured block runs after warm-up (`500ms`, `30s`, `1m`; a plain number is
     /// seconds).
-    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
     pub seconds: Duration,
     /// Write this JSON file (pid, start time, arm) once warm, for a profiler to attach.
     #[arg(long, value_name = "FILE")]
@@ -468,13 +468,13 @@ pub struct TraceRecordArgs {
     #[command(flatten)]
     pub workload: TraceWorkloadArgs,
     /// Recording length (xctrace `--time-limit`); the traced run lasts this plus --margin.
-    #[arg(long, allow_negative_numbers = true, default_value = "15s", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "15s", value_name = "DURATION", value_parser = DURATION)]
     pub seconds: Duration,
     /// Extra run time so the workload outlasts the recording while xctrace attaches.
-    #[arg(long, allow_negative_numbers = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s", value_name = "DURATION", value_parser = DURATION)]
     pub margin: Duration,
     /// How long to wait for the traced run to load the model and warm up.
-    #[arg(long, allow_negative_numbers = true, default_value = "5m", value_name = "DURATION", value_parser = DURATION)]
+    #[arg(long, allow_hyphen_values = true, default_value = "5m", value_name = "DURATION", value_parser = DURATION)]
     pub ready_timeout: Duration,
     /// Folder that receives `trace-<UTC time>/` with the archive, the exports and the summary.
     #[arg(long, default_value = "artifacts", value_name = "DIR")]
@@ -595,7 +595,7 @@ pub struct SnakePlayArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: Option<u64>,
     /// Stop after this long (`30s`, `2m`; warm-up excluded).
-    #[arg(long, allow_negative_numbers = true, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub duration: Option<String>,
     /// Decisions per second to pace at (UP/DOWN change it while playing).
     #[arg(long, allow_negative_numbers = true, default_value_t = 12.0, value_name = "R")]
@@ -670,7 +670,7 @@ pub struct SnakeBenchArgs {
     /// Board and prompt.
     #[command(flatten)]
     pub game: SnakeGameArgs,
-    /// Target decision rates of the paced sweep, per second.
+    /// Target decision rates of the paced sweep, per second (`10,20,30` or `10 20 30`).
     #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], value_name = "R", allow_negative_numbers = true)]
     pub rates: Vec<f64>,
     /// Steps of the uncapped episode and of each sweep episode.
@@ -746,9 +746,14 @@ pub struct SummaryArgs {
     /// Also write a CSV with one row per block.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
-    /// Write SVG pictures into this folder (created if needed); the Markdown links them.
+    /// Write SVG pictures into this folder (created if needed; pictures of the same names in it
+    /// are replaced); the Markdown links them.
     #[arg(long, value_name = "DIR")]
     pub plots: Option<std::path::PathBuf>,
+    /// Replace existing --output, --markdown and --csv files instead of refusing (a raw record
+    /// given as input is never replaced).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Bootstrap resamples of whole balanced cycles (0: no intervals).
     #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, value_name = "N")]
     pub bootstrap: usize,
@@ -763,7 +768,7 @@ pub struct SummaryArgs {
     pub baseline: Option<String>,
     /// Append a metadata correction to this raw record instead of summarizing (the original
     /// fields and every measurement stay unchanged).
-    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots"])]
+    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots", "overwrite"])]
     pub correct: Option<std::path::PathBuf>,
     /// The header field the correction concerns, as a dotted path (`host.cpu_model`, `arms.1.precision`).
     #[arg(long, allow_negative_numbers = true, value_name = "PATH", requires = "correct")]

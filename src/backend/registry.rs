@@ -23,7 +23,7 @@ pub enum RegistryError {
     #[error("unknown backend `{spec}`; available here: {available}")]
     Unknown { spec: String, available: String },
     /// Known, but this platform cannot run it.
-    #[error("backend `{spec}` needs {needs}; this build runs on {os}. On this machine use portable:f32")]
+    #[error("backend `{spec}` needs {needs}; this build runs on {os}, where the portable engine runs (portable:f32, portable:f16, portable:bf16, portable:w8)")]
     Unavailable { spec: String, needs: &'static str, os: &'static str },
     /// The model cannot run on this backend.
     #[error("backend `{spec}` cannot run model `{model}`: {reason}")]

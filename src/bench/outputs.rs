@@ -63,23 +63,7 @@ impl OutputFiles {
         if let Some(p) = &self.csv {
             files.push(("--export-csv", p));
         }
-        let mut seen: Vec<(&str, PathBuf)> = Vec::new();
-        for (flag, path) in files {
-            let folder = check_folder(flag, path)?;
-            let key = folder
-                .canonicalize()
-                .unwrap_or_else(|_| folder.to_path_buf())
-                .join(path.file_name().unwrap_or_default());
-            if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
-                return Err(BenchError::Input(format!(
-                    "{other} and {flag} both name {}: the raw record, the report and each export need their own file",
-                    path.display()
-                )));
-            }
-            seen.push((flag, key));
-            refuse_existing(path, self.overwrite)?;
-        }
-        Ok(())
+        check_new_files(&files, &[], self.overwrite)
     }
 
     /// Write the JSON report and the requested Markdown and CSV exports (each atomically).
@@ -106,6 +90,13 @@ pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, BenchErr
         Some(f) if !f.as_os_str().is_empty() => f,
         _ => Path::new("."),
     };
+    if folder.exists() && !folder.is_dir() {
+        return Err(BenchError::Input(format!(
+            "{flag} {}: {} is a file, not a folder; choose another path",
+            path.display(),
+            folder.display()
+        )));
+    }
     if !folder.is_dir() {
         return Err(BenchError::Input(format!(
             "{flag} {}: the folder {} does not exist; create it or choose another path",
@@ -124,6 +115,42 @@ pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, BenchErr
         ))
     })?;
     Ok(folder)
+}
+
+/// Check the files a command will write before it reads or measures anything (exit 2): each
+/// one's folder exists and can be written in, no two are the same file, none is one of the
+/// `inputs` the command reads (never even with `overwrite`), and none exists unless `overwrite`.
+pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: bool) -> Result<(), BenchError> {
+    // the same file however it is named: its folder resolved, then its name
+    let key = |folder: &Path, path: &Path| {
+        folder
+            .canonicalize()
+            .unwrap_or_else(|_| folder.to_path_buf())
+            .join(path.file_name().unwrap_or_default())
+    };
+    let inputs: Vec<(PathBuf, &Path)> =
+        inputs.iter().map(|p| (p.canonicalize().unwrap_or_else(|_| p.to_path_buf()), *p)).collect();
+    let mut seen: Vec<(&str, PathBuf)> = Vec::new();
+    for &(flag, path) in files {
+        let folder = check_folder(flag, path)?;
+        let k = key(folder, path);
+        if let Some((other, _)) = seen.iter().find(|(_, s)| *s == k) {
+            return Err(BenchError::Input(format!(
+                "{other} and {flag} both name {}: each output needs its own file",
+                path.display()
+            )));
+        }
+        if let Some((_, given)) = inputs.iter().find(|(i, _)| *i == k) {
+            return Err(BenchError::Input(format!(
+                "{flag} {} is the input {}: an output never replaces what it is made from; choose another path",
+                path.display(),
+                given.display()
+            )));
+        }
+        seen.push((flag, k));
+        refuse_existing(path, overwrite)?;
+    }
+    Ok(())
 }
 
 /// Refuse to replace an existing measurement unless `overwrite` (exit 2).
@@ -180,5 +207,27 @@ mod tests {
         assert!(OutputFiles { overwrite: true, ..exists }.check().is_ok());
         let missing = OutputFiles::resolve(Some(p("no/r.raw.jsonl")), None, None, None, false, "speed");
         assert!(missing.check().unwrap_err().to_string().contains("does not exist"));
+        // a file where the folder should be is called a file
+        std::fs::write(p("afile"), "x").unwrap();
+        let e = check_folder("--raw", &p("afile/r.raw.jsonl")).unwrap_err().to_string();
+        assert!(e.ends_with("afile is a file, not a folder; choose another path"), "{e}");
+    }
+
+    #[test]
+    fn no_output_replaces_an_input_or_another_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("in.raw.jsonl"), "x").unwrap();
+        // the input named another way (./) is still the input, even with overwrite
+        let dotted = dir.path().join(".").join("in.raw.jsonl");
+        let e =
+            check_new_files(&[("--output", &dotted)], &[&p("in.raw.jsonl")], true).unwrap_err().to_string();
+        assert!(e.contains("is the input") && e.contains("never replaces"), "{e}");
+        let e = check_new_files(&[("--output", &p("s")), ("--csv", &p("s"))], &[], false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--output and --csv both name"), "{e}");
+        assert!(check_new_files(&[("--output", &p("s")), ("--csv", &p("c"))], &[&p("in.raw.jsonl")], false)
+            .is_ok());
     }
 }

@@ -64,10 +64,11 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
         };
         let result = answered.map_err(|e| {
             let code = if e.is_input_error() { 2 } else { 1 };
-            let error = anyhow!(e).context(if requests.len() > 1 {
-                format!("request {i} failed")
-            } else {
-                "the request failed".to_string()
+            // which request, and of which file, the message is about
+            let which = if requests.len() > 1 { format!("request {i}") } else { "the request".to_string() };
+            let error = anyhow!(e).context(match &args.request {
+                Some(file) => format!("--request {}: {which} failed", file.display()),
+                None => format!("{which} failed"),
             });
             Failure { code, error }
         })?;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 
 use super::{Failure, Outcome};
-use crate::bench::outputs::check_folder;
+use crate::bench::outputs::{check_folder, check_new_files};
 use crate::bench::time::unix_now;
 use crate::cli::SummaryArgs;
 use crate::laya::bundle::sha256_hex;
@@ -42,11 +42,15 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
             "give at least one raw record (the `--raw` file of `speed` or `energy`)"
         )));
     }
-    for (flag, path) in [("--output", &args.output), ("--markdown", &args.markdown), ("--csv", &args.csv)] {
-        if let Some(p) = path {
-            check_folder(flag, p)?;
-        }
-    }
+    // every output checked before anything is read: none replaces a raw record given, another
+    // output or (without --overwrite) an existing file
+    let outputs: Vec<(&str, &std::path::Path)> =
+        [("--output", &args.output), ("--markdown", &args.markdown), ("--csv", &args.csv)]
+            .into_iter()
+            .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+            .collect();
+    let inputs: Vec<&std::path::Path> = args.raws.iter().map(|p| p.as_path()).collect();
+    check_new_files(&outputs, &inputs, args.overwrite)?;
     if let Some(dir) = args.plots.as_ref().filter(|d| d.exists() && !d.is_dir()) {
         return Err(Failure::input(anyhow!("--plots {}: is a file, not a folder", dir.display())));
     }

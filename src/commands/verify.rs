@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::predict::{build_backend, load_bundle};
 use super::{Failure, Outcome};
 use crate::backend::registry;
-use crate::bench::outputs::refuse_existing;
+use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
@@ -18,6 +18,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     let stop = super::interrupt::install_or_warn();
     let stopped = || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
     if let Some(out) = &args.output {
+        // the folder is checked before any case runs, so a run never ends unable to save
+        check_folder("--output", out)?;
         refuse_existing(out, args.overwrite)?;
     }
     for (name, v) in [
@@ -151,7 +153,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         "units": {
             "logit_max_abs": "raw logit units (dimensionless)",
             "action_logit_max_abs": "raw action-logit units (dimensionless)",
-            "action_logit_max_rel": "fraction of |reference|",
+            "action_logit_max_rel": "fraction of |reference|, over references that are not zero (null where every one is)",
             "answers.max_abs_difference": "probability (0..1), or score levels for a score",
             "tolerance": "logits: |got - ref| <= logit_atol + logit_rtol * |ref|; answers: |Δ| <= answer_tol (score: answer_tol * (levels - 1))"
         },

@@ -100,6 +100,16 @@ impl fmt::Display for SampleRef {
     }
 }
 
+/// Two times in seconds, with the fewest decimals (3 to 9) at which they read differently, so
+/// that a message comparing them never shows two equal figures.
+fn apart(a: f64, b: f64) -> (String, String) {
+    let mut d = 3;
+    while d < 9 && format!("{a:.d$}") == format!("{b:.d$}") {
+        d += 1;
+    }
+    (format!("{a:.d$}"), format!("{b:.d$}"))
+}
+
 /// One violated rule; any rejection rejects the whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "snake_case")]
@@ -317,14 +327,14 @@ impl fmt::Display for Rejection {
             Rejection::StartsAfterWindow {
                 first,
                 window_start_s,
-            } => write!(
-                f,
-                "first {first} is after the run start at {window_start_s:.3} s"
-            ),
-            Rejection::EndsBeforeWindow { last, window_end_s } => write!(
-                f,
-                "last {last} is before the run end at {window_end_s:.3} s"
-            ),
+            } => {
+                let (t, w) = apart(first.t_s, *window_start_s);
+                write!(f, "first sample {} at {t} s is after the run start at {w} s", first.seq)
+            }
+            Rejection::EndsBeforeWindow { last, window_end_s } => {
+                let (t, w) = apart(last.t_s, *window_end_s);
+                write!(f, "last sample {} at {t} s is before the run end at {w} s", last.seq)
+            }
             Rejection::CounterDecreased {
                 before,
                 after,
@@ -617,6 +627,23 @@ mod tests {
 
     fn rules() -> Rules {
         Rules::new(Rules::DEFAULT_MAX_WATTS, 0.5)
+    }
+
+    #[test]
+    fn window_messages_show_the_two_times_apart() {
+        let r =
+            Rejection::EndsBeforeWindow { last: SampleRef { seq: 12, t_s: 1.4692 }, window_end_s: 1.46938 };
+        assert_eq!(
+            r.to_string(),
+            "ends_before_window: last sample 12 at 1.4692 s is before the run end at 1.4694 s"
+        );
+        let r = Rejection::StartsAfterWindow { first: SampleRef { seq: 0, t_s: 2.5 }, window_start_s: 1.25 };
+        assert_eq!(
+            r.to_string(),
+            "starts_after_window: first sample 0 at 2.500 s is after the run start at 1.250 s"
+        );
+        // at most nine decimals, even for times that never read differently
+        assert_eq!(apart(1.0, 1.0 + 1e-12), ("1.000000000".to_string(), "1.000000000".to_string()));
     }
 
     #[test]

@@ -54,14 +54,15 @@ pub enum HubError {
     #[error("hub settings: {0}")]
     Config(String),
     /// Offline, and the checkpoint is not in the cache.
-    #[error("{repo}@{revision} is not in the Hugging Face cache {cache} and downloads are off ({why}); run once with network access (unset HF_HUB_OFFLINE), e.g. `laya-bench predict --model hub:{spec} --state hi --questions '{{}}'`, or copy the cache from a machine that has it")]
+    #[error("{repo}@{revision} is {whereabouts} and downloads are off ({why}); run once with network access (unset HF_HUB_OFFLINE), e.g. `laya-bench predict --model hub:{spec} --state hi --questions '{{}}'`, or copy the cache from a machine that has it")]
     Offline {
         /// `owner/repo`.
         repo: String,
         /// Revision asked for.
         revision: String,
-        /// Cache folder searched.
-        cache: String,
+        /// "not in the Hugging Face cache C", or "only partly in …" naming what the cached
+        /// snapshot lacks.
+        whereabouts: String,
         /// The text after `hub:`.
         spec: String,
         /// Which setting turned downloads off.
@@ -427,17 +428,23 @@ pub fn resolve(cfg: &HubConfig, observer: Arc<dyn Observer>, href: &HubRef) -> R
     } else {
         std::fs::read_to_string(repo_dir.join("refs").join(&revision)).ok().map(|s| s.trim().to_string())
     };
+    let (mut presence, mut missing) = ("not in", String::new());
     if let Some(commit) = local_commit.filter(|c| is_commit(c)) {
         let dir = repo_dir.join("snapshots").join(&commit);
         if complete(&dir) {
-            return finish(href, &commit, dir, pinned, Vec::new());
+            return finish(href, &commit, dir, pinned, Vec::new(), cfg.offline.as_deref());
+        }
+        if dir.is_dir() {
+            let lacks: Vec<&str> = required().filter(|f| !dir.join(f).is_file()).collect();
+            presence = "only partly in";
+            missing = format!(" (snapshot {commit} lacks {})", lacks.join(", "));
         }
     }
     if let Some(why) = &cfg.offline {
         return Err(HubError::Offline {
             repo: href.repo.clone(),
             revision,
-            cache: cfg.cache_dir.display().to_string(),
+            whereabouts: format!("{presence} the Hugging Face cache {}{missing}", cfg.cache_dir.display()),
             spec: href.spec.clone(),
             why: why.clone(),
         });
@@ -486,7 +493,7 @@ pub fn resolve(cfg: &HubConfig, observer: Arc<dyn Observer>, href: &HubRef) -> R
             dir.display()
         ));
     }
-    finish(href, &commit, dir, pinned, downloaded)
+    finish(href, &commit, dir, pinned, downloaded, None)
 }
 
 /// Hash every file, check the pinned ones, and describe the snapshot.
@@ -496,6 +503,7 @@ fn finish(
     dir: PathBuf,
     pinned: Option<PinnedRevision>,
     downloaded: Vec<String>,
+    offline: Option<&str>,
 ) -> Result<Resolved, HubError> {
     let mut files = Vec::new();
     for file in list_snapshot(&dir) {
@@ -507,7 +515,7 @@ fn finish(
         };
         if let (Some(want), Some(p)) = (want, href.pin) {
             if sha256 != want {
-                let action = remove_cached(&path);
+                let action = remove_cached(&path, offline);
                 return Err(HubError::Sha256Mismatch {
                     file: path.display().to_string(),
                     got: sha256,
@@ -523,16 +531,21 @@ fn finish(
 }
 
 /// Remove a corrupt cached file (its snapshot link and the blob it points to).
-fn remove_cached(path: &Path) -> String {
+fn remove_cached(path: &Path, offline: Option<&str>) -> String {
     let target = std::fs::canonicalize(path).ok();
     let mut removed = std::fs::remove_file(path).is_ok();
     if let Some(t) = target.filter(|t| t != path) {
         removed &= std::fs::remove_file(&t).is_ok();
     }
+    // offline, a second run cannot download anything: say what turns downloads back on
+    let again = match offline {
+        Some(why) => format!("run again with network access (downloads are off: {why}; unset HF_HUB_OFFLINE) to download it anew"),
+        None => "run again to download it anew".to_string(),
+    };
     if removed {
-        "the copy was removed from the cache; run again to download it anew (if it fails again, the hub or a proxy serves other bytes than the published checkpoint)".to_string()
+        format!("the copy was removed from the cache; {again} (if it fails again, the hub or a proxy serves other bytes than the published checkpoint)")
     } else {
-        format!("delete {} and run again to download it anew", path.display())
+        format!("delete {} and {again}", path.display())
     }
 }
 
@@ -826,6 +839,28 @@ mod tests {
         {
             assert!(!wanted(f), "{f}");
         }
+    }
+
+    #[test]
+    fn a_removed_corrupt_copy_says_how_to_fetch_it_again_online_and_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("model.safetensors");
+        std::fs::write(&f, b"x").unwrap();
+        let online = remove_cached(&f, None);
+        assert!(!f.exists());
+        assert!(
+            online.starts_with("the copy was removed from the cache; run again to download it anew"),
+            "{online}"
+        );
+        std::fs::write(&f, b"x").unwrap();
+        let offline = remove_cached(&f, Some("HF_HUB_OFFLINE is set"));
+        assert!(
+            offline.contains("run again with network access (downloads are off: HF_HUB_OFFLINE is set; unset HF_HUB_OFFLINE)"),
+            "{offline}"
+        );
+        // a copy that cannot be removed (here: already gone) is left to the user
+        let gone = remove_cached(&f, None);
+        assert!(gone.starts_with(&format!("delete {} and run again", f.display())), "{gone}");
     }
 
     #[test]

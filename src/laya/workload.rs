@@ -71,6 +71,27 @@ pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
     let states = w.get("states").and_then(Value::as_array).ok_or_else(|| invalid(file, "no `states`"))?;
     // Long enough that no row is cut while we search.
     let probe_len = tokens.max(1) * 4 + 1024;
+    // Every state's shortest row (its `field` empty) first, so a --tokens too small for any
+    // of them is answered with the one figure that fits them all.
+    let mut floors = Vec::with_capacity(states.len());
+    for (i, state) in states.iter().enumerate() {
+        let mut s = state.clone();
+        s[&field] = Value::String(String::new());
+        let lens = row_lengths(host, &s, &questions, probe_len, false)
+            .map_err(|d| WorkloadError::Length { state: i, detail: d })?;
+        floors.push(lens.into_iter().max().unwrap_or(0));
+    }
+    if let Some((i, &floor)) = floors.iter().enumerate().max_by_key(|&(i, f)| (*f, std::cmp::Reverse(i))) {
+        if floor > tokens {
+            return Err(WorkloadError::Length {
+                state: i,
+                detail: format!(
+                    "its row is {floor} tokens even with an empty `{field}` (the longest of the {} states); use --tokens {floor} or more",
+                    states.len()
+                ),
+            });
+        }
+    }
     let mut built = Built { name: "invoice".into(), requests: Vec::new(), tokens_per_row: Vec::new() };
     for (i, state) in states.iter().enumerate() {
         let original = state.get(&field).and_then(Value::as_str).unwrap_or("").to_string();
@@ -82,15 +103,6 @@ pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
                 .map_err(|d| WorkloadError::Length { state: i, detail: d })?;
             Ok(lens.into_iter().max().unwrap_or(0))
         };
-        let floor = length_of(&[])?;
-        if floor > tokens {
-            return Err(WorkloadError::Length {
-                state: i,
-                detail: format!(
-                    "its row is {floor} tokens even with an empty `{field}`; use --tokens {floor} or more"
-                ),
-            });
-        }
         // Drop 0, 1, 2, ... words from the end, then grow greedily with filler words (each
         // candidate in turn, then the back-off word) until the row is exactly `tokens` long.
         let base = std::mem::take(&mut words);

@@ -64,6 +64,14 @@ pub const PALETTE_VERSION: u32 = 1;
 /// `method` of this palettizer (recorded in the file).
 pub const METHOD: &str = "grouped-kmeans-1d-lloyd/cbrt-density-init";
 
+/// The `portable:wN:PATH` spelling of a palette width, where that width has one.
+fn width_spec(bits: &u8) -> String {
+    match bits {
+        4 | 6 | 8 => format!(" or portable:w{bits}:PATH"),
+        _ => String::new(),
+    }
+}
+
 /// Palettization that cannot be done, or a palette file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PaletteError {
@@ -137,7 +145,7 @@ pub enum PaletteError {
         checkpoint: String,
     },
     /// The palette has another index width than requested.
-    #[error("{file}: palette has {found}-bit indices, but {expected}-bit was requested; use portable:w{found}:PATH or portable:palette:PATH")]
+    #[error("{file}: palette has {found}-bit indices, but {expected}-bit was requested; use portable:palette:PATH (any width){}", width_spec(.found))]
     Bits {
         /// File name.
         file: String,
@@ -797,6 +805,16 @@ mod tests {
         let e = meta.check_source("p.palette", "synthetic:multilingual:seed=1").unwrap_err().to_string();
         assert!(e.contains("with fingerprint synthetic:multilingual:seed=0"), "{e}");
         assert!(!e.contains("sha256 synthetic"), "{e}");
+    }
+
+    #[test]
+    fn a_width_mismatch_offers_only_specs_that_exist() {
+        let e = |found| PaletteError::Bits { file: "p.safetensors".into(), expected: 8, found }.to_string();
+        assert_eq!(
+            e(3),
+            "p.safetensors: palette has 3-bit indices, but 8-bit was requested; use portable:palette:PATH (any width)"
+        );
+        assert!(e(6).ends_with("use portable:palette:PATH (any width) or portable:w6:PATH"), "{}", e(6));
     }
 
     fn matrix(rows: usize, cols: usize, seed: u32) -> Matrix {

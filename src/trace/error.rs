@@ -161,7 +161,9 @@ pub enum TraceError {
     #[error("no run: the TOC lists no <run>; was the recording empty?")]
     NoRun,
     /// The TOC holds several runs and none was chosen; runs are never combined.
-    #[error("multiple runs: the TOC lists runs {numbers:?}; choose one run (runs are never combined)")]
+    #[error(
+        "multiple runs: the TOC lists runs {numbers:?}; choose one with --run N (runs are never combined)"
+    )]
     MultipleRuns {
         /// The run numbers found.
         numbers: Vec<u32>,

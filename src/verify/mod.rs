@@ -407,7 +407,8 @@ pub struct BackendCase {
     pub logit_max_abs: Option<f64>,
     /// Largest |Δ| of a raw action logit.
     pub action_logit_max_abs: Option<f64>,
-    /// Largest |Δ|/|ref| of a raw action logit.
+    /// Largest |Δ|/|ref| of a raw action logit whose reference is not zero (`None`: skipped,
+    /// or every reference is zero, where a relative difference means nothing).
     pub action_logit_max_rel: Option<f64>,
     /// Values outside `atol + rtol·|ref|` (slot and action logits).
     pub values_outside_tolerance: usize,
@@ -483,7 +484,7 @@ pub fn check_backend(
             })
             .collect();
         let (logits, actions) = goldens::forward_rows(host, backend, &rows).map_err(run)?;
-        let (mut lmax, mut amax, mut arel, mut outside) = (0f64, 0f64, 0f64, 0usize);
+        let (mut lmax, mut amax, mut arel, mut outside) = (0f64, 0f64, None::<f64>, 0usize);
         for j in 0..rows.len() {
             for (&got, &r) in logits[j].iter().zip(&c.logits[j]) {
                 lmax = lmax.max(diff(got, r));
@@ -493,7 +494,9 @@ pub fn check_backend(
             for (&got, &r) in actions[j].iter().zip(&c.action_logits[j]) {
                 let d = diff(got, r);
                 amax = amax.max(d);
-                arel = arel.max(d / f64::from(r).abs().max(f64::MIN_POSITIVE));
+                if r != 0.0 {
+                    arel = Some(arel.unwrap_or(0.0).max(d / f64::from(r).abs()));
+                }
                 outside += usize::from(!tol.allows(got, r));
             }
         }
@@ -510,7 +513,7 @@ pub fn check_backend(
             tokens_equal,
             logit_max_abs: Some(lmax),
             action_logit_max_abs: Some(amax),
-            action_logit_max_rel: Some(arel),
+            action_logit_max_rel: arel,
             values_outside_tolerance: outside,
             answers,
             decode_equal,

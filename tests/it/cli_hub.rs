@@ -111,6 +111,19 @@ fn a_repository_resolves_downloads_once_and_then_works_offline() {
     let o = predict(home.path(), "http://127.0.0.1:9", &[("HF_HUB_OFFLINE", "1")], "hub:test/tiny@v1");
     assert_exit(&o, 2, "test/tiny@v1 is not in the Hugging Face cache");
     assert!(err(&o).contains("unset HF_HUB_OFFLINE"), "{}", err(&o));
+    // A snapshot missing a file is said to be partly there, naming the file.
+    std::fs::remove_file(snap.join("tokenizer/tokenizer_config.json")).unwrap();
+    let o = predict(
+        home.path(),
+        "http://127.0.0.1:9",
+        &[("HF_HUB_OFFLINE", "1")],
+        &format!("hub:test/tiny@{COMMIT}"),
+    );
+    assert_exit(
+        &o,
+        2,
+        &format!("is only partly in the Hugging Face cache {}/hf/hub (snapshot {COMMIT} lacks tokenizer/tokenizer_config.json) and downloads are off", home.path().display()),
+    );
 }
 
 #[test]

@@ -202,6 +202,24 @@ fn requests_that_do_not_fit_or_are_invalid_exit_2() {
         "min_confidence must be a float in [0.0, 1.0], got 2",
     );
     assert_exit(&laya_bench(&["predict", "--bogus"]), 2, "--bogus");
+    // A request file's error names the file and, in a list, the request.
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.json");
+    let good = serde_json::json!({"state": "x", "questions": serde_json::from_str::<Value>(NOUL).unwrap()});
+    let bad = serde_json::json!({"state": "x", "questions": {"q": {"type": "poll", "instructions": "x"}}});
+    std::fs::write(&list, serde_json::to_string(&serde_json::json!([good, bad])).unwrap()).unwrap();
+    assert_exit(
+        &laya_bench(&["predict", "--request", list.to_str().unwrap()]),
+        2,
+        &format!("--request {}: request 1 failed: question 'q': unknown type 'poll'", list.display()),
+    );
+    let one = dir.path().join("one.json");
+    std::fs::write(&one, serde_json::to_string(&bad).unwrap()).unwrap();
+    assert_exit(
+        &laya_bench(&["predict", "--request", one.to_str().unwrap()]),
+        2,
+        &format!("--request {}: the request failed: question 'q'", one.display()),
+    );
 }
 
 /// A fabricated ANE bundle: manifest, the committed fixture's package, host weights from the

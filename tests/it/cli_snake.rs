@@ -372,6 +372,12 @@ fn play_refuses_bad_input_with_exit_2() {
         2,
         "--row-length 1000 is longer than the model's max_len 512",
     );
+    // a recording in a folder that does not exist: said of the folder, before the model loads
+    assert_exit(
+        &play(&["--record", "absent/r.jsonl"]),
+        2,
+        "--record absent/r.jsonl: the folder absent does not exist; create it or choose another path",
+    );
 }
 
 #[test]

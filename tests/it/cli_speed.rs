@@ -130,7 +130,29 @@ fn bad_inputs_exit_2_before_measuring() {
         2,
         "--tokens 100 does not fit --length 96",
     );
-    assert_exit(&laya_bench(d, &["speed", "--tokens", "20", "--calls", "1"]), 2, "even with an empty `note`");
+    let o = laya_bench(d, &["speed", "--tokens", "20", "--calls", "1"]);
+    assert_exit(&o, 2, "even with an empty `note`");
+    // the figure it gives fits every state: the workload builds at it, and not one token lower
+    let err = stderr(&o);
+    let floor: usize = err
+        .split("use --tokens ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no figure in: {err}"));
+    let below = (floor - 1).to_string();
+    assert_exit(
+        &laya_bench(d, &["speed", "--tokens", &below, "--calls", "1"]),
+        2,
+        &format!("use --tokens {floor} or more"),
+    );
+    let at = floor.to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let o = laya_bench(
+        elsewhere.path(),
+        &["speed", "--tokens", &at, "--calls", "1", "--cycles", "1", "--warmup", "1", "--arm", "a=mock:ok"],
+    );
+    assert!(!stderr(&o).contains("even with an empty"), "{}", stderr(&o));
     assert_exit(
         &laya_bench(d, &["speed", "--tokens", "500", "--length", "600", "--calls", "1"]),
         2,
@@ -366,6 +388,13 @@ fn a_negative_number_names_its_option() {
     for (args, flag) in [
         (&["speed", "--cycles", "-1"][..], "--cycles"),
         (&["speed", "--seconds", "-2"][..], "--seconds"),
+        // a negative duration with its unit, as users write them
+        (&["speed", "--seconds", "-2s"][..], "--seconds"),
+        (
+            &["energy", "--sample-interval", "-1s", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"][..],
+            "--sample-interval",
+        ),
+        (&["snake", "play", "--headless", "--duration", "-5s"][..], "--duration"),
         (
             &["energy", "--max-watts", "-5", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"][..],
             "--max-watts",

@@ -228,6 +228,26 @@ fn bad_goldens_exit_2_naming_the_case_and_field() {
     assert_exit(&o, 2, "--goldens: cannot read");
     let o = verify(dir.path(), "builtin:tiny", &path, &["--logit-atol", "-1"]);
     assert_exit(&o, 2, "--logit-atol -1 must be a finite number");
+    // A report that could not be saved is refused before any case runs, not after.
+    // Action logits whose references are all zero: no relative difference (not 1e308).
+    let zeros = edited(&g, |g| {
+        for c in g["cases"].as_array_mut().unwrap() {
+            for row in c["action_logits"].as_array_mut().unwrap() {
+                *row = json!(vec![0.0; row.as_array().unwrap().len()]);
+            }
+        }
+    });
+    let p = dir.path().join("zeros.json");
+    std::fs::write(&p, serde_json::to_vec(&zeros).unwrap()).unwrap();
+    let o = verify(dir.path(), "builtin:tiny", &p, &["--output", "zeros-report.json"]);
+    assert_exit(&o, 1, "case(s) failed");
+    for c in report(&dir.path().join("zeros-report.json"))["backends"][0]["cases"].as_array().unwrap() {
+        assert_eq!(c["action_logit_max_rel"], Value::Null, "{c}");
+        assert!(c["action_logit_max_abs"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    let o = verify(dir.path(), "builtin:tiny", &path, &["--output", "absent/v.json"]);
+    assert_exit(&o, 2, "the folder absent does not exist; create it or choose another path");
+    assert!(!stdout(&o).contains("backend portable:f32"), "{}", stdout(&o));
 }
 
 /// SIGINT between cases: exit 1, the report keeps the cases that ran and gives no verdict.

@@ -41,6 +41,8 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     }
     let limit = args.duration.as_deref().map(|d| positive_duration("--duration", d)).transpose()?;
     if let Some(path) = &args.record {
+        // before the model loads and warms up: its folder must exist and take files
+        crate::bench::outputs::check_folder("--record", path)?;
         if path.exists() {
             return Err(Failure::input(anyhow!(
                 "--record {}: the file exists; recordings are never overwritten, choose a new path",
@@ -113,7 +115,10 @@ fn open_recording(
         .create_new(true)
         .open(path)
         .with_context(|| {
-            format!("--record {}: cannot create the recording (it must not exist)", path.display())
+            format!(
+                "--record {}: cannot create the recording (a new file; recordings are never overwritten)",
+                path.display()
+            )
         })
         .map_err(Failure::input)?;
     let mut writer = RecordingWriter::new(BufWriter::new(file));
