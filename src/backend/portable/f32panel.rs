@@ -101,27 +101,28 @@ fn next_block(w: &Matrix, packed: Option<&[f32]>, bi: usize, k0: usize, panels: 
         return None;
     }
     let (np, kc) = (NP.min(panels - p0), KC.min(k - k0));
-    // (first byte, bytes between panels, bytes of the slice in one panel)
-    let (base, stride, bytes): (*const u8, usize, usize) = match (packed, w) {
+    // (first byte, bytes between panels, bytes of the slice in one panel, panels): packed
+    // FP32 blocks are one contiguous stretch from any step on (a group of `Layout::Panels16`)
+    let (base, stride, bytes, parts): (*const u8, usize, usize, usize) = match (packed, w) {
         (Some(d), _) => {
-            let at = d.get(p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..)?;
-            (at.as_ptr().cast(), PANEL_ROWS * k * 4, kc * PANEL_ROWS * 4)
+            let at = d.get(p0 * PANEL_ROWS * k + k0 * PANEL_ROWS * np..)?;
+            (at.as_ptr().cast(), 0, kc * PANEL_ROWS * np * 4, 1)
         }
         (None, Matrix::F16(h) | Matrix::BF16(h)) if h.order() == HalfOrder::Pairs16 => {
             let ke = h.cols_even();
             let at = h.data().get(p0 * PANEL_ROWS * ke + k0 * PANEL_ROWS..)?;
-            (at.as_ptr().cast(), PANEL_ROWS * ke * 2, kc * PANEL_ROWS * 2)
+            (at.as_ptr().cast(), PANEL_ROWS * ke * 2, kc * PANEL_ROWS * 2, np)
         }
         (None, Matrix::Palettized(p))
             if p.order() == PaletteOrder::Panels16 && p.group_size().is_multiple_of(PANEL_ROWS) =>
         {
             let at = p.indices().get(p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..)?;
-            (at.as_ptr(), PANEL_ROWS * k, kc * PANEL_ROWS)
+            (at.as_ptr(), PANEL_ROWS * k, kc * PANEL_ROWS, np)
         }
         _ => return None,
     };
     let steps = bytes.div_ceil(LINE);
-    Some(Prefetch { base, stride, steps, lines: np * steps })
+    Some(Prefetch { base, stride, steps, lines: parts * steps })
 }
 
 /// Hints lines `[first, first + count)` of `pf` into L2 one at a time, spread over a loop of
@@ -411,15 +412,22 @@ pub(crate) fn linear(
                                 } else {
                                     None
                                 };
-                                let (b, bstride): (&[f32], usize) = match packed {
-                                    Some(d) => (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS..], PANEL_ROWS * k),
+                                // (the block from step k0, panel j's values of step s at
+                                // j·bstride + s·kstep): a packed group is step-major, its panels
+                                // 16 values apart; a decoded tile panel-major
+                                let (b, bstride, kstep): (&[f32], usize, usize) = match packed {
+                                    Some(d) => (
+                                        &d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS * np..],
+                                        PANEL_ROWS,
+                                        PANEL_ROWS * np,
+                                    ),
                                     None => {
                                         for j in 0..np {
                                             let t =
                                                 &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
                                             decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row, isa);
                                         }
-                                        (&tile[..], KC * PANEL_ROWS)
+                                        (&tile[..], KC * PANEL_ROWS, PANEL_ROWS)
                                     }
                                 };
                                 let c0 = p0 * PANEL_ROWS;
@@ -427,20 +435,20 @@ pub(crate) fn linear(
                                 let acc = accumulate || k0 > 0;
                                 // SAFETY: the ISA's features were checked (`runs_here`); `x` has m
                                 // rows of k values and columns [k0, k0 + kc) exist; `b` holds np
-                                // panels of kc × 16 at stride `bstride` (a decoded tile, or the
-                                // packed weights from panel p0, column k0: the last value read,
-                                // (p0 + np − 1)·16k + (k0 + kc)·16 − 1, is below panels·16k); the
+                                // panels of kc steps of 16 (a decoded tile, or the packed group
+                                // of panel p0 from step k0: the last value read, p0·16k + (k0 +
+                                // kc)·16np − 1, is below (p0 + np)·16k ≤ panels·16k); the
                                 // destination columns [c0, c0 + ncols) of the m rows of `y` (stride
                                 // `out`, ≥ m·out values) belong to this worker's blocks only.
                                 unsafe {
                                     match isa {
                                         Isa::Avx512 => avx512::block(
-                                            &xpack.1, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc,
-                                            next,
+                                            &xpack.1, m, k, k0, kc, b, bstride, kstep, np, dst, c0, out,
+                                            ncols, acc, next,
                                         ),
                                         _ => avx2::block(
-                                            &xpack.1, m, k, k0, kc, b, bstride, np, dst, c0, out, ncols, acc,
-                                            next,
+                                            &xpack.1, m, k, k0, kc, b, bstride, kstep, np, dst, c0, out,
+                                            ncols, acc, next,
                                         ),
                                     }
                                 }
@@ -660,7 +668,8 @@ mod avx512 {
     ///
     /// # Safety
     /// AVX-512F; `xp` is `x` (`m` rows of `ldx` values) packed by [`pack_rows`], `k0 + kc ≤
-    /// ldx`; `tile` holds `np` panels of `kc × 16` at stride `bstride`; `dst` points at a live
+    /// ldx`; `tile` holds `np` panels of `kc` steps of 16 values, panel `j`'s step `s` at
+    /// `j·bstride + s·kstep`; `dst` points at a live
     /// f32 array of at least `m·ld` values of which this call alone writes columns `[c0, c0 +
     /// ncols)`, `ncols ≤ 16·np`, `c0 + ncols ≤ ld`.
     #[target_feature(enable = "avx512f")]
@@ -673,6 +682,7 @@ mod avx512 {
         kc: usize,
         tile: &[f32],
         bstride: usize,
+        kstep: usize,
         np: usize,
         dst: DstPtr,
         c0: usize,
@@ -698,14 +708,14 @@ mod avx512 {
                 macro_rules! go {
                     ($np:literal) => {
                         match mr {
-                            8 => tile_kernel::<8, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            7 => tile_kernel::<7, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            6 => tile_kernel::<6, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            5 => tile_kernel::<5, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            4 => tile_kernel::<4, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            3 => tile_kernel::<3, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            2 => tile_kernel::<2, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
-                            _ => tile_kernel::<1, $np>(a, b, bstride, kc, ncols, c, ld, acc, pf),
+                            8 => tile_kernel::<8, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            7 => tile_kernel::<7, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            6 => tile_kernel::<6, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            5 => tile_kernel::<5, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            4 => tile_kernel::<4, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            3 => tile_kernel::<3, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            2 => tile_kernel::<2, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            _ => tile_kernel::<1, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
                         }
                     };
                 }
@@ -756,7 +766,8 @@ mod avx512 {
     ///
     /// # Safety
     /// AVX-512F; `a` points at `kc` steps of [`MR`] packed values ([`pack_rows`]), of which rows
-    /// `[0, R)` are read; `b` at `P` panels of `kc × 16` values (stride `stride`); `c` at `R`
+    /// `[0, R)` are read; `b` at `P` panels of `kc` steps of 16 values (panel `j`'s step `k` at
+    /// `j·stride + k·kstep`); `c` at `R`
     /// rows (stride `ld`) of which columns `[0, ncols)`, `ncols ≤ 16·P`, are written.
     #[target_feature(enable = "avx512f")]
     #[inline]
@@ -765,6 +776,7 @@ mod avx512 {
         a: *const f32,
         b: *const f32,
         stride: usize,
+        kstep: usize,
         kc: usize,
         ncols: usize,
         c: *mut f32,
@@ -779,12 +791,12 @@ mod avx512 {
             for u in 0..UNROLL {
                 let k = g * UNROLL + u;
                 // SAFETY: step k < kc: its MR packed values and its panel rows.
-                unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * PANEL_ROWS), stride) };
+                unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * kstep), stride) };
             }
         }
         for k in groups * UNROLL..kc {
             // SAFETY: as above.
-            unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * PANEL_ROWS), stride) };
+            unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * kstep), stride) };
         }
         for (i, row) in sum.iter().enumerate() {
             for (j, s) in row.iter().enumerate() {
@@ -968,6 +980,7 @@ mod avx2 {
         kc: usize,
         tile: &[f32],
         bstride: usize,
+        kstep: usize,
         np: usize,
         dst: DstPtr,
         c0: usize,
@@ -998,12 +1011,12 @@ mod avx2 {
                     let b = tile.as_ptr().add(j * bstride);
                     let c = dst.0.add(r * ld + c0 + j * PANEL_ROWS);
                     match mr {
-                        6 => tile_kernel::<6>(a, b, kc, valid, c, ld, acc, pf),
-                        5 => tile_kernel::<5>(a, b, kc, valid, c, ld, acc, pf),
-                        4 => tile_kernel::<4>(a, b, kc, valid, c, ld, acc, pf),
-                        3 => tile_kernel::<3>(a, b, kc, valid, c, ld, acc, pf),
-                        2 => tile_kernel::<2>(a, b, kc, valid, c, ld, acc, pf),
-                        _ => tile_kernel::<1>(a, b, kc, valid, c, ld, acc, pf),
+                        6 => tile_kernel::<6>(a, b, kstep, kc, valid, c, ld, acc, pf),
+                        5 => tile_kernel::<5>(a, b, kstep, kc, valid, c, ld, acc, pf),
+                        4 => tile_kernel::<4>(a, b, kstep, kc, valid, c, ld, acc, pf),
+                        3 => tile_kernel::<3>(a, b, kstep, kc, valid, c, ld, acc, pf),
+                        2 => tile_kernel::<2>(a, b, kstep, kc, valid, c, ld, acc, pf),
+                        _ => tile_kernel::<1>(a, b, kstep, kc, valid, c, ld, acc, pf),
                     }
                 }
                 pf.finish();
@@ -1037,14 +1050,15 @@ mod avx2 {
     ///
     /// # Safety
     /// AVX2 and FMA; `a` points at `kc` steps of [`XS`] packed values ([`pack_rows`]), of which
-    /// rows `[0, R)` are read; `b` at one panel of `kc × 16` values; `c` at `R` rows (stride
-    /// `ld`) of which columns `[0, valid)`, `valid ≤ 16`, are written.
+    /// rows `[0, R)` are read; `b` at one panel of `kc` steps of 16 values, `kstep` apart; `c`
+    /// at `R` rows (stride `ld`) of which columns `[0, valid)`, `valid ≤ 16`, are written.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     unsafe fn tile_kernel<const R: usize>(
         a: *const f32,
         b: *const f32,
+        kstep: usize,
         kc: usize,
         valid: usize,
         c: *mut f32,
@@ -1060,12 +1074,12 @@ mod avx2 {
             for u in 0..UNROLL {
                 let k = g * UNROLL + u;
                 // SAFETY: step k < kc: its packed values and its 16 panel values.
-                unsafe { step::<R>(&mut lo, &mut hi, a.add(k * XS), b.add(k * 16)) };
+                unsafe { step::<R>(&mut lo, &mut hi, a.add(k * XS), b.add(k * kstep)) };
             }
         }
         for k in groups * UNROLL..kc {
             // SAFETY: as above.
-            unsafe { step::<R>(&mut lo, &mut hi, a.add(k * XS), b.add(k * 16)) };
+            unsafe { step::<R>(&mut lo, &mut hi, a.add(k * XS), b.add(k * kstep)) };
         }
         for i in 0..R {
             // SAFETY: row i < R; columns [0, valid) ⊆ the caller's block (full panels use two
@@ -1204,12 +1218,14 @@ mod tests {
         let f = Matrix::f32_row_major(out, k, vec![0.25; out * k]).unwrap();
         let packed = f.clone().into_layout(Layout::Panels16);
         let Matrix::F32(d) = &packed else { panic!("f32") };
-        // block 1 (panels 3..6), slice from 384: 3 panels × 384 lines, panels 16k f32 apart
+        // block 1 (panels 3..6, a group of three, step-major: 48 values a step), slice from 384:
+        // one contiguous stretch of 384 steps × 3 lines
         let p = next_block(&packed, Some(d.data()), 1, 384, 7).unwrap();
-        assert_eq!(p.base, d.data()[3 * 16 * k + 384 * 16..].as_ptr().cast());
-        assert_eq!((p.stride, p.steps, p.lines), (16 * k * 4, 384, 3 * 384));
-        // the last block has one panel; the last slice 232 inputs
+        assert_eq!(p.base, d.data()[3 * 16 * k + 384 * 48..].as_ptr().cast());
+        assert_eq!((p.stride, p.steps, p.lines), (0, 3 * 384, 3 * 384));
+        // the last block has one panel (16 values a step); the last slice 232 inputs
         let p = next_block(&packed, Some(d.data()), 2, 768, 7).unwrap();
+        assert_eq!(p.base, d.data()[6 * 16 * k + 768 * 16..].as_ptr().cast());
         assert_eq!((p.steps, p.lines), (232, 232));
         assert!(next_block(&packed, Some(d.data()), 3, 0, 7).is_none(), "no block 3");
         assert!(next_block(&packed, Some(d.data()), 0, 1000, 7).is_none(), "no slice from 1000");

@@ -82,19 +82,28 @@ pub enum Layout {
     RowMajor,
     /// `[rows, cols]` column-major (the transpose is row-major): `data[c * rows + r]`.
     ColMajor,
-    /// Rows in panels of 16 (the last one zero-padded), each panel column-major:
-    /// `data[(r / 16)·16·cols + c·16 + r % 16]`, the operand order of the portable engine's
-    /// packed-panel kernels (one 16-wide vector per reduction step).
+    /// Rows in panels of 16 (the last one zero-padded), the panels in groups of three (the
+    /// last group may have fewer), each group step-major with its panels' 16 values of one
+    /// column side by side: group `g` holding `np` panels starts at `g·48·cols`, and `(r, c)`
+    /// is at `g·48·cols + c·16·np + (r % 48 / 16)·16 + r % 16`. The operand order of the
+    /// portable engine's packed-panel kernels: a 48-column block of the AVX-512 tile, from any
+    /// reduction step on, is one contiguous stretch of memory.
     Panels16,
 }
 
 /// Rows per panel of [`Layout::Panels16`].
 const F32_PANEL: usize = 16;
+/// Panels per group of [`Layout::Panels16`].
+pub const PANEL_GROUP: usize = 3;
 
-/// Index of `(r, c)` in a [`Layout::Panels16`] array with `cols` columns.
+/// Index of `(r, c)` in a [`Layout::Panels16`] array of `rows` rows and `cols` columns.
 #[inline]
-fn panel_index(r: usize, c: usize, cols: usize) -> usize {
-    (r / F32_PANEL) * F32_PANEL * cols + c * F32_PANEL + r % F32_PANEL
+fn panel_index(r: usize, c: usize, rows: usize, cols: usize) -> usize {
+    let group_rows = F32_PANEL * PANEL_GROUP;
+    let g = r / group_rows;
+    let panels = rows.div_ceil(F32_PANEL);
+    let np = PANEL_GROUP.min(panels - g * PANEL_GROUP);
+    g * group_rows * cols + c * F32_PANEL * np + (r % group_rows / F32_PANEL) * F32_PANEL + r % F32_PANEL
 }
 
 /// A dense f32 matrix.
@@ -135,7 +144,7 @@ impl DenseF32 {
         Some(match self.layout {
             Layout::RowMajor => self.data[r * self.cols + c],
             Layout::ColMajor => self.data[c * self.rows + r],
-            Layout::Panels16 => self.data[panel_index(r, c, self.cols)],
+            Layout::Panels16 => self.data[panel_index(r, c, self.rows, self.cols)],
         })
     }
     /// Same matrix stored in `layout` (transposes the storage when it differs).
@@ -161,7 +170,7 @@ impl DenseF32 {
                 let mut out = vec![0.0f32; rows.next_multiple_of(F32_PANEL) * cols];
                 for r in 0..rows {
                     for c in 0..cols {
-                        out[panel_index(r, c, cols)] = self.data[r * cols + c];
+                        out[panel_index(r, c, rows, cols)] = self.data[r * cols + c];
                     }
                 }
                 self.data = out;
@@ -316,7 +325,7 @@ impl Matrix {
                 Layout::Panels16 => {
                     for (i, row) in out.chunks_exact_mut(c.max(1)).enumerate() {
                         for (j, o) in row.iter_mut().enumerate() {
-                            *o = m.data[panel_index(r0 + i, j, c)];
+                            *o = m.data[panel_index(r0 + i, j, m.rows, c)];
                         }
                     }
                 }
@@ -344,7 +353,7 @@ impl Matrix {
                     }
                     Layout::Panels16 => {
                         for (j, o) in out.iter_mut().enumerate() {
-                            *o = m.data[panel_index(r, c0 + j, m.cols)];
+                            *o = m.data[panel_index(r, c0 + j, m.rows, m.cols)];
                         }
                     }
                 }
@@ -901,7 +910,10 @@ mod tests {
         let p = m.clone().into_layout(Layout::Panels16);
         let Matrix::F32(d) = &p else { panic!("layout change kept the precision") };
         assert_eq!(d.data().len(), 32 * cols);
-        assert_eq!(d.data()[16 * 2 + 3], v[3 * cols + 2]);
+        // one group of two panels: column 2's 32 values start at 2·32; row 3 is the 4th
+        assert_eq!(d.data()[32 * 2 + 3], v[3 * cols + 2]);
+        // row 17 is panel 1's second row: after panel 0's 16 values of its column
+        assert_eq!(d.data()[32 * 4 + 16 + 1], v[17 * cols + 4]);
         assert_eq!(d.get(18, 4), Some(v[18 * cols + 4]));
         assert_eq!(p.to_row_major_f32().unwrap(), v);
         let mut seg = [0.0f32; 2];
@@ -913,5 +925,18 @@ mod tests {
         assert_eq!(y1, y2);
         assert_eq!(p.clone().into_layout(Layout::ColMajor).into_layout(Layout::RowMajor), m);
         assert_eq!(p.into_layout(Layout::RowMajor), m);
+        // five panels: a group of three (48 rows) then one of two, each step-major
+        let (rows, cols) = (70, 3);
+        let v: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+        let m = Matrix::f32_row_major(rows, cols, v.clone()).unwrap();
+        let Matrix::F32(d) = m.clone().into_layout(Layout::Panels16) else { panic!("f32") };
+        assert_eq!(d.data().len(), 80 * cols);
+        // (r 37, c 1): group 0, panel 2, row 5: 1·48 + 2·16 + 5
+        assert_eq!(d.data()[48 + 32 + 5], v[37 * cols + 1]);
+        // (r 69, c 2): group 1 (two panels) from 48·3, panel 1, row 5: 144 + 2·32 + 16 + 5
+        assert_eq!(d.data()[144 + 64 + 16 + 5], v[69 * cols + 2]);
+        // padded rows are zeros
+        assert_eq!(d.data()[144 + 64 + 16 + 6], 0.0);
+        assert_eq!(Matrix::F32(d).to_row_major_f32().unwrap(), v);
     }
 }
