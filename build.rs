@@ -1,5 +1,7 @@
-//! Records the git revision for raw-file headers (`unknown` outside a git checkout), and links
-//! the MLX backend's shared libraries on Linux (feature `mlx`, see `mlx_linux`).
+//! Records the git revision for raw-file headers (`unknown` outside a git checkout; `-dirty`
+//! appended when tracked files differ from it, so a record never names a revision that is not
+//! what ran), and links the MLX backend's shared libraries on Linux (feature `mlx`, see
+//! `mlx_linux`).
 fn main() {
     mlx_linux();
     let rev = std::process::Command::new("git")
@@ -9,7 +11,19 @@ fn main() {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     if let Some(rev) = rev {
-        println!("cargo:rustc-env=LAYA_BENCH_GIT_REVISION={rev}");
+        let dirty = std::process::Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=no"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .is_some_and(|o| !o.stdout.is_empty());
+        let suffix = if dirty { "-dirty" } else { "" };
+        println!("cargo:rustc-env=LAYA_BENCH_GIT_REVISION={rev}{suffix}");
+        // an edit makes the tree dirty (or clean again) without moving HEAD: what the binary is
+        // built from is watched too
+        for path in ["src", "fixtures", "Cargo.toml", "Cargo.lock"] {
+            println!("cargo:rerun-if-changed={path}");
+        }
     }
     // Rerun when HEAD moves: HEAD itself, and the branch file it points to (in a worktree the
     // git dir is elsewhere; ask git where).

@@ -188,9 +188,10 @@ pub struct RunArgs {
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
     #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
     pub workload: String,
-    /// Real tokens per row for the invoice workload (exact).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 91, value_name = "N")]
-    pub tokens: usize,
+    /// Real tokens per row for the invoice workload (exact; default 91). Refused with a request
+    /// file, whose rows are as long as its requests.
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub tokens: Option<usize>,
     /// Padded length every arm runs at (the graph shape).
     #[arg(long, allow_negative_numbers = true, default_value_t = 96, value_name = "L")]
     pub length: usize,
@@ -406,9 +407,10 @@ pub struct TraceWorkloadArgs {
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
     #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
     pub workload: String,
-    /// Real tokens per row for the invoice workload (exact).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 91, value_name = "N")]
-    pub tokens: usize,
+    /// Real tokens per row for the invoice workload (exact; default 91). Refused with a request
+    /// file, whose rows are as long as its requests.
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub tokens: Option<usize>,
     /// Padded length the arm runs at (the graph shape).
     #[arg(long, allow_negative_numbers = true, default_value_t = 96, value_name = "L")]
     pub length: usize,

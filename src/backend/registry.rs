@@ -113,7 +113,16 @@ pub const KINDS: &[KindRow] = &[
 ];
 
 fn unknown(spec: &str) -> RegistryError {
-    RegistryError::Unknown { spec: spec.into(), available: AVAILABLE.into() }
+    RegistryError::Unknown { spec: spec.into(), available: available_here() }
+}
+
+/// [`AVAILABLE`], with the MLX arm where this build has it.
+fn available_here() -> String {
+    if cfg!(feature = "mlx") {
+        format!("{AVAILABLE}, mlx:fp32|fp16:CHECKPOINT (a compiled MLX graph)")
+    } else {
+        AVAILABLE.to_string()
+    }
 }
 
 fn parse_portable(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
@@ -173,7 +182,7 @@ fn parse_mlx(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
     }
     super::mlx::MlxSpec::parse(rest)
         .map(BackendSpec::Mlx)
-        .map_err(|e| RegistryError::Unknown { spec: spec.into(), available: e })
+        .map_err(|reason| RegistryError::BadSpec { spec: spec.into(), reason })
 }
 
 fn parse_ref(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
@@ -333,7 +342,13 @@ fn build_coreml(
     shapes: Option<&ShapeCaps>,
 ) -> Result<Box<dyn Backend>, RegistryError> {
     if !cm.bundle.is_dir() || !cm.bundle.join("coreml_config.json").is_file() {
-        let what = if cm.bundle.is_dir() { "has no coreml_config.json" } else { "does not exist" };
+        let what = if cm.bundle.is_dir() {
+            "has no coreml_config.json"
+        } else if cm.bundle.exists() {
+            "is a file, not a folder (give the bundle's folder)"
+        } else {
+            "does not exist"
+        };
         return Err(RegistryError::Weights(format!(
             "{spec_text}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json; an original checkpoint runs with portable:f32)",
             cm.bundle.display()

@@ -53,9 +53,10 @@ impl OutputFiles {
     }
 
     /// Check every file before anything is measured (exit 2): no two of the raw record, report
-    /// and exports are the same file, none exists unless `overwrite`, and each one's folder
-    /// exists and can be written in.
-    pub fn check(&self) -> Result<(), BenchError> {
+    /// and exports are the same file, none is one of the `inputs` the run reads (a workload
+    /// file, the model's files), none exists unless `overwrite`, and each one's folder exists
+    /// and can be written in.
+    pub fn check(&self, inputs: &[&Path]) -> Result<(), BenchError> {
         let mut files: Vec<(&str, &Path)> = vec![("--raw", &self.raw), ("--output", &self.report)];
         if let Some(p) = &self.markdown {
             files.push(("--export-markdown", p));
@@ -63,7 +64,7 @@ impl OutputFiles {
         if let Some(p) = &self.csv {
             files.push(("--export-csv", p));
         }
-        check_new_files(&files, &[], self.overwrite)
+        check_new_files(&files, inputs, self.overwrite)
     }
 
     /// Write the JSON report and the requested Markdown and CSV exports (each atomically).
@@ -200,13 +201,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = |n: &str| dir.path().join(n);
         let same = OutputFiles::resolve(Some(p("x")), Some(p("x")), None, None, false, "speed");
-        assert!(same.check().unwrap_err().to_string().contains("--raw and --output both name"));
+        assert!(same.check(&[]).unwrap_err().to_string().contains("--raw and --output both name"));
         std::fs::write(p("r.json"), "{}").unwrap();
         let exists = OutputFiles::resolve(Some(p("r.raw.jsonl")), None, None, None, false, "speed");
-        assert!(exists.check().unwrap_err().to_string().contains("--overwrite"));
-        assert!(OutputFiles { overwrite: true, ..exists }.check().is_ok());
+        assert!(exists.check(&[]).unwrap_err().to_string().contains("--overwrite"));
+        // an input is never replaced, even with --overwrite
+        let input = p("r.json");
+        let over = OutputFiles { overwrite: true, ..exists };
+        assert!(over.check(&[&input]).unwrap_err().to_string().contains("is the input"));
+        assert!(over.check(&[]).is_ok());
         let missing = OutputFiles::resolve(Some(p("no/r.raw.jsonl")), None, None, None, false, "speed");
-        assert!(missing.check().unwrap_err().to_string().contains("does not exist"));
+        assert!(missing.check(&[]).unwrap_err().to_string().contains("does not exist"));
         // a file where the folder should be is called a file
         std::fs::write(p("afile"), "x").unwrap();
         let e = check_folder("--raw", &p("afile/r.raw.jsonl")).unwrap_err().to_string();

@@ -22,6 +22,9 @@ pub struct WorkloadPlan {
     pub length: usize,
 }
 
+/// Real tokens per row of the invoice workload when `--tokens` is not given.
+pub const DEFAULT_TOKENS: usize = 91;
+
 impl WorkloadPlan {
     /// Whether this is the built-in invoice workload (token count exact).
     pub fn is_invoice(&self) -> bool {
@@ -29,8 +32,18 @@ impl WorkloadPlan {
     }
 
     /// The plan, checked ([`Self::check`]).
-    pub fn checked(name: &str, tokens: usize, length: usize) -> Result<Self, BenchError> {
-        let plan = Self { name: name.to_string(), tokens, length };
+    pub fn checked(name: &str, tokens: Option<usize>, length: usize) -> Result<Self, BenchError> {
+        if name.trim().is_empty() {
+            return Err(BenchError::Input("--workload is empty: give `invoice` or a request file".into()));
+        }
+        if name != "invoice" {
+            if let Some(t) = tokens {
+                return Err(BenchError::Input(format!(
+                    "--tokens {t} applies to the invoice workload only; the rows of --workload {name} are as long as its requests (drop --tokens)"
+                )));
+            }
+        }
+        let plan = Self { name: name.to_string(), tokens: tokens.unwrap_or(DEFAULT_TOKENS), length };
         plan.check()?;
         Ok(plan)
     }
@@ -243,7 +256,13 @@ pub fn build_workload(
     let built = if plan.is_invoice() {
         workload::invoice(host, plan.tokens).map_err(|e| BenchError::input_chain("--workload invoice", &e))?
     } else {
-        workload::from_file(Path::new(&plan.name), host).map_err(|e| BenchError::input_chain("", &e))?
+        workload::from_file(Path::new(&plan.name), host).map_err(|e| {
+            // the host's max_len in its messages is --length here
+            BenchError::input_chain(
+                &format!("--workload (rows built with max_len = --length {})", plan.length),
+                &e,
+            )
+        })?
     };
     let longest = built.tokens_per_row.iter().flatten().copied().max().unwrap_or(0);
     if longest > plan.length {
@@ -278,6 +297,15 @@ mod tests {
         // A request file's rows are measured when it is read, not here.
         let file = WorkloadPlan { name: "r.jsonl".into(), tokens: 500, length: 96 };
         assert!(file.check().is_ok());
+        // --tokens given with a request file is refused; the default applies to invoice only
+        let e = WorkloadPlan::checked("r.json", Some(50), 96).unwrap_err().to_string();
+        assert!(e.contains("--tokens 50 applies to the invoice workload only"), "{e}");
+        assert!(WorkloadPlan::checked("r.json", None, 96).is_ok());
+        assert_eq!(WorkloadPlan::checked("invoice", None, 96).unwrap().tokens, DEFAULT_TOKENS);
+        assert!(WorkloadPlan::checked(" ", None, 96)
+            .unwrap_err()
+            .to_string()
+            .contains("--workload is empty"));
     }
 
     #[test]

@@ -39,6 +39,15 @@ pub fn build_backend(spec: &str, bundle: &Bundle) -> Result<Box<dyn Backend>, Fa
 pub(crate) fn run(args: &PredictArgs) -> Outcome {
     let requests = read_requests(args)?;
     let bundle = load_bundle(&args.model.model)?;
+    // A budget above the model's own is allowed, as the reference allows it (only a row that
+    // long fails); a failure then says where the budget came from.
+    let model_max = bundle.agent.max_len;
+    let over = |r: &Request| {
+        r.opts.max_len.filter(|&n| n > model_max).map(|n| {
+            let from = if args.max_len.is_some() { "--max-len" } else { "the request's max_len" };
+            format!(" ({from} {n} is above the model's max_len {model_max}; pass at most {model_max})")
+        })
+    };
     let mut backend = build_backend(&args.backend, &bundle)?;
     let host = registry::host_for(&bundle, backend.info().shapes.clone(), backend.info());
     for w in host.load_warnings() {
@@ -66,9 +75,10 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
             let code = if e.is_input_error() { 2 } else { 1 };
             // which request, and of which file, the message is about
             let which = if requests.len() > 1 { format!("request {i}") } else { "the request".to_string() };
+            let hint = over(req).unwrap_or_default();
             let error = anyhow!(e).context(match &args.request {
-                Some(file) => format!("--request {}: {which} failed", file.display()),
-                None => format!("{which} failed"),
+                Some(file) => format!("--request {}: {which} failed{hint}", file.display()),
+                None => format!("{which} failed{hint}"),
             });
             Failure { code, error }
         })?;

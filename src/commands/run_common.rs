@@ -1,6 +1,7 @@
 //! What `speed` and `energy` share at the command edge: their common arguments as the
 //! library's plans, the set-up's notes on stderr, and the live progress bar.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -49,9 +50,36 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(args: &RunArgs, prefix: &str) -> Result<Prepared, Failure> {
     let workload = workload(args)?;
     let files = output_files(args, prefix);
-    files.check()?;
+    // what the run reads: no output may replace it, even with --overwrite
+    let mut inputs: Vec<PathBuf> = model_files(&args.model.model);
+    if !workload.is_invoice() {
+        inputs.push(PathBuf::from(&workload.name));
+    }
+    files.check(&inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
     let bundle = load_bundle(&args.model.model)?;
     Ok(Prepared { workload, files, bundle })
+}
+
+/// The files of a checkpoint folder given as `--model` (its top level and two levels below:
+/// weights, configs, tokenizer), or none for a spec that is not a folder.
+pub(crate) fn model_files(spec: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_file() {
+                out.push(p);
+            } else if depth > 0 && p.is_dir() {
+                walk(&p, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let dir = Path::new(spec);
+    if dir.is_dir() {
+        walk(dir, 2, &mut out);
+    }
+    out
 }
 
 /// Build the arms and the workload, print their notes, and the raw header's inputs for `kind`.

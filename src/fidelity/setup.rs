@@ -91,7 +91,13 @@ pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), BenchError
     if dir.join("coreml_config.json").is_file() {
         return Ok(());
     }
-    let what = if dir.is_dir() { "has no coreml_config.json" } else { "does not exist" };
+    let what = if dir.is_dir() {
+        "has no coreml_config.json"
+    } else if dir.exists() {
+        "is a file, not a folder (give the bundle's folder)"
+    } else {
+        "does not exist"
+    };
     Err(BenchError::Input(format!(
         "--candidate {spec}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json)",
         dir.display()

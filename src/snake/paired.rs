@@ -197,11 +197,14 @@ pub fn probability_difference(a: &Decision, b: &Decision) -> f64 {
 }
 
 /// Play one seed with both arms deciding on every live state; A's executed move advances the game.
+/// `stop` is asked before every step: when it answers true the seed ends there, with the steps
+/// played so far (the caller says that it was stopped).
 pub fn run_seed(
     seed: i64,
     settings: &PairedSettings,
     a: &mut dyn Predictor,
     b: &mut dyn Predictor,
+    stop: &dyn Fn() -> bool,
 ) -> Result<SeedRun, PairedError> {
     let mut game = Game::new(settings.width, settings.height, seed, settings.initial_length)
         .map_err(|source| PairedError::Game { seed, source })?;
@@ -212,7 +215,7 @@ pub fn run_seed(
     let mut max_difference: Option<f64> = None;
     let mut disagreements = Vec::new();
     let mut steps = 0u64;
-    while steps < settings.steps && !game.finished() {
+    while steps < settings.steps && !game.finished() && !stop() {
         let tick = game.ticks();
         let arm_error = |arm: &'static str| move |source| PairedError::Decision { seed, tick, arm, source };
         let (da, db) = if steps.is_multiple_of(2) {
@@ -431,7 +434,7 @@ mod tests {
         // A prefers DOWN, B prefers RIGHT: on the seed-101 board both are safe at tick 0.
         let mut a = fixed([0.1, 0.5, 0.1, 0.3], calls.clone(), "A");
         let mut b = fixed([0.1, 0.3, 0.1, 0.5], calls.clone(), "B");
-        let run = run_seed(101, &settings(4), &mut a, &mut b).unwrap();
+        let run = run_seed(101, &settings(4), &mut a, &mut b, &|| false).unwrap();
         assert_eq!(*calls.borrow(), ["A", "B", "B", "A", "A", "B", "B", "A"]);
         assert_eq!(run.steps, 4);
         assert!(run.alive);
@@ -454,7 +457,7 @@ mod tests {
         let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let mut a = fixed([0.25, 0.25, 0.25, 0.25], calls.clone(), "A");
         let mut b = fixed([0.25, 0.25, 0.25, 0.25], calls, "B");
-        let run = run_seed(7, &settings(30), &mut a, &mut b).unwrap();
+        let run = run_seed(7, &settings(30), &mut a, &mut b, &|| false).unwrap();
         assert_eq!((run.steps, run.executed_agreement, run.proposed_agreement), (30, 30, 30));
         assert_eq!(run.max_move_probability_difference, Some(0.0));
         assert!(run.disagreements.is_empty());
@@ -468,7 +471,7 @@ mod tests {
         let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let mut a = fixed([0.25, 0.25, 0.25, 0.25], calls, "A");
         let mut b = |_: &Value, _: &Value| -> Result<Value, ModelError> { Err("backend down".into()) };
-        let err = run_seed(7, &settings(3), &mut a, &mut b).unwrap_err();
+        let err = run_seed(7, &settings(3), &mut a, &mut b, &|| false).unwrap_err();
         assert!(err.to_string().starts_with("seed 7, tick 0, arm B: Model call failed"), "{err}");
     }
 }

@@ -50,6 +50,30 @@ fn doctor_json_reports_backend_loads_and_the_apple_section() {
     }
 }
 
+/// What cannot be asked exits 2 naming the flag: a --backend that is not a spec, a --model
+/// folder that does not exist; a spec that parses but does not load stays a report (exit 0).
+#[test]
+fn doctor_refuses_a_spec_or_model_it_cannot_ask_about() {
+    for (args, says) in [
+        (&["doctor", "--backend", "portable:fp32"][..], "--backend portable:fp32: unknown backend"),
+        (
+            &["doctor", "--model", "/nonexistent-ckpt", "--backend", "portable:f32"][..],
+            "--model /nonexistent-ckpt: no such folder",
+        ),
+    ] {
+        let o = laya_bench(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    if cfg!(feature = "mlx") {
+        let o = laya_bench(&["doctor", "--backend", "mlx:fp8:builtin:tiny"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("unknown MLX precision `fp8`") && !err.contains("available here"), "{err}");
+    }
+}
+
 #[test]
 fn doctor_text_lists_the_loads() {
     let o = laya_bench(&["doctor", "--backend", "portable:f16"]);

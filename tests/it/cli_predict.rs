@@ -202,6 +202,14 @@ fn requests_that_do_not_fit_or_are_invalid_exit_2() {
         "min_confidence must be a float in [0.0, 1.0], got 2",
     );
     assert_exit(&laya_bench(&["predict", "--bogus"]), 2, "--bogus");
+    // A budget above the model's max_len is the reference's to allow; when the row is that long,
+    // the failure says where the budget came from.
+    let long = "refund ".repeat(700);
+    assert_exit(
+        &laya_bench(&["predict", "--state", &long, "--questions", NOUL, "--max-len", "2000"]),
+        2,
+        "(--max-len 2000 is above the model's max_len 512; pass at most 512)",
+    );
     // A request file's error names the file and, in a list, the request.
     let dir = tempfile::tempdir().unwrap();
     let list = dir.path().join("list.json");

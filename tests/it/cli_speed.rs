@@ -380,6 +380,29 @@ fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
     );
 }
 
+/// No output replaces what the run reads: the report named after the raw record is the workload
+/// file here (`wk.raw.jsonl` → `wk.json`), refused even with --overwrite.
+#[test]
+fn no_output_replaces_the_workload_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let wk = d.join("wk.json");
+    std::fs::copy(crate::common::fixture("fixtures/requests/support.json"), &wk).unwrap();
+    let before = std::fs::read(&wk).unwrap();
+    let args =
+        ["speed", "--workload", "wk.json", "--raw", "wk.raw.jsonl", "--arm", "a=mock:ok", "--calls", "2"];
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let o = laya_bench(d, &[&args[..], extra].concat());
+        assert_exit(
+            &o,
+            2,
+            "--output wk.json is the input wk.json: an output never replaces what it is made from",
+        );
+    }
+    assert_eq!(std::fs::read(&wk).unwrap(), before);
+    assert!(!d.join("wk.raw.jsonl").exists());
+}
+
 /// A negative number given to an option names the option (issue 14, item 12), not
 /// "unexpected argument '-1'".
 #[test]

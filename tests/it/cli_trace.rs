@@ -320,7 +320,7 @@ esac
                 model: ModelArgs { model: "builtin:tiny".into() },
                 arm: laya_bench::bench::arm::ArmSpec::parse_named("m=mock:ok").unwrap(),
                 workload: "invoice".into(),
-                tokens: 91,
+                tokens: Some(91),
                 length: 96,
                 warmup: 5,
             },

@@ -179,3 +179,35 @@ fn ctrl_c_stops_snake_bench_with_its_report_saved() {
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
     assert_eq!(report["complete"], false);
 }
+
+#[test]
+fn sigterm_stops_snake_compare_with_its_report_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "snake",
+        "compare",
+        "--arm",
+        "a=portable:f32",
+        "--arm",
+        "b=portable:f16",
+        "--seeds",
+        "101",
+        "102",
+        "--steps",
+        "100000",
+        "--output",
+        "c.json",
+    ];
+    let child = spawn_laya_bench(d, &args, false);
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(send_signal("-TERM", pid));
+    let o = wait_with_limit(child, 30);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted by a signal"), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
+    assert_eq!(report["passed"], false);
+    let failures = report["failures"].to_string();
+    assert!(failures.contains("stopped: interrupted by a signal"), "{failures}");
+}

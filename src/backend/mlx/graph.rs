@@ -388,17 +388,31 @@ impl MlxBackend {
     ) -> Result<Self, RegistryError> {
         let model = ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?;
         let src = Bundle::load(&model, published_shape).map_err(|e| weights_err(spec_text, e))?;
-        if src.encoder != bundle.encoder
-            || src.agent.num_actions != bundle.agent.num_actions
-            || src.agent.head_layers != bundle.agent.head_layers
-            || src.agent.option_layout != bundle.agent.option_layout
-        {
+        // what differs, by name (the model is --model, or convert-check's --source)
+        let mut differs = Vec::new();
+        if src.encoder != bundle.encoder {
+            differs.push("the encoder config (encoder/config.json)".to_string());
+        }
+        if src.agent.num_actions != bundle.agent.num_actions {
+            differs.push(format!("num_actions {} vs {}", src.agent.num_actions, bundle.agent.num_actions));
+        }
+        if src.agent.head_layers != bundle.agent.head_layers {
+            differs.push(format!("head_layers {} vs {}", src.agent.head_layers, bundle.agent.head_layers));
+        }
+        if src.agent.option_layout != bundle.agent.option_layout {
+            differs.push(format!(
+                "option_layout {:?} vs {:?}",
+                src.agent.option_layout, bundle.agent.option_layout
+            ));
+        }
+        if !differs.is_empty() {
             return Err(RegistryError::Incompatible {
                 spec: spec_text.into(),
                 model: bundle.source.clone(),
                 reason: format!(
-                    "its checkpoint {} has other encoder or head settings than --model; point SRC at the checkpoint --model was converted from",
-                    spec.source
+                    "its checkpoint {} differs from the model the command runs: {}; point SRC at that model's checkpoint",
+                    spec.source,
+                    differs.join(", ")
                 ),
             });
         }

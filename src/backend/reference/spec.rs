@@ -34,8 +34,13 @@ pub struct RefSpec {
 }
 
 fn seconds(key: &str, v: &str) -> Result<Duration, String> {
+    let max = crate::bench::time::MAX_DURATION;
     match v.trim_end_matches('s').parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(Duration::from_secs_f64(x)),
+        // at most 7 days, like every duration the tool takes (1e20 s does not fit a Duration)
+        Ok(x) if x.is_finite() && x > 0.0 && x <= max.as_secs_f64() => Ok(Duration::from_secs_f64(x)),
+        Ok(x) if x.is_finite() && x > 0.0 => {
+            Err(format!("`{key}={v}`: longer than 7 days ({} s), the longest a timeout takes", max.as_secs()))
+        }
         _ => Err(format!("`{key}={v}`: give a positive number of seconds, e.g. {key}=30")),
     }
 }
@@ -204,6 +209,8 @@ mod tests {
             ("factory:mod", "ref:factory:MODULE:CALLABLE"),
             ("laya-coreml-ane:/p", "PACKAGE:SOURCE"),
             ("factory:m:f:call-timeout=0", "positive number of seconds"),
+            ("factory:m:f:call-timeout=1e20", "longer than 7 days (604800 s)"),
+            ("factory:m:f:load-timeout=1e30", "longer than 7 days"),
         ] {
             let e = RefSpec::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

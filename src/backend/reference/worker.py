@@ -26,12 +26,12 @@ os.environ["LAYA_BENCH_WORKER_FD"] = str(_proto.fileno())
 PIP = {
     "laya_mlx": "pip install laya-mlx==0.5.0 mlx==0.32.2" + (" mlx-cpu==0.32.2" if sys.platform == "linux" else ""),
     "mlx": "pip install mlx==0.32.2" + (" mlx-cpu==0.32.2" if sys.platform == "linux" else ""),
-    "laya": "pip install laya==0.4.15 (with torch)",
+    "laya": "pip install laya==0.4.15 torch",
     "torch": "pip install torch",
     "laya_apple": "pip install laya-apple==1.7.0",
     "laya_coreml": "pip install laya-coreml==0.5.1",
     "coremltools": "pip install coremltools",
-    "laya_cuda": "pip install laya-cuda==0.1.1.post1 (Python >= 3.12, CUDA 12)",
+    "laya_cuda": "pip install laya-cuda==0.1.1.post1",
     "laya_mnn": "pip install laya-mnn==0.1.3",
     "MNN": "pip install MNN",
 }
@@ -180,6 +180,8 @@ def load_laya_apple(args):
     model = args[0]
     device = args[1] if len(args) > 1 else "auto"
     prec = args[2] if len(args) > 2 else None
+    if prec not in (None, "", "fp16", "fp32"):
+        raise ValueError(f"precision {prec!r}: laya-apple takes fp16 or fp32")
     laya_apple = need("laya_apple")
     opts = {"device": device, "dtype": dtype_of(prec, "float16")}
     agent = laya_apple.Laya.from_pretrained(model, **opts)

@@ -19,6 +19,19 @@ pub const SCRIPT: &str = include_str!("worker.py");
 /// Lines of the worker's stderr kept for messages.
 const TAIL_LINES: usize = 20;
 
+/// What `scripts/setup-ref.sh` does for a missing module: laya-mlx and laya-apple (and MLX) by
+/// default, laya and PyTorch with `--with-torch`, the others not at all.
+fn setup_hint(module: &str) -> String {
+    match module {
+        "laya_mlx" | "mlx" | "laya_apple" => " (or run scripts/setup-ref.sh)".into(),
+        "laya" | "torch" => " (or run scripts/setup-ref.sh --with-torch)".into(),
+        "laya_cuda" => {
+            "; laya-cuda needs Python >= 3.12 and CUDA 12 (scripts/setup-ref.sh does not install it)".into()
+        }
+        _ => " (scripts/setup-ref.sh does not install it)".into(),
+    }
+}
+
 /// Why a worker could not start or answer.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -30,8 +43,9 @@ pub enum WorkerError {
         /// The OS error.
         error: std::io::Error,
     },
-    /// The runtime's package (or one it imports) is not installed in that interpreter.
-    #[error("the Python module `{module}` is missing in {python} ({error}); install it with `{pip}` (or run scripts/setup-ref.sh)")]
+    /// The runtime's package (or one it imports) is not installed in that interpreter (the
+    /// message adds what `scripts/setup-ref.sh` installs of it, where it does).
+    #[error("the Python module `{module}` is missing in {python} ({error}); install it with `{pip}`{}", setup_hint(.module))]
     Missing {
         /// The module.
         module: String,
@@ -425,6 +439,27 @@ pub fn interpreter(installed: Option<&Path>, cache_home: Option<&Path>) -> PathB
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_module_says_whether_the_set_up_script_installs_it() {
+        let e = |module: &str, pip: &str| {
+            WorkerError::Missing {
+                module: module.into(),
+                python: "py".into(),
+                pip: pip.into(),
+                error: "x".into(),
+            }
+            .to_string()
+        };
+        assert!(e("laya_mlx", "pip install laya-mlx")
+            .ends_with("`pip install laya-mlx` (or run scripts/setup-ref.sh)"));
+        assert!(e("laya", "pip install laya==0.4.15 torch")
+            .ends_with("(or run scripts/setup-ref.sh --with-torch)"));
+        assert!(e("MNN", "pip install MNN").ends_with("(scripts/setup-ref.sh does not install it)"));
+        assert!(
+            e("laya_cuda", "pip install laya-cuda==0.1.1.post1").contains("needs Python >= 3.12 and CUDA 12")
+        );
+    }
 
     #[test]
     fn the_interpreter_is_the_installed_one_then_the_venv_then_python3() {

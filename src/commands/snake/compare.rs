@@ -38,6 +38,9 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     refuse_existing(&output, args.overwrite)?;
     check_folder("--output", &output)?;
     let created_utc = iso_utc_now();
+    // Ctrl-C or SIGTERM stops between steps; the report keeps what ran and fails (exit 1)
+    let flag = crate::commands::interrupt::install_or_warn();
+    let interrupted = || flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
     let bundle = load_bundle(&args.model.model)?;
     let g = &args.game;
     let length = row_length(&bundle, g, policy)?;
@@ -58,10 +61,21 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     // An arm that fails stops the check; the seeds finished before it are still reported.
     let mut stopped: Option<String> = None;
     for &seed in &args.seeds {
-        match run_seed(seed, &settings, &mut a, &mut b) {
+        if interrupted() {
+            stopped = Some(crate::commands::interrupt::reason(&format!("the run, before seed {seed}")));
+            break;
+        }
+        match run_seed(seed, &settings, &mut a, &mut b, &interrupted) {
             Ok(run) => {
                 println!("{}", seed_line(&run));
+                let steps = run.steps;
                 runs.push(run);
+                if interrupted() {
+                    stopped = Some(crate::commands::interrupt::reason(&format!(
+                        "seed {seed}, after {steps} of its steps"
+                    )));
+                    break;
+                }
             }
             Err(e) => {
                 stopped = Some(e.to_string());
@@ -111,7 +125,13 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         eprintln!("{w}");
     }
     if let Some(e) = stopped {
-        return Err(Failure::run(anyhow!("{e} (the report keeps the seeds finished before it)")));
+        // an interrupted seed keeps the steps it played; a failed one is left out
+        let kept = if interrupted() {
+            "what ran, the stopped seed's steps included"
+        } else {
+            "the seeds finished before it"
+        };
+        return Err(Failure::run(anyhow!("{e} (the report keeps {kept})")));
     }
     if report.passed {
         Ok(())

@@ -61,7 +61,7 @@ fn duration_text(d: Duration) -> String {
 
 /// The arguments (after the executable) that start the traced `trace run` child.
 fn child_run_args(w: &TraceWorkloadArgs, run_for: Duration, ready: &Path, raw: &Path) -> Vec<OsString> {
-    vec![
+    let mut args: Vec<OsString> = vec![
         "trace".into(),
         "run".into(),
         "--model".into(),
@@ -70,8 +70,12 @@ fn child_run_args(w: &TraceWorkloadArgs, run_for: Duration, ready: &Path, raw: &
         w.arm.text().into(),
         "--workload".into(),
         w.workload.clone().into(),
-        "--tokens".into(),
-        w.tokens.to_string().into(),
+    ];
+    // as given: the child applies the same default, and refuses it with a request file
+    if let Some(t) = w.tokens {
+        args.extend(["--tokens".into(), t.to_string().into()]);
+    }
+    args.extend([
         "--length".into(),
         w.length.to_string().into(),
         "--warmup".into(),
@@ -82,7 +86,8 @@ fn child_run_args(w: &TraceWorkloadArgs, run_for: Duration, ready: &Path, raw: &
         ready.into(),
         "--raw".into(),
         raw.into(),
-    ]
+    ]);
+    args
 }
 
 /// `trace record` with explicit programs: start `tools.exe trace run ... --ready F`, wait for
@@ -211,7 +216,7 @@ mod tests {
             model: ModelArgs { model: "builtin:tiny".into() },
             arm: ArmSpec::parse_named("f32=portable:f32").unwrap(),
             workload: "invoice".into(),
-            tokens: 91,
+            tokens: Some(91),
             length: 96,
             warmup: 20,
         }
