@@ -227,30 +227,23 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     );
     // No output replaces a raw record given, another output, or an existing file unless
     // --overwrite; the raw record is left as it was.
-    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "./r.raw.jsonl"]);
-    assert!(
-        o.status.code() == Some(2)
-            && stderr(&o)
-                .contains("--output ./r.raw.jsonl is the input r.raw.jsonl: an output never replaces"),
-        "{}",
-        stderr(&o)
+    let refused = |args: &[&str], needle: &str| {
+        let o = laya_bench(d, &[&["summary", "r.raw.jsonl"][..], args].concat());
+        assert!(o.status.code() == Some(2) && stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    };
+    refused(
+        &["--output", "./r.raw.jsonl"],
+        "--output ./r.raw.jsonl is the input r.raw.jsonl: an output never replaces",
     );
-    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.out", "--markdown", "s.out"]);
-    assert!(
-        o.status.code() == Some(2) && stderr(&o).contains("--output and --markdown both name s.out"),
-        "{}",
-        stderr(&o)
-    );
+    refused(&["--output", "s.out", "--markdown", "s.out"], "--output and --markdown both name s.out");
     std::fs::write(d.join("keep.json"), "kept").unwrap();
-    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--csv", "keep.json"]);
-    assert!(o.status.code() == Some(2) && stderr(&o).contains("keep.json exists"), "{}", stderr(&o));
+    refused(&["--output", "s.json", "--csv", "keep.json"], "keep.json exists");
     assert_eq!(std::fs::read_to_string(d.join("keep.json")).unwrap(), "kept");
     assert!(!d.join("s.json").exists(), "nothing is written when an output is refused");
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--csv", "keep.json", "--overwrite"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(std::fs::read_to_string(d.join("keep.json")).unwrap().starts_with("run,"));
-    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--markdown", "r.raw.jsonl", "--overwrite"]);
-    assert!(o.status.code() == Some(2) && stderr(&o).contains("is the input"), "{}", stderr(&o));
+    refused(&["--markdown", "r.raw.jsonl", "--overwrite"], "is the input");
     assert_eq!(std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap(), text);
     // A record of another command (here a trace run's) is not summarized.
     let trace = text.replacen("\"kind\":\"energy\"", "\"kind\":\"trace-run\"", 1);

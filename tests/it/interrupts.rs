@@ -27,6 +27,25 @@ const LONG_SPEED: &[&str] = &[
     "r.json",
 ];
 
+/// Start `args` in `d` (as a background job with SIGINT ignored if asked), send `signal` after
+/// `after_s` seconds, and wait at most `limit_s` for it to exit 1.
+fn signal_after(
+    d: &std::path::Path,
+    args: &[&str],
+    ignore_sigint: bool,
+    after_s: u64,
+    signal: &str,
+    limit_s: u64,
+) -> std::process::Output {
+    let child = spawn_laya_bench(d, args, ignore_sigint);
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_secs(after_s));
+    assert!(send_signal(signal, pid));
+    let o = wait_with_limit(child, limit_s);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    o
+}
+
 fn footer(run: &raw::RawRun) -> (String, Option<String>) {
     match run.records.last() {
         Some(Record::Footer { status, reason, .. }) => (status.to_string(), reason.clone()),
@@ -149,12 +168,7 @@ fn ctrl_c_stops_convert_check_with_an_incomplete_report() {
         "--output",
         "c.json",
     ];
-    let child = spawn_laya_bench(d, &args, true);
-    let pid = child.id();
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    assert!(send_signal("-TERM", pid));
-    let o = wait_with_limit(child, 20);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = signal_after(d, &args, true, 3, "-TERM", 20);
     assert!(stderr(&o).contains("INCOMPLETE"), "{}", stderr(&o));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
     assert_eq!(report["verdict"], "incomplete");
@@ -199,12 +213,7 @@ fn sigterm_stops_snake_compare_with_its_report_saved() {
         "--output",
         "c.json",
     ];
-    let child = spawn_laya_bench(d, &args, false);
-    let pid = child.id();
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    assert!(send_signal("-TERM", pid));
-    let o = wait_with_limit(child, 30);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = signal_after(d, &args, false, 3, "-TERM", 30);
     assert!(stderr(&o).contains("interrupted by a signal"), "{}", stderr(&o));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
     assert_eq!(report["passed"], false);

@@ -1149,6 +1149,28 @@ mod tests {
         }
     }
 
+    /// `pack` (`x`, `m`, `k`, out) against its layout: chunks of `rows` rows, 8 values a step
+    /// (the chunk's rows, then zeros), the last chunk padded with zero rows.
+    fn check_packing(
+        pack: unsafe fn(&[f32], usize, usize, &mut Vec<f32>),
+        rows: usize,
+        shapes: &[(usize, usize)],
+    ) {
+        for &(m, k) in shapes {
+            let x: Vec<f32> = (0..m * k).map(|i| i as f32 + 0.5).collect();
+            let mut out = vec![f32::NAN; 3];
+            // SAFETY: the caller checked the ISA; x holds m·k values.
+            unsafe { pack(&x, m, k, &mut out) };
+            assert_eq!(out.len(), m.div_ceil(rows) * 8 * k, "{m}x{k}");
+            for (at, &v) in out.iter().enumerate() {
+                let (c, j, i) = (at / (8 * k), at % (8 * k) / 8, at % 8);
+                let r = c * rows + i;
+                let want = if i < rows && r < m { x[r * k + j] } else { 0.0 };
+                assert_eq!(v, want, "{m}x{k}: chunk {c}, step {j}, slot {i}");
+            }
+        }
+    }
+
     #[test]
     fn packed_rows_put_each_steps_eight_rows_side_by_side() {
         if !Isa::Avx512.runs_here() {
@@ -1156,19 +1178,11 @@ mod tests {
             return;
         }
         // full chunks and a padded one; steps in whole 16-step transposes and a remainder
-        for (m, k) in [(1, 1), (8, 16), (8, 17), (9, 33), (16, 15), (23, 48), (96, 77)] {
-            let x: Vec<f32> = (0..m * k).map(|i| i as f32 + 0.5).collect();
-            let mut out = vec![f32::NAN; 3];
-            // SAFETY: AVX-512F checked above; x holds m·k values.
-            unsafe { avx512::pack_rows(&x, m, k, &mut out) };
-            assert_eq!(out.len(), m.div_ceil(8) * 8 * k, "{m}x{k}");
-            for (at, &v) in out.iter().enumerate() {
-                let (c, j, i) = (at / (8 * k), at % (8 * k) / 8, at % 8);
-                let r = c * 8 + i;
-                let want = if r < m { x[r * k + j] } else { 0.0 };
-                assert_eq!(v, want, "{m}x{k}: chunk {c}, step {j}, row {i}");
-            }
-        }
+        check_packing(
+            avx512::pack_rows,
+            8,
+            &[(1, 1), (8, 16), (8, 17), (9, 33), (16, 15), (23, 48), (96, 77)],
+        );
     }
 
     #[test]
@@ -1178,19 +1192,7 @@ mod tests {
             return;
         }
         // full chunks and a padded one; steps in whole 8-step transposes and a remainder
-        for (m, k) in [(1, 1), (6, 8), (6, 9), (7, 17), (12, 7), (23, 48), (96, 77)] {
-            let x: Vec<f32> = (0..m * k).map(|i| i as f32 + 0.5).collect();
-            let mut out = vec![f32::NAN; 3];
-            // SAFETY: AVX2 checked above; x holds m·k values.
-            unsafe { avx2::pack_rows(&x, m, k, &mut out) };
-            assert_eq!(out.len(), m.div_ceil(6) * 8 * k, "{m}x{k}");
-            for (at, &v) in out.iter().enumerate() {
-                let (c, j, i) = (at / (8 * k), at % (8 * k) / 8, at % 8);
-                let r = c * 6 + i;
-                let want = if i < 6 && r < m { x[r * k + j] } else { 0.0 };
-                assert_eq!(v, want, "{m}x{k}: chunk {c}, step {j}, slot {i}");
-            }
-        }
+        check_packing(avx2::pack_rows, 6, &[(1, 1), (6, 8), (6, 9), (7, 17), (12, 7), (23, 48), (96, 77)]);
     }
 
     #[test]
