@@ -247,7 +247,13 @@ KINDS = {
 
 
 def tail(exc):
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]).strip()
+    # the cause first ("ValueError: ..."), then where it was raised: the innermost frame
+    cause = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return cause
+    f = frames[-1]
+    return f"{cause} (raised at {f.filename}:{f.lineno}, in {f.name})"
 
 
 def main():
