@@ -60,9 +60,12 @@ pub(crate) fn prepare(args: &RunArgs, prefix: &str) -> Result<Prepared, Failure>
     Ok(Prepared { workload, files, bundle })
 }
 
-/// The files of a checkpoint folder given as `--model` (its top level and two levels below:
-/// weights, configs, tokenizer), or none for a spec that is not a folder.
+/// The files a checkpoint folder given as `--model` is made of (weights and configs at its top,
+/// everything in `encoder/`, `tokenizer/` and a Core ML package), or none for a spec that is
+/// not a folder. Other files there (a report written beside the model) are not the model's.
 pub(crate) fn model_files(spec: &str) -> Vec<PathBuf> {
+    const TOP: [&str; 4] =
+        ["model.safetensors", "host_weights.safetensors", "rl_agent_config.json", "coreml_config.json"];
     fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
         for e in entries.flatten() {
@@ -74,10 +77,13 @@ pub(crate) fn model_files(spec: &str) -> Vec<PathBuf> {
             }
         }
     }
-    let mut out = Vec::new();
     let dir = Path::new(spec);
-    if dir.is_dir() {
-        walk(dir, 2, &mut out);
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    let mut out: Vec<PathBuf> = TOP.iter().map(|f| dir.join(f)).filter(|p| p.is_file()).collect();
+    for sub in ["encoder", "tokenizer", "model.mlpackage"] {
+        walk(&dir.join(sub), 4, &mut out);
     }
     out
 }

@@ -401,6 +401,15 @@ fn no_output_replaces_the_workload_file() {
     }
     assert_eq!(std::fs::read(&wk).unwrap(), before);
     assert!(!d.join("wk.raw.jsonl").exists());
+    // the model's own files are inputs too; other files beside them are not
+    crate::common::copy_tree(&crate::common::fixture("fixtures/tiny"), &d.join("ckpt"));
+    let run = |out: &str| {
+        let args = ["speed", "--model", "ckpt", "--arm", "a=mock:ok", "--calls", "2", "--cycles", "1"];
+        laya_bench(d, &[&args[..], &["--raw", "ckpt/r.raw.jsonl", "--output", out, "--overwrite"]].concat())
+    };
+    assert_exit(&run("ckpt/rl_agent_config.json"), 2, "is the input");
+    std::fs::write(d.join("ckpt/old-report.json"), "{}").unwrap();
+    assert_exit(&run("ckpt/old-report.json"), 0, "");
 }
 
 /// A negative number given to an option names the option (issue 14, item 12), not

@@ -471,6 +471,39 @@ pub(crate) fn linear(
     true
 }
 
+/// The skeleton of both ISAs' `pack_rows`: `x` (`m` rows of `k` values) into chunks of `rows`
+/// rows, `xs ≥ rows` floats a step (the chunk's rows, then zeros), `k`-major, the last chunk
+/// padded with zero rows: `out[c·k·xs + j·xs + i] = x[(c·rows + i)·k + j]`. `full(x, k, r0,
+/// dst)` packs the leading steps of a full chunk in registers and returns how many; the other
+/// steps, and a partial chunk, are copied value by value.
+///
+/// # Safety
+/// `x.len() ≥ m·k`; `full` may be called (its CPU features are present).
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_chunks(
+    x: &[f32],
+    m: usize,
+    k: usize,
+    rows: usize,
+    xs: usize,
+    out: &mut Vec<f32>,
+    full: unsafe fn(&[f32], usize, usize, &mut [f32]) -> usize,
+) {
+    out.clear();
+    out.resize(m.div_ceil(rows) * k * xs, 0.0);
+    for (c, dst) in out.chunks_exact_mut(k * xs).enumerate() {
+        let r0 = c * rows;
+        let here = rows.min(m - r0);
+        // SAFETY: a full chunk's rows exist in x; dst holds its k·xs values.
+        let done = if here == rows { unsafe { full(x, k, r0, dst) } } else { 0 };
+        for j in done..k {
+            for i in 0..here {
+                dst[j * xs + i] = x[(r0 + i) * k + j];
+            }
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
@@ -605,63 +638,61 @@ mod avx512 {
     /// AVX-512F; `x.len() ≥ m·k`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn pack_rows(x: &[f32], m: usize, k: usize, out: &mut Vec<f32>) {
-        let chunks = m.div_ceil(MR);
-        out.clear();
-        out.resize(chunks * k * MR, 0.0);
-        for (c, dst) in out.chunks_exact_mut(k * MR).enumerate() {
-            let r0 = c * MR;
-            let rows = MR.min(m - r0);
-            let mut j = 0;
-            if rows == MR {
-                while j + 16 <= k {
-                    // SAFETY: rows r0..r0 + 8 ≤ m, columns j..j + 16 ≤ k: inside x (m·k values);
-                    // the eight stores cover dst[16·8·(j/16)..][..128], j + 16 ≤ k: inside dst.
-                    unsafe {
-                        let p = x.as_ptr().add(r0 * k + j);
-                        let r: [__m512; MR] = std::array::from_fn(|i| _mm512_loadu_ps(p.add(i * k)));
-                        // pairs of rows interleaved, then fours: lane l of u_s holds rows 0–3
-                        // (u0..u3) or 4–7 (u4..u7) at step 4l + s
-                        let t: [__m512; MR] = std::array::from_fn(|i| match i % 2 {
-                            0 => _mm512_unpacklo_ps(r[i], r[i + 1]),
-                            _ => _mm512_unpackhi_ps(r[i - 1], r[i]),
-                        });
-                        let u = [
-                            _mm512_shuffle_ps::<0x44>(t[0], t[2]),
-                            _mm512_shuffle_ps::<0xEE>(t[0], t[2]),
-                            _mm512_shuffle_ps::<0x44>(t[1], t[3]),
-                            _mm512_shuffle_ps::<0xEE>(t[1], t[3]),
-                            _mm512_shuffle_ps::<0x44>(t[4], t[6]),
-                            _mm512_shuffle_ps::<0xEE>(t[4], t[6]),
-                            _mm512_shuffle_ps::<0x44>(t[5], t[7]),
-                            _mm512_shuffle_ps::<0xEE>(t[5], t[7]),
-                        ];
-                        // steps 4l, 4l + 1 of rows 0–7: lanes l of u0, u4, u1, u5; steps 4l + 2,
-                        // 4l + 3: lanes l of u2, u6, u3, u7
-                        let lo = |a: __m512, b: __m512| _mm512_shuffle_f32x4::<0x44>(a, b);
-                        let hi = |a: __m512, b: __m512| _mm512_shuffle_f32x4::<0xEE>(a, b);
-                        let (a01, a23) = (lo(u[0], u[4]), hi(u[0], u[4]));
-                        let (b01, b23) = (lo(u[1], u[5]), hi(u[1], u[5]));
-                        let (c01, c23) = (lo(u[2], u[6]), hi(u[2], u[6]));
-                        let (d01, d23) = (lo(u[3], u[7]), hi(u[3], u[7]));
-                        let q = dst.as_mut_ptr().add(j * MR);
-                        _mm512_storeu_ps(q, _mm512_shuffle_f32x4::<0x88>(a01, b01));
-                        _mm512_storeu_ps(q.add(16), _mm512_shuffle_f32x4::<0x88>(c01, d01));
-                        _mm512_storeu_ps(q.add(32), _mm512_shuffle_f32x4::<0xDD>(a01, b01));
-                        _mm512_storeu_ps(q.add(48), _mm512_shuffle_f32x4::<0xDD>(c01, d01));
-                        _mm512_storeu_ps(q.add(64), _mm512_shuffle_f32x4::<0x88>(a23, b23));
-                        _mm512_storeu_ps(q.add(80), _mm512_shuffle_f32x4::<0x88>(c23, d23));
-                        _mm512_storeu_ps(q.add(96), _mm512_shuffle_f32x4::<0xDD>(a23, b23));
-                        _mm512_storeu_ps(q.add(112), _mm512_shuffle_f32x4::<0xDD>(c23, d23));
-                    }
-                    j += 16;
-                }
+        // SAFETY: `transpose16` needs AVX-512F, which this function's contract gives.
+        unsafe { super::pack_chunks(x, m, k, MR, MR, out, transpose16) }
+    }
+
+    /// The steps of one full chunk (rows `r0..r0 + MR` of `x`) that whole 16-step transposes
+    /// cover, packed into `dst`; returns how many.
+    ///
+    /// # Safety
+    /// AVX-512F; rows `r0..r0 + MR` of `x` (`k` values each) exist; `dst` holds `k·MR` values.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn transpose16(x: &[f32], k: usize, r0: usize, dst: &mut [f32]) -> usize {
+        let mut j = 0;
+        while j + 16 <= k {
+            // SAFETY: rows r0..r0 + 8 ≤ m, columns j..j + 16 ≤ k: inside x (m·k values);
+            // the eight stores cover dst[16·8·(j/16)..][..128], j + 16 ≤ k: inside dst.
+            unsafe {
+                let p = x.as_ptr().add(r0 * k + j);
+                let r: [__m512; MR] = std::array::from_fn(|i| _mm512_loadu_ps(p.add(i * k)));
+                // pairs of rows interleaved, then fours: lane l of u_s holds rows 0–3
+                // (u0..u3) or 4–7 (u4..u7) at step 4l + s
+                let t: [__m512; MR] = std::array::from_fn(|i| match i % 2 {
+                    0 => _mm512_unpacklo_ps(r[i], r[i + 1]),
+                    _ => _mm512_unpackhi_ps(r[i - 1], r[i]),
+                });
+                let u = [
+                    _mm512_shuffle_ps::<0x44>(t[0], t[2]),
+                    _mm512_shuffle_ps::<0xEE>(t[0], t[2]),
+                    _mm512_shuffle_ps::<0x44>(t[1], t[3]),
+                    _mm512_shuffle_ps::<0xEE>(t[1], t[3]),
+                    _mm512_shuffle_ps::<0x44>(t[4], t[6]),
+                    _mm512_shuffle_ps::<0xEE>(t[4], t[6]),
+                    _mm512_shuffle_ps::<0x44>(t[5], t[7]),
+                    _mm512_shuffle_ps::<0xEE>(t[5], t[7]),
+                ];
+                // steps 4l, 4l + 1 of rows 0–7: lanes l of u0, u4, u1, u5; steps 4l + 2,
+                // 4l + 3: lanes l of u2, u6, u3, u7
+                let lo = |a: __m512, b: __m512| _mm512_shuffle_f32x4::<0x44>(a, b);
+                let hi = |a: __m512, b: __m512| _mm512_shuffle_f32x4::<0xEE>(a, b);
+                let (a01, a23) = (lo(u[0], u[4]), hi(u[0], u[4]));
+                let (b01, b23) = (lo(u[1], u[5]), hi(u[1], u[5]));
+                let (c01, c23) = (lo(u[2], u[6]), hi(u[2], u[6]));
+                let (d01, d23) = (lo(u[3], u[7]), hi(u[3], u[7]));
+                let q = dst.as_mut_ptr().add(j * MR);
+                _mm512_storeu_ps(q, _mm512_shuffle_f32x4::<0x88>(a01, b01));
+                _mm512_storeu_ps(q.add(16), _mm512_shuffle_f32x4::<0x88>(c01, d01));
+                _mm512_storeu_ps(q.add(32), _mm512_shuffle_f32x4::<0xDD>(a01, b01));
+                _mm512_storeu_ps(q.add(48), _mm512_shuffle_f32x4::<0xDD>(c01, d01));
+                _mm512_storeu_ps(q.add(64), _mm512_shuffle_f32x4::<0x88>(a23, b23));
+                _mm512_storeu_ps(q.add(80), _mm512_shuffle_f32x4::<0x88>(c23, d23));
+                _mm512_storeu_ps(q.add(96), _mm512_shuffle_f32x4::<0xDD>(a23, b23));
+                _mm512_storeu_ps(q.add(112), _mm512_shuffle_f32x4::<0xDD>(c23, d23));
             }
-            for j in j..k {
-                for i in 0..rows {
-                    dst[j * MR + i] = x[(r0 + i) * k + j];
-                }
-            }
+            j += 16;
         }
+        j
     }
 
     /// All `m` rows of `x` (columns `[k0, k0 + kc)`) against one decoded block of `np` panels.
@@ -840,56 +871,51 @@ mod avx2 {
     /// AVX2; `x.len() ≥ m·k`.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn pack_rows(x: &[f32], m: usize, k: usize, out: &mut Vec<f32>) {
-        let chunks = m.div_ceil(MR);
-        out.clear();
-        out.resize(chunks * k * XS, 0.0);
-        for (c, dst) in out.chunks_exact_mut(k * XS).enumerate() {
-            let r0 = c * MR;
-            let rows = MR.min(m - r0);
-            let mut j = 0;
-            if rows == MR {
-                while j + 8 <= k {
-                    // SAFETY: rows r0..r0 + 6 ≤ m, columns j..j + 8 ≤ k: inside x (m·k values);
-                    // the eight stores cover dst[j·XS..][..64], j + 8 ≤ k: inside dst.
-                    unsafe {
-                        let p = x.as_ptr().add(r0 * k + j);
-                        let z = _mm256_setzero_ps();
-                        let r: [__m256; 8] =
-                            std::array::from_fn(|i| if i < MR { _mm256_loadu_ps(p.add(i * k)) } else { z });
-                        // pairs of rows interleaved, then fours: u_s holds rows 0–3 (u0..u3) or
-                        // 4–7 (u4..u7) at steps s (low half) and s + 4 (high half)
-                        let t: [__m256; 8] = std::array::from_fn(|i| match i % 2 {
-                            0 => _mm256_unpacklo_ps(r[i], r[i + 1]),
-                            _ => _mm256_unpackhi_ps(r[i - 1], r[i]),
-                        });
-                        let u = [
-                            _mm256_shuffle_ps::<0x44>(t[0], t[2]),
-                            _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
-                            _mm256_shuffle_ps::<0x44>(t[1], t[3]),
-                            _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
-                            _mm256_shuffle_ps::<0x44>(t[4], t[6]),
-                            _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
-                            _mm256_shuffle_ps::<0x44>(t[5], t[7]),
-                            _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
-                        ];
-                        let q = dst.as_mut_ptr().add(j * XS);
-                        for s in 0..4 {
-                            _mm256_storeu_ps(q.add(s * XS), _mm256_permute2f128_ps::<0x20>(u[s], u[s + 4]));
-                            _mm256_storeu_ps(
-                                q.add((s + 4) * XS),
-                                _mm256_permute2f128_ps::<0x31>(u[s], u[s + 4]),
-                            );
-                        }
-                    }
-                    j += 8;
+        // SAFETY: `transpose8` needs AVX2, which this function's contract gives.
+        unsafe { super::pack_chunks(x, m, k, MR, XS, out, transpose8) }
+    }
+
+    /// The steps of one full chunk (rows `r0..r0 + MR` of `x`) that whole 8-step transposes
+    /// cover, packed into `dst`; returns how many.
+    ///
+    /// # Safety
+    /// AVX2; rows `r0..r0 + MR` of `x` (`k` values each) exist; `dst` holds `k·XS` values.
+    #[target_feature(enable = "avx2")]
+    unsafe fn transpose8(x: &[f32], k: usize, r0: usize, dst: &mut [f32]) -> usize {
+        let mut j = 0;
+        while j + 8 <= k {
+            // SAFETY: rows r0..r0 + 6 ≤ m, columns j..j + 8 ≤ k: inside x (m·k values);
+            // the eight stores cover dst[j·XS..][..64], j + 8 ≤ k: inside dst.
+            unsafe {
+                let p = x.as_ptr().add(r0 * k + j);
+                let z = _mm256_setzero_ps();
+                let r: [__m256; 8] =
+                    std::array::from_fn(|i| if i < MR { _mm256_loadu_ps(p.add(i * k)) } else { z });
+                // pairs of rows interleaved, then fours: u_s holds rows 0–3 (u0..u3) or
+                // 4–7 (u4..u7) at steps s (low half) and s + 4 (high half)
+                let t: [__m256; 8] = std::array::from_fn(|i| match i % 2 {
+                    0 => _mm256_unpacklo_ps(r[i], r[i + 1]),
+                    _ => _mm256_unpackhi_ps(r[i - 1], r[i]),
+                });
+                let u = [
+                    _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+                    _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+                    _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+                    _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+                    _mm256_shuffle_ps::<0x44>(t[4], t[6]),
+                    _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
+                    _mm256_shuffle_ps::<0x44>(t[5], t[7]),
+                    _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
+                ];
+                let q = dst.as_mut_ptr().add(j * XS);
+                for s in 0..4 {
+                    _mm256_storeu_ps(q.add(s * XS), _mm256_permute2f128_ps::<0x20>(u[s], u[s + 4]));
+                    _mm256_storeu_ps(q.add((s + 4) * XS), _mm256_permute2f128_ps::<0x31>(u[s], u[s + 4]));
                 }
             }
-            for j in j..k {
-                for i in 0..rows {
-                    dst[j * XS + i] = x[(r0 + i) * k + j];
-                }
-            }
+            j += 8;
         }
+        j
     }
 
     /// [`super::avx512::deinterleave`] with AVX2 and F16C: `kc` columns of a Pairs16 panel into
