@@ -62,6 +62,38 @@ thread_local! {
 /// current product's.
 static PRODUCTS: AtomicU64 = AtomicU64::new(1);
 
+/// How a block's weights lie in memory: where panel `j`'s values of reduction step `s` are,
+/// counted in floats from the block's start. Both geometries are known when the kernels are
+/// compiled, so the AVX-512 tile addresses its twelve panel loads an iteration at constant
+/// offsets from one pointer (with a run-time stride and step they took offsets kept on the
+/// stack, a load each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operand {
+    /// FP32 weights packed at load ([`Layout::Panels16`]): a group of `np` panels, step-major,
+    /// at `s·16·np + j·16`.
+    Grouped,
+    /// A tile decoded for this block ([`TILE`]), panel-major: at `j·KC·16 + s·16`.
+    Tile,
+}
+
+impl Operand {
+    /// Floats between panel `j` and panel `j + 1` at one step.
+    const fn panel_stride(self) -> usize {
+        match self {
+            Operand::Grouped => PANEL_ROWS,
+            Operand::Tile => KC * PANEL_ROWS,
+        }
+    }
+
+    /// Floats between one step and the next in a panel of a block of `np` panels.
+    const fn kstep(self, np: usize) -> usize {
+        match self {
+            Operand::Grouped => PANEL_ROWS * np,
+            Operand::Tile => PANEL_ROWS,
+        }
+    }
+}
+
 /// A block of weights to bring into L2 ahead of use: `lines` cache lines of 64 bytes, `steps`
 /// of them per panel (contiguous), the panels `stride` bytes apart from `base`. Packed FP32
 /// panels take one line per reduction step; the sources of decoded tiles (16-bit pairs,
@@ -409,25 +441,26 @@ pub(crate) fn linear(
                                     next_block(w, packed, bi + 1, k0, panels)
                                 } else if k0 + kc < k {
                                     next_block(w, packed, b0, k0 + kc, panels)
+                                } else if b1 < blocks {
+                                    // the first block of the next range: with rayon's splitting
+                                    // of the ranges, usually this worker's next task
+                                    next_block(w, packed, b1, 0, panels)
                                 } else {
                                     None
                                 };
-                                // (the block from step k0, panel j's values of step s at
-                                // j·bstride + s·kstep): a packed group is step-major, its panels
-                                // 16 values apart; a decoded tile panel-major
-                                let (b, bstride, kstep): (&[f32], usize, usize) = match packed {
-                                    Some(d) => (
-                                        &d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS * np..],
-                                        PANEL_ROWS,
-                                        PANEL_ROWS * np,
-                                    ),
+                                // the block from step k0: a packed group in place, or a tile
+                                // decoded for it
+                                let (b, operand): (&[f32], Operand) = match packed {
+                                    Some(d) => {
+                                        (&d[p0 * PANEL_ROWS * k + k0 * PANEL_ROWS * np..], Operand::Grouped)
+                                    }
                                     None => {
                                         for j in 0..np {
                                             let t =
                                                 &mut tile[j * KC * PANEL_ROWS..(j * KC + kc) * PANEL_ROWS];
                                             decode_panel(w, (p0 + j) * PANEL_ROWS, k0, kc, t, &mut row, isa);
                                         }
-                                        (&tile[..], KC * PANEL_ROWS, PANEL_ROWS)
+                                        (&tile[..], Operand::Tile)
                                     }
                                 };
                                 let c0 = p0 * PANEL_ROWS;
@@ -443,12 +476,12 @@ pub(crate) fn linear(
                                 unsafe {
                                     match isa {
                                         Isa::Avx512 => avx512::block(
-                                            &xpack.1, m, k, k0, kc, b, bstride, kstep, np, dst, c0, out,
-                                            ncols, acc, next,
+                                            &xpack.1, m, k, k0, kc, b, operand, np, dst, c0, out, ncols, acc,
+                                            next,
                                         ),
                                         _ => avx2::block(
-                                            &xpack.1, m, k, k0, kc, b, bstride, kstep, np, dst, c0, out,
-                                            ncols, acc, next,
+                                            &xpack.1, m, k, k0, kc, b, operand, np, dst, c0, out, ncols, acc,
+                                            next,
                                         ),
                                     }
                                 }
@@ -508,7 +541,7 @@ unsafe fn pack_chunks(
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{DstPtr, HalfKind, Prefetch, PrefetchCursor, MR512 as MR, NP};
+    use super::{DstPtr, HalfKind, Operand, Prefetch, PrefetchCursor, MR512 as MR, NP};
     use crate::model::lowp::PANEL_ROWS;
 
     /// Decode `kc` columns of a Pairs16 panel (`src`: pairs of 16 rows, 32 values per pair)
@@ -699,8 +732,8 @@ mod avx512 {
     ///
     /// # Safety
     /// AVX-512F; `xp` is `x` (`m` rows of `ldx` values) packed by [`pack_rows`], `k0 + kc ≤
-    /// ldx`; `tile` holds `np` panels of `kc` steps of 16 values, panel `j`'s step `s` at
-    /// `j·bstride + s·kstep`; `dst` points at a live
+    /// ldx`; `tile` holds `np` panels of `kc` steps of 16 values laid out as `operand` says;
+    /// `dst` points at a live
     /// f32 array of at least `m·ld` values of which this call alone writes columns `[c0, c0 +
     /// ncols)`, `ncols ≤ 16·np`, `c0 + ncols ≤ ld`.
     #[target_feature(enable = "avx512f")]
@@ -712,8 +745,7 @@ mod avx512 {
         k0: usize,
         kc: usize,
         tile: &[f32],
-        bstride: usize,
-        kstep: usize,
+        operand: Operand,
         np: usize,
         dst: DstPtr,
         c0: usize,
@@ -737,23 +769,26 @@ mod avx512 {
                 let c = dst.0.add(r * ld + c0);
                 let b = tile.as_ptr();
                 macro_rules! go {
-                    ($np:literal) => {
+                    ($np:literal, $g:literal) => {
                         match mr {
-                            8 => tile_kernel::<8, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            7 => tile_kernel::<7, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            6 => tile_kernel::<6, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            5 => tile_kernel::<5, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            4 => tile_kernel::<4, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            3 => tile_kernel::<3, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            2 => tile_kernel::<2, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
-                            _ => tile_kernel::<1, $np>(a, b, bstride, kstep, kc, ncols, c, ld, acc, pf),
+                            8 => tile_kernel::<8, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            7 => tile_kernel::<7, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            6 => tile_kernel::<6, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            5 => tile_kernel::<5, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            4 => tile_kernel::<4, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            3 => tile_kernel::<3, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            2 => tile_kernel::<2, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
+                            _ => tile_kernel::<1, $np, $g>(a, b, kc, ncols, c, ld, acc, pf),
                         }
                     };
                 }
-                match np {
-                    3 => go!(3),
-                    2 => go!(2),
-                    _ => go!(1),
+                match (np, operand) {
+                    (3, Operand::Grouped) => go!(3, true),
+                    (2, Operand::Grouped) => go!(2, true),
+                    (_, Operand::Grouped) => go!(1, true),
+                    (3, Operand::Tile) => go!(3, false),
+                    (2, Operand::Tile) => go!(2, false),
+                    (_, Operand::Tile) => go!(1, false),
                 }
             }
             pf.finish();
@@ -793,21 +828,20 @@ mod avx512 {
     }
 
     /// The register tile: `R` rows × `P` panels over `kc` reduction steps, [`UNROLL`] steps an
-    /// iteration (a prefetch tick each), the rows' values read from a packed chunk.
+    /// iteration (a prefetch tick each), the rows' values read from a packed chunk. `GROUPED`
+    /// picks the block's geometry ([`Operand::Grouped`] or [`Operand::Tile`]) at compile time.
     ///
     /// # Safety
     /// AVX-512F; `a` points at `kc` steps of [`MR`] packed values ([`pack_rows`]), of which rows
-    /// `[0, R)` are read; `b` at `P` panels of `kc` steps of 16 values (panel `j`'s step `k` at
-    /// `j·stride + k·kstep`); `c` at `R`
-    /// rows (stride `ld`) of which columns `[0, ncols)`, `ncols ≤ 16·P`, are written.
+    /// `[0, R)` are read; `b` at `P` panels of `kc` steps of 16 values laid out as the operand
+    /// says; `c` at `R` rows (stride `ld`) of which columns `[0, ncols)`, `ncols ≤ 16·P`, are
+    /// written.
     #[target_feature(enable = "avx512f")]
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile_kernel<const R: usize, const P: usize>(
+    unsafe fn tile_kernel<const R: usize, const P: usize, const GROUPED: bool>(
         a: *const f32,
         b: *const f32,
-        stride: usize,
-        kstep: usize,
         kc: usize,
         ncols: usize,
         c: *mut f32,
@@ -815,14 +849,22 @@ mod avx512 {
         accumulate: bool,
         pf: &mut PrefetchCursor,
     ) {
+        let operand = if GROUPED { Operand::Grouped } else { Operand::Tile };
+        let (stride, kstep) = (operand.panel_stride(), operand.kstep(P));
         let mut sum = [[_mm512_setzero_ps(); P]; R];
         let groups = kc / UNROLL;
+        let (mut ag, mut bg) = (a, b);
         for g in 0..groups {
             pf.tick(g);
             for u in 0..UNROLL {
-                let k = g * UNROLL + u;
-                // SAFETY: step k < kc: its MR packed values and its panel rows.
-                unsafe { step::<R, P>(&mut sum, a.add(k * MR), b.add(k * kstep), stride) };
+                // SAFETY: step g·UNROLL + u < kc: its MR packed values and its panel rows.
+                unsafe { step::<R, P>(&mut sum, ag.add(u * MR), bg.add(u * kstep), stride) };
+            }
+            // SAFETY: at most one step past the group's last (both stay inside or one past the
+            // caller's arrays, as the steps after the loop read from them).
+            unsafe {
+                ag = ag.add(UNROLL * MR);
+                bg = bg.add(UNROLL * kstep);
             }
         }
         for k in groups * UNROLL..kc {
@@ -852,7 +894,7 @@ mod avx512 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{DstPtr, HalfKind, Prefetch, PrefetchCursor, MR};
+    use super::{DstPtr, HalfKind, Operand, Prefetch, PrefetchCursor, MR};
     use crate::model::lowp::PANEL_ROWS;
 
     /// Floats per reduction step of a packed chunk: its [`MR`] rows and two zeros, so a step
@@ -1005,8 +1047,7 @@ mod avx2 {
         k0: usize,
         kc: usize,
         tile: &[f32],
-        bstride: usize,
-        kstep: usize,
+        operand: Operand,
         np: usize,
         dst: DstPtr,
         c0: usize,
@@ -1017,6 +1058,8 @@ mod avx2 {
     ) {
         // The next block's lines are spread over every (panel, row chunk) of this one.
         let chunks = m.div_ceil(MR);
+        // (this tile's register pressure is low: a run-time step costs no reloads here)
+        let (bstride, kstep) = (operand.panel_stride(), operand.kstep(np));
         debug_assert!(xp.len() >= chunks * XS * ldx && k0 + kc <= ldx);
         for j in 0..np {
             let valid = ncols.saturating_sub(j * PANEL_ROWS).min(PANEL_ROWS);
