@@ -19,7 +19,8 @@
 //! a slice of `x` is reused across the range's blocks. Packed weights are read from memory once
 //! per forward (a model's weights are far larger than the caches), so while a block is computed
 //! its row chunks hint the worker's next block into L2, a share of its cache lines each
-//! ([`Prefetch`]); otherwise the first row chunk of every block stalls on memory.
+//! ([`Prefetch`]): the range's next block, the first of its next slice, or at the range's end
+//! the first block of the next range; otherwise the first row chunk of a block stalls on memory.
 
 // Off x86-64 the kernel body is compiled out (no [`Isa`] there has panels, so `linear` returns
 // false and callers take the portable path), which leaves its helpers unused there.
