@@ -217,7 +217,7 @@ pub struct RunArgs {
     /// Replace existing raw, report and export files instead of refusing.
     #[arg(long)]
     pub overwrite: bool,
-    /// No live progress bar.
+    /// No live progress bar (and, where stderr is not a terminal, no plain line per block).
     #[arg(long)]
     pub no_progress: bool,
 }

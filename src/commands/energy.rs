@@ -32,7 +32,8 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let blocks = crate::protocol::balanced_order(setup.arms.len(), settings.plan.cycles).len() as u64;
-    let mut bar = Bar::new(blocks, common.no_progress, true);
+    let names = setup.arms.iter().map(|a| a.name.clone()).collect();
+    let mut bar = Bar::new(blocks, common.no_progress, true).arm_names(names);
     let outcome = energy::run(
         bundle,
         &mut setup,

@@ -1,8 +1,9 @@
 //! What `speed` and `energy` share at the command edge: their common arguments as the
 //! library's plans, the set-up's notes on stderr, and the live progress bar.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -131,30 +132,53 @@ pub(crate) const PROGRESS_TEMPLATE: &str =
     "{spinner} [{bar:30}] {pos}/{len} blocks · {elapsed_precise} elapsed · ETA {eta} · {msg}";
 
 /// The block progress bar (hidden with `--no-progress`); with idle windows it says which one
-/// follows a block.
+/// follows a block. Where stderr is not a terminal (a CI log, `2> file`) the bar cannot draw, so
+/// a plain line follows each block instead, between blocks and never inside one.
 pub(crate) struct Bar {
     bar: ProgressBar,
     idle_windows: bool,
     /// Requests per call (`speed --batch N`): the live rate is shown in decisions.
     batch: usize,
+    /// The plain lines' state, where stderr is not a terminal and progress is not hidden.
+    plain: Option<PlainLines>,
+}
+
+/// What the plain progress lines need: the arms' names and the run's clock.
+struct PlainLines {
+    arms: Vec<String>,
+    blocks: u64,
+    done: u64,
+    /// From the first block's start (the warm-up is not in the estimate).
+    clock: Option<Instant>,
 }
 
 impl Bar {
     pub(crate) fn new(blocks: u64, hidden: bool, idle_windows: bool) -> Self {
         let bar = ProgressBar::new(blocks);
-        if hidden {
+        let terminal = std::io::stderr().is_terminal();
+        if hidden || !terminal {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
         bar.set_style(
             ProgressStyle::with_template(PROGRESS_TEMPLATE).unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(200));
-        Self { bar, idle_windows, batch: 1 }
+        let plain =
+            (!hidden && !terminal).then(|| PlainLines { arms: Vec::new(), blocks, done: 0, clock: None });
+        Self { bar, idle_windows, batch: 1, plain }
     }
 
     /// Show the live rate in decisions of `batch` requests per call (`speed --batch N`).
     pub(crate) fn batched(mut self, batch: usize) -> Self {
         self.batch = batch.max(1);
+        self
+    }
+
+    /// The arms' names, in the run's order, for the plain lines.
+    pub(crate) fn arm_names(mut self, names: Vec<String>) -> Self {
+        if let Some(p) = &mut self.plain {
+            p.arms = names;
+        }
         self
     }
 
@@ -164,16 +188,67 @@ impl Bar {
 }
 
 impl Watch for Bar {
+    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), String> {
+        if let Some(p) = &mut self.plain {
+            if arm + 1 == arms {
+                eprintln!("warm-up done for {arms} arm(s); measuring {} blocks", p.blocks);
+                p.clock = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+
     fn block_done(&mut self, rec: &BlockRecord) {
         self.bar.inc(1);
         if self.idle_windows {
             self.bar.set_message(format!("idle window {}", rec.index + 1));
+        }
+        if let Some(p) = &mut self.plain {
+            p.done += 1;
+            let elapsed = p.clock.get_or_insert_with(Instant::now).elapsed();
+            let name = p.arms.get(rec.arm).map_or("?", String::as_str);
+            eprintln!("{}", plain_line(rec, name, p.done, p.blocks, elapsed, self.batch, self.idle_windows));
         }
     }
 
     fn progress(&mut self, arm: &str, cycle: usize, calls_per_s: f64) {
         self.bar.set_message(progress_message(arm, cycle, calls_per_s, self.batch));
     }
+}
+
+/// `h:mm:ss`.
+fn clock_text(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// One plain progress line: the block, its arm and cycle (from 1), its calls and length, the
+/// time since the first block and the estimated time left (from the blocks done so far).
+fn plain_line(
+    rec: &BlockRecord,
+    arm: &str,
+    done: u64,
+    blocks: u64,
+    elapsed: Duration,
+    batch: usize,
+    idle_windows: bool,
+) -> String {
+    let seconds = rec.end_ns.saturating_sub(rec.start_ns) as f64 / 1e9;
+    let calls =
+        if batch > 1 { format!("{} calls of {batch}", rec.calls) } else { format!("{} calls", rec.calls) };
+    let left = if done > 0 && done < blocks {
+        let per_block = elapsed.as_secs_f64() / done as f64;
+        format!(" · about {} left", clock_text(Duration::from_secs_f64(per_block * (blocks - done) as f64)))
+    } else {
+        String::new()
+    };
+    let early = if rec.ended_early { " (ended early)" } else { "" };
+    let idle = if idle_windows && done < blocks { " · idle window next" } else { "" };
+    format!(
+        "block {done}/{blocks} done{early} · arm {arm} · cycle {} · {calls} in {seconds:.1} s · {} elapsed{left}{idle}",
+        rec.cycle + 1,
+        clock_text(elapsed)
+    )
 }
 
 /// The live message: the arm, the cycle (from 1) and the rate, in decisions per second (with
@@ -192,6 +267,37 @@ fn progress_message(arm: &str, cycle: usize, calls_per_s: f64, batch: usize) -> 
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn a_plain_line_names_the_block_and_estimates_the_rest() {
+        let rec = crate::protocol::BlockRecord {
+            index: 2,
+            cycle: 1,
+            arm: 0,
+            start_ns: 1_000_000_000,
+            end_ns: 21_500_000_000,
+            calls: 27161,
+            unstable_calls: 0,
+            missed_deadlines: 0,
+            scheduled_calls: None,
+            ended_early: false,
+            steal: None,
+        };
+        // 3 of 12 blocks in 95 s: 31.67 s a block, 9 left, 285 s = 0:04:45.
+        let line = super::plain_line(&rec, "f32", 3, 12, Duration::from_secs(95), 1, true);
+        assert_eq!(
+            line,
+            "block 3/12 done · arm f32 · cycle 2 · 27161 calls in 20.5 s · 0:01:35 elapsed · about 0:04:45 left · idle window next"
+        );
+        let last = crate::protocol::BlockRecord { ended_early: true, calls: 5, ..rec };
+        let line = super::plain_line(&last, "w8", 12, 12, Duration::from_secs(3725), 4, false);
+        assert_eq!(
+            line,
+            "block 12/12 done (ended early) · arm w8 · cycle 2 · 5 calls of 4 in 20.5 s · 1:02:05 elapsed"
+        );
+    }
+
     #[test]
     fn the_progress_line_shows_the_time_left() {
         let style = indicatif::ProgressStyle::with_template(super::PROGRESS_TEMPLATE);

@@ -22,7 +22,8 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
-    let mut bar = Bar::new(blocks, common.no_progress, false).batched(plan.batch);
+    let names = setup.arms.iter().map(|a| a.name.clone()).collect();
+    let mut bar = Bar::new(blocks, common.no_progress, false).batched(plan.batch).arm_names(names);
     let measured = speed::measure(
         bundle,
         &mut setup,

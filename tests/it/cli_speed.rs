@@ -438,3 +438,25 @@ fn a_negative_number_names_its_option() {
         assert!(err.contains(flag) && !err.contains("unexpected argument"), "{args:?}: {err}");
     }
 }
+
+/// Where stderr is not a terminal (a CI log, as here) the progress bar cannot draw, so a plain
+/// line follows each block, with its arm and cycle; `--no-progress` silences them too.
+#[test]
+fn a_log_gets_one_progress_line_per_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["speed", "--arm", "a=mock:ok", "--arm", "b=mock:ok", "--calls", "3", "--cycles", "1"];
+    let o = laya_bench(dir.path(), &[&args[..], &["--raw", "p.raw.jsonl"]].concat());
+    assert_exit(&o, 0, "warm-up done for 2 arm(s); measuring 4 blocks");
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("block ")).collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    for (line, (n, arm)) in lines.iter().zip([(1, "a"), (2, "b"), (3, "b"), (4, "a")]) {
+        assert!(line.starts_with(&format!("block {n}/4 done · arm {arm} · cycle 1 · 3 calls in ")), "{line}");
+    }
+    assert!(lines[0].contains("left"), "{}", lines[0]);
+    assert!(!lines[3].contains("left"), "{}", lines[3]);
+    let o = laya_bench(dir.path(), &[&args[..], &["--raw", "q.raw.jsonl", "--no-progress"]].concat());
+    assert_exit(&o, 0, "");
+    let err = stderr(&o);
+    assert!(!err.contains("block 1/4") && !err.contains("warm-up done"), "{err}");
+}
