@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Context};
 
 use super::predict::load_bundle;
+use super::ticker::Ticker;
 use super::{interrupt, Failure, Outcome};
 use crate::backend::registry;
 use crate::bench::outputs::{check_folder, refuse_existing};
@@ -84,8 +85,11 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         eprintln!("warning: {w}");
     }
     let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
-    let (questions, summary) = run_suite(&suite, candidate.engines(&mut source), &plan, &stopped)
-        .map_err(|e| Failure::run(anyhow!(e)))?;
+    let ticker = Ticker::new("convert-check", "questions", suite.items.len() as u64);
+    let at_question = |done: usize| ticker.at(done as u64);
+    let ran = run_suite(&suite, candidate.engines(&mut source), &plan, &stopped, &at_question);
+    ticker.finish();
+    let (questions, summary) = ran.map_err(|e| Failure::run(anyhow!(e)))?;
     let (verdict, verdict_reason) = final_verdict(
         &summary,
         checks.as_ref(),

@@ -15,6 +15,7 @@ mod run_common;
 pub mod snake;
 pub mod speed;
 pub mod summary;
+mod ticker;
 pub mod trace;
 pub mod verify;
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::predict::load_bundle;
+use super::ticker::clock_text;
 use super::Failure;
 use crate::bench::arm::ArmSpec;
 use crate::bench::outputs::OutputFiles;
@@ -214,12 +215,6 @@ impl Watch for Bar {
     fn progress(&mut self, arm: &str, cycle: usize, calls_per_s: f64) {
         self.bar.set_message(progress_message(arm, cycle, calls_per_s, self.batch));
     }
-}
-
-/// `h:mm:ss`.
-fn clock_text(d: Duration) -> String {
-    let s = d.as_secs();
-    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// One plain progress line: the block, its arm and cycle (from 1), its calls and length, the

@@ -258,17 +258,20 @@ fn decision(host: &Host<'_>, q: &Question, out: Option<&(Vec<f32>, f32)>, k: usi
 /// failures are errors. `stop` is asked before each question and between repeated calls: when
 /// it answers `true` the run ends early with the questions finished so far (a question cut
 /// mid-way is left out, never judged on part of its repeats), so fewer results than suite
-/// items means the run was stopped.
+/// items means the run was stopped. `at_question` is told how many questions are done before
+/// each one starts (for progress).
 pub fn run_suite(
     suite: &Suite,
     engines: Engines<'_, '_>,
     plan: &Plan,
     stop: &dyn Fn() -> bool,
+    at_question: &dyn Fn(usize),
 ) -> Result<(Vec<QuestionResult>, SuiteSummary), RunError> {
     let Engines { rows_host, source_host, source, mut candidate } = engines;
     let not_run_reason = candidate.as_ref().err().cloned();
     let mut results = Vec::with_capacity(suite.items.len());
     'questions: for item in &suite.items {
+        at_question(results.len());
         if stop() {
             break;
         }
@@ -466,7 +469,7 @@ mod tests {
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines =
             Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        run_suite(&suite(), engines, &plan(), &|| stopped).unwrap()
+        run_suite(&suite(), engines, &plan(), &|| stopped, &|_| {}).unwrap()
     }
 
     #[test]
@@ -499,7 +502,7 @@ mod tests {
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
         let engines =
             Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Ok(&mut cand) };
-        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
+        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false, &|_| {}).unwrap();
         assert_eq!(summary.failed, ["n", "c"]);
         let g = results[0].gates.as_ref().unwrap();
         assert!(!g.repeats_identical, "{g:?}");
@@ -518,7 +521,7 @@ mod tests {
             source: &mut src,
             candidate: Err("needs macOS".into()),
         };
-        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false).unwrap();
+        let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false, &|_| {}).unwrap();
         assert!(!summary.gates_run);
         assert_eq!(summary.fitting, "2/3 fitting");
         assert!(summary.max_drift.is_none());

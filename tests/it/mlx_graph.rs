@@ -151,7 +151,7 @@ fn suite_against_portable(bundle: &Bundle, source: &str, dtype: &str, gate: f64)
         candidate: Ok(m.as_mut()),
     };
     let plan = Plan { gate, repeats: 2, opts: CallOptions::default() };
-    let (_, summary) = run_suite(&suite, engines, &plan, &|| false).unwrap();
+    let (_, summary) = run_suite(&suite, engines, &plan, &|| false, &|_| {}).unwrap();
     assert!(summary.gates_run, "{summary:?}");
     assert!(summary.fitting_count > 50, "{}", summary.fitting);
     assert!(summary.failed.is_empty(), "mlx:{dtype}:{source} failed the {gate} gate on {:?}", summary.failed);
