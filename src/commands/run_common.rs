@@ -238,7 +238,8 @@ fn plain_line(
         String::new()
     };
     let early = if rec.ended_early { " (ended early)" } else { "" };
-    let idle = if idle_windows && done < blocks { " · idle window next" } else { "" };
+    // (an idle window follows every block, the last one too)
+    let idle = if idle_windows { " · idle window next" } else { "" };
     format!(
         "block {done}/{blocks} done{early} · arm {arm} · cycle {} · {calls} in {seconds:.1} s · {} elapsed{left}{idle}",
         rec.cycle + 1,
@@ -291,6 +292,9 @@ mod tests {
             line,
             "block 12/12 done (ended early) · arm w8 · cycle 2 · 5 calls of 4 in 20.5 s · 1:02:05 elapsed"
         );
+        // energy: an idle window follows the last block too
+        let line = super::plain_line(&last, "w8", 12, 12, Duration::from_secs(60), 1, true);
+        assert!(line.ends_with("· 0:01:00 elapsed · idle window next"), "{line}");
     }
 
     #[test]

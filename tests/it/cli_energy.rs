@@ -786,3 +786,26 @@ fn milliwatt_and_microwatt_meters_are_read_in_watts_with_the_text_kept() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("exec: meters only"), "{}", stderr(&o));
 }
+
+/// In a log (stderr not a terminal) each block is followed by a plain progress line naming its
+/// arm and the idle window after it (the bar cannot draw there).
+#[test]
+fn a_log_gets_one_progress_line_per_block_and_idle_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = bin();
+    c.current_dir(dir.path()).args(["energy", "--sensor", "exec:while true; do echo 30; sleep 0.05; done"]);
+    c.args(["--arm", "a=mock:ok", "--arm", "b=mock:ok"]);
+    for (flag, value) in FAST {
+        c.args([flag, value]);
+    }
+    let o = c.output().expect("run laya-bench");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("block ")).collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    for (line, (n, arm)) in lines.iter().zip([(1, "a"), (2, "b"), (3, "b"), (4, "a")]) {
+        assert!(line.starts_with(&format!("block {n}/4 done · arm {arm} · cycle 1 · ")), "{line}");
+        assert!(line.ends_with("· idle window next"), "{line}");
+    }
+    assert!(err.contains("warm-up done for 2 arm(s); measuring 4 blocks"), "{err}");
+}
