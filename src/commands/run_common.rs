@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::predict::load_bundle;
-use super::ticker::clock_text;
+use super::ticker::{clock_text, time_left};
 use super::Failure;
 use crate::bench::arm::ArmSpec;
 use crate::bench::outputs::OutputFiles;
@@ -149,7 +149,7 @@ struct PlainLines {
     arms: Vec<String>,
     blocks: u64,
     done: u64,
-    /// From the first block's start (the warm-up is not in the estimate).
+    /// From the end of the warm-up (which is not in the estimate).
     clock: Option<Instant>,
 }
 
@@ -231,12 +231,7 @@ fn plain_line(
     let seconds = rec.end_ns.saturating_sub(rec.start_ns) as f64 / 1e9;
     let calls =
         if batch > 1 { format!("{} calls of {batch}", rec.calls) } else { format!("{} calls", rec.calls) };
-    let left = if done > 0 && done < blocks {
-        let per_block = elapsed.as_secs_f64() / done as f64;
-        format!(" · about {} left", clock_text(Duration::from_secs_f64(per_block * (blocks - done) as f64)))
-    } else {
-        String::new()
-    };
+    let left = time_left(done, blocks, elapsed);
     let early = if rec.ended_early { " (ended early)" } else { "" };
     // (an idle window follows every block, the last one too)
     let idle = if idle_windows { " · idle window next" } else { "" };

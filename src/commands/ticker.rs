@@ -17,16 +17,23 @@ pub(crate) fn clock_text(d: Duration) -> String {
     format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// The plain line after `done` of `total` steps in `elapsed`, with the time left estimated from
-/// the steps done so far.
+/// ` · about h:mm:ss left` after `done` of `total` steps in `elapsed`, at the mean pace of the
+/// steps done so far; empty before the first step and after the last.
+pub(crate) fn time_left(done: u64, total: u64, elapsed: Duration) -> String {
+    if done == 0 || done >= total {
+        return String::new();
+    }
+    let per_step = elapsed.as_secs_f64() / done as f64;
+    format!(" · about {} left", clock_text(Duration::from_secs_f64(per_step * (total - done) as f64)))
+}
+
+/// The plain line after `done` of `total` steps in `elapsed`, with the time left.
 pub(crate) fn plain_step_line(what: &str, unit: &str, done: u64, total: u64, elapsed: Duration) -> String {
-    let left = if done > 0 && done < total {
-        let per_step = elapsed.as_secs_f64() / done as f64;
-        format!(" · about {} left", clock_text(Duration::from_secs_f64(per_step * (total - done) as f64)))
-    } else {
-        String::new()
-    };
-    format!("{what}: {done}/{total} {unit} · {} elapsed{left}", clock_text(elapsed))
+    format!(
+        "{what}: {done}/{total} {unit} · {} elapsed{}",
+        clock_text(elapsed),
+        time_left(done, total, elapsed)
+    )
 }
 
 enum Show {
