@@ -50,9 +50,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     files.write(&json, &markdown, &report.to_csv())?;
     println!("{markdown}");
     println!("raw record: {}\nreport: {}", files.raw.display(), files.report.display());
-    for warning in report.notes.iter().filter(|n| n.starts_with("WARNING")) {
-        eprintln!("{warning}");
-    }
+    run_common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
     let reason = report.status_reason.clone().unwrap_or_default();
     match report.status {
         RunStatus::Complete if report.stable => Ok(()),

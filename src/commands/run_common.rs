@@ -127,6 +127,37 @@ fn print_setup(setup: &Setup<'_>) {
     }
 }
 
+/// The report's warnings again on stderr, after the Markdown on stdout, unless both streams
+/// end in the same place (a terminal, or one log for both), where they were just printed:
+/// so `> report.md` still shows them, and a terminal shows them once.
+pub(crate) fn repeat_on_stderr<'a>(warnings: impl IntoIterator<Item = &'a String>) {
+    if same_destination() {
+        return;
+    }
+    for w in warnings {
+        eprintln!("{w}");
+    }
+}
+
+/// Whether stdout and stderr are the same file, pipe or terminal (device and inode).
+#[cfg(unix)]
+fn same_destination() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let meta = |fd: std::os::fd::BorrowedFd<'_>| {
+        fd.try_clone_to_owned().ok().and_then(|owned| std::fs::File::from(owned).metadata().ok())
+    };
+    match (meta(std::io::stdout().as_fd()), meta(std::io::stderr().as_fd())) {
+        (Some(a), Some(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_destination() -> bool {
+    false
+}
+
 /// The progress line: blocks done, elapsed time and the estimated time left (from the blocks
 /// done so far), and the live message.
 pub(crate) const PROGRESS_TEMPLATE: &str =

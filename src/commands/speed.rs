@@ -43,9 +43,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     files.write(&json, &markdown, &report.to_csv())?;
     println!("{markdown}");
     println!("raw record: {}\nreport: {}", files.raw.display(), files.report.display());
-    for w in &report.warnings {
-        eprintln!("{w}");
-    }
+    run_common::repeat_on_stderr(&report.warnings);
     if let Some(r) = measured.reason {
         return Err(Failure::run(anyhow!(
             "the run is INCOMPLETE ({r}); everything measured so far is in {}",

@@ -460,3 +460,31 @@ fn a_log_gets_one_progress_line_per_block() {
     let err = stderr(&o);
     assert!(!err.contains("block 1/4") && !err.contains("warm-up done"), "{err}");
 }
+
+/// The report's warnings are in the Markdown on stdout and again on stderr, so `> report.md`
+/// still shows them; where both streams go to one place (a terminal, one log) they appear once.
+#[test]
+fn warnings_appear_once_where_stdout_and_stderr_are_one_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let args =
+        ["speed", "--no-progress", "--calls", "2", "--cycles", "1", "--warmup", "1", "--raw", "r.raw.jsonl"];
+    let identical = "is IDENTICAL to `f32`";
+    // separate streams: in both
+    let o = laya_bench(dir.path(), &args);
+    assert_exit(&o, 0, identical);
+    assert!(crate::common::stdout(&o).contains(identical));
+    // one log for both: once
+    let log = std::fs::File::create(dir.path().join("both.log")).unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(dir.path())
+        .args(args)
+        .arg("--overwrite")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(dir.path().join("both.log")).unwrap();
+    let warning = format!("WARNING: arm `w8` (portable:w8) {identical}");
+    assert_eq!(text.matches(&warning).count(), 1, "{text}");
+}
