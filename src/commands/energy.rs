@@ -34,6 +34,9 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let blocks = crate::protocol::balanced_order(setup.arms.len(), settings.plan.cycles).len() as u64;
     let names = setup.arms.iter().map(|a| a.name.clone()).collect();
     let mut bar = Bar::new(blocks, common.no_progress, true).arm_names(names);
+    if !common.no_progress {
+        eprintln!("{}", run_common::plan_line(&settings.plan, blocks));
+    }
     let outcome = energy::run(
         bundle,
         &mut setup,

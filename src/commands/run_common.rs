@@ -127,6 +127,34 @@ fn print_setup(setup: &Setup<'_>) {
     }
 }
 
+/// What the run will take after its warm-up, said before it starts: `blocks` blocks of the
+/// plan and its idle windows (one before the first block and one after each), where the block
+/// length is a time (or a paced call count); a block of a fixed count of saturated calls has no
+/// length known ahead, so only the count is said.
+pub(crate) fn plan_line(plan: &crate::protocol::Plan, blocks: u64) -> String {
+    use crate::protocol::BlockLimit;
+    let block_s = match (plan.block, plan.pace) {
+        (limit, Some(pace)) => Some(pace.calls_per_block(limit) as f64 / pace.rate_hz),
+        (BlockLimit::Duration(d), None) => Some(d.as_secs_f64()),
+        (BlockLimit::Calls(_), None) => None,
+    };
+    let what = match plan.block {
+        BlockLimit::Calls(k) if plan.pace.is_none() => format!("{blocks} blocks of {k} calls"),
+        _ => format!("{blocks} blocks of {:.1} s", block_s.unwrap_or_default()),
+    };
+    let idle = plan.idle.map(|d| (blocks + 1, d.as_secs_f64()));
+    let idle_text = idle.map_or(String::new(), |(n, s)| format!(" and {n} idle windows of {s:.1} s"));
+    let total = block_s.map(|b| b * blocks as f64 + idle.map_or(0.0, |(n, s)| n as f64 * s));
+    let cycles = plan.cycles;
+    match total {
+        Some(t) => format!(
+            "plan: {what}{idle_text} in {cycles} balanced cycle(s): {} of measuring after the warm-up",
+            clock_text(Duration::from_secs_f64(t))
+        ),
+        None => format!("plan: {what}{idle_text} in {cycles} balanced cycle(s)"),
+    }
+}
+
 /// The report's warnings again on stderr, after the Markdown on stdout, unless both streams
 /// end in the same place (a terminal, or one log for both), where they were just printed:
 /// so `> report.md` still shows them, and a terminal shows them once.
@@ -321,6 +349,29 @@ mod tests {
         // energy: an idle window follows the last block too
         let line = super::plain_line(&last, "w8", 12, 12, Duration::from_secs(60), 1, true);
         assert!(line.ends_with("· 0:01:00 elapsed · idle window next"), "{line}");
+    }
+
+    #[test]
+    fn the_plan_line_says_how_long_the_measuring_takes() {
+        use crate::protocol::{BlockLimit, Pace, Plan};
+        // the energy defaults: 3 cycles of 8 blocks of 20 s, 25 idle windows of 10 s:
+        // 480 + 250 = 730 s = 0:12:10
+        let mut plan = Plan::saturated(3, BlockLimit::Duration(Duration::from_secs(20)), 20);
+        plan.idle = Some(Duration::from_secs(10));
+        assert_eq!(
+            super::plan_line(&plan, 24),
+            "plan: 24 blocks of 20.0 s and 25 idle windows of 10.0 s in 3 balanced cycle(s): 0:12:10 of measuring after the warm-up"
+        );
+        // paced: 40 calls at 100/s = 0.4 s a block; 4 × 0.4 + 5 × 0.2 = 2.6 s
+        plan.block = BlockLimit::Calls(40);
+        plan.pace = Some(Pace { rate_hz: 100.0 });
+        plan.idle = Some(Duration::from_millis(200));
+        plan.cycles = 1;
+        assert!(super::plan_line(&plan, 4).starts_with("plan: 4 blocks of 0.4 s and 5 idle windows of 0.2 s"));
+        assert!(super::plan_line(&plan, 4).ends_with(": 0:00:02 of measuring after the warm-up"));
+        // saturated calls: no length known ahead
+        let plan = Plan::saturated(2, BlockLimit::Calls(300), 20);
+        assert_eq!(super::plan_line(&plan, 16), "plan: 16 blocks of 300 calls in 2 balanced cycle(s)");
     }
 
     #[test]

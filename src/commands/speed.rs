@@ -24,6 +24,9 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
     let names = setup.arms.iter().map(|a| a.name.clone()).collect();
     let mut bar = Bar::new(blocks, common.no_progress, false).batched(plan.batch).arm_names(names);
+    if !common.no_progress {
+        eprintln!("{}", run_common::plan_line(&plan, blocks));
+    }
     let measured = speed::measure(
         bundle,
         &mut setup,

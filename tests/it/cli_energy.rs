@@ -808,4 +808,8 @@ fn a_log_gets_one_progress_line_per_block_and_idle_window() {
         assert!(line.ends_with("· idle window next"), "{line}");
     }
     assert!(err.contains("warm-up done for 2 arm(s); measuring 4 blocks"), "{err}");
+    // said before the run: 4 × 0.3 s + 5 × 0.2 s = 2.2 s
+    let plan =
+        "plan: 4 blocks of 0.3 s and 5 idle windows of 0.2 s in 1 balanced cycle(s): 0:00:02 of measuring";
+    assert!(err.contains(plan), "{err}");
 }
