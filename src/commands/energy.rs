@@ -31,12 +31,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let prepared = run_common::prepare(common, "energy")?;
     let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
-    let blocks = crate::protocol::balanced_order(setup.arms.len(), settings.plan.cycles).len() as u64;
-    let names = setup.arms.iter().map(|a| a.name.clone()).collect();
-    let mut bar = Bar::new(blocks, common.no_progress, true).arm_names(names);
-    if !common.no_progress {
-        eprintln!("{}", run_common::plan_line(&settings.plan, blocks));
-    }
+    let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
     let outcome = energy::run(
         bundle,
         &mut setup,

@@ -131,7 +131,7 @@ fn print_setup(setup: &Setup<'_>) {
 /// plan and its idle windows (one before the first block and one after each), where the block
 /// length is a time (or a paced call count); a block of a fixed count of saturated calls has no
 /// length known ahead, so only the count is said.
-pub(crate) fn plan_line(plan: &crate::protocol::Plan, blocks: u64) -> String {
+fn plan_line(plan: &crate::protocol::Plan, blocks: u64) -> String {
     use crate::protocol::BlockLimit;
     let block_s = match (plan.block, plan.pace) {
         (limit, Some(pace)) => Some(pace.calls_per_block(limit) as f64 / pace.rate_hz),
@@ -213,33 +213,33 @@ struct PlainLines {
 }
 
 impl Bar {
-    pub(crate) fn new(blocks: u64, hidden: bool, idle_windows: bool) -> Self {
+    /// The progress of a run of `plan` over `setup`'s arms (hidden with `--no-progress`): says
+    /// what the plan will take ([`plan_line`]) unless hidden, then draws a bar where stderr is
+    /// a terminal, or plain lines where it is not. The bar's steady tick (a thread redrawing it
+    /// five times a second) runs only where the bar is drawn.
+    pub(crate) fn for_run(setup: &Setup<'_>, plan: &crate::protocol::Plan, hidden: bool) -> Self {
+        let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
         let bar = ProgressBar::new(blocks);
         let terminal = std::io::stderr().is_terminal();
+        if !hidden {
+            eprintln!("{}", plan_line(plan, blocks));
+        }
         if hidden || !terminal {
             bar.set_draw_target(ProgressDrawTarget::hidden());
+        } else {
+            bar.set_style(
+                ProgressStyle::with_template(PROGRESS_TEMPLATE)
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
         }
-        bar.set_style(
-            ProgressStyle::with_template(PROGRESS_TEMPLATE).unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.enable_steady_tick(Duration::from_millis(200));
-        let plain =
-            (!hidden && !terminal).then(|| PlainLines { arms: Vec::new(), blocks, done: 0, clock: None });
-        Self { bar, idle_windows, batch: 1, plain }
-    }
-
-    /// Show the live rate in decisions of `batch` requests per call (`speed --batch N`).
-    pub(crate) fn batched(mut self, batch: usize) -> Self {
-        self.batch = batch.max(1);
-        self
-    }
-
-    /// The arms' names, in the run's order, for the plain lines.
-    pub(crate) fn arm_names(mut self, names: Vec<String>) -> Self {
-        if let Some(p) = &mut self.plain {
-            p.arms = names;
-        }
-        self
+        let plain = (!hidden && !terminal).then(|| PlainLines {
+            arms: setup.arms.iter().map(|a| a.name.clone()).collect(),
+            blocks,
+            done: 0,
+            clock: None,
+        });
+        Self { bar, idle_windows: plan.idle.is_some(), batch: plan.batch.max(1), plain }
     }
 
     pub(crate) fn finish(&self) {

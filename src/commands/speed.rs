@@ -21,12 +21,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let prepared = run_common::prepare(common, "speed")?;
     let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
-    let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
-    let names = setup.arms.iter().map(|a| a.name.clone()).collect();
-    let mut bar = Bar::new(blocks, common.no_progress, false).batched(plan.batch).arm_names(names);
-    if !common.no_progress {
-        eprintln!("{}", run_common::plan_line(&plan, blocks));
-    }
+    let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
     let measured = speed::measure(
         bundle,
         &mut setup,
