@@ -768,9 +768,14 @@ pub struct SummaryArgs {
     /// Baseline arm by name (default: each record's first arm).
     #[arg(long, allow_negative_numbers = true, value_name = "ARM")]
     pub baseline: Option<String>,
+    /// For a record of a run stopped early (Ctrl-C, a crash): summarize its whole balanced
+    /// cycles from the start, audited as a run of that many cycles (the status stays
+    /// `incomplete`, exit 1; no claim is made). Complete records are summarized as always.
+    #[arg(long)]
+    pub whole_cycles: bool,
     /// Append a metadata correction to this raw record instead of summarizing (the original
     /// fields and every measurement stay unchanged).
-    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots", "overwrite"])]
+    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots", "overwrite", "whole_cycles"])]
     pub correct: Option<std::path::PathBuf>,
     /// The header field the correction concerns, as a dotted path (`host.cpu_model`, `arms.1.precision`).
     #[arg(long, allow_negative_numbers = true, value_name = "PATH", requires = "correct")]

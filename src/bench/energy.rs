@@ -241,6 +241,9 @@ pub struct EnergyOutcome {
     pub report: EnergyReport,
     /// Whether a failed run failed on its input during warm-up (exit 2 rather than 1).
     pub failed_on_input: bool,
+    /// Whole balanced cycles run from the start (each block whole between two whole idle
+    /// windows): what `summary --whole-cycles` can use of a run stopped early.
+    pub whole_cycles: usize,
 }
 
 fn seconds(ns: u64) -> f64 {
@@ -452,7 +455,11 @@ pub fn run(
         choice: &choice,
     };
     let report = build_report(&context, &outcome, arms, &verdict, status, status_reason);
-    Ok(EnergyOutcome { report, failed_on_input })
+    let blocks: Vec<(u32, bool)> = totals.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
+    let idle_list: Vec<(u32, bool)> = totals.idles.iter().map(|i| (i.index, i.ended_early)).collect();
+    let whole_cycles =
+        crate::protocol::whole_cycles(arms.len(), settings.plan.cycles, &blocks, Some(&idle_list));
+    Ok(EnergyOutcome { report, failed_on_input, whole_cycles })
 }
 
 /// A run refused because a reading before measuring broke a rule: its footer and the error.

@@ -42,7 +42,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         &mut bar,
     );
     bar.finish();
-    let energy::EnergyOutcome { report, failed_on_input } = outcome?;
+    let energy::EnergyOutcome { report, failed_on_input, whole_cycles } = outcome?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;
@@ -76,10 +76,22 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
             }
             Err(Failure::run(anyhow!(msg)))
         }
-        RunStatus::Incomplete => Err(Failure::run(anyhow!(
-            "the run is INCOMPLETE ({reason}); everything measured so far is in {}",
-            files.raw.display()
-        ))),
+        RunStatus::Incomplete => {
+            let mut msg = format!(
+                "the run is INCOMPLETE ({reason}); everything measured so far is in {}",
+                files.raw.display()
+            );
+            if whole_cycles > 0 {
+                msg.push_str(&format!(
+                    "\n  its {} ran before the stop: `laya-bench summary {} --whole-cycles` summarizes {}, audited as a run of {}",
+                    crate::report::first_cycles(whole_cycles),
+                    files.raw.display(),
+                    if whole_cycles == 1 { "it" } else { "them" },
+                    crate::report::count(whole_cycles, "cycle", "cycles")
+                ));
+            }
+            Err(Failure::run(anyhow!(msg)))
+        }
         RunStatus::Failed => Err(Failure {
             code: if failed_on_input { 2 } else { 1 },
             error: anyhow!(

@@ -74,6 +74,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         level: 0.95,
         target: args.target,
         baseline: args.baseline.clone(),
+        whole_cycles: args.whole_cycles,
     };
     if let Some((a, b, how)) = same_record(&args.raws)? {
         let msg = format!(
@@ -227,7 +228,10 @@ fn write_plots(
     let mut files = Vec::new();
     for (i, (s, run)) in runs.iter().zip(raws).enumerate() {
         let prefix = if runs.len() > 1 { format!("run{i}-") } else { String::new() };
-        for (kind, svg) in pictures(s, run) {
+        // A run summarized by its whole cycles is drawn from them (every sample kept).
+        let view =
+            s.whole_cycles.as_ref().filter(|w| w.usable).map(|w| summary::whole::cut(run, w.cycles_used));
+        for (kind, svg) in pictures(s, view.as_ref().unwrap_or(run)) {
             let svg = svg.map_err(|e| Failure::run(anyhow!(e)))?;
             let path: PathBuf = dir.join(format!("{prefix}{kind}.svg"));
             write(&path, svg.as_bytes())?;

@@ -141,6 +141,40 @@ pub fn balanced_order(arms: usize, cycles: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// How many whole balanced cycles a run holds from its start: the longest run of leading
+/// blocks that are there in order (the block at position `i` has index `i`) and were not cut
+/// short, and, where the run has idle windows (`idles` is `Some`), whose idle windows before
+/// and after are there and were not cut short; in whole cycles of `2 × arms` blocks, at most
+/// `planned`. `blocks` are `(index, ended_early)` in file order; `idles` are `(index,
+/// ended_early)`, index `i` before block `i` and `i + 1` after it. An interrupted run's first
+/// `n` whole cycles are the run a plan of `n` cycles would have made (the order of each cycle
+/// does not depend on how many follow).
+pub fn whole_cycles(
+    arms: usize,
+    planned: usize,
+    blocks: &[(u32, bool)],
+    idles: Option<&[(u32, bool)]>,
+) -> usize {
+    if arms == 0 {
+        return 0;
+    }
+    let idle_ok = |i: u32| match idles {
+        None => true,
+        Some(list) => {
+            let mut found = list.iter().filter(|(index, _)| *index == i);
+            matches!((found.next(), found.next()), (Some((_, false)), None))
+        }
+    };
+    let whole_blocks = blocks
+        .iter()
+        .enumerate()
+        .take_while(|(pos, (index, ended_early))| {
+            *index as usize == *pos && !ended_early && idle_ok(*index) && idle_ok(*index + 1)
+        })
+        .count();
+    (whole_blocks / (2 * arms)).min(planned)
+}
+
 /// A monotonic clock with a fixed origin; all raw timestamps are ns since the origin.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {

@@ -65,6 +65,41 @@ fn arms<'t>(bundle: &'t Bundle, scripts: Vec<Script>) -> Vec<Arm<'t>> {
 }
 
 #[test]
+fn whole_cycles_counts_leading_blocks_whole_with_their_idle_windows() {
+    let whole = |n: u32| -> Vec<(u32, bool)> { (0..n).map(|i| (i, false)).collect() };
+    // Two arms: 4 blocks a cycle. 9 whole blocks: 2 cycles.
+    assert_eq!(whole_cycles(2, 3, &whole(9), None), 2);
+    assert_eq!(whole_cycles(2, 3, &whole(7), None), 1);
+    assert_eq!(whole_cycles(2, 3, &whole(3), None), 0);
+    // Never more than planned (a complete run).
+    assert_eq!(whole_cycles(2, 3, &whole(12), None), 3);
+    assert_eq!(whole_cycles(2, 2, &whole(12), None), 2);
+    // Block 5 cut short: only cycle 0 is whole, though blocks 6 and 7 ran.
+    let mut cut = whole(8);
+    cut[5].1 = true;
+    assert_eq!(whole_cycles(2, 2, &cut, None), 1);
+    // The last block of cycle 0 cut short: none.
+    let mut cut = whole(8);
+    cut[3].1 = true;
+    assert_eq!(whole_cycles(2, 2, &cut, None), 0);
+    // A block out of place (index 2 missing) ends the count there.
+    let gap = vec![(0, false), (1, false), (3, false), (4, false)];
+    assert_eq!(whole_cycles(1, 4, &gap, None), 1);
+    // With idle windows: the one after block 3 (index 4) must be there and whole.
+    let idles: Vec<(u32, bool)> = (0..=4).map(|i| (i, false)).collect();
+    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&idles)), 1);
+    let mut short = idles.clone();
+    short[4].1 = true;
+    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&short)), 0);
+    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&idles[..4])), 0);
+    // An idle window recorded twice is not whole.
+    let mut twice = idles.clone();
+    twice.push((2, false));
+    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&twice)), 0);
+    assert_eq!(whole_cycles(0, 2, &whole(5), None), 0);
+}
+
+#[test]
 fn balanced_order_mirrors_each_cycle() {
     assert_eq!(balanced_order(1, 2), vec![(0, 0), (0, 0), (1, 0), (1, 0)]);
     assert_eq!(balanced_order(2, 1), vec![(0, 0), (0, 1), (0, 1), (0, 0)]);

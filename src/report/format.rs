@@ -21,6 +21,16 @@ pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
+/// The first `n` whole balanced cycles of a run, in words: `first whole balanced cycle`,
+/// `first 2 whole balanced cycles`.
+pub fn first_cycles(n: usize) -> String {
+    if n == 1 {
+        "first whole balanced cycle".into()
+    } else {
+        format!("first {n} whole balanced cycles")
+    }
+}
+
 /// A number with `digits` decimals, or `n/a` (missing, or not a finite number: a NaN is what
 /// an empty mean leaves, never a value to print).
 pub fn num(v: Option<f64>, digits: usize) -> String {
@@ -109,6 +119,8 @@ mod tests {
         assert_eq!(count(1, "balanced cycle", "balanced cycles"), "1 balanced cycle");
         assert_eq!(count(0, "block", "blocks"), "0 blocks");
         assert_eq!(count(3, "balanced cycle", "balanced cycles"), "3 balanced cycles");
+        assert_eq!(first_cycles(1), "first whole balanced cycle");
+        assert_eq!(first_cycles(2), "first 2 whole balanced cycles");
     }
 
     #[test]

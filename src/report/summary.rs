@@ -62,6 +62,17 @@ pub enum CheckOutcome {
     NotApplicable,
 }
 
+impl CheckOutcome {
+    /// How the Markdown tables show it.
+    pub fn word(self) -> &'static str {
+        match self {
+            CheckOutcome::Pass => "pass",
+            CheckOutcome::Fail => "**FAIL**",
+            CheckOutcome::NotApplicable => "n/a",
+        }
+    }
+}
+
 /// One named audit check with its numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditCheck {
@@ -272,6 +283,10 @@ pub struct RunSummary {
     pub metadata_corrections: Vec<Correction>,
     /// Every audit check.
     pub audit: Vec<AuditCheck>,
+    /// `--whole-cycles` on an incomplete record: the whole cycles used and their own audit.
+    /// When `usable`, `plan`, `blocks`, `arms` and the intervals cover only those cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_cycles: Option<WholeCycles>,
     /// Sample count, longest gap, power range (energy runs that were not rejected).
     pub samples: Option<SeriesSummary>,
     /// The baseline arm.
@@ -294,6 +309,24 @@ pub struct RunSummary {
     pub claim: Option<Claim>,
     /// What the reader must keep in mind (few cycles, replayed sensor, ...).
     pub warnings: Vec<String>,
+}
+
+/// The whole balanced cycles of an incomplete record, summarized as a run of that many
+/// cycles (`summary --whole-cycles`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WholeCycles {
+    /// Whole cycles at the start of the record, used.
+    pub cycles_used: usize,
+    /// Cycles the run's plan had.
+    pub cycles_planned: usize,
+    /// Blocks of those cycles.
+    pub blocks_used: usize,
+    /// Blocks the record holds (the cut one included).
+    pub blocks_recorded: usize,
+    /// Whether their audit passed and no rule rejected their samples: the figures are theirs.
+    pub usable: bool,
+    /// Their audit: `whole_cycles` first, then the checks of a whole record.
+    pub audit: Vec<AuditCheck>,
 }
 
 /// One quantity of one arm across runs.
@@ -455,7 +488,15 @@ impl RunSummary {
         match self.status {
             SummaryStatus::Complete => {}
             SummaryStatus::Rejected => out.push_str("**REJECTED**: the energy figures of this run must not be used; its recorded energy aggregates were not used. The raw record keeps every sample unchanged.\n\n"),
-            SummaryStatus::Incomplete => out.push_str("**INCOMPLETE**: the record does not hold a finished run; no figure is derived from it.\n\n"),
+            SummaryStatus::Incomplete => match self.whole_cycles.as_ref().filter(|w| w.usable) {
+                Some(w) => out.push_str(&format!(
+                    "**INCOMPLETE**: the record does not hold a finished run; the figures below cover its {} of {} planned (`--whole-cycles`), audited as a run of {}.\n\n",
+                    super::first_cycles(w.cycles_used),
+                    w.cycles_planned,
+                    count(w.cycles_used, "cycle", "cycles")
+                )),
+                None => out.push_str("**INCOMPLETE**: the record does not hold a finished run; no figure is derived from it.\n\n"),
+            },
             SummaryStatus::Failed => out.push_str("**FAILED**: the run failed; no figure is derived from it.\n\n"),
             SummaryStatus::AuditFailed => out.push_str("**AUDIT FAILED**: the record does not hold up (see the failed checks); no figure is derived from it.\n\n"),
         }
@@ -500,14 +541,29 @@ impl RunSummary {
         }
         out.push_str("\n\n### Audit\n\n| Check | Result | Detail |\n|:---|:---|:---|\n");
         for c in &self.audit {
-            let result = match c.outcome {
-                CheckOutcome::Pass => "pass",
-                CheckOutcome::Fail => "**FAIL**",
-                CheckOutcome::NotApplicable => "n/a",
-            };
-            out.push_str(&format!("| `{}` | {result} | {} |\n", c.name, c.detail.replace('|', "\\|")));
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                c.name,
+                c.outcome.word(),
+                c.detail.replace('|', "\\|")
+            ));
         }
         out.push('\n');
+        if let Some(w) = &self.whole_cycles {
+            out.push_str(&format!(
+                "### Audit of the {} (`--whole-cycles`)\n\n| Check | Result | Detail |\n|:---|:---|:---|\n",
+                super::first_cycles(w.cycles_used)
+            ));
+            for c in &w.audit {
+                out.push_str(&format!(
+                    "| `{}` | {} | {} |\n",
+                    c.name,
+                    c.outcome.word(),
+                    c.detail.replace('|', "\\|")
+                ));
+            }
+            out.push('\n');
+        }
         if self.arms.is_empty() {
             if let Some(r) = &self.statistics_missing_reason {
                 out.push_str(&format!("No statistics: {r}\n\n"));

@@ -898,13 +898,46 @@ fn compare_energy(
 
 /// Run every check on a raw record.
 pub fn audit(run: &RawRun, d: &RunData<'_>) -> Audit {
-    let mut checks = vec![
-        header_and_footer(d, run.truncated_tail.is_some()),
-        record_integrity(run),
-        balanced_cycles(d),
-        call_counts(d),
-        stable_calls(d),
-    ];
+    audit_with(run, d, header_and_footer(d, run.truncated_tail.is_some()), None)
+}
+
+/// Why the energy comparisons do not apply to the whole cycles of an incomplete record.
+pub const NOT_RECORDED: &str = "an incomplete run records no block energy: each block's energy is computed here from the raw samples, by the functions `energy` uses";
+
+/// Every check on the whole cycles of an incomplete record ([`super::whole::cut`]), read as
+/// the record of a plan of that many cycles: `first` (the `whole_cycles` check, saying which
+/// cycles are used) in place of `header_and_footer`; the energy comparisons do not apply
+/// ([`NOT_RECORDED`]).
+pub fn audit_whole_cycles(view: &RawRun, d: &RunData<'_>, first: AuditCheck) -> Audit {
+    audit_with(view, d, first, Some(NOT_RECORDED))
+}
+
+/// The whole-cycles check: which cycles of how many are used, and why the rest is not.
+pub fn whole_cycles_check(full: &RunData<'_>, cycles: usize, blocks_used: usize) -> AuditCheck {
+    let mut c = CheckBuilder::new("whole_cycles");
+    let planned = full.header.plan.cycles;
+    c.num("cycles_used", cycles as f64);
+    c.num("cycles_planned", planned as f64);
+    c.num("blocks_used", blocks_used as f64);
+    c.num("blocks_recorded", full.blocks.len() as f64);
+    let end = match &full.footer {
+        None => "the record has no footer (the run crashed or was killed)".to_string(),
+        Some(f) => format!(
+            "the footer says {} ({})",
+            f.status.as_str(),
+            f.reason.as_deref().unwrap_or("no reason recorded")
+        ),
+    };
+    c.finish(format!(
+        "the {} of the {planned} planned, read as a run of {cycles} ({} of the {} recorded; the rest is left out); {end}",
+        crate::report::first_cycles(cycles),
+        crate::report::count(blocks_used, "block", "blocks"),
+        full.blocks.len()
+    ))
+}
+
+fn audit_with(run: &RawRun, d: &RunData<'_>, first: AuditCheck, not_compared: Option<&str>) -> Audit {
+    let mut checks = vec![first, record_integrity(run), balanced_cycles(d), call_counts(d), stable_calls(d)];
     let names = ["idle_windows", "rejection_rules", "active_energy", "idle_power", "idle_subtracted_energy"];
     if !d.is_energy() {
         for n in names {
@@ -929,7 +962,11 @@ pub fn audit(run: &RawRun, d: &RunData<'_>) -> Audit {
     checks.push(idle_windows(d, discard_s));
     checks.push(rejection_rules(d, &recomputed));
     let footer_complete = d.footer.as_ref().is_some_and(|f| f.status == RunStatus::Complete);
-    if recomputed.rejected() || !footer_complete {
+    if let Some(why) = not_compared {
+        for n in &names[2..] {
+            checks.push(not_applicable(n, why));
+        }
+    } else if recomputed.rejected() || !footer_complete {
         let footer_rejected = d.footer.as_ref().is_some_and(|f| f.status == RunStatus::Rejected);
         let why = if d.footer.is_none() {
             "the record has no footer (the run did not finish): no figure is derived from it, so nothing is compared"

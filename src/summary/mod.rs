@@ -10,6 +10,8 @@
 //! - [`pictures`]: the power timeline (with counter sensors' implied power), latency CDF and
 //!   energy per block of a run, as SVG text.
 //! - [`correct`]: the header field a metadata correction names (`--correct --field`).
+//! - [`whole`]: `--whole-cycles`, the whole balanced cycles of an interrupted record, cut out
+//!   as the record of a shorter plan.
 //! - [`synthetic`]: a raw record shaped like the published run, for tests and benches.
 //!
 //! Pure: nothing here reads a file, a clock or the environment; the command does.
@@ -23,6 +25,7 @@ pub mod correct;
 pub mod pictures;
 pub mod rng;
 pub mod synthetic;
+pub mod whole;
 
 use crate::energy::run::{aggregate, ratios, BlockFigures};
 use crate::report::raw::{RawRun, ToolInfo};
@@ -30,7 +33,7 @@ use crate::report::status::RunStatus;
 use crate::report::steal::{self, StealTicks};
 use crate::report::summary::{
     ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryReport,
-    SummarySettings, SummaryStatus, SCHEMA_VERSION,
+    SummarySettings, SummaryStatus, WholeCycles, SCHEMA_VERSION,
 };
 use crate::stats::LatencySummary;
 
@@ -53,11 +56,13 @@ pub struct Options {
     pub target: Option<f64>,
     /// Baseline arm by name; `None`: the record's first arm.
     pub baseline: Option<String>,
+    /// Summarize an incomplete record's whole balanced cycles ([`whole`]).
+    pub whole_cycles: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { bootstrap: 10_000, seed: 0, level: 0.95, target: None, baseline: None }
+        Options { bootstrap: 10_000, seed: 0, level: 0.95, target: None, baseline: None, whole_cycles: false }
     }
 }
 
@@ -172,12 +177,70 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
             arms: names.clone(),
         })?,
     };
-    let d = RunData::new(run);
-    let audit = audit::audit(run, &d);
-    let (status, status_reasons) = status_of(&d, &audit);
-    let no_energy = no_energy_reason(d.is_energy(), status);
-    let energy_ok = status == SummaryStatus::Complete && d.is_energy();
-    let recomputed = audit.recomputed.as_ref();
+    let full = RunData::new(run);
+    let audit = audit::audit(run, &full);
+    let (status, mut status_reasons) = status_of(&full, &audit);
+    // --whole-cycles: an incomplete record's whole cycles, audited and summarized as the run a
+    // plan of that many cycles would have made.
+    let mut whole_missing = None;
+    let view = match (status, opts.whole_cycles) {
+        (SummaryStatus::Incomplete, true) => match whole::eligible(&full, &audit) {
+            Ok(k) => Some((whole::cut(run, k), k)),
+            Err(why) => {
+                whole_missing = Some(why);
+                None
+            }
+        },
+        _ => None,
+    };
+    let view_data = view.as_ref().map(|(v, _)| RunData::new(v));
+    let view_audit = view.as_ref().zip(view_data.as_ref()).map(|((v, k), vd)| {
+        audit::audit_whole_cycles(v, vd, audit::whole_cycles_check(&full, *k, vd.blocks.len()))
+    });
+    let usable = match &view_audit {
+        Some(a) if !a.failed().is_empty() => {
+            let failed: Vec<String> =
+                a.failed().iter().map(|c| format!("`{}` ({})", c.name, c.detail)).collect();
+            whole_missing = Some(format!("its whole cycles fail {}", failed.join("; ")));
+            false
+        }
+        Some(a) if a.recomputed.as_ref().is_some_and(|r| r.rejected()) => {
+            whole_missing =
+                Some("a rejection rule holds on the samples of its whole cycles (see the rejections)".into());
+            false
+        }
+        Some(_) => true,
+        None => false,
+    };
+    let d = match (&view_data, usable) {
+        (Some(vd), true) => vd,
+        _ => &full,
+    };
+    let whole_cycles =
+        view.as_ref().zip(view_audit.as_ref()).zip(view_data.as_ref()).map(|(((_, k), a), vd)| WholeCycles {
+            cycles_used: *k,
+            cycles_planned: h.plan.cycles,
+            blocks_used: vd.blocks.len(),
+            blocks_recorded: full.blocks.len(),
+            usable,
+            audit: a.checks.clone(),
+        });
+    if let Some(w) = whole_cycles.as_ref().filter(|w| w.usable) {
+        status_reasons.push(format!(
+            "--whole-cycles: the figures cover its {} of the {} planned ({} of the {} recorded), audited as a run of {}; where a run stops is not part of its plan, so no claim is made from them",
+            crate::report::first_cycles(w.cycles_used),
+            w.cycles_planned,
+            crate::report::count(w.blocks_used, "block", "blocks"),
+            w.blocks_recorded,
+            crate::report::count(w.cycles_used, "cycle", "cycles")
+        ));
+    }
+    let no_energy = no_energy_reason(d.is_energy(), if usable { SummaryStatus::Complete } else { status });
+    let energy_ok = (status == SummaryStatus::Complete || usable) && d.is_energy();
+    let recomputed = match (&view_audit, usable) {
+        (Some(a), true) => a.recomputed.as_ref(),
+        _ => audit.recomputed.as_ref(),
+    };
     let energy_of = |index: u32| -> (Option<crate::energy::BlockEnergy>, Option<String>) {
         if !energy_ok {
             return (None, Some(no_energy.to_string()));
@@ -230,7 +293,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         tool: h.tool.clone(),
         host: h.host.clone(),
         workload: h.workload.clone(),
-        plan: h.plan.clone(),
+        plan: d.header.plan.clone(),
         sensor_spec: h.sensor.as_ref().map(|s| s.spec.clone()),
         sensor_live: h.sensor.as_ref().map(|s| s.live),
         metadata_corrections: d.corrections.clone(),
@@ -245,6 +308,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         claim: None,
         warnings: Vec::new(),
         audit: audit.checks.clone(),
+        whole_cycles,
     };
     if h.plan.batch > 1 {
         summary.warnings.push(format!(
@@ -278,13 +342,30 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
             summary.warnings.push(w);
         }
     }
-    if !matches!(status, SummaryStatus::Complete | SummaryStatus::Rejected) {
-        summary.statistics_missing_reason =
-            Some(format!("the record is {}: no figure is derived from it", status.as_str()));
+    if !matches!(status, SummaryStatus::Complete | SummaryStatus::Rejected) && !usable {
+        let mut why = format!("the record is {}: no figure is derived from it", status.as_str());
+        match (&whole_missing, status) {
+            (Some(w), _) => why.push_str(&format!("; --whole-cycles: {w}")),
+            (None, SummaryStatus::Incomplete) => {
+                let k = whole::count(&full);
+                if k > 0 {
+                    why.push_str(&format!(
+                        "; its {} can be summarized with --whole-cycles",
+                        crate::report::first_cycles(k)
+                    ));
+                }
+            }
+            _ => {}
+        }
+        summary.statistics_missing_reason = Some(why);
         return Ok(summary);
     }
-    statistics(&mut summary, &d, baseline, energy_ok, no_energy, opts);
-    if let Some(target) = opts.target {
+    statistics(&mut summary, d, baseline, energy_ok, no_energy, opts);
+    if usable && opts.target.is_some() {
+        summary.warnings.push(
+            "--target: no claim is made from part of a run (--whole-cycles): where a run is stopped is chosen during it, so its whole cycles are no plan fixed in advance; run the plan to its end for a claim".into(),
+        );
+    } else if let Some(target) = opts.target {
         let passed = audit.checks.iter().all(|c| c.outcome != CheckOutcome::Fail);
         summary.claim = Some(claim::claim(target, &summary.arms, baseline, passed, opts.level));
     }

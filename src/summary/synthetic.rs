@@ -310,6 +310,36 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
     out
 }
 
+/// `records` of a run stopped (Ctrl-C) inside block `stop`: that block cut short
+/// (`ended_early`), the idle windows up to the one before it, no later block, call, idle
+/// window or block energy, and the footer `incomplete` with the calls that remain. Every
+/// sample and the sampler's report are kept.
+pub fn interrupted(records: Vec<Record>, stop: u32) -> Vec<Record> {
+    let mut out: Vec<Record> = records
+        .into_iter()
+        .filter(|r| match r {
+            Record::Block { index, .. } | Record::Call { block: index, .. } | Record::Idle { index, .. } => {
+                *index <= stop
+            }
+            Record::BlockEnergy { .. } => false,
+            _ => true,
+        })
+        .collect();
+    let calls = out.iter().filter(|r| matches!(r, Record::Call { .. })).count() as u64;
+    for r in &mut out {
+        match r {
+            Record::Block { index, ended_early, .. } => *ended_early = *index == stop,
+            Record::Footer { status, total_calls, reason, .. } => {
+                *status = RunStatus::Incomplete;
+                *total_calls = calls;
+                *reason = Some(format!("interrupted by SIGINT (Ctrl-C) during block {stop}"));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Samples evenly inside `[start, end)`: the first at `start` with `first_w`, the rest `w`.
 fn fill(samples: &mut Vec<Sample>, start: u64, end: u64, n: u64, first_w: f64, w: f64) {
     for k in 0..n {

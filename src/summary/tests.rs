@@ -581,9 +581,143 @@ fn the_report_compares_runs_with_statistics_and_names_the_others() {
     assert!(mixed.comparison.is_none());
     assert_eq!(
         warning.unwrap(),
-        "no side-by-side comparison: cut.raw.jsonl has no statistics (the record is incomplete: no figure is derived from it)"
+        "no side-by-side comparison: cut.raw.jsonl has no statistics (the record is incomplete: no figure is derived from it; its first 3 whole balanced cycles can be summarized with --whole-cycles)"
     );
     assert!(not_complete(std::slice::from_ref(&complete)).is_empty());
     let bad = not_complete(&[complete, cut.clone()]);
     assert_eq!(bad, [format!("cut.raw.jsonl: INCOMPLETE: {}", cut.status_reasons.join("; "))]);
+}
+
+fn whole(bootstrap: usize) -> Options {
+    Options { whole_cycles: true, ..opts(bootstrap) }
+}
+
+/// The published run stopped (Ctrl-C) inside block 13, the second block of cycle 2.
+fn stopped_in_cycle_2() -> Vec<Record> {
+    super::synthetic::interrupted(published(), 13)
+}
+
+#[test]
+fn an_interrupted_record_names_its_whole_cycles_and_keeps_no_figure_without_the_flag() {
+    let s = summarize_records(&stopped_in_cycle_2(), 100);
+    assert_eq!(s.status, SummaryStatus::Incomplete);
+    assert!(s.arms.is_empty() && s.whole_cycles.is_none());
+    assert_eq!(
+        s.statistics_missing_reason.as_deref(),
+        Some("the record is incomplete: no figure is derived from it; its first 2 whole balanced cycles can be summarized with --whole-cycles")
+    );
+    // A record cut before its first cycle ended has none to offer.
+    let s = summarize_records(&super::synthetic::interrupted(published(), 5), 100);
+    assert_eq!(
+        s.statistics_missing_reason.as_deref(),
+        Some("the record is incomplete: no figure is derived from it")
+    );
+}
+
+#[test]
+fn whole_cycles_of_an_interrupted_record_give_the_published_figures_audited_as_a_shorter_run() {
+    let s = summarize(&round_trip(&stopped_in_cycle_2()), "cut.raw.jsonl", &whole(500)).unwrap();
+    // Still incomplete (exit 1), but with figures from the first two cycles.
+    assert_eq!(s.status, SummaryStatus::Incomplete);
+    let w = s.whole_cycles.as_ref().expect("whole cycles summarized");
+    assert_eq!((w.cycles_used, w.cycles_planned, w.blocks_used, w.blocks_recorded), (2, 3, 12, 14));
+    assert!(w.usable);
+    let outcome = |name: &str| w.audit.iter().find(|c| c.name == name).map(|c| c.outcome);
+    for name in [
+        "whole_cycles",
+        "record_integrity",
+        "balanced_cycles",
+        "call_counts",
+        "stable_calls",
+        "idle_windows",
+        "rejection_rules",
+    ] {
+        assert_eq!(outcome(name), Some(CheckOutcome::Pass), "{name}: {:#?}", w.audit);
+    }
+    for name in ["active_energy", "idle_power", "idle_subtracted_energy"] {
+        assert_eq!(outcome(name), Some(CheckOutcome::NotApplicable), "{name}");
+    }
+    let first = &w.audit[0];
+    assert!(
+        first.detail.starts_with("the first 2 whole balanced cycles of the 3 planned, read as a run of 2 (12 blocks of the 14 recorded; the rest is left out); the footer says incomplete (interrupted by SIGINT (Ctrl-C) during block 13)"),
+        "{}",
+        first.detail
+    );
+    // The record's own audit still says why it is incomplete.
+    assert_eq!(audit_outcomes(&s)["header_and_footer"], CheckOutcome::Fail);
+    assert!(s.status_reasons.iter().any(|r| r.starts_with("--whole-cycles: the figures cover its first 2 whole balanced cycles of the 3 planned (12 blocks of the 14 recorded), audited as a run of 2 cycles;")), "{:?}", s.status_reasons);
+    // The plan, blocks and bootstrap are those of the two cycles.
+    assert_eq!((s.plan.cycles, s.plan.order.len(), s.blocks.len()), (2, 12, 12));
+    assert_eq!(s.bootstrap.as_ref().map(|b| b.cycles), Some(2));
+    // Every cycle of the synthetic run has the published means, so two give them too.
+    let [mlx, fp16, w8] = [&s.arms[0], &s.arms[1], &s.arms[2]];
+    let p = |a: &ArmSummary| format!("{:.2}", a.totals.mean_power_w.unwrap());
+    assert_eq!((p(mlx).as_str(), p(fp16).as_str(), p(w8).as_str()), ("61.39", "30.75", "27.39"));
+    let e = |a: &ArmSummary| format!("{:.4}", a.totals.energy_per_decision_j.unwrap());
+    assert_eq!((e(mlx).as_str(), e(fp16).as_str(), e(w8).as_str()), ("0.4288", "0.1540", "0.1344"));
+    let calls: u64 = s.blocks.iter().map(|b| b.decisions).sum();
+    assert_eq!(calls, 2 * (2864 + 3993 + 4076) * 2);
+    // The Markdown says which cycles the figures cover and shows their audit.
+    let md = s.to_markdown(0.95);
+    assert!(md.contains("**INCOMPLETE**: the record does not hold a finished run; the figures below cover its first 2 whole balanced cycles of 3 planned (`--whole-cycles`), audited as a run of 2 cycles."), "{md}");
+    assert!(md.contains("### Audit of the first 2 whole balanced cycles (`--whole-cycles`)"), "{md}");
+    assert!(md.contains("### Results (baseline `mlx-fp16`;"), "{md}");
+}
+
+#[test]
+fn whole_cycles_make_no_claim_and_change_nothing_for_a_complete_record() {
+    let o = Options { target: Some(2.0), ..whole(100) };
+    let s = summarize(&round_trip(&stopped_in_cycle_2()), "cut", &o).unwrap();
+    assert!(s.claim.is_none());
+    assert!(
+        s.warnings.iter().any(|w| w.starts_with("--target: no claim is made from part of a run")),
+        "{:?}",
+        s.warnings
+    );
+    let run = round_trip(&published());
+    let (with, without) =
+        (summarize(&run, "r", &whole(100)).unwrap(), summarize(&run, "r", &opts(100)).unwrap());
+    assert_eq!(with, without);
+    assert!(with.whole_cycles.is_none());
+}
+
+#[test]
+fn whole_cycles_are_refused_when_the_record_does_not_hold_up() {
+    let reason = |recs: &[Record]| {
+        let s = summarize(&round_trip(recs), "cut", &whole(100)).unwrap();
+        assert_eq!(s.status, SummaryStatus::Incomplete);
+        assert!(s.arms.is_empty());
+        s.statistics_missing_reason.unwrap()
+    };
+    // An unstable call in the cut cycle: the record fails `stable_calls`, nothing is used.
+    let mut recs = stopped_in_cycle_2();
+    if let Some(Record::Call { stable, .. }) =
+        recs.iter_mut().find(|r| matches!(r, Record::Call { block: 13, .. }))
+    {
+        *stable = false;
+    }
+    let why = reason(&recs);
+    assert!(why.starts_with("the record is incomplete: no figure is derived from it; --whole-cycles: the record fails `stable_calls` (block 13 claims 0 unstable calls"), "{why}");
+    // A reading that breaks a rule (the 40,089 W sample, in cycle 0), recorded by the footer.
+    let mut shape = RunShape::published();
+    shape.spike = Some((30, 40089.0));
+    let why = reason(&super::synthetic::interrupted(records(&shape), 13));
+    assert!(why.contains("--whole-cycles: rule ") && why.contains("holds on the record's samples"), "{why}");
+    // Stopped in the last block of cycle 0: nothing whole.
+    let why = reason(&super::synthetic::interrupted(published(), 5));
+    assert!(why.ends_with("--whole-cycles: no balanced cycle was finished (each block whole, between its two whole idle windows) before the run stopped, so there is nothing whole to summarize"), "{why}");
+}
+
+#[test]
+fn a_speed_record_stopped_early_gives_its_whole_cycles_time_figures() {
+    // No idle windows: whole blocks are enough. Stopped in block 12, the first of cycle 2.
+    let recs = super::synthetic::interrupted(records(&speed_shape()), 12);
+    let s = summarize(&round_trip(&recs), "speed", &whole(300)).unwrap();
+    assert_eq!(s.status, SummaryStatus::Incomplete);
+    let w = s.whole_cycles.as_ref().unwrap();
+    assert_eq!((w.cycles_used, w.blocks_used, w.blocks_recorded, w.usable), (2, 12, 13, true));
+    let na = w.audit.iter().filter(|c| c.outcome == CheckOutcome::NotApplicable).count();
+    assert_eq!(na, 5, "the energy checks do not apply to a speed record: {:#?}", w.audit);
+    assert_eq!(r3(s.arms[1].vs_baseline.speed_gain), "1.394");
+    assert!(s.arms[1].totals.energy_per_decision_j.is_none());
 }

@@ -487,3 +487,101 @@ fn summary_without_output_prints_its_markdown() {
     let after: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(before.len(), after.len(), "nothing written");
 }
+
+/// An energy run of 4 cycles stopped with Ctrl-C (SIGINT) in its third cycle: `energy` says
+/// how many whole cycles ran and what to type; `summary` without the flag derives no figure
+/// and names the flag; `summary --whole-cycles` audits and summarizes the first two cycles as
+/// a run of two (still `incomplete`, exit 1).
+#[test]
+fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycles() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut args = ENERGY.to_vec();
+    args.extend(["--sensor", METER, "--arm", "base=mock:ok", "--arm", "slow=mock:ok:delay-us=100"]);
+    args.extend(["--cycles", "4", "--raw", "r.raw.jsonl", "--output", "r.json"]);
+    let child = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(d)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn laya-bench");
+    // Wait for the first block of cycle 2 (blocks 8 to 11), then press Ctrl-C.
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap_or_default();
+        if text.lines().any(|l| l.contains("\"record\":\"block\"") && l.contains("\"cycle\":2")) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "the run never reached cycle 2");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("its first 2 whole balanced cycles ran before the stop: `laya-bench summary r.raw.jsonl --whole-cycles` summarizes them, audited as a run of 2 cycles"),
+        "{err}"
+    );
+    // Without the flag: no figure, and the flag is named.
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let s = &summary_json(d, "s.json").runs[0];
+    assert!(s.arms.is_empty());
+    assert!(
+        s.statistics_missing_reason
+            .as_deref()
+            .unwrap()
+            .ends_with("its first 2 whole balanced cycles can be summarized with --whole-cycles"),
+        "{:?}",
+        s.statistics_missing_reason
+    );
+    // With it: the two cycles, audited, with energy figures; the status stays incomplete.
+    let o = laya_bench(
+        d,
+        &[
+            "summary",
+            "r.raw.jsonl",
+            "--whole-cycles",
+            "--output",
+            "w.json",
+            "--csv",
+            "w.csv",
+            "--plots",
+            "plots",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("r.raw.jsonl: INCOMPLETE: "), "{}", stderr(&o));
+    let s = &summary_json(d, "w.json").runs[0];
+    assert_eq!(s.status, SummaryStatus::Incomplete);
+    let w = s.whole_cycles.as_ref().expect("whole cycles");
+    assert_eq!((w.cycles_used, w.cycles_planned, w.blocks_used), (2, 4, 8));
+    assert!(w.usable && w.blocks_recorded > 8, "{w:?}");
+    assert!(w.audit.iter().all(|c| c.outcome != CheckOutcome::Fail), "{:#?}", w.audit);
+    assert_eq!((s.plan.cycles, s.blocks.len()), (2, 8));
+    assert_eq!(s.bootstrap.as_ref().map(|b| b.cycles), Some(2));
+    assert_eq!(s.arms.len(), 2);
+    // The figures are those of the first 8 blocks of the raw record.
+    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let mut decisions = [0u64; 2];
+    for r in &run.records {
+        if let raw::Record::Block { index, arm, calls, .. } = r {
+            if *index < 8 {
+                decisions[usize::from(arm == "slow")] += calls;
+            }
+        }
+    }
+    for (a, n) in s.arms.iter().zip(decisions) {
+        assert_eq!(a.totals.decisions, n, "{}", a.name);
+        let e = a.totals.energy_per_decision_j.expect("an energy figure from the whole cycles");
+        assert!(e > 0.0 && e.is_finite(), "{}: {e}", a.name);
+    }
+    let csv = std::fs::read_to_string(d.join("w.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 8, "one row per block summarized:\n{csv}");
+    assert!(d.join("plots/energy_per_block.svg").exists());
+}

@@ -1,0 +1,160 @@
+//! `summary --whole-cycles`: the whole balanced cycles at the start of an incomplete record,
+//! read as the record a plan of that many cycles would have written.
+//!
+//! A balanced plan repeats the same cycle (the arms in order, then reversed), so the first `k`
+//! whole cycles of a run stopped early (Ctrl-C, SIGTERM, a crash) are exactly the run that
+//! `--cycles k` would have made: the same blocks, in the same order, each between its two idle
+//! windows. [`cut`] keeps them, with every reading the sensor gave (the rejection rules are
+//! re-checked on all of them), and leaves out what came after: the cut cycle's blocks and
+//! calls, later idle windows, and the footer. [`eligible`] says whether the record as a whole
+//! holds up well enough for its whole cycles to be used at all.
+
+use crate::protocol::whole_cycles;
+use crate::report::raw::{RawRun, Record};
+use crate::report::summary::CheckOutcome;
+
+use super::audit::{Audit, RunData};
+
+/// The checks of the whole record that its whole cycles cannot do without: a record that is
+/// not the writer's, calls that do not add up, an unstable call or a rejection hidden by the
+/// footer anywhere in it, and nothing of it is used.
+pub const RECORD_CHECKS: [&str; 4] = ["record_integrity", "call_counts", "stable_calls", "rejection_rules"];
+
+/// How many whole balanced cycles the record holds from its start (see
+/// [`crate::protocol::whole_cycles`]): for an energy record, each block's two idle windows
+/// must be there and whole too.
+pub fn count(d: &RunData<'_>) -> usize {
+    let blocks: Vec<(u32, bool)> = d.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
+    let idles: Vec<(u32, bool)> =
+        d.idles.iter().map(|i| (i.index, d.idles_ended_early.contains(&i.index))).collect();
+    whole_cycles(d.header.arms.len(), d.header.plan.cycles, &blocks, d.is_energy().then_some(&idles[..]))
+}
+
+/// Whether the whole cycles of an incomplete record may be summarized: there is at least one,
+/// every check in [`RECORD_CHECKS`] passes on the whole record, and no rejection rule holds
+/// on its samples. The number of whole cycles, or why not.
+pub fn eligible(d: &RunData<'_>, audit: &Audit) -> Result<usize, String> {
+    for name in RECORD_CHECKS {
+        if let Some(c) = audit.check(name).filter(|c| c.outcome == CheckOutcome::Fail) {
+            return Err(format!("the record fails `{name}` ({}), so no part of it is summarized", c.detail));
+        }
+    }
+    if let Some(r) = audit.recomputed.as_ref().filter(|r| r.rejected()) {
+        let mut rules: Vec<&str> = Vec::new();
+        for rule in r.rejections.iter().map(|x| x.rejection.rule()) {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+        return Err(format!(
+            "rule {} holds on the record's samples (re-checked), so none of its figures is used",
+            rules.join(", ")
+        ));
+    }
+    match count(d) {
+        0 => Err("no balanced cycle was finished (each block whole, between its two whole idle windows) before the run stopped, so there is nothing whole to summarize".into()),
+        k => Ok(k),
+    }
+}
+
+/// The record of the first `cycles` whole cycles: the header with `plan.cycles = cycles` and
+/// the block order cut to them; the probes, warm-ups, every sample, the sampler's report and
+/// the corrections; the blocks (and their calls and errors) of those cycles and the idle
+/// windows around them. Left out: later blocks, calls and idle windows, block energies and
+/// the footer. Line numbers stay those of the file.
+pub fn cut(run: &RawRun, cycles: usize) -> RawRun {
+    let mut header = run.header.clone();
+    let blocks = cycles * 2 * header.arms.len();
+    header.plan.cycles = cycles;
+    header.plan.order.truncate(blocks);
+    let n = u32::try_from(blocks).unwrap_or(u32::MAX);
+    let keep = |r: &Record| match r {
+        Record::Block { index, .. } => *index < n,
+        Record::Call { block, .. } => *block < n,
+        Record::Idle { index, .. } => *index <= n,
+        Record::Error { block, .. } => block.is_none_or(|b| b < n),
+        Record::BlockEnergy { .. } | Record::Footer { .. } | Record::Header(_) => false,
+        Record::Probe(_)
+        | Record::Warmup { .. }
+        | Record::Sample(_)
+        | Record::Sampler(_)
+        | Record::Correction { .. } => true,
+    };
+    let mut records = Vec::new();
+    let mut lines = Vec::new();
+    for (i, r) in run.records.iter().enumerate() {
+        if keep(r) {
+            records.push(r.clone());
+            if let Some(l) = run.lines.get(i) {
+                lines.push(*l);
+            }
+        }
+    }
+    RawRun { header, records, lines, complete: false, truncated_tail: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::synthetic::{interrupted, records, RunShape};
+
+    fn run_of(records: Vec<Record>) -> RawRun {
+        let Some(Record::Header(h)) = records.first().cloned() else { panic!("no header") };
+        let n = records.len();
+        RawRun {
+            header: *h,
+            records: records.into_iter().skip(1).collect(),
+            lines: (2..n + 1).collect(),
+            complete: false,
+            truncated_tail: None,
+        }
+    }
+
+    /// The published shape (3 arms, 3 cycles, 18 blocks) stopped inside block `stop`.
+    fn stopped_in(stop: u32) -> RawRun {
+        run_of(interrupted(records(&RunShape::published()), stop))
+    }
+
+    #[test]
+    fn counts_the_cycles_finished_before_the_stop() {
+        // 6 blocks a cycle: stopped in block 13 (cycle 2), 14 and 15 not run.
+        let run = stopped_in(13);
+        assert_eq!(count(&RunData::new(&run)), 2);
+        // Stopped in the first block of cycle 1: one whole cycle.
+        assert_eq!(count(&RunData::new(&stopped_in(6))), 1);
+        // Stopped in the last block of cycle 0: none.
+        assert_eq!(count(&RunData::new(&stopped_in(5))), 0);
+    }
+
+    #[test]
+    fn the_cut_is_the_record_of_a_shorter_plan() {
+        let run = stopped_in(13);
+        let view = cut(&run, 2);
+        assert_eq!(view.header.plan.cycles, 2);
+        assert_eq!(view.header.plan.order.len(), 12);
+        assert_eq!(view.header.plan.order[..], run.header.plan.order[..12]);
+        let blocks: Vec<u32> = view
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Block { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(blocks, (0..12).collect::<Vec<_>>());
+        let idles = view.records.iter().filter(|r| matches!(r, Record::Idle { .. })).count();
+        assert_eq!(idles, 13, "the idle window before each block and the one after the last");
+        assert!(view.records.iter().all(|r| match r {
+            Record::Call { block, .. } => *block < 12,
+            Record::Footer { .. } => false,
+            _ => true,
+        }));
+        // Every sample is kept, with its line.
+        let samples = |r: &RawRun| r.records.iter().filter(|r| matches!(r, Record::Sample(_))).count();
+        assert_eq!(samples(&view), samples(&run));
+        assert_eq!(view.lines.len(), view.records.len());
+        let first_block = view.records.iter().position(|r| matches!(r, Record::Block { .. })).unwrap();
+        let in_run = run.records.iter().position(|r| matches!(r, Record::Block { .. })).unwrap();
+        assert_eq!(view.lines[first_block], run.lines[in_run]);
+    }
+}
