@@ -104,6 +104,9 @@ pub struct SuiteSummary {
     pub fitting: String,
     /// Ids of the questions that do not fit (listed and excluded).
     pub not_fitting: Vec<String>,
+    /// Why the first of them does not fit (what to change), when none fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub none_fits_reason: Option<String>,
     /// Whether the candidate's decisions were computed.
     pub gates_run: bool,
     /// Why not, when they were not.
@@ -415,6 +418,9 @@ pub fn summarize(
             format!("{fitting_count}/{} fitting", results.len())
         },
         not_fitting: results.iter().filter(|r| !r.fits).map(|r| r.id.clone()).collect(),
+        none_fits_reason: (fitting_count == 0)
+            .then(|| results.iter().find_map(|r| r.not_fitting_reason.clone()))
+            .flatten(),
         gates_run: not_run_reason.is_none(),
         gates_not_run_reason: not_run_reason,
         passed_count: judged.iter().filter(|(_, g)| g.passed).count(),

@@ -129,7 +129,11 @@ pub fn verdict(summary: &SuiteSummary, bundle: Option<&BundleChecks>) -> (String
         );
     }
     if summary.fitting_count == 0 {
-        return ("failed".into(), "no suite question fits the candidate's shape".into());
+        let why = match &summary.none_fits_reason {
+            Some(r) => format!("no suite question fits the candidate's shape; the first: {r}"),
+            None => "no suite question fits the candidate's shape".into(),
+        };
+        return ("failed".into(), why);
     }
     if !summary.failed.is_empty() {
         return (
@@ -280,6 +284,7 @@ mod tests {
             fitting_count: fitting,
             fitting: format!("{fitting}/3 fitting"),
             not_fitting: Vec::new(),
+            none_fits_reason: None,
             gates_run: not_run.is_none(),
             gates_not_run_reason: not_run.map(str::to_string),
             passed_count: fitting - failed.len(),
@@ -379,6 +384,14 @@ mod tests {
         let (v, why) = verdict(&summary(3, &["a"], None), None);
         assert_eq!((v.as_str(), why.as_str()), ("failed", "1 of 3 fitting questions failed a gate"));
         assert_eq!(verdict(&summary(0, &[], None), None).0, "failed");
+        let none_fits = SuiteSummary {
+            none_fits_reason: Some("question 'q': raise max_len".into()),
+            ..summary(0, &[], None)
+        };
+        assert_eq!(
+            verdict(&none_fits, None).1,
+            "no suite question fits the candidate's shape; the first: question 'q': raise max_len"
+        );
         let (v, why) = verdict(&summary(3, &[], Some("needs macOS")), None);
         assert_eq!(v, "not_passed");
         assert!(why.ends_with("needs macOS"), "{why}");

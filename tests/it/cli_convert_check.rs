@@ -274,6 +274,16 @@ fn invalid_suites_and_flags_exit_2_naming_the_item() {
     assert_input_error(&o, "unknown backend `portable:w3`");
     let (o, _) = check(dir.path(), "l", &[&base[..], &["--max-len", "4096"]].concat());
     assert_input_error(&o, "longer than the model's max_len 512");
+    // A length no question fits: the run fails (exit 1) and says what to change.
+    let (o, report) = check(dir.path(), "short", &[&base[..], &["--max-len", "5"]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("no suite question fits the candidate's shape; the first: question '")
+            && text(&o).contains("raise max_len"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(report.unwrap()["summary"]["fitting_count"], 0);
     let (o, _) = check(dir.path(), "c", &["--source", "builtin:tiny", "--candidate", "coreml:nothere"]);
     assert_input_error(
         &o,
