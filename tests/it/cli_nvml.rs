@@ -15,22 +15,27 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_laya-bench"))
 }
 
-/// The stand-in library, built once per test process.
+/// The stand-in library, built once per test process into cargo's scratch folder for
+/// integration tests (`target/tmp`, gone with `cargo clean`; nothing is left in the system's
+/// temporary folder). Built under a name of this process, then renamed into place, so test
+/// processes running at once never load a half-written library.
 fn fake_nvml() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("laya-bench-fake-nvml-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-nvml");
         std::fs::create_dir_all(&dir).unwrap();
         let lib = dir.join("libnvidia-ml.so.1");
+        let building = dir.join(format!("libnvidia-ml.so.1.{}", std::process::id()));
         let src = fixture("fixtures/fake-nvml/fake_nvml.c");
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let o = Command::new(&cc)
             .args(["-O2", "-shared", "-fPIC", "-o"])
-            .arg(&lib)
+            .arg(&building)
             .arg(&src)
             .output()
             .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}` to build the stand-in NVML: {e}"));
         assert!(o.status.success(), "cc failed: {}", String::from_utf8_lossy(&o.stderr));
+        std::fs::rename(&building, &lib).unwrap();
         lib
     })
 }
