@@ -48,10 +48,37 @@ fn seconds(key: &str, v: &str) -> Result<Duration, String> {
 /// The precisions `ref:laya` can ask laya for (its autocast policy; docs/runtimes/laya.md).
 pub const LAYA_PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
 
+/// PyTorch's device types (`torch.device` refuses any other), which `ref:laya`'s DEVICE
+/// must name, alone or with an index (`cuda:1`).
+pub const TORCH_DEVICES: [&str; 20] = [
+    "cpu",
+    "cuda",
+    "mps",
+    "xpu",
+    "hip",
+    "xla",
+    "meta",
+    "hpu",
+    "ve",
+    "ipu",
+    "mtia",
+    "lazy",
+    "vulkan",
+    "fpga",
+    "maia",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "privateuseone",
+];
+
 /// `ref:laya`'s arguments from the parts after the kind: `[CKPT]`, `[CKPT, DEVICE]` or
 /// `[CKPT, DEVICE, PRECISION]` (DEVICE empty where only a precision was given). A trailing
-/// word is a device when it has no `/` or `.`, so a checkpoint path with `:` stays whole.
-fn laya_args(mut parts: Vec<&str>) -> Vec<String> {
+/// word is a device when it has no `/` or `.`, so a checkpoint path with `:` stays whole; one
+/// that is no PyTorch device type ([`TORCH_DEVICES`]) is refused here, before a worker starts
+/// (a typo such as `cdua` or `gpu` would otherwise fail only after Python and torch loaded).
+fn laya_args(mut parts: Vec<&str>) -> Result<Vec<String>, String> {
     let precision = match parts.last() {
         Some(w) if parts.len() > 1 && LAYA_PRECISIONS.contains(w) => parts.pop(),
         _ => None,
@@ -62,12 +89,22 @@ fn laya_args(mut parts: Vec<&str>) -> Vec<String> {
         let indexed = parts.len() > 2
             && !word.is_empty()
             && word.bytes().all(|b| b.is_ascii_digit())
-            && matches!(parts[parts.len() - 2], "cuda" | "xpu" | "mps");
+            && TORCH_DEVICES.contains(&parts[parts.len() - 2]);
         if indexed {
             let n = parts.pop().unwrap_or_default();
             let name = parts.pop().unwrap_or_default();
             device = Some(format!("{name}:{n}"));
         } else if !word.is_empty() && !word.contains('/') && !word.contains('.') {
+            if !TORCH_DEVICES.contains(&word) {
+                let hint = match word {
+                    "gpu" | "nvidia" | "cuda0" => " (an NVIDIA GPU is `cuda`, one of several `cuda:1`)",
+                    "metal" | "apple" => " (Apple's GPU is `mps`)",
+                    _ => "",
+                };
+                return Err(format!(
+                    "ref:laya: `{word}` is not a PyTorch device{hint}; DEVICE is one of cpu, cuda, cuda:N, mps, xpu (or another torch device type); a checkpoint path whose last `:` part has no `/` or `.` cannot be told from a device: link the folder under another name"
+                ));
+            }
             device = parts.pop().map(str::to_string);
         }
     }
@@ -77,7 +114,7 @@ fn laya_args(mut parts: Vec<&str>) -> Vec<String> {
         (Some(d), None) => args.push(d),
         (None, None) => {}
     }
-    args
+    Ok(args)
 }
 
 fn usage() -> String {
@@ -104,7 +141,7 @@ impl RefSpec {
         }
         let args: Vec<String> = match kind {
             // A checkpoint, then a device (`cuda:1` is one), then a precision, each optional.
-            "laya" => laya_args(parts),
+            "laya" => laya_args(parts)?,
             // One path, an optional trailing word: a path with `:` stays whole.
             "laya-mlx" | "laya-coreml" | "laya-mnn" if parts.len() > 1 => {
                 let word = parts.pop().unwrap_or_default();
@@ -191,6 +228,8 @@ mod tests {
         );
         assert_eq!(RefSpec::parse("laya:/c:cuda:1:bf16").unwrap().args, ["/c", "cuda:1", "bf16"]);
         assert_eq!(RefSpec::parse("laya:/c:cuda:1").unwrap().args, ["/c", "cuda:1"]);
+        assert_eq!(RefSpec::parse("laya:/c:mps").unwrap().args, ["/c", "mps"]);
+        assert_eq!(RefSpec::parse("laya:/c:hip:2:bf16").unwrap().args, ["/c", "hip:2", "bf16"]);
         assert_eq!(RefSpec::parse("laya:/c:fp16").unwrap().args, ["/c", "", "fp16"]);
         assert_eq!(RefSpec::parse("laya:C:/ckpt").unwrap().args, ["C:/ckpt"]);
         assert_eq!(RefSpec::parse("laya:C:/ckpt:cpu:bf16").unwrap().args, ["C:/ckpt", "cpu", "bf16"]);
@@ -211,6 +250,10 @@ mod tests {
             ("factory:m:f:call-timeout=0", "positive number of seconds"),
             ("factory:m:f:call-timeout=1e20", "longer than 7 days (604800 s)"),
             ("factory:m:f:load-timeout=1e30", "longer than 7 days"),
+            ("laya:/c:cdua", "`cdua` is not a PyTorch device; DEVICE is one of cpu, cuda, cuda:N"),
+            ("laya:/c:gpu:fp16", "`gpu` is not a PyTorch device (an NVIDIA GPU is `cuda`"),
+            ("laya:/c:cuda:x", "`x` is not a PyTorch device"),
+            ("laya:ckpt:v2", "link the folder under another name"),
         ] {
             let e = RefSpec::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
