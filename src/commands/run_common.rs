@@ -277,7 +277,9 @@ impl Watch for Bar {
 }
 
 /// One plain progress line: the block, its arm and cycle (from 1), its calls and length, the
-/// time since the first block and the estimated time left (from the blocks done so far).
+/// time since the first block and the estimated time left (from the blocks done so far). The
+/// block and cycle are numbered as in the raw record and every other message (from 0: `block
+/// 13`, `cycle 1`, `idle window 14`), with the count done beside them (`14 of 24`).
 fn plain_line(
     rec: &BlockRecord,
     arm: &str,
@@ -291,27 +293,27 @@ fn plain_line(
     let calls =
         if batch > 1 { format!("{} calls of {batch}", rec.calls) } else { format!("{} calls", rec.calls) };
     let left = time_left(done, blocks, elapsed);
-    let early = if rec.ended_early { " (ended early)" } else { "" };
+    let ended = if rec.ended_early { "ended early" } else { "done" };
     // (an idle window follows every block, the last one too)
-    let idle = if idle_windows { " · idle window next" } else { "" };
+    let idle = if idle_windows { format!(" · idle window {} next", rec.index + 1) } else { String::new() };
     format!(
-        "block {done}/{blocks} done{early} · arm {arm} · cycle {} · {calls} in {seconds:.1} s · {} elapsed{left}{idle}",
-        rec.cycle + 1,
+        "block {} ({done} of {blocks}) {ended} · arm {arm} · cycle {} · {calls} in {seconds:.1} s · {} elapsed{left}{idle}",
+        rec.index,
+        rec.cycle,
         clock_text(elapsed)
     )
 }
 
-/// The live message: the arm, the cycle (from 1) and the rate, in decisions per second (with
+/// The live message: the arm, the cycle (from 0, as in the raw record) and the rate, in decisions per second (with
 /// the calls of a batched run beside it).
 fn progress_message(arm: &str, cycle: usize, calls_per_s: f64, batch: usize) -> String {
     if batch > 1 {
         let decisions = calls_per_s * batch as f64;
         format!(
-            "arm {arm} · cycle {} · {decisions:.0} decisions/s ({calls_per_s:.0} calls/s of {batch})",
-            cycle + 1
+            "arm {arm} · cycle {cycle} · {decisions:.0} decisions/s ({calls_per_s:.0} calls/s of {batch})"
         )
     } else {
-        format!("arm {arm} · cycle {} · {calls_per_s:.0} calls/s", cycle + 1)
+        format!("arm {arm} · cycle {cycle} · {calls_per_s:.0} calls/s")
     }
 }
 
@@ -338,17 +340,17 @@ mod tests {
         let line = super::plain_line(&rec, "f32", 3, 12, Duration::from_secs(95), 1, true);
         assert_eq!(
             line,
-            "block 3/12 done · arm f32 · cycle 2 · 27161 calls in 20.5 s · 0:01:35 elapsed · about 0:04:45 left · idle window next"
+            "block 2 (3 of 12) done · arm f32 · cycle 1 · 27161 calls in 20.5 s · 0:01:35 elapsed · about 0:04:45 left · idle window 3 next"
         );
         let last = crate::protocol::BlockRecord { ended_early: true, calls: 5, ..rec };
         let line = super::plain_line(&last, "w8", 12, 12, Duration::from_secs(3725), 4, false);
         assert_eq!(
             line,
-            "block 12/12 done (ended early) · arm w8 · cycle 2 · 5 calls of 4 in 20.5 s · 1:02:05 elapsed"
+            "block 2 (12 of 12) ended early · arm w8 · cycle 1 · 5 calls of 4 in 20.5 s · 1:02:05 elapsed"
         );
         // energy: an idle window follows the last block too
         let line = super::plain_line(&last, "w8", 12, 12, Duration::from_secs(60), 1, true);
-        assert!(line.ends_with("· 0:01:00 elapsed · idle window next"), "{line}");
+        assert!(line.ends_with("· 0:01:00 elapsed · idle window 3 next"), "{line}");
     }
 
     #[test]
@@ -383,10 +385,10 @@ mod tests {
 
     #[test]
     fn the_live_rate_is_in_decisions() {
-        assert_eq!(super::progress_message("f32", 0, 7.4, 1), "arm f32 · cycle 1 · 7 calls/s");
+        assert_eq!(super::progress_message("f32", 0, 7.4, 1), "arm f32 · cycle 0 · 7 calls/s");
         assert_eq!(
             super::progress_message("f32", 2, 2.5, 4),
-            "arm f32 · cycle 3 · 10 decisions/s (2 calls/s of 4)"
+            "arm f32 · cycle 2 · 10 decisions/s (2 calls/s of 4)"
         );
     }
 }

@@ -804,8 +804,12 @@ fn a_log_gets_one_progress_line_per_block_and_idle_window() {
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("block ")).collect();
     assert_eq!(lines.len(), 4, "{err}");
     for (line, (n, arm)) in lines.iter().zip([(1, "a"), (2, "b"), (3, "b"), (4, "a")]) {
-        assert!(line.starts_with(&format!("block {n}/4 done · arm {arm} · cycle 1 · ")), "{line}");
-        assert!(line.ends_with("· idle window next"), "{line}");
+        let index = n - 1;
+        assert!(
+            line.starts_with(&format!("block {index} ({n} of 4) done · arm {arm} · cycle 0 · ")),
+            "{line}"
+        );
+        assert!(line.ends_with(&format!("· idle window {n} next")), "{line}");
     }
     assert!(err.contains("warm-up done for 2 arm(s); measuring 4 blocks"), "{err}");
     // said before the run: 4 × 0.3 s + 5 × 0.2 s = 2.2 s
