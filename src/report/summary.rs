@@ -481,6 +481,21 @@ impl SummaryReport {
     }
 }
 
+/// A Markdown table of audit checks under `title`, with a blank line after it.
+fn audit_table(title: &str, checks: &[AuditCheck]) -> String {
+    let mut out = format!("{title}\n\n| Check | Result | Detail |\n|:---|:---|:---|\n");
+    for c in checks {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            c.name,
+            c.outcome.word(),
+            c.detail.replace('|', "\\|")
+        ));
+    }
+    out.push('\n');
+    out
+}
+
 impl RunSummary {
     /// This run's Markdown section.
     pub fn to_markdown(&self, level: f64) -> String {
@@ -539,30 +554,10 @@ impl RunSummary {
                 num(s.max_watts, 2)
             ));
         }
-        out.push_str("\n\n### Audit\n\n| Check | Result | Detail |\n|:---|:---|:---|\n");
-        for c in &self.audit {
-            out.push_str(&format!(
-                "| `{}` | {} | {} |\n",
-                c.name,
-                c.outcome.word(),
-                c.detail.replace('|', "\\|")
-            ));
-        }
-        out.push('\n');
+        out.push_str(&audit_table("\n\n### Audit", &self.audit));
         if let Some(w) = &self.whole_cycles {
-            out.push_str(&format!(
-                "### Audit of the {} (`--whole-cycles`)\n\n| Check | Result | Detail |\n|:---|:---|:---|\n",
-                super::first_cycles(w.cycles_used)
-            ));
-            for c in &w.audit {
-                out.push_str(&format!(
-                    "| `{}` | {} | {} |\n",
-                    c.name,
-                    c.outcome.word(),
-                    c.detail.replace('|', "\\|")
-                ));
-            }
-            out.push('\n');
+            let title = format!("### Audit of the {} (`--whole-cycles`)", super::first_cycles(w.cycles_used));
+            out.push_str(&audit_table(&title, &w.audit));
         }
         if self.arms.is_empty() {
             if let Some(r) = &self.statistics_missing_reason {
