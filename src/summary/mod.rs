@@ -197,19 +197,12 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
     let view_audit = view.as_ref().zip(view_data.as_ref()).map(|((v, k), vd)| {
         audit::audit_whole_cycles(v, vd, audit::whole_cycles_check(&full, *k, vd.blocks.len()))
     });
-    let usable = match &view_audit {
-        Some(a) if !a.failed().is_empty() => {
-            let failed: Vec<String> =
-                a.failed().iter().map(|c| format!("`{}` ({})", c.name, c.detail)).collect();
-            whole_missing = Some(format!("its whole cycles fail {}", failed.join("; ")));
+    let usable = match view_audit.as_ref().map(whole::judge) {
+        Some(Ok(())) => true,
+        Some(Err(why)) => {
+            whole_missing = Some(why);
             false
         }
-        Some(a) if a.recomputed.as_ref().is_some_and(|r| r.rejected()) => {
-            whole_missing =
-                Some("a rejection rule holds on the samples of its whole cycles (see the rejections)".into());
-            false
-        }
-        Some(_) => true,
         None => false,
     };
     let d = match (&view_data, usable) {

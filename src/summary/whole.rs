@@ -57,6 +57,21 @@ pub fn eligible(d: &RunData<'_>, audit: &Audit) -> Result<usize, String> {
     }
 }
 
+/// Whether the audit of the whole cycles ([`super::audit::audit_whole_cycles`]) lets their
+/// figures be used: every check passes and no rejection rule holds on their samples; or why
+/// not.
+pub fn judge(audit: &Audit) -> Result<(), String> {
+    let failed = audit.failed();
+    if !failed.is_empty() {
+        let list: Vec<String> = failed.iter().map(|c| format!("`{}` ({})", c.name, c.detail)).collect();
+        return Err(format!("its whole cycles fail {}", list.join("; ")));
+    }
+    if audit.recomputed.as_ref().is_some_and(|r| r.rejected()) {
+        return Err("a rejection rule holds on the samples of its whole cycles (see the rejections)".into());
+    }
+    Ok(())
+}
+
 /// The record of the first `cycles` whole cycles: the header with `plan.cycles = cycles` and
 /// the block order cut to them; the probes, warm-ups, every sample, the sampler's report and
 /// the corrections; the blocks (and their calls and errors) of those cycles and the idle
@@ -124,6 +139,26 @@ mod tests {
         assert_eq!(count(&RunData::new(&stopped_in(6))), 1);
         // Stopped in the last block of cycle 0: none.
         assert_eq!(count(&RunData::new(&stopped_in(5))), 0);
+    }
+
+    #[test]
+    fn whole_cycles_whose_audit_fails_are_not_used() {
+        let run = stopped_in(13);
+        let mut view = cut(&run, 2);
+        // Drop one call of block 4: its block claims more than its records.
+        let call = view.records.iter().position(|r| matches!(r, Record::Call { block: 4, .. })).unwrap();
+        view.records.remove(call);
+        view.lines.remove(call);
+        let d = RunData::new(&view);
+        let first = crate::summary::audit::whole_cycles_check(&RunData::new(&run), 2, d.blocks.len());
+        let a = crate::summary::audit::audit_whole_cycles(&view, &d, first);
+        let why = judge(&a).unwrap_err();
+        assert!(why.starts_with("its whole cycles fail `call_counts` (block 4 claims"), "{why}");
+        let d = RunData::new(&run);
+        let whole = cut(&run, 2);
+        let dw = RunData::new(&whole);
+        let first = crate::summary::audit::whole_cycles_check(&d, 2, dw.blocks.len());
+        assert_eq!(judge(&crate::summary::audit::audit_whole_cycles(&whole, &dw, first)), Ok(()));
     }
 
     #[test]
