@@ -132,12 +132,18 @@ pub struct SpeedReport {
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
     /// `complete`, or `incomplete` when a signal (Ctrl-C, SIGTERM) stopped the run: its figures
-    /// then cover only the blocks that ran, and the raw record's footer says the same.
+    /// then cover its whole cycles ([`Self::whole_cycles`]) or, before one finished, the blocks
+    /// that ran; the raw record's footer says the same.
     #[serde(default = "complete")]
     pub status: RunStatus,
     /// Why the run is not complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
+    /// An incomplete run's whole balanced cycles from the start, which its figures cover (the
+    /// blocks of the cut cycle left out); absent for a complete run, or when no cycle finished
+    /// (then the figures cover every block that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_cycles: Option<usize>,
     /// What a reader must know before using the table (outlier calls, identical arms).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -152,8 +158,16 @@ impl SpeedReport {
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
         if self.status != RunStatus::Complete {
+            let cover = match self.whole_cycles {
+                Some(k) => format!(
+                    "the figures below cover its {} of {} planned (the blocks of the cut cycle are left out, so that every arm weighs the same)",
+                    super::first_cycles(k),
+                    self.plan.cycles
+                ),
+                None => "the figures below cover only the blocks that ran (no balanced cycle finished, so the arms did not run alike)".into(),
+            };
             out.push_str(&format!(
-                "**{}**: {}; the figures below cover only the blocks that ran.\n\n",
+                "**{}**: {}; {cover}.\n\n",
                 self.status.as_str().to_uppercase(),
                 self.status_reason.as_deref().unwrap_or("the run did not finish")
             ));

@@ -104,6 +104,61 @@ fn sigint_stops_a_background_speed_run_whose_shell_ignored_it() {
     interrupted_speed("-INT", true);
 }
 
+/// A `speed` run of 4 cycles stopped in its second: the report's figures are those of its one
+/// whole cycle (the blocks of the cut cycle left out, so both arms weigh the same), and the
+/// Markdown says so.
+#[test]
+fn an_interrupted_speed_run_reports_its_whole_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "speed",
+        "--no-progress",
+        "--arm",
+        "a=mock:ok",
+        "--arm",
+        "b=mock:ok:delay-us=200",
+        "--seconds",
+        "300ms",
+        "--cycles",
+        "4",
+        "--warmup",
+        "3",
+        "--raw",
+        "r.raw.jsonl",
+        "--output",
+        "r.json",
+    ];
+    let child = spawn_laya_bench(d, &args, false);
+    let pid = child.id();
+    // A block line of cycle 1 (only block lines carry a cycle): cycle 0 is whole.
+    assert!(wait_for_text(d, "r.raw.jsonl", "\"cycle\":1", 60), "the run never reached cycle 1");
+    assert!(send_signal("-INT", pid));
+    let o = wait_with_limit(child, 10);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!((report["status"].as_str(), report["whole_cycles"].as_u64()), (Some("incomplete"), Some(1)));
+    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let mut calls = [0u64; 2];
+    let mut blocks = 0;
+    for r in &run.records {
+        if let Record::Block { index, arm, calls: n, .. } = r {
+            blocks += 1;
+            if *index < 4 {
+                calls[usize::from(arm == "b")] += n;
+            }
+        }
+    }
+    assert!(blocks > 4, "the cut cycle ran a block: {blocks}");
+    assert_eq!(report["arms"][0]["calls"].as_u64(), Some(calls[0]));
+    assert_eq!(report["arms"][1]["calls"].as_u64(), Some(calls[1]));
+    assert!(
+        stdout(&o).contains("the figures below cover its first whole balanced cycle of 4 planned (the blocks of the cut cycle are left out"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// A background run (SIGINT ignored by its shell) signalled as soon as it starts, while the
 /// model loads or the arms warm up: the handler is installed before loading, so the signal is
 /// not lost and the run stops before its first block instead of running its 40 s.
