@@ -241,9 +241,6 @@ pub struct EnergyOutcome {
     pub report: EnergyReport,
     /// Whether a failed run failed on its input during warm-up (exit 2 rather than 1).
     pub failed_on_input: bool,
-    /// Whole balanced cycles run from the start (each block whole between two whole idle
-    /// windows): what `summary --whole-cycles` can use of a run stopped early.
-    pub whole_cycles: usize,
 }
 
 fn seconds(ns: u64) -> f64 {
@@ -454,12 +451,70 @@ pub fn run(
         raw_path,
         choice: &choice,
     };
-    let report = build_report(&context, &outcome, arms, &verdict, status, status_reason);
-    let blocks: Vec<(u32, bool)> = totals.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
-    let idle_list: Vec<(u32, bool)> = totals.idles.iter().map(|i| (i.index, i.ended_early)).collect();
+    let flags: Vec<(u32, bool)> = totals.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
+    let idle_flags: Vec<(u32, bool)> = totals.idles.iter().map(|i| (i.index, i.ended_early)).collect();
     let whole_cycles =
-        crate::protocol::whole_cycles(arms.len(), settings.plan.cycles, &blocks, Some(&idle_list));
-    Ok(EnergyOutcome { report, failed_on_input, whole_cycles })
+        crate::protocol::whole_cycles(arms.len(), settings.plan.cycles, &flags, Some(&idle_flags));
+    // An interrupted run whose samples break no rule: the figures of its whole cycles, derived
+    // as `summary --whole-cycles` derives them from the raw record (the same samples, the
+    // cycles' own windows; every call stays in the stability verdict).
+    let whole = (status == RunStatus::Incomplete && whole_cycles > 0 && !verdict.rejected())
+        .then(|| {
+            let n = (whole_cycles * 2 * arms.len()) as u32;
+            let kept_blocks: Vec<BlockSpan> = blocks.iter().filter(|b| b.index < n).cloned().collect();
+            let kept_idles: Vec<IdleSpan> = idles.iter().filter(|i| i.index <= n).cloned().collect();
+            let starts = kept_idles
+                .iter()
+                .map(|i| i.window.start_s)
+                .chain(kept_blocks.iter().map(|b| b.window.start_s));
+            let ends =
+                kept_idles.iter().map(|i| i.window.end_s).chain(kept_blocks.iter().map(|b| b.window.end_s));
+            let span = starts
+                .reduce(f64::min)
+                .zip(ends.reduce(f64::max))
+                .map(|(a, b)| Window { start_s: a, end_s: b });
+            energy_run::analyze(&RunInput {
+                probes: &probes,
+                samples: &samples,
+                blocks: &kept_blocks,
+                idles: &kept_idles,
+                span,
+                rules: settings.rules,
+                idle_discard_s: settings.idle_discard.as_secs_f64(),
+            })
+        })
+        .filter(|v| !v.rejected());
+    let report = match &whole {
+        Some(v) => {
+            let used = totals.leading_cycles(arms.len(), whole_cycles);
+            let mut r = build_report(
+                &context,
+                &used,
+                outcome.sampler.as_ref(),
+                arms,
+                v,
+                Figures::WholeCycles,
+                (status, status_reason),
+            );
+            r.whole_cycles = Some(whole_cycles);
+            let left_out = totals.unstable.iter().sum::<u64>() - used.unstable.iter().sum::<u64>();
+            if left_out > 0 {
+                r.stable = false;
+                r.notes.push(crate::report::left_out_unstable_warning(left_out));
+            }
+            r
+        }
+        None => build_report(
+            &context,
+            totals,
+            outcome.sampler.as_ref(),
+            arms,
+            &verdict,
+            Figures::Run,
+            (status, status_reason),
+        ),
+    };
+    Ok(EnergyOutcome { report, failed_on_input })
 }
 
 /// A run refused because a reading before measuring broke a rule: its footer and the error.
@@ -534,16 +589,26 @@ struct ReportContext<'c> {
     choice: &'c str,
 }
 
+/// Which figures a report gives: the run's, or (an interrupted run) its whole cycles'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figures {
+    /// The run's: energy figures only when it is complete.
+    Run,
+    /// The whole cycles' of an interrupted run, whose samples break no rule: with energy.
+    WholeCycles,
+}
+
 fn build_report(
     cx: &ReportContext<'_>,
-    outcome: &protocol::RunOutcome,
+    totals: &protocol::RunTotals,
+    sampler: Option<&crate::power::sampler::SamplerReport>,
     arms: &[Arm<'_>],
     verdict: &RunEnergy,
-    status: RunStatus,
-    status_reason: Option<String>,
+    figures_of: Figures,
+    (status, status_reason): (RunStatus, Option<String>),
 ) -> EnergyReport {
     let header = cx.header;
-    let totals = &outcome.totals;
+    let with_energy = status == RunStatus::Complete || figures_of == Figures::WholeCycles;
     let no_energy = match status {
         RunStatus::Complete => "",
         RunStatus::Rejected => "the run was rejected; its energy figures must not be used",
@@ -551,7 +616,7 @@ fn build_report(
         RunStatus::Failed => "the run failed",
     };
     let energy_of = |index: u32| -> (Option<crate::energy::BlockEnergy>, String) {
-        if status != RunStatus::Complete {
+        if !with_energy {
             return (None, no_energy.to_string());
         }
         match verdict.blocks.iter().find(|b| b.index == index) {
@@ -607,7 +672,7 @@ fn build_report(
             }
         })
         .collect();
-    let sensor = outcome.sampler.as_ref().map(|s| s.sensor.clone()).unwrap_or_else(|| cx.opened.clone());
+    let sensor = sampler.map(|s| s.sensor.clone()).unwrap_or_else(|| cx.opened.clone());
     let mut notes = vec![
         RATIO_RULE.to_string(),
         "t = Σ block wall time / decisions (all completed work); P = Σ block energy / Σ block time; E = P × t.".into(),
@@ -630,10 +695,8 @@ fn build_report(
             notes.push(format!("WARNING: {w}"));
         }
     }
-    let sampler_cpu_fraction = outcome
-        .sampler
-        .as_ref()
-        .and_then(|s| s.cpu_time_ns.filter(|_| s.wall_ns > 0).map(|c| c as f64 / s.wall_ns as f64));
+    let sampler_cpu_fraction =
+        sampler.and_then(|s| s.cpu_time_ns.filter(|_| s.wall_ns > 0).map(|c| c as f64 / s.wall_ns as f64));
     // The report's own field order puts the status between these three.
     let Provenance { schema_version, tool, host } = header.provenance(crate::report::energy::SCHEMA_VERSION);
     EnergyReport {
@@ -648,15 +711,16 @@ fn build_report(
         plan: header.plan.clone(),
         energy_plan: cx.energy_plan.clone(),
         sensor,
-        sampler: outcome.sampler.clone(),
+        sampler: sampler.cloned(),
         sampler_cpu_fraction,
         series: verdict.series.clone(),
         samples: verdict.summary,
         raw_path: Some(cx.raw_path.display().to_string()),
         arms: out_arms,
         blocks,
-        cross_check: if status == RunStatus::Complete { verdict.cross_check.clone() } else { None },
+        cross_check: if with_energy { verdict.cross_check.clone() } else { None },
         stable: totals.unstable.iter().all(|&u| u == 0),
+        whole_cycles: None,
         notes,
     }
 }

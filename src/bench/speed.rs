@@ -173,46 +173,6 @@ pub fn time_per_decision(total_s: f64, calls: u64, batch: usize) -> f64 {
     }
 }
 
-/// The totals of a run's first `cycles` whole balanced cycles: its first `cycles × 2 × arms`
-/// blocks, each arm's calls (and runtime durations) in them, and the block time, unstable
-/// calls and missed deadlines they add up to; warm-ups as they were. What an interrupted run's
-/// figures are taken from, so that every arm weighs the same, as in a plan of that many cycles
-/// (the blocks of the cut cycle ran in an order that favours the arms it reached).
-pub fn leading_cycles(totals: &RunTotals, arms: usize, cycles: usize) -> RunTotals {
-    let n = cycles * 2 * arms;
-    let mut out = RunTotals {
-        durations_ns: vec![Vec::new(); arms],
-        block_ns: vec![0; arms],
-        runtime_ns: vec![Vec::new(); arms],
-        unstable: vec![0; arms],
-        warmup: totals.warmup.clone(),
-        unbatched: totals.unbatched.clone(),
-        blocks: Vec::new(),
-        missed_deadlines: vec![0; arms],
-        idles: totals.idles.iter().filter(|i| (i.index as usize) <= n).cloned().collect(),
-    };
-    // Where each arm's next block starts in its call lists.
-    let mut first = vec![0usize; arms];
-    for b in &totals.blocks {
-        let a = b.arm;
-        let Some(calls) = totals.durations_ns.get(a) else { continue };
-        let (start, end) = (first[a], (first[a] + b.calls as usize).min(calls.len()));
-        first[a] = end;
-        if (b.index as usize) >= n {
-            continue;
-        }
-        out.durations_ns[a].extend_from_slice(&calls[start..end]);
-        if let Some(r) = totals.runtime_ns.get(a).filter(|r| r.len() == calls.len()) {
-            out.runtime_ns[a].extend_from_slice(&r[start..end]);
-        }
-        out.block_ns[a] += b.end_ns - b.start_ns;
-        out.unstable[a] += b.unstable_calls;
-        out.missed_deadlines[a] += b.missed_deadlines;
-        out.blocks.push(b.clone());
-    }
-    out
-}
-
 /// Resamples of the speed ratio's bootstrap interval.
 const RATIO_RESAMPLES: usize = 10_000;
 
@@ -527,40 +487,6 @@ mod tests {
         let found = outlier_calls(&totals, 0);
         assert_eq!(found, vec![OutlierCall { block: 3, call: 2, duration_s: 0.321 }]);
         assert!(outlier_calls(&totals, 1).is_empty());
-    }
-
-    #[test]
-    fn the_leading_cycles_keep_their_blocks_calls_and_times() {
-        // Two arms, 4 blocks a cycle; stopped in block 5 (cycle 1), after block 4 of arm 0.
-        let mut b5 = block(5, 1, 1, 1, 900, 950);
-        b5.ended_early = true;
-        let mut b2 = block(2, 0, 1, 2, 300, 500);
-        b2.unstable_calls = 1;
-        let totals = protocol::RunTotals {
-            // arm 0: blocks 0, 3, 4 (2 + 3 + 1 calls); arm 1: blocks 1, 2, 5 (2 + 2 + 1)
-            durations_ns: vec![vec![10, 11, 20, 21, 22, 30], vec![40, 41, 50, 51, 60]],
-            block_ns: vec![0, 0],
-            runtime_ns: vec![Vec::new(), vec![4, 4, 5, 5, 6]],
-            unstable: vec![0, 1],
-            blocks: vec![
-                block(0, 0, 0, 2, 0, 100),
-                block(1, 0, 1, 2, 100, 300),
-                b2,
-                block(3, 0, 0, 3, 500, 800),
-                block(4, 1, 0, 1, 800, 900),
-                b5,
-            ],
-            ..protocol::RunTotals::default()
-        };
-        let one = leading_cycles(&totals, 2, 1);
-        assert_eq!(one.durations_ns, vec![vec![10, 11, 20, 21, 22], vec![40, 41, 50, 51]]);
-        assert_eq!(one.runtime_ns, vec![vec![], vec![4, 4, 5, 5]]);
-        assert_eq!(one.block_ns, vec![100 + 300, 200 + 200]);
-        assert_eq!(one.unstable, vec![0, 1]);
-        assert_eq!(one.blocks.iter().map(|b| b.index).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
-        // The report then times arm 1 by its runtime over the kept calls: 18 ns for 4 calls.
-        assert_eq!(arm_seconds(&one, 1), 18e-9);
-        assert!(leading_cycles(&totals, 2, 0).blocks.is_empty());
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         &mut bar,
     );
     bar.finish();
-    let energy::EnergyOutcome { report, failed_on_input, whole_cycles } = outcome?;
+    let energy::EnergyOutcome { report, failed_on_input } = outcome?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;
@@ -81,13 +81,13 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
                 "the run is INCOMPLETE ({reason}); everything measured so far is in {}",
                 files.raw.display()
             );
-            if whole_cycles > 0 {
+            if let Some(k) = report.whole_cycles {
                 msg.push_str(&format!(
-                    "\n  its {} ran before the stop: `laya-bench summary {} --whole-cycles` summarizes {}, audited as a run of {}",
-                    crate::report::first_cycles(whole_cycles),
+                    "\n  the report's figures cover its {} (the cut cycle left out); `laya-bench summary {} --whole-cycles` audits {} as a run of {}",
+                    crate::report::first_cycles(k),
                     files.raw.display(),
-                    if whole_cycles == 1 { "it" } else { "them" },
-                    crate::report::count(whole_cycles, "cycle", "cycles")
+                    if k == 1 { "it" } else { "them" },
+                    crate::report::count(k, "cycle", "cycles")
                 ));
             }
             Err(Failure::run(anyhow!(msg)))

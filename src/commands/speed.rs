@@ -39,7 +39,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let whole = (measured.status != crate::report::status::RunStatus::Complete)
         .then(|| crate::protocol::whole_cycles(arms_n, plan.cycles, &blocks, None))
         .filter(|&k| k > 0);
-    let used = whole.map(|k| speed::leading_cycles(&measured.totals, arms_n, k));
+    let used = whole.map(|k| measured.totals.leading_cycles(arms_n, k));
     let mut report =
         speed::report(&measured.header, used.as_ref().unwrap_or(&measured.totals), &files.raw, gflop);
     report.status = measured.status;
@@ -50,9 +50,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
         - used.as_ref().map_or(0, |u| u.unstable.iter().sum::<u64>());
     if used.is_some() && left_out > 0 {
         report.stable = false;
-        report.warnings.push(format!(
-            "WARNING: {left_out} call(s) of the cut cycle, left out of the figures, did not reproduce their arm's warm-up result: the run is unstable"
-        ));
+        report.warnings.push(crate::report::left_out_unstable_warning(left_out));
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();

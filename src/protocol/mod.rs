@@ -468,6 +468,48 @@ pub struct RunTotals {
     pub idles: Vec<IdleRecord>,
 }
 
+impl RunTotals {
+    /// The totals of a run's first `cycles` whole balanced cycles: its first `cycles × 2 × arms`
+    /// blocks, each arm's calls (and runtime durations) in them, and the block time, unstable
+    /// calls and missed deadlines they add up to; warm-ups as they were. What an interrupted run's
+    /// figures are taken from, so that every arm weighs the same, as in a plan of that many cycles
+    /// (the blocks of the cut cycle ran in an order that favours the arms it reached).
+    pub fn leading_cycles(&self, arms: usize, cycles: usize) -> RunTotals {
+        let n = cycles * 2 * arms;
+        let mut out = RunTotals {
+            durations_ns: vec![Vec::new(); arms],
+            block_ns: vec![0; arms],
+            runtime_ns: vec![Vec::new(); arms],
+            unstable: vec![0; arms],
+            warmup: self.warmup.clone(),
+            unbatched: self.unbatched.clone(),
+            blocks: Vec::new(),
+            missed_deadlines: vec![0; arms],
+            idles: self.idles.iter().filter(|i| (i.index as usize) <= n).cloned().collect(),
+        };
+        // Where each arm's next block starts in its call lists.
+        let mut first = vec![0usize; arms];
+        for b in &self.blocks {
+            let a = b.arm;
+            let Some(calls) = self.durations_ns.get(a) else { continue };
+            let (start, end) = (first[a], (first[a] + b.calls as usize).min(calls.len()));
+            first[a] = end;
+            if (b.index as usize) >= n {
+                continue;
+            }
+            out.durations_ns[a].extend_from_slice(&calls[start..end]);
+            if let Some(r) = self.runtime_ns.get(a).filter(|r| r.len() == calls.len()) {
+                out.runtime_ns[a].extend_from_slice(&r[start..end]);
+            }
+            out.block_ns[a] += b.end_ns - b.start_ns;
+            out.unstable[a] += b.unstable_calls;
+            out.missed_deadlines[a] += b.missed_deadlines;
+            out.blocks.push(b.clone());
+        }
+        out
+    }
+}
+
 fn call(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions)) -> Result<Answered, HostError> {
     arm.answer(&req.0, &req.1, &req.2)
 }

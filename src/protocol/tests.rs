@@ -549,3 +549,51 @@ fn a_batch_must_share_its_questions_and_be_at_least_one() {
     assert_eq!(calls_to_cover(8, 4), 2);
     assert_eq!(calls_to_cover(8, 3), 3);
 }
+
+fn totals_block(index: u32, cycle: u32, arm: usize, calls: u64, start_ns: u64, end_ns: u64) -> BlockRecord {
+    BlockRecord {
+        index,
+        cycle,
+        arm,
+        start_ns,
+        end_ns,
+        calls,
+        unstable_calls: 0,
+        missed_deadlines: 0,
+        scheduled_calls: None,
+        ended_early: false,
+        steal: None,
+    }
+}
+
+#[test]
+fn the_leading_cycles_keep_their_blocks_calls_and_times() {
+    // Two arms, 4 blocks a cycle; stopped in block 5 (cycle 1), after block 4 of arm 0.
+    let mut b5 = totals_block(5, 1, 1, 1, 900, 950);
+    b5.ended_early = true;
+    let mut b2 = totals_block(2, 0, 1, 2, 300, 500);
+    b2.unstable_calls = 1;
+    let totals = RunTotals {
+        // arm 0: blocks 0, 3, 4 (2 + 3 + 1 calls); arm 1: blocks 1, 2, 5 (2 + 2 + 1)
+        durations_ns: vec![vec![10, 11, 20, 21, 22, 30], vec![40, 41, 50, 51, 60]],
+        block_ns: vec![0, 0],
+        runtime_ns: vec![Vec::new(), vec![4, 4, 5, 5, 6]],
+        unstable: vec![0, 1],
+        blocks: vec![
+            totals_block(0, 0, 0, 2, 0, 100),
+            totals_block(1, 0, 1, 2, 100, 300),
+            b2,
+            totals_block(3, 0, 0, 3, 500, 800),
+            totals_block(4, 1, 0, 1, 800, 900),
+            b5,
+        ],
+        ..RunTotals::default()
+    };
+    let one = totals.leading_cycles(2, 1);
+    assert_eq!(one.durations_ns, vec![vec![10, 11, 20, 21, 22], vec![40, 41, 50, 51]]);
+    assert_eq!(one.runtime_ns, vec![vec![], vec![4, 4, 5, 5]]);
+    assert_eq!(one.block_ns, vec![100 + 300, 200 + 200]);
+    assert_eq!(one.unstable, vec![0, 1]);
+    assert_eq!(one.blocks.iter().map(|b| b.index).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert!(totals.leading_cycles(2, 0).blocks.is_empty());
+}

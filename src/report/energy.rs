@@ -123,6 +123,11 @@ pub struct EnergyReport {
     pub cross_check: Option<crate::energy::cross::CrossCheck>,
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
+    /// An interrupted run's whole balanced cycles from the start, which its figures cover (the
+    /// blocks of the cut cycle left out); absent for a run whose figures are its own (a
+    /// complete run), or that gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_cycles: Option<usize>,
     /// Reading rules and caveats (the ratio wording rule, idle-subtraction boundary, ...).
     pub notes: Vec<String>,
 }
@@ -137,7 +142,14 @@ impl EnergyReport {
             RunStatus::Rejected => out.push_str(
                 "**REJECTED**: the energy figures of this run must not be used. The raw record keeps every sample unchanged.\n\n",
             ),
-            RunStatus::Incomplete => out.push_str("**INCOMPLETE**: the run was stopped before its plan was done; no energy figure is given.\n\n"),
+            RunStatus::Incomplete => match self.whole_cycles {
+                Some(k) => out.push_str(&format!(
+                    "**INCOMPLETE**: the run was stopped before its plan was done; the figures below cover its {} of {} planned (the blocks of the cut cycle are left out, so that every arm weighs the same), as `summary --whole-cycles` derives them from the raw record. Where a run stops is not part of its plan: no claim is made from them.\n\n",
+                    super::first_cycles(k),
+                    self.plan.cycles
+                )),
+                None => out.push_str("**INCOMPLETE**: the run was stopped before its plan was done; no energy figure is given.\n\n"),
+            },
             RunStatus::Failed => out.push_str("**FAILED**: no energy figure is given.\n\n"),
         }
         if let Some(r) = &self.status_reason {

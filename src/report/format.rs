@@ -31,6 +31,14 @@ pub fn first_cycles(n: usize) -> String {
     }
 }
 
+/// The warning for an interrupted run whose figures cover its whole cycles while `n` calls of
+/// the cut cycle, left out of them, did not reproduce their warm-up result.
+pub fn left_out_unstable_warning(n: u64) -> String {
+    format!(
+        "WARNING: {n} call(s) of the cut cycle, left out of the figures, did not reproduce their arm's warm-up result: the run is unstable"
+    )
+}
+
 /// A number with `digits` decimals, or `n/a` (missing, or not a finite number: a NaN is what
 /// an empty mean leaves, never a value to print).
 pub fn num(v: Option<f64>, digits: usize) -> String {

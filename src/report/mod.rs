@@ -19,7 +19,7 @@ pub mod status;
 pub mod steal;
 pub mod summary;
 
-pub use format::{count, display_width, first_cycles, pad};
+pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad};
 
 use std::io::Write;
 use std::path::Path;

@@ -488,10 +488,11 @@ fn summary_without_output_prints_its_markdown() {
     assert_eq!(before.len(), after.len(), "nothing written");
 }
 
-/// An energy run of 4 cycles stopped with Ctrl-C (SIGINT) in its third cycle: `energy` says
-/// how many whole cycles ran and what to type; `summary` without the flag derives no figure
-/// and names the flag; `summary --whole-cycles` audits and summarizes the first two cycles as
-/// a run of two (still `incomplete`, exit 1).
+/// An energy run of 4 cycles stopped with Ctrl-C (SIGINT) in its third cycle: `energy`'s
+/// report gives the figures of its two whole cycles and says what to type to audit them;
+/// `summary` without the flag derives no figure and names the flag; `summary --whole-cycles`
+/// audits and summarizes the first two cycles as a run of two (still `incomplete`, exit 1),
+/// with the energy report's figures.
 #[test]
 fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycles() {
     use std::process::{Command, Stdio};
@@ -524,9 +525,13 @@ fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycle
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("its first 2 whole balanced cycles ran before the stop: `laya-bench summary r.raw.jsonl --whole-cycles` summarizes them, audited as a run of 2 cycles"),
+        err.contains("the report's figures cover its first 2 whole balanced cycles (the cut cycle left out); `laya-bench summary r.raw.jsonl --whole-cycles` audits them as a run of 2 cycles"),
         "{err}"
     );
+    let rep: EnergyReport =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(rep.whole_cycles, Some(2));
+    assert!(rep.stable);
     // Without the flag: no figure, and the flag is named.
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -576,10 +581,14 @@ fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycle
             }
         }
     }
-    for (a, n) in s.arms.iter().zip(decisions) {
+    for ((a, n), mine) in s.arms.iter().zip(decisions).zip(&rep.arms) {
         assert_eq!(a.totals.decisions, n, "{}", a.name);
         let e = a.totals.energy_per_decision_j.expect("an energy figure from the whole cycles");
         assert!(e > 0.0 && e.is_finite(), "{}: {e}", a.name);
+        // `energy`'s own report gives the same figures, from the same samples and windows.
+        assert_eq!(mine.totals.decisions, n, "{}", a.name);
+        assert_eq!(mine.totals.energy_per_decision_j, Some(e), "{}", a.name);
+        assert_eq!(mine.totals.mean_power_w, a.totals.mean_power_w, "{}", a.name);
     }
     let csv = std::fs::read_to_string(d.join("w.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 8, "one row per block summarized:\n{csv}");

@@ -159,6 +159,51 @@ fn an_interrupted_speed_run_reports_its_whole_cycles() {
     );
 }
 
+/// A `speed` run stopped in its second cycle after arm b's results drifted there: the figures
+/// cover the whole first cycle, where every call was stable, but the run is still unstable.
+#[test]
+fn an_unstable_call_left_out_with_the_cut_cycle_still_makes_the_run_unstable() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // b: 8 warm-up calls, then 5 calls a block; its results drift after its 20th call, in
+    // block 5 (cycle 1).
+    let args = [
+        "speed",
+        "--no-progress",
+        "--arm",
+        "a=mock:ok",
+        "--arm",
+        "b=mock:drift-after=20:delay-us=100000",
+        "--calls",
+        "5",
+        "--cycles",
+        "3",
+        "--warmup",
+        "3",
+        "--raw",
+        "r.raw.jsonl",
+        "--output",
+        "r.json",
+    ];
+    let child = spawn_laya_bench(d, &args, false);
+    let pid = child.id();
+    assert!(wait_for_text(d, "r.raw.jsonl", "\"index\":5", 60), "the run never finished block 5");
+    assert!(send_signal("-INT", pid));
+    let o = wait_with_limit(child, 10);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["whole_cycles"].as_u64(), Some(1));
+    assert_eq!(report["arms"][1]["unstable_calls"].as_u64(), Some(0), "the whole cycle was stable");
+    assert_eq!(report["stable"], false);
+    let warning =
+        "call(s) of the cut cycle, left out of the figures, did not reproduce their arm's warm-up result";
+    assert!(
+        report["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)),
+        "{report}"
+    );
+    assert!(stderr(&o).contains(warning), "{}", stderr(&o));
+}
+
 /// A background run (SIGINT ignored by its shell) signalled as soon as it starts, while the
 /// model loads or the arms warm up: the handler is installed before loading, so the signal is
 /// not lost and the run stops before its first block instead of running its 40 s.
