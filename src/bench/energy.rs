@@ -461,24 +461,14 @@ pub fn run(
     let whole = (status == RunStatus::Incomplete && whole_cycles > 0 && !verdict.rejected())
         .then(|| {
             let n = (whole_cycles * 2 * arms.len()) as u32;
-            let kept_blocks: Vec<BlockSpan> = blocks.iter().filter(|b| b.index < n).cloned().collect();
-            let kept_idles: Vec<IdleSpan> = idles.iter().filter(|i| i.index <= n).cloned().collect();
-            let starts = kept_idles
-                .iter()
-                .map(|i| i.window.start_s)
-                .chain(kept_blocks.iter().map(|b| b.window.start_s));
-            let ends =
-                kept_idles.iter().map(|i| i.window.end_s).chain(kept_blocks.iter().map(|b| b.window.end_s));
-            let span = starts
-                .reduce(f64::min)
-                .zip(ends.reduce(f64::max))
-                .map(|(a, b)| Window { start_s: a, end_s: b });
+            let kept_blocks: Vec<BlockSpan> = blocks.iter().filter(|b| b.index < n).copied().collect();
+            let kept_idles: Vec<IdleSpan> = idles.iter().filter(|i| i.index <= n).copied().collect();
             energy_run::analyze(&RunInput {
                 probes: &probes,
                 samples: &samples,
                 blocks: &kept_blocks,
                 idles: &kept_idles,
-                span,
+                span: energy_run::span_of(&kept_blocks, &kept_idles),
                 rules: settings.rules,
                 idle_discard_s: settings.idle_discard.as_secs_f64(),
             })

@@ -42,6 +42,15 @@ pub struct IdleSpan {
     pub window: Window,
 }
 
+/// The span the samples of these windows must cover: from the earliest start to the latest
+/// end of the idle windows and blocks; `None` when there are none.
+pub fn span_of(blocks: &[BlockSpan], idles: &[IdleSpan]) -> Option<Window> {
+    let windows = || idles.iter().map(|i| i.window).chain(blocks.iter().map(|b| b.window));
+    let start = windows().map(|w| w.start_s).reduce(f64::min)?;
+    let end = windows().map(|w| w.end_s).reduce(f64::max)?;
+    Some(Window { start_s: start, end_s: end })
+}
+
 /// What a run's energy is computed from.
 #[derive(Debug, Clone, Copy)]
 pub struct RunInput<'a> {
@@ -666,6 +675,16 @@ mod tests {
             rules: Rules::new(500.0, 0.5),
             idle_discard_s: 0.5,
         }
+    }
+
+    #[test]
+    fn the_span_runs_from_the_first_window_to_the_last() {
+        let blocks = [BlockSpan { index: 0, window: win(10.0, 30.0) }];
+        let idles =
+            [IdleSpan { index: 0, window: win(0.0, 10.0) }, IdleSpan { index: 1, window: win(30.0, 40.0) }];
+        assert_eq!(span_of(&blocks, &idles), Some(win(0.0, 40.0)));
+        assert_eq!(span_of(&blocks, &[]), Some(win(10.0, 30.0)));
+        assert_eq!(span_of(&[], &[]), None);
     }
 
     #[test]

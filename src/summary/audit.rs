@@ -708,12 +708,7 @@ pub fn recompute(d: &RunData<'_>) -> Result<RunEnergy, String> {
     let (rules, idle_discard_s) = energy_settings(d)?;
     let blocks: Vec<BlockSpan> =
         d.blocks.iter().map(|b| BlockSpan { index: b.index, window: window(b.start_ns, b.end_ns) }).collect();
-    let starts = d.idles.iter().map(|i| i.window.start_s).chain(blocks.iter().map(|b| b.window.start_s));
-    let ends = d.idles.iter().map(|i| i.window.end_s).chain(blocks.iter().map(|b| b.window.end_s));
-    let span = match (starts.reduce(f64::min), ends.reduce(f64::max)) {
-        (Some(a), Some(b)) => Some(Window { start_s: a, end_s: b }),
-        _ => None,
-    };
+    let span = crate::energy::run::span_of(&blocks, &d.idles);
     Ok(analyze(&RunInput {
         probes: &d.probes,
         samples: &d.samples,
