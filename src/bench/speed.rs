@@ -458,19 +458,7 @@ mod tests {
         start_ns: u64,
         end_ns: u64,
     ) -> protocol::BlockRecord {
-        protocol::BlockRecord {
-            index,
-            cycle,
-            arm,
-            start_ns,
-            end_ns,
-            calls,
-            unstable_calls: 0,
-            missed_deadlines: 0,
-            scheduled_calls: None,
-            ended_early: false,
-            steal: None,
-        }
+        protocol::BlockRecord::whole(index, cycle, arm, calls, start_ns, end_ns)
     }
 
     #[test]

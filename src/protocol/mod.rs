@@ -468,6 +468,26 @@ pub struct RunTotals {
     pub idles: Vec<IdleRecord>,
 }
 
+#[cfg(test)]
+impl BlockRecord {
+    /// A block of `calls` stable calls, not cut short, paced or stolen from (tests).
+    pub(crate) fn whole(index: u32, cycle: u32, arm: usize, calls: u64, start_ns: u64, end_ns: u64) -> Self {
+        BlockRecord {
+            index,
+            cycle,
+            arm,
+            start_ns,
+            end_ns,
+            calls,
+            unstable_calls: 0,
+            missed_deadlines: 0,
+            scheduled_calls: None,
+            ended_early: false,
+            steal: None,
+        }
+    }
+}
+
 impl RunTotals {
     /// The totals of a run's first `cycles` whole balanced cycles: its first `cycles × 2 × arms`
     /// blocks, each arm's calls (and runtime durations) in them, and the block time, unstable

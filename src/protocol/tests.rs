@@ -550,28 +550,12 @@ fn a_batch_must_share_its_questions_and_be_at_least_one() {
     assert_eq!(calls_to_cover(8, 3), 3);
 }
 
-fn totals_block(index: u32, cycle: u32, arm: usize, calls: u64, start_ns: u64, end_ns: u64) -> BlockRecord {
-    BlockRecord {
-        index,
-        cycle,
-        arm,
-        start_ns,
-        end_ns,
-        calls,
-        unstable_calls: 0,
-        missed_deadlines: 0,
-        scheduled_calls: None,
-        ended_early: false,
-        steal: None,
-    }
-}
-
 #[test]
 fn the_leading_cycles_keep_their_blocks_calls_and_times() {
     // Two arms, 4 blocks a cycle; stopped in block 5 (cycle 1), after block 4 of arm 0.
-    let mut b5 = totals_block(5, 1, 1, 1, 900, 950);
+    let mut b5 = BlockRecord::whole(5, 1, 1, 1, 900, 950);
     b5.ended_early = true;
-    let mut b2 = totals_block(2, 0, 1, 2, 300, 500);
+    let mut b2 = BlockRecord::whole(2, 0, 1, 2, 300, 500);
     b2.unstable_calls = 1;
     let totals = RunTotals {
         // arm 0: blocks 0, 3, 4 (2 + 3 + 1 calls); arm 1: blocks 1, 2, 5 (2 + 2 + 1)
@@ -580,11 +564,11 @@ fn the_leading_cycles_keep_their_blocks_calls_and_times() {
         runtime_ns: vec![Vec::new(), vec![4, 4, 5, 5, 6]],
         unstable: vec![0, 1],
         blocks: vec![
-            totals_block(0, 0, 0, 2, 0, 100),
-            totals_block(1, 0, 1, 2, 100, 300),
+            BlockRecord::whole(0, 0, 0, 2, 0, 100),
+            BlockRecord::whole(1, 0, 1, 2, 100, 300),
             b2,
-            totals_block(3, 0, 0, 3, 500, 800),
-            totals_block(4, 1, 0, 1, 800, 900),
+            BlockRecord::whole(3, 0, 0, 3, 500, 800),
+            BlockRecord::whole(4, 1, 0, 1, 800, 900),
             b5,
         ],
         ..RunTotals::default()

@@ -104,6 +104,20 @@ fn sigint_stops_a_background_speed_run_whose_shell_ignored_it() {
     interrupted_speed("-INT", true);
 }
 
+/// `speed --no-progress` with `args` in `d`, writing `r.raw.jsonl` and `r.json`, stopped by
+/// Ctrl-C once `needle` is in its raw record: its output (exit 1) and its report.
+fn speed_stopped_at(d: &std::path::Path, args: &[&str], needle: &str) -> (std::process::Output, Value) {
+    let tail = ["--warmup", "3", "--raw", "r.raw.jsonl", "--output", "r.json"];
+    let child = spawn_laya_bench(d, &[&["speed", "--no-progress"][..], args, &tail].concat(), false);
+    let pid = child.id();
+    assert!(wait_for_text(d, "r.raw.jsonl", needle, 60), "the run never wrote {needle}");
+    assert!(send_signal("-INT", pid));
+    let o = wait_with_limit(child, 10);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    (o, report)
+}
+
 /// A `speed` run of 4 cycles stopped in its second: the report's figures are those of its one
 /// whole cycle (the blocks of the cut cycle left out, so both arms weigh the same), and the
 /// Markdown says so.
@@ -111,32 +125,10 @@ fn sigint_stops_a_background_speed_run_whose_shell_ignored_it() {
 fn an_interrupted_speed_run_reports_its_whole_cycles() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let args = [
-        "speed",
-        "--no-progress",
-        "--arm",
-        "a=mock:ok",
-        "--arm",
-        "b=mock:ok:delay-us=200",
-        "--seconds",
-        "300ms",
-        "--cycles",
-        "4",
-        "--warmup",
-        "3",
-        "--raw",
-        "r.raw.jsonl",
-        "--output",
-        "r.json",
-    ];
-    let child = spawn_laya_bench(d, &args, false);
-    let pid = child.id();
+    let args =
+        ["--arm", "a=mock:ok", "--arm", "b=mock:ok:delay-us=200", "--seconds", "300ms", "--cycles", "4"];
     // A block line of cycle 1 (only block lines carry a cycle): cycle 0 is whole.
-    assert!(wait_for_text(d, "r.raw.jsonl", "\"cycle\":1", 60), "the run never reached cycle 1");
-    assert!(send_signal("-INT", pid));
-    let o = wait_with_limit(child, 10);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let (o, report) = speed_stopped_at(d, &args, "\"cycle\":1");
     assert_eq!((report["status"].as_str(), report["whole_cycles"].as_u64()), (Some("incomplete"), Some(1)));
     let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
     let mut calls = [0u64; 2];
@@ -164,12 +156,9 @@ fn an_interrupted_speed_run_reports_its_whole_cycles() {
 #[test]
 fn an_unstable_call_left_out_with_the_cut_cycle_still_makes_the_run_unstable() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
     // b: 8 warm-up calls, then 5 calls a block; its results drift after its 20th call, in
     // block 5 (cycle 1).
     let args = [
-        "speed",
-        "--no-progress",
         "--arm",
         "a=mock:ok",
         "--arm",
@@ -178,20 +167,8 @@ fn an_unstable_call_left_out_with_the_cut_cycle_still_makes_the_run_unstable() {
         "5",
         "--cycles",
         "3",
-        "--warmup",
-        "3",
-        "--raw",
-        "r.raw.jsonl",
-        "--output",
-        "r.json",
     ];
-    let child = spawn_laya_bench(d, &args, false);
-    let pid = child.id();
-    assert!(wait_for_text(d, "r.raw.jsonl", "\"index\":5", 60), "the run never finished block 5");
-    assert!(send_signal("-INT", pid));
-    let o = wait_with_limit(child, 10);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let (o, report) = speed_stopped_at(dir.path(), &args, "\"index\":5");
     assert_eq!(report["whole_cycles"].as_u64(), Some(1));
     assert_eq!(report["arms"][1]["unstable_calls"].as_u64(), Some(0), "the whole cycle was stable");
     assert_eq!(report["stable"], false);
