@@ -186,3 +186,16 @@ pub fn wait_with_limit(mut child: std::process::Child, seconds: u64) -> Output {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The plain progress lines in the stderr of a one-cycle run of arms `a` and `b` in a log:
+/// four, in the balanced order (a b b a), each naming its block (from 0, as the raw record),
+/// the count done of 4, its arm and cycle 0. The lines, for the caller's own checks.
+pub fn one_cycle_progress_lines(err: &str) -> Vec<&str> {
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("block ")).collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    for (index, (line, arm)) in lines.iter().zip(["a", "b", "b", "a"]).enumerate() {
+        let prefix = format!("block {index} ({} of 4) done · arm {arm} · cycle 0 · ", index + 1);
+        assert!(line.starts_with(&prefix), "{line}");
+    }
+    lines
+}
