@@ -451,19 +451,17 @@ pub fn run(
         raw_path,
         choice: &choice,
     };
-    let flags: Vec<(u32, bool)> = totals.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
-    let idle_flags: Vec<(u32, bool)> = totals.idles.iter().map(|i| (i.index, i.ended_early)).collect();
-    let whole_cycles =
-        crate::protocol::whole_cycles(arms.len(), settings.plan.cycles, &flags, Some(&idle_flags));
     // An interrupted run whose samples break no rule: the figures of its whole cycles, derived
     // as `summary --whole-cycles` derives them from the raw record (the same samples, the
     // cycles' own windows; every call stays in the stability verdict).
-    let whole = (status == RunStatus::Incomplete && whole_cycles > 0 && !verdict.rejected())
-        .then(|| {
-            let n = (whole_cycles * 2 * arms.len()) as u32;
+    let whole = (status == RunStatus::Incomplete && !verdict.rejected())
+        .then(|| totals.whole_cycles(arms.len(), settings.plan.cycles, true))
+        .flatten()
+        .and_then(|(k, used)| {
+            let n = (k * 2 * arms.len()) as u32;
             let kept_blocks: Vec<BlockSpan> = blocks.iter().filter(|b| b.index < n).copied().collect();
             let kept_idles: Vec<IdleSpan> = idles.iter().filter(|i| i.index <= n).copied().collect();
-            energy_run::analyze(&RunInput {
+            let v = energy_run::analyze(&RunInput {
                 probes: &probes,
                 samples: &samples,
                 blocks: &kept_blocks,
@@ -471,23 +469,22 @@ pub fn run(
                 span: energy_run::span_of(&kept_blocks, &kept_idles),
                 rules: settings.rules,
                 idle_discard_s: settings.idle_discard.as_secs_f64(),
-            })
-        })
-        .filter(|v| !v.rejected());
-    let report = match &whole {
-        Some(v) => {
-            let used = totals.leading_cycles(arms.len(), whole_cycles);
+            });
+            (!v.rejected()).then_some((k, used, v))
+        });
+    let report = match whole {
+        Some((k, used, v)) => {
             let mut r = build_report(
                 &context,
                 &used,
                 outcome.sampler.as_ref(),
                 arms,
-                v,
+                &v,
                 Figures::WholeCycles,
                 (status, status_reason),
             );
-            r.whole_cycles = Some(whole_cycles);
-            let left_out = totals.unstable.iter().sum::<u64>() - used.unstable.iter().sum::<u64>();
+            r.whole_cycles = Some(k);
+            let left_out = totals.unstable_left_out(&used);
             if left_out > 0 {
                 r.stable = false;
                 r.notes.push(crate::report::left_out_unstable_warning(left_out));

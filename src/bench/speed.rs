@@ -305,7 +305,30 @@ fn max_probability_diff(
     max
 }
 
-/// The speed report of a measured run (status `complete`; the caller sets another).
+/// The report of a measured run with its status. An interrupted run's figures come from its
+/// whole cycles once one finished (the cut cycle's blocks ran in an order that favours the arms
+/// it reached); its stability is still every call's, the cut cycle's too.
+pub fn report_measured(m: &Measured, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
+    let arms = m.header.arms.len();
+    let whole = match m.status {
+        RunStatus::Complete => None,
+        _ => m.totals.whole_cycles(arms, m.header.plan.cycles, false),
+    };
+    let mut report = report(&m.header, whole.as_ref().map_or(&m.totals, |w| &w.1), raw_path, gflop);
+    report.status = m.status;
+    report.status_reason = m.reason.clone();
+    if let Some((k, used)) = &whole {
+        report.whole_cycles = Some(*k);
+        let left_out = m.totals.unstable_left_out(used);
+        if left_out > 0 {
+            report.stable = false;
+            report.warnings.push(crate::report::left_out_unstable_warning(left_out));
+        }
+    }
+    report
+}
+
+/// The speed report of a measured run (status `complete`; [`report_measured`] sets another).
 pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
     let none: Vec<crate::laya::host::StateResult> = Vec::new();
     let warmup = |i: usize| totals.warmup.get(i).unwrap_or(&none);

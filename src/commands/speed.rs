@@ -33,25 +33,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     bar.finish();
     let measured = measured?;
     let gflop = speed::gflop_per_decision(bundle, common.length);
-    // An interrupted run's figures come from its whole cycles when one finished.
-    let arms_n = measured.header.arms.len();
-    let blocks: Vec<(u32, bool)> = measured.totals.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
-    let whole = (measured.status != crate::report::status::RunStatus::Complete)
-        .then(|| crate::protocol::whole_cycles(arms_n, plan.cycles, &blocks, None))
-        .filter(|&k| k > 0);
-    let used = whole.map(|k| measured.totals.leading_cycles(arms_n, k));
-    let mut report =
-        speed::report(&measured.header, used.as_ref().unwrap_or(&measured.totals), &files.raw, gflop);
-    report.status = measured.status;
-    report.status_reason = measured.reason.clone();
-    report.whole_cycles = whole;
-    // Stability is every call's, the cut cycle's too.
-    let left_out: u64 = measured.totals.unstable.iter().sum::<u64>()
-        - used.as_ref().map_or(0, |u| u.unstable.iter().sum::<u64>());
-    if used.is_some() && left_out > 0 {
-        report.stable = false;
-        report.warnings.push(crate::report::left_out_unstable_warning(left_out));
-    }
+    let report = speed::report_measured(&measured, &files.raw, gflop);
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;

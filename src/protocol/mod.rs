@@ -489,6 +489,27 @@ impl BlockRecord {
 }
 
 impl RunTotals {
+    /// The whole balanced cycles these totals hold from the start ([`whole_cycles`] over their
+    /// blocks and, with `idle_windows`, their idle windows), with the totals of just those
+    /// cycles ([`Self::leading_cycles`]); `None` when no cycle finished.
+    pub fn whole_cycles(
+        &self,
+        arms: usize,
+        planned: usize,
+        idle_windows: bool,
+    ) -> Option<(usize, RunTotals)> {
+        let blocks: Vec<(u32, bool)> = self.blocks.iter().map(|b| (b.index, b.ended_early)).collect();
+        let idles: Vec<(u32, bool)> = self.idles.iter().map(|i| (i.index, i.ended_early)).collect();
+        let k = whole_cycles(arms, planned, &blocks, idle_windows.then_some(&idles[..]));
+        (k > 0).then(|| (k, self.leading_cycles(arms, k)))
+    }
+
+    /// The unstable calls these totals hold that `part` (a part of them, such as
+    /// [`Self::leading_cycles`]) leaves out.
+    pub fn unstable_left_out(&self, part: &RunTotals) -> u64 {
+        self.unstable.iter().sum::<u64>().saturating_sub(part.unstable.iter().sum::<u64>())
+    }
+
     /// The totals of a run's first `cycles` whole balanced cycles: its first `cycles × 2 × arms`
     /// blocks, each arm's calls (and runtime durations) in them, and the block time, unstable
     /// calls and missed deadlines they add up to; warm-ups as they were. What an interrupted run's

@@ -580,4 +580,12 @@ fn the_leading_cycles_keep_their_blocks_calls_and_times() {
     assert_eq!(one.unstable, vec![0, 1]);
     assert_eq!(one.blocks.iter().map(|b| b.index).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     assert!(totals.leading_cycles(2, 0).blocks.is_empty());
+    // Cycle 0 is the one whole cycle; the unstable call of block 2 is in it, none left out.
+    let (k, whole) = totals.whole_cycles(2, 3, false).unwrap();
+    assert_eq!((k, whole.blocks.len(), totals.unstable_left_out(&whole)), (1, 4, 0));
+    // Without the idle windows an energy run needs, nothing is whole.
+    assert!(totals.whole_cycles(2, 3, true).is_none());
+    // An unstable call in the cut cycle is left out of the whole cycles' totals.
+    let cut_unstable = RunTotals { unstable: vec![1, 2], ..totals.clone() };
+    assert_eq!(cut_unstable.unstable_left_out(&whole), 2);
 }
