@@ -193,11 +193,13 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         },
         _ => None,
     };
-    let view_data = view.as_ref().map(|(v, _)| RunData::new(v));
-    let view_audit = view.as_ref().zip(view_data.as_ref()).map(|((v, k), vd)| {
-        audit::audit_whole_cycles(v, vd, audit::whole_cycles_check(&full, *k, vd.blocks.len()))
+    // The cut record's data and audit, with the number of cycles it holds.
+    let cut = view.as_ref().map(|(v, k)| {
+        let vd = RunData::new(v);
+        let a = audit::audit_whole_cycles(v, &vd, audit::whole_cycles_check(&full, *k, vd.blocks.len()));
+        (*k, vd, a)
     });
-    let usable = match view_audit.as_ref().map(whole::judge) {
+    let usable = match cut.as_ref().map(|(_, _, a)| whole::judge(a)) {
         Some(Ok(())) => true,
         Some(Err(why)) => {
             whole_missing = Some(why);
@@ -205,19 +207,18 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         }
         None => false,
     };
-    let d = match (&view_data, usable) {
-        (Some(vd), true) => vd,
-        _ => &full,
+    let (d, recomputed) = match (&cut, usable) {
+        (Some((_, vd, a)), true) => (vd, a.recomputed.as_ref()),
+        _ => (&full, audit.recomputed.as_ref()),
     };
-    let whole_cycles =
-        view.as_ref().zip(view_audit.as_ref()).zip(view_data.as_ref()).map(|(((_, k), a), vd)| WholeCycles {
-            cycles_used: *k,
-            cycles_planned: h.plan.cycles,
-            blocks_used: vd.blocks.len(),
-            blocks_recorded: full.blocks.len(),
-            usable,
-            audit: a.checks.clone(),
-        });
+    let whole_cycles = cut.as_ref().map(|(k, vd, a)| WholeCycles {
+        cycles_used: *k,
+        cycles_planned: h.plan.cycles,
+        blocks_used: vd.blocks.len(),
+        blocks_recorded: full.blocks.len(),
+        usable,
+        audit: a.checks.clone(),
+    });
     if let Some(w) = whole_cycles.as_ref().filter(|w| w.usable) {
         status_reasons.push(format!(
             "--whole-cycles: the figures cover its {} of the {} planned ({} of the {} recorded), audited as a run of {}; where a run stops is not part of its plan, so no claim is made from them",
@@ -230,10 +231,6 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
     }
     let no_energy = no_energy_reason(d.is_energy(), if usable { SummaryStatus::Complete } else { status });
     let energy_ok = (status == SummaryStatus::Complete || usable) && d.is_energy();
-    let recomputed = match (&view_audit, usable) {
-        (Some(a), true) => a.recomputed.as_ref(),
-        _ => audit.recomputed.as_ref(),
-    };
     let energy_of = |index: u32| -> (Option<crate::energy::BlockEnergy>, Option<String>) {
         if !energy_ok {
             return (None, Some(no_energy.to_string()));
