@@ -9,10 +9,11 @@
 //! `--profile` adds a per-stage breakdown.
 //! `--compare` also times, for f32, the engine on the `gemm` crate (row-major and the other
 //! layout, the engine before packing at load), with row-major weights copied into panels every
-//! forward, and with single-threaded Linear products; for bf16 the decode-to-f32 product next
-//! to the AVX-512 BF16 pair-dot kernel; for w8 the palettes decoded to f32 next to the
-//! decode-to-BF16 product (AMX tiles, or the pair-dot tile); and for every precision the AVX2
-//! kernels forced on an AVX-512 machine; in one process so the variants are side by side.
+//! forward, and with single-threaded Linear products; for bf16 every BF16 product this CPU runs
+//! next to the default (AMX tiles, the AVX-512 BF16 pair-dot, decoded to f32); for w8 the other
+//! palette product (decoded to f32, or decoded to BF16 for the AMX or pair-dot tile); and for
+//! every precision the AVX2 kernels forced on an AVX-512 machine; in one process so the
+//! variants are side by side.
 //! `--interleave` builds every engine first (every variant of every precision asked for) and then
 //! times them in rounds, one forward of each per round in rotating order, so that a host whose
 //! speed drifts (a neighbour, stolen time) slows every row alike. Each round starts with a short
@@ -490,22 +491,29 @@ fn main() {
             }
         }
         if compare && precision == Precision::Bf16 {
-            for (name, bf16) in [
-                ("bf16 amx", Bf16Kernel::Amx),
-                ("bf16 pair-dot", Bf16Kernel::Dot),
-                ("bf16 decode", Bf16Kernel::Decode),
+            let isa = Tuning::default().isa;
+            for (name, bf16, runs) in [
+                ("bf16 amx", Bf16Kernel::Amx, isa.has_amx_bf16()),
+                ("bf16 pair-dot", Bf16Kernel::Dot, isa.has_bf16_dot()),
+                ("bf16 decode", Bf16Kernel::Decode, true),
             ] {
-                if bf16 != Tuning::default().bf16 {
+                // a kernel this CPU lacks falls back to the next, already a row
+                if runs && bf16 != Tuning::default().bf16 {
                     entries.push((precision, name, Tuning { bf16, ..Tuning::default() }));
                 }
             }
         }
-        if compare && precision == Precision::W8 && Tuning::default().palette != PaletteKernel::Decode {
-            entries.push((
-                precision,
-                "w8 f32 decode",
-                Tuning { palette: PaletteKernel::Decode, ..Tuning::default() },
-            ));
+        if compare && precision == Precision::W8 {
+            // the other palette product: decoded to f32, or (where the probe decoded by default)
+            // the BF16 product on whichever BF16 kernel runs here
+            let isa = Tuning::default().isa;
+            let (name, palette) = match Tuning::default().palette {
+                PaletteKernel::Bf16 => ("w8 f32 decode", PaletteKernel::Decode),
+                PaletteKernel::Decode => ("w8 bf16 product", PaletteKernel::Bf16),
+            };
+            if palette == PaletteKernel::Decode || (isa.has_lut8() && isa.has_bf16_dot()) {
+                entries.push((precision, name, Tuning { palette, ..Tuning::default() }));
+            }
         }
         if compare && Tuning::default().isa == Isa::Avx512 {
             entries.push((precision, "avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::default() }));

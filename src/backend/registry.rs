@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::coreml::{CoreMlError, CoreMlSpec};
-use super::portable::PortableBackend;
+use super::portable::{Bf16Kernel, PaletteKernel, PortableBackend};
 use super::{Backend, BackendKind, ShapeCaps, ShapeMode};
 use crate::laya::bundle::{sha256_hex, Bundle, ModelSpec, Weights};
 use crate::model::loader::{
@@ -244,6 +244,9 @@ pub struct BackendStatus {
 pub fn survey() -> Vec<BackendStatus> {
     let (isa, isa_note) =
         super::portable::isa::selection(std::env::var(super::portable::isa::ISA_ENV).ok().as_deref());
+    let (bf16, palette) = (Bf16Kernel::default_for(isa), PaletteKernel::default_for(isa));
+    // where the load-time probe picked the BF16 product, `doctor` shows what it measured
+    let probe = if isa.has_bf16_dot() { super::portable::probe::bf16_dot_probe() } else { None };
     let mut out: Vec<BackendStatus> = portable_precisions()
         .iter()
         .map(|p| BackendStatus {
@@ -252,17 +255,17 @@ pub fn survey() -> Vec<BackendStatus> {
             detail: format!(
                 "portable CPU engine, {} weights, {}, {} thread(s), {} kernels{}",
                 p.name().to_uppercase(),
-                if p.name() == "bf16" && isa.has_amx_bf16() {
+                if p.name() == "bf16" && bf16 == Bf16Kernel::Amx && isa.has_amx_bf16() {
                     "activations rounded to BF16 at each product (AMX-BF16 tiles), FP32 sums".to_string()
-                } else if p.name() == "w8" && isa.has_amx_bf16() && isa.has_lut8() {
+                } else if p.name() == "w8" && palette == PaletteKernel::Bf16 && isa.has_amx_bf16() {
                     "tables rounded to BF16 and activations rounded to BF16 at each product \
                      (AMX-BF16 tiles), FP32 sums"
                         .to_string()
-                } else if p.name() == "w8" && isa.has_bf16_dot() && isa.has_lut8() {
+                } else if p.name() == "w8" && palette.rounds_to_bf16(isa) {
                     "tables rounded to BF16 and activations rounded to BF16 at each product \
                      (AVX-512 BF16 pair-dot), FP32 sums"
                         .to_string()
-                } else if p.name() == "bf16" && isa.has_bf16_dot() {
+                } else if p.name() == "bf16" && bf16.rounds_activations(isa) {
                     "activations rounded to BF16 at each product (AVX-512 BF16 pair-dot), FP32 sums"
                         .to_string()
                 } else {
@@ -271,7 +274,10 @@ pub fn survey() -> Vec<BackendStatus> {
                 default_threads(),
                 isa.name(),
                 isa_note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
-            ),
+            ) + &match probe {
+                Some(pr) if matches!(p.name(), "bf16" | "w8") => format!("; {}", pr.describe()),
+                _ => String::new(),
+            },
         })
         .collect();
     for (spec, detail) in [

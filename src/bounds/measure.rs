@@ -14,7 +14,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{body_weight_bytes, compute_floor_ms, flops_per_decision, BoundsError};
-use crate::backend::portable::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::backend::portable::probe;
+use crate::backend::portable::{Bf16Kernel, Isa, PaletteKernel};
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::{ComputeType, Precision};
 use crate::report::steal::{self, StealTicks, StealWatch};
@@ -69,26 +71,51 @@ impl Measured {
     /// rate of the engine's ISA (FP16 and other palettized weights are widened to FP32).
     pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
         let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
-        let amx = match precision {
-            Precision::Bf16 => isa.has_amx_bf16(),
-            Precision::W8 => isa.has_amx_bf16() && isa.has_lut8(),
-            _ => false,
-        };
-        if amx {
-            if let Some(g) = self.peak(AMX_BF16) {
-                return Some((AMX_BF16.to_string(), g));
-            }
-        }
-        let dot = match precision {
-            Precision::Bf16 => isa.has_bf16_dot(),
-            Precision::W8 => isa.has_bf16_dot() && isa.has_lut8(),
-            _ => false,
-        };
-        if dot {
-            return self.peak(BF16_DOT).map(|g| (BF16_DOT.to_string(), g));
-        }
-        let k = fma_kernel(isa);
+        let caps = Caps { amx: isa.has_amx_bf16(), dot: isa.has_bf16_dot(), lut8: isa.has_lut8() };
+        let (bf16, palette) = (Bf16Kernel::default_for(isa), PaletteKernel::default_for(isa));
+        let k = arm_kernel(precision, fma_kernel(isa), caps, bf16, palette);
+        // with AMX but no AMX peak listed, the tile products are held to the BF16 dot rate
+        let k = if k == AMX_BF16 && self.peak(k).is_none() { BF16_DOT } else { k };
         self.peak(k).map(|g| (k.to_string(), g))
+    }
+}
+
+/// Which BF16 kernels run on the engine's instruction set here.
+#[derive(Debug, Clone, Copy)]
+struct Caps {
+    /// AMX-BF16 tiles ([`Isa::has_amx_bf16`]).
+    amx: bool,
+    /// The `vdpbf16ps` pair-dot ([`Isa::has_bf16_dot`]).
+    dot: bool,
+    /// The 8-bit palette decoder of the BF16 palette product ([`Isa::has_lut8`]).
+    lut8: bool,
+}
+
+/// The peak loop a portable arm of `precision` computes at, given the engine's BF16 and palette
+/// products and what runs here: the AMX tile rate where BF16 (or 8-bit palettes) run on AMX,
+/// the BF16 dot rate where they run on `vdpbf16ps`, else the FP32 FMA loop `fma` (FP16, the
+/// other palettes, and BF16 or 8-bit palettes decoded to FP32 panels).
+fn arm_kernel(
+    precision: Precision,
+    fma: &'static str,
+    caps: Caps,
+    bf16: Bf16Kernel,
+    palette: PaletteKernel,
+) -> &'static str {
+    let (amx, dot) = match precision {
+        Precision::Bf16 => (bf16 == Bf16Kernel::Amx && caps.amx, bf16 != Bf16Kernel::Decode && caps.dot),
+        Precision::W8 => {
+            let on = palette == PaletteKernel::Bf16 && caps.lut8;
+            (on && caps.amx, on && caps.dot)
+        }
+        _ => (false, false),
+    };
+    if amx {
+        AMX_BF16
+    } else if dot {
+        BF16_DOT
+    } else {
+        fma
     }
 }
 
@@ -266,11 +293,11 @@ fn run_kernel(k: Kernel, iters: u64) -> (f64, f32) {
         Kernel::Scalar => (24.0, scalar_chains(iters)),
         // SAFETY (x86 arms): each kernel is only listed when its features were detected.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => (192.0, unsafe { x86::avx2(iters) }),
+        Kernel::Avx2 => (probe::FMA256_FLOP_PER_ITER, unsafe { probe::fma256_loop(iters) }),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => (384.0, unsafe { x86::avx512(iters) }),
+        Kernel::Avx512 => (probe::FMA512_FLOP_PER_ITER, unsafe { probe::fma512_loop(iters) }),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Bf16Dot => (768.0, unsafe { x86::bf16(iters) }),
+        Kernel::Bf16Dot => (probe::DOT_FLOP_PER_ITER, unsafe { probe::dot_loop(iters) }),
         #[cfg(target_arch = "x86_64")]
         Kernel::Amx => (crate::backend::portable::amx::PEAK_FLOP_PER_ITER, unsafe {
             crate::backend::portable::amx::peak_loop(iters)
@@ -387,63 +414,6 @@ fn triad_gbs(threads: usize) -> f64 {
         .fold(0.0, f64::max)
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    /// # Safety
-    /// AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn avx2(iters: u64) -> f32 {
-        let mut acc = [_mm256_set1_ps(1.0); 12];
-        let a = _mm256_set1_ps(std::hint::black_box(0.999_999));
-        let b = _mm256_set1_ps(std::hint::black_box(1e-7));
-        for _ in 0..iters {
-            for x in acc.iter_mut() {
-                *x = _mm256_fmadd_ps(*x, a, b);
-            }
-        }
-        let mut s = _mm256_setzero_ps();
-        for x in acc {
-            s = _mm256_add_ps(s, x);
-        }
-        let mut out = [0.0f32; 8];
-        // SAFETY: an 8-value store into an 8-value array.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), s) };
-        out.iter().sum()
-    }
-
-    /// # Safety
-    /// AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512(iters: u64) -> f32 {
-        let mut acc = [_mm512_set1_ps(1.0); 12];
-        let a = _mm512_set1_ps(std::hint::black_box(0.999_999));
-        let b = _mm512_set1_ps(std::hint::black_box(1e-7));
-        for _ in 0..iters {
-            for x in acc.iter_mut() {
-                *x = _mm512_fmadd_ps(*x, a, b);
-            }
-        }
-        acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
-    }
-
-    /// # Safety
-    /// AVX-512F and AVX-512 BF16.
-    #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn bf16(iters: u64) -> f32 {
-        let mut acc = [_mm512_set1_ps(1.0); 12];
-        let v = _mm512_set1_ps(std::hint::black_box(1e-3));
-        let a = _mm512_cvtne2ps_pbh(v, v);
-        for _ in 0..iters {
-            for x in acc.iter_mut() {
-                *x = _mm512_dpbf16_ps(*x, a, a);
-            }
-        }
-        acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,11 +446,39 @@ mod tests {
         assert!(f[3].bandwidth_ms < f[0].bandwidth_ms / 3.0);
     }
 
-    /// BF16 and 8-bit palettes take the BF16 dot rate where their pair-dot kernels run here
-    /// (palettes also need the VBMI decoder; with AMX but no AMX peak listed, the same), every
-    /// other arm the FMA rate of the engine's ISA.
+    /// BF16 and 8-bit palettes take the rate of the kernel the engine's choice puts them on,
+    /// every other arm the FMA rate of the engine's ISA.
     #[test]
     fn each_arm_takes_the_peak_of_the_kernel_it_runs_on() {
+        use Precision::*;
+        const FMA: &str = "avx512f fma";
+        let zen4 = Caps { amx: false, dot: true, lut8: true };
+        let amx_host = Caps { amx: true, dot: true, lut8: true };
+        let avx2 = Caps { amx: false, dot: false, lut8: false };
+        let k = |p, caps, bf16, palette| arm_kernel(p, FMA, caps, bf16, palette);
+        let (dot, amx, dec) = (Bf16Kernel::Dot, Bf16Kernel::Amx, Bf16Kernel::Decode);
+        let (pb, pd) = (PaletteKernel::Bf16, PaletteKernel::Decode);
+        // Zen 4: the probe keeps the pair-dot
+        assert_eq!(k(Bf16, zen4, dot, pb), BF16_DOT);
+        assert_eq!(k(W8, zen4, dot, pb), BF16_DOT);
+        // the Intel Xeon without AMX: the probe decodes to FP32 panels
+        assert_eq!(k(Bf16, zen4, dec, pd), FMA);
+        assert_eq!(k(W8, zen4, dec, pd), FMA);
+        // AMX: the tiles; asked for the pair-dot, the pair-dot
+        assert_eq!(k(Bf16, amx_host, amx, pb), AMX_BF16);
+        assert_eq!(k(W8, amx_host, amx, pb), AMX_BF16);
+        assert_eq!(k(Bf16, amx_host, dot, pb), BF16_DOT);
+        // palettes without the VBMI decoder are decoded to FP32 whatever the BF16 kernel
+        assert_eq!(k(W8, Caps { lut8: false, ..zen4 }, dot, pb), FMA);
+        // where no BF16 kernel runs, every choice falls back to FP32
+        for p in [F32, F16, Bf16, W8, W6, W4] {
+            assert_eq!(k(p, avx2, amx, pb), FMA, "{p:?}");
+        }
+        for p in [F32, F16, W6, W4] {
+            assert_eq!(k(p, amx_host, amx, pb), FMA, "{p:?}");
+        }
+
+        // on a measurement: the FMA peak for f32, and the peaks listed
         let peak = |kernel: &str, gflops: f64| Peak {
             kernel: kernel.into(),
             compute: ComputeType::F32,
@@ -496,15 +494,14 @@ mod tests {
             seconds: 0.0,
             host_steal: None,
         };
+        assert_eq!(m.arm_peak(F32), Some(("avx512f fma".to_string(), 200.0)));
+        assert_eq!(m.arm_peak(F16), Some(("avx512f fma".to_string(), 200.0)));
+        // BF16 here: whatever this CPU's engine picks, held to that kernel's peak (AMX's, which
+        // this list lacks, is replaced by the dot rate)
         let isa = Isa::Avx512;
-        let kernel = |p| m.arm_peak(p).map(|(k, _)| k);
-        let (fma, dot) = (Some("avx512f fma".to_string()), Some(BF16_DOT.to_string()));
-        assert_eq!(kernel(Precision::F32), fma);
-        assert_eq!(kernel(Precision::F16), fma);
-        assert_eq!(kernel(Precision::Bf16), if isa.has_bf16_dot() { &dot } else { &fma }.clone());
-        let w8_dot = isa.has_bf16_dot() && isa.has_lut8();
-        assert_eq!(kernel(Precision::W8), if w8_dot { &dot } else { &fma }.clone());
-        assert_eq!(m.arm_peak(Precision::F32).map(|(_, g)| g), Some(200.0));
+        let on_bf16 = isa.has_bf16_dot() && Bf16Kernel::default_for(isa) != Bf16Kernel::Decode;
+        let want = if on_bf16 { (BF16_DOT, 400.0) } else { ("avx512f fma", 200.0) };
+        assert_eq!(m.arm_peak(Bf16), Some((want.0.to_string(), want.1)));
     }
 
     #[test]

@@ -9,9 +9,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-/// How the body's weights are stored. Activations are FP32 in every portable arm (the BF16
-/// arm's pair-dot kernel rounds each product's input to BF16, see
-/// [`crate::backend::portable::Bf16Kernel`]).
+/// How the body's weights are stored. Activations are FP32 in every portable arm (where the
+/// BF16 arm runs on AMX tiles or the pair-dot kernel, each product's input is rounded to BF16,
+/// see [`crate::backend::portable::Bf16Kernel`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {

@@ -113,11 +113,13 @@ fn each_precision_stays_close_to_fp32() {
     assert!(dl > 0.0 && dl <= 0.3 && da <= 0.3);
     for (name, w, bound) in [
         ("f16", fp32_weights().into_half(HalfKind::F16), 2e-2f32),
-        // with AVX-512 BF16 the activations are rounded to BF16 too
+        // where the engine picks the AVX-512 BF16 pair-dot (or AMX) the activations are rounded
+        // to BF16 too
         ("bf16", fp32_weights().into_half(HalfKind::BF16), 0.1),
         // the tiny model's groups hold 32 × 64 weights: 8 per centroid at 8 bits, so its
         // palettes are much coarser than a real checkpoint's (96–384 weights per centroid);
-        // with AMX the tables and the activations are rounded to BF16 too
+        // on the BF16 palette product (AMX, or the pair-dot where the probe keeps it) the tables
+        // and the activations are rounded to BF16 too
         ("w8", palettized(8).0, 0.3),
         ("w6", palettized(6).0, 1.0),
         ("w4", palettized(4).0, 3.0),

@@ -3,10 +3,11 @@
 //! AVX2 path can be exercised on an AVX-512 machine.
 //!
 //! * [`Isa::Avx512`] (AVX-512F): FP32 products on the 8 × 48 register tile over weights packed
-//!   at load into 16-row panels and activations packed per product; FP16/BF16/palettized weights decoded into the same panels; BF16
-//!   on AMX tiles (`tdpbf16ps`) where AMX-BF16 exists and the OS grants the tile state, else on
-//!   the `vdpbf16ps` pair-dot kernel where AVX-512 BF16 exists; 8-bit palettes through byte
-//!   permutes where AVX-512 VBMI exists.
+//!   at load into 16-row panels and activations packed per product; FP16/BF16/palettized
+//!   weights decoded into the same panels; BF16 on AMX tiles (`tdpbf16ps`) where AMX-BF16
+//!   exists and the OS grants the tile state, else on the `vdpbf16ps` pair-dot kernel where
+//!   AVX-512 BF16 exists and the load-time probe ([`super::probe`]) finds it at least as fast
+//!   per FLOP as the FMA; 8-bit palettes through byte permutes where AVX-512 VBMI exists.
 //! * [`Isa::Avx2`] (AVX2 + FMA + F16C): the same packing on a 6 × 16 register tile (12 ymm
 //!   accumulators); FP16/BF16 widened with AVX2 and F16C, and 8-bit palettes looked up eight
 //!   values a step (table values inserted into 128-bit registers: faster on Zen 4 than one

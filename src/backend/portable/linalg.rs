@@ -335,12 +335,13 @@ pub(crate) struct Plan {
 
 impl From<Split> for Plan {
     fn from(split: Split) -> Self {
+        let isa = Isa::selected();
         Plan {
             split,
-            bf16: super::DEFAULT_BF16_KERNEL,
-            palette: super::DEFAULT_PALETTE_KERNEL,
+            bf16: Bf16Kernel::default_for(isa),
+            palette: PaletteKernel::default_for(isa),
             f32_panel: false,
-            isa: Isa::selected(),
+            isa,
         }
     }
 }

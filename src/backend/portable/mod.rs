@@ -2,8 +2,9 @@
 //! `gemm` crate, for any CPU. Activations are FP32; the projection weights may be FP32, FP16,
 //! BF16 or palettized ([`crate::model::weights::Matrix`]): FP16 and palettized weights (and BF16
 //! where the CPU lacks AVX-512 BF16) are decoded tile by tile into f32 and multiplied in f32;
-//! BF16 weights on a CPU with AVX-512 BF16 go through a pair-dot kernel that also rounds the
-//! product's input activations to BF16 (see [`Bf16Kernel`]).
+//! BF16 weights on a CPU with AMX-BF16, or with an AVX-512 BF16 pair-dot at least as fast per
+//! FLOP as its FMA ([`probe`]), go through a kernel that also rounds the product's input
+//! activations to BF16 (see [`Bf16Kernel`]).
 //!
 //! The matrix kernels are chosen at run time by CPU features ([`Isa`]; `LAYA_BENCH_ISA` caps
 //! them, e.g. `avx2` on an AVX-512 machine): FP32 weights are packed once at construction into
@@ -22,6 +23,7 @@ pub(crate) mod bf16dot;
 mod f32panel;
 pub mod isa;
 mod linalg;
+pub mod probe;
 
 pub use self::isa::Isa;
 
@@ -99,8 +101,8 @@ pub struct Tuning {
 
 /// How the engine multiplies with BF16 weights.
 ///
-/// Measured with `cargo bench --bench forward -- --precision bf16 --compare` (synthetic
-/// multilingual, B1 L96, 2 threads, Zen 4): see [`DEFAULT_BF16_KERNEL`].
+/// The default is [`Bf16Kernel::default_for`] the engine's instruction set. Compare them with
+/// `cargo bench --bench forward -- --precision bf16 --compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bf16Kernel {
     /// AMX tiles (`tdpbf16ps`) where the CPU has AMX-BF16 and the OS grants the tile state,
@@ -113,6 +115,28 @@ pub enum Bf16Kernel {
     Dot,
     /// Decode the BF16 weights tile by tile to f32 and multiply in f32 (activations stay f32).
     Decode,
+}
+
+impl Bf16Kernel {
+    /// The engine's default on `isa`: the AMX tiles where they run; else the pair-dot where it
+    /// runs and the load-time probe found it at least as fast per FLOP as the FMA
+    /// ([`probe::bf16_dot_probe`]: Zen 4, not the Intel Xeon without AMX measured on
+    /// 2026-12-05); else decoded to FP32 panels.
+    pub fn default_for(isa: Isa) -> Self {
+        if isa.has_amx_bf16() {
+            Bf16Kernel::Amx
+        } else if isa.has_bf16_dot() && probe::bf16_dot_probe().is_some_and(|p| p.dot_pays()) {
+            Bf16Kernel::Dot
+        } else {
+            Bf16Kernel::Decode
+        }
+    }
+
+    /// Whether this choice rounds the activations to BF16 on `isa` (the AMX and pair-dot
+    /// kernels do, where they run; decoding does not).
+    pub fn rounds_activations(self, isa: Isa) -> bool {
+        self != Bf16Kernel::Decode && isa.has_bf16_dot()
+    }
 }
 
 /// How the engine multiplies with 8-bit palettized weights (`w8`).
@@ -130,8 +154,23 @@ pub enum PaletteKernel {
     Decode,
 }
 
-/// The 8-bit palette product the engine uses by default.
-pub const DEFAULT_PALETTE_KERNEL: PaletteKernel = PaletteKernel::Bf16;
+impl PaletteKernel {
+    /// The engine's default on `isa`: [`PaletteKernel::Bf16`] where its decoder (AVX-512 VBMI)
+    /// runs and [`Bf16Kernel::default_for`] takes the AMX tiles or the pair-dot, else
+    /// [`PaletteKernel::Decode`].
+    pub fn default_for(isa: Isa) -> Self {
+        if isa.has_lut8() && Bf16Kernel::default_for(isa) != Bf16Kernel::Decode {
+            PaletteKernel::Bf16
+        } else {
+            PaletteKernel::Decode
+        }
+    }
+
+    /// Whether this choice rounds the tables and the activations to BF16 on `isa`.
+    pub fn rounds_to_bf16(self, isa: Isa) -> bool {
+        self == PaletteKernel::Bf16 && isa.has_lut8() && isa.has_bf16_dot()
+    }
+}
 
 /// How a Linear product uses the worker threads (benchmarks only).
 #[doc(hidden)]
@@ -145,19 +184,19 @@ pub enum GemmThreading {
     Single,
 }
 
-/// The BF16 product the engine uses by default.
-pub const DEFAULT_BF16_KERNEL: Bf16Kernel = Bf16Kernel::Amx;
-
 impl Default for Tuning {
+    /// The engine's choices: the instruction set [`Isa::selected`], and the BF16 and palette
+    /// products its defaults pick there.
     fn default() -> Self {
+        let isa = Isa::selected();
         Self {
             weight_layout: WEIGHT_LAYOUT,
             gemm: GemmThreading::Rayon,
-            bf16: DEFAULT_BF16_KERNEL,
-            palette: DEFAULT_PALETTE_KERNEL,
+            bf16: Bf16Kernel::default_for(isa),
+            palette: PaletteKernel::default_for(isa),
             f32_panel: false,
             f32_gemm: false,
-            isa: Isa::selected(),
+            isa,
         }
     }
 }
@@ -432,6 +471,10 @@ impl PortableBackend {
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
         let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
+        // where the default BF16 or palette product was picked by the load-time probe, say so
+        let probed = (!bf16_mats.is_empty() && tuning.bf16 == Bf16Kernel::default_for(isa))
+            || (!w8_mats.is_empty() && isa.has_lut8() && tuning.palette == PaletteKernel::default_for(isa));
+        let probe_note = if probed && isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
         let weight_bytes = Some(w.weight_bytes().total as u64);
         let info = BackendInfo {
             kind: BackendKind::Portable,
@@ -440,7 +483,7 @@ impl PortableBackend {
             device: format!("cpu ({threads} threads, {} kernels: {kernel})", isa.name()),
             shapes,
             fingerprint,
-            notes: isa_note.into_iter().collect(),
+            notes: isa_note.into_iter().chain(probe_note.map(|p| p.describe())).collect(),
             blas: None,
             host_hints: HostHints::default(),
             weight_bytes,
