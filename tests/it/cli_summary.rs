@@ -594,3 +594,81 @@ fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycle
     assert_eq!(csv.lines().count(), 1 + 8, "one row per block summarized:\n{csv}");
     assert!(d.join("plots/energy_per_block.svg").exists());
 }
+
+/// An energy run stopped by Ctrl-C in its third cycle just after arm `slow` stopped
+/// reproducing its warm-up result: the figures cover the two whole cycles, where every call
+/// was stable, but the run is unstable and the report says why.
+#[test]
+fn an_unstable_call_left_out_with_an_energy_runs_cut_cycle_still_makes_it_unstable() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 100 ms calls in 1 s blocks (10 calls a block), two blocks per arm and cycle; each arm
+    // is called 10 times before its first block (the setup checks and the warm-up, which
+    // `--warmup 3` makes 8, one per request of the workload). `slow`'s results drift
+    // from its call 55 (from 0): its 6th call in its first block of cycle 2 (its calls 50 to
+    // 59), and still in cycle 2 with 9 or 11 calls a block; so one of its blocks of cycle 2 is
+    // still running when the first drifted call is recorded.
+    let mut args: Vec<&str> =
+        ENERGY.iter().copied().filter(|a| !["--seconds", "300ms"].contains(a)).collect();
+    args.extend(["--seconds", "1s", "--sensor", METER]);
+    args.extend([
+        "--arm",
+        "base=mock:ok:delay-us=100000",
+        "--arm",
+        "slow=mock:drift-after=55:delay-us=100000",
+    ]);
+    args.extend(["--cycles", "4", "--raw", "r.raw.jsonl", "--output", "r.json"]);
+    let child = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(d)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn laya-bench");
+    // Press Ctrl-C once the record holds the first call that did not reproduce.
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap_or_default();
+        if text.lines().any(|l| l.contains("\"record\":\"call\"") && l.contains("\"stable\":false")) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(90), "no call drifted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let rep: EnergyReport =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(rep.whole_cycles, Some(2), "{err}");
+    let slow = rep.arms.iter().find(|a| a.arm.name == "slow").expect("arm slow");
+    assert_eq!(slow.unstable_calls, 0, "the whole cycles were stable");
+    assert!(!rep.stable, "{:?}", rep.notes);
+    let warning =
+        "call(s) of the cut cycle, left out of the figures, did not reproduce their arm's warm-up result";
+    assert!(rep.notes.iter().any(|n| n.contains(warning)), "{:?}", rep.notes);
+    // every call the record marks unstable lies in cycle 2
+    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let cycle_of: std::collections::HashMap<u32, u32> = run
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            raw::Record::Block { index, cycle, .. } => Some((*index, *cycle)),
+            _ => None,
+        })
+        .collect();
+    let unstable: Vec<u32> = run
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            raw::Record::Call { block, stable: false, .. } => Some(*block),
+            _ => None,
+        })
+        .collect();
+    assert!(!unstable.is_empty());
+    assert!(unstable.iter().all(|b| cycle_of.get(b) == Some(&2)), "{unstable:?} {cycle_of:?}");
+}

@@ -473,7 +473,9 @@ impl PortableBackend {
         let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
         // where the default BF16 or palette product was picked by the load-time probe, say so
         let probed = (!bf16_mats.is_empty() && tuning.bf16 == Bf16Kernel::default_for(isa))
-            || (!w8_mats.is_empty() && isa.has_lut8() && tuning.palette == PaletteKernel::default_for(isa));
+            || (w8_mats.iter().any(|&(_, dot)| dot)
+                && isa.has_lut8()
+                && tuning.palette == PaletteKernel::default_for(isa));
         let probe_note = if probed && isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
         let weight_bytes = Some(w.weight_bytes().total as u64);
         let info = BackendInfo {

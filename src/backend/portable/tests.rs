@@ -394,6 +394,45 @@ fn info_names_the_engine_and_its_resident_weight_bytes() {
     assert_eq!(info.weight_bytes, Some(e.weight_bytes().total as u64));
 }
 
+/// The default BF16 product is the one the probe picks, and the engine says so: with BF16
+/// weights, the device names the pair-dot where the probe kept it and FP32 panels where it
+/// turned it down, and the notes carry the probe's rates; FP32 weights get no such note.
+#[test]
+fn the_default_bf16_product_follows_the_probe_and_the_notes_say_so() {
+    use crate::model::lowp::HalfKind;
+    let (enc, agent) = tiny_shape();
+    let w = random_weights(&enc, &agent, 11);
+    let isa = Isa::selected();
+    let probe = if isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
+    let build = |w: DecisionWeights| {
+        PortableBackend::try_new(w, enc.clone(), agent.clone(), caps(1, 16, 4), "x".into(), 1).unwrap()
+    };
+    let f32_engine = build(w.clone());
+    assert!(
+        !f32_engine.info().notes.iter().any(|n| n.contains("load-time probe")),
+        "{:?}",
+        f32_engine.info()
+    );
+    let bf16 = build(w.into_half(HalfKind::BF16));
+    let (device, notes) = (&bf16.info().device, &bf16.info().notes);
+    let want = Bf16Kernel::default_for(isa);
+    match want {
+        Bf16Kernel::Amx if isa.has_amx_bf16() => assert!(device.contains("amx-bf16"), "{device}"),
+        Bf16Kernel::Amx | Bf16Kernel::Dot => assert!(device.contains("pair-dot"), "{device}"),
+        Bf16Kernel::Decode => assert!(device.contains("bf16 weights decoded to f32"), "{device}"),
+    }
+    match probe {
+        Some(p) => {
+            assert_eq!(want == Bf16Kernel::Dot, p.dot_pays(), "{p:?}");
+            assert!(
+                notes.iter().any(|n| n.starts_with("load-time probe, one thread: vdpbf16ps")),
+                "{notes:?}"
+            );
+        }
+        None => assert!(!notes.iter().any(|n| n.contains("load-time probe")), "{notes:?}"),
+    }
+}
+
 #[test]
 fn ablations_change_the_logits() {
     let (mut e, _) = engine(1, 32, 1, 4);
