@@ -244,9 +244,13 @@ pub struct BackendStatus {
 pub fn survey() -> Vec<BackendStatus> {
     let (isa, isa_note) =
         super::portable::isa::selection(std::env::var(super::portable::isa::ISA_ENV).ok().as_deref());
-    let (bf16, palette) = (Bf16Kernel::default_for(isa), PaletteKernel::default_for(isa));
-    // where the load-time probe picked the BF16 product, `doctor` shows what it measured
-    let probe = if isa.has_bf16_dot() { super::portable::probe::bf16_dot_probe() } else { None };
+    let (bf16, palette) = (Bf16Kernel::selected(isa), PaletteKernel::selected(isa));
+    // where LAYA_BENCH_BF16 names the BF16 product, `doctor` says so; where the load-time probe
+    // picked it, what it measured
+    let (forced, bf16_note) =
+        super::portable::bf16_selection(std::env::var(super::portable::BF16_ENV).ok().as_deref());
+    let probe =
+        if forced.is_none() && isa.has_bf16_dot() { super::portable::probe::bf16_dot_probe() } else { None };
     let mut out: Vec<BackendStatus> = portable_precisions()
         .iter()
         .map(|p| BackendStatus {
@@ -274,9 +278,15 @@ pub fn survey() -> Vec<BackendStatus> {
                 default_threads(),
                 isa.name(),
                 isa_note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
-            ) + &match probe {
-                Some(pr) if matches!(p.name(), "bf16" | "w8") => format!("; {}", pr.describe()),
-                _ => String::new(),
+            ) + &if matches!(p.name(), "bf16" | "w8") {
+                bf16_note
+                    .iter()
+                    .cloned()
+                    .chain(probe.map(|pr| pr.describe()))
+                    .map(|n| format!("; {n}"))
+                    .collect()
+            } else {
+                String::new()
             },
         })
         .collect();

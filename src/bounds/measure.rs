@@ -72,7 +72,7 @@ impl Measured {
     pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
         let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
         let caps = Caps { amx: isa.has_amx_bf16(), dot: isa.has_bf16_dot(), lut8: isa.has_lut8() };
-        let (bf16, palette) = (Bf16Kernel::default_for(isa), PaletteKernel::default_for(isa));
+        let (bf16, palette) = (Bf16Kernel::selected(isa), PaletteKernel::selected(isa));
         let k = arm_kernel(precision, fma_kernel(isa), caps, bf16, palette);
         // with AMX but no AMX peak listed, the tile products are held to the BF16 dot rate
         let k = if k == AMX_BF16 && self.peak(k).is_none() { BF16_DOT } else { k };
@@ -499,7 +499,7 @@ mod tests {
         // BF16 here: whatever this CPU's engine picks, held to that kernel's peak (AMX's, which
         // this list lacks, is replaced by the dot rate)
         let isa = Isa::Avx512;
-        let on_bf16 = isa.has_bf16_dot() && Bf16Kernel::default_for(isa) != Bf16Kernel::Decode;
+        let on_bf16 = isa.has_bf16_dot() && Bf16Kernel::selected(isa) != Bf16Kernel::Decode;
         let want = if on_bf16 { (BF16_DOT, 400.0) } else { ("avx512f fma", 200.0) };
         assert_eq!(m.arm_peak(Bf16), Some((want.0.to_string(), want.1)));
     }

@@ -119,3 +119,34 @@ fn doctor_names_the_portable_kernels_and_honours_the_isa_cap() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("LAYA_BENCH_ISA=sse9 is not avx512, avx2 or generic; ignored"), "{text}");
 }
+
+#[test]
+fn doctor_follows_laya_bench_bf16_and_names_it() {
+    let row = |value: &str, spec: &str| -> String {
+        let o = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+            .args(["doctor", "--json"])
+            .env_remove("LAYA_BENCH_ISA")
+            .env("LAYA_BENCH_BF16", value)
+            .output()
+            .expect("run laya-bench");
+        assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+        let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
+        let rows = doc["backends"].as_array().expect("backends");
+        rows.iter().find(|r| r["spec"] == spec).expect(spec)["detail"].as_str().unwrap().to_string()
+    };
+    // decoded: FP32 arithmetic for bf16 and w8 on every CPU, and the variable named
+    for spec in ["portable:bf16", "portable:w8"] {
+        let d = row("decode", spec);
+        assert!(d.contains("FP32 activations and compute"), "{d}");
+        assert!(
+            d.contains("LAYA_BENCH_BF16=decode: BF16 and 8-bit palette products decoded to FP32 panels"),
+            "{d}"
+        );
+        assert!(!d.contains("load-time probe"), "a named product needs no probe: {d}");
+    }
+    // f32 weights are not concerned
+    assert!(!row("decode", "portable:f32").contains("LAYA_BENCH_BF16"));
+    // an unknown value is ignored, and the rows say so
+    let d = row("fp8", "portable:bf16");
+    assert!(d.contains("LAYA_BENCH_BF16=fp8 is not auto, amx, dot or decode; ignored"), "{d}");
+}

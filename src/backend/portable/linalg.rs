@@ -338,8 +338,8 @@ impl From<Split> for Plan {
         let isa = Isa::selected();
         Plan {
             split,
-            bf16: Bf16Kernel::default_for(isa),
-            palette: PaletteKernel::default_for(isa),
+            bf16: Bf16Kernel::selected(isa),
+            palette: PaletteKernel::selected(isa),
             f32_panel: false,
             isa,
         }

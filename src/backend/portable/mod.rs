@@ -137,6 +137,40 @@ impl Bf16Kernel {
     pub fn rounds_activations(self, isa: Isa) -> bool {
         self != Bf16Kernel::Decode && isa.has_bf16_dot()
     }
+
+    /// The engine's BF16 product on `isa`: the one `LAYA_BENCH_BF16` names, else
+    /// [`Bf16Kernel::default_for`].
+    pub fn selected(isa: Isa) -> Self {
+        bf16_selection(std::env::var(BF16_ENV).ok().as_deref()).0.unwrap_or_else(|| Self::default_for(isa))
+    }
+}
+
+/// The environment variable that picks the engine's BF16 product (and with it the 8-bit
+/// palette product) instead of [`Bf16Kernel::default_for`]: `auto` (the default), `amx`,
+/// `dot` or `decode`. A kernel the CPU lacks falls back as [`Bf16Kernel`] says.
+pub const BF16_ENV: &str = "LAYA_BENCH_BF16";
+
+/// The BF16 product a `LAYA_BENCH_BF16` value names (`None`: the engine picks), and a note for
+/// the arm's readers when the value was set.
+pub fn bf16_selection(env: Option<&str>) -> (Option<Bf16Kernel>, Option<String>) {
+    let Some(v) = env.map(str::trim).filter(|v| !v.is_empty()) else { return (None, None) };
+    let (kernel, what) = match v.to_ascii_lowercase().as_str() {
+        "auto" => return (None, None),
+        "amx" => {
+            (Bf16Kernel::Amx, "on AMX tiles where they run, else the AVX-512 BF16 pair-dot, else decoded")
+        }
+        "dot" | "pair-dot" => {
+            (Bf16Kernel::Dot, "on the AVX-512 BF16 pair-dot where it runs (whatever its speed), else decoded")
+        }
+        "decode" => (Bf16Kernel::Decode, "decoded to FP32 panels (activations stay FP32)"),
+        _ => return (
+            None,
+            Some(format!(
+                "{BF16_ENV}={v} is not auto, amx, dot or decode; ignored, the engine picks the BF16 product"
+            )),
+        ),
+    };
+    (Some(kernel), Some(format!("{BF16_ENV}={v}: BF16 and 8-bit palette products {what}")))
 }
 
 /// How the engine multiplies with 8-bit palettized weights (`w8`).
@@ -170,6 +204,16 @@ impl PaletteKernel {
     pub fn rounds_to_bf16(self, isa: Isa) -> bool {
         self == PaletteKernel::Bf16 && isa.has_lut8() && isa.has_bf16_dot()
     }
+
+    /// The engine's palette product on `isa`: decoded to FP32 where `LAYA_BENCH_BF16=decode`,
+    /// the BF16 product where it names `amx` or `dot`, else [`PaletteKernel::default_for`].
+    pub fn selected(isa: Isa) -> Self {
+        match bf16_selection(std::env::var(BF16_ENV).ok().as_deref()).0 {
+            Some(Bf16Kernel::Decode) => PaletteKernel::Decode,
+            Some(_) => PaletteKernel::Bf16,
+            None => Self::default_for(isa),
+        }
+    }
 }
 
 /// How a Linear product uses the worker threads (benchmarks only).
@@ -186,14 +230,14 @@ pub enum GemmThreading {
 
 impl Default for Tuning {
     /// The engine's choices: the instruction set [`Isa::selected`], and the BF16 and palette
-    /// products its defaults pick there.
+    /// products picked there ([`Bf16Kernel::selected`], [`PaletteKernel::selected`]).
     fn default() -> Self {
         let isa = Isa::selected();
         Self {
             weight_layout: WEIGHT_LAYOUT,
             gemm: GemmThreading::Rayon,
-            bf16: Bf16Kernel::default_for(isa),
-            palette: PaletteKernel::default_for(isa),
+            bf16: Bf16Kernel::selected(isa),
+            palette: PaletteKernel::selected(isa),
             f32_panel: false,
             f32_gemm: false,
             isa,
@@ -471,8 +515,13 @@ impl PortableBackend {
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
         let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
+        // a BF16 product named by LAYA_BENCH_BF16, for an engine with weights it concerns
+        let (forced, bf16_note) = bf16_selection(std::env::var(BF16_ENV).ok().as_deref());
+        let concerned = !bf16_mats.is_empty() || !w8_mats.is_empty();
+        let bf16_note = bf16_note.filter(|_| concerned);
         // where the default BF16 or palette product was picked by the load-time probe, say so
-        let probed = (!bf16_mats.is_empty() && tuning.bf16 == Bf16Kernel::default_for(isa))
+        let probed = forced.is_none()
+            && (!bf16_mats.is_empty() && tuning.bf16 == Bf16Kernel::default_for(isa))
             || (w8_mats.iter().any(|&(_, dot)| dot)
                 && isa.has_lut8()
                 && tuning.palette == PaletteKernel::default_for(isa));
@@ -485,7 +534,7 @@ impl PortableBackend {
             device: format!("cpu ({threads} threads, {} kernels: {kernel})", isa.name()),
             shapes,
             fingerprint,
-            notes: isa_note.into_iter().chain(probe_note.map(|p| p.describe())).collect(),
+            notes: isa_note.into_iter().chain(bf16_note).chain(probe_note.map(|p| p.describe())).collect(),
             blas: None,
             host_hints: HostHints::default(),
             weight_bytes,

@@ -400,6 +400,10 @@ fn info_names_the_engine_and_its_resident_weight_bytes() {
 #[test]
 fn the_default_bf16_product_follows_the_probe_and_the_notes_say_so() {
     use crate::model::lowp::HalfKind;
+    if bf16_selection(std::env::var(BF16_ENV).ok().as_deref()).0.is_some() {
+        eprintln!("skipping: {BF16_ENV} names the BF16 product in this environment");
+        return;
+    }
     let (enc, agent) = tiny_shape();
     let w = random_weights(&enc, &agent, 11);
     let isa = Isa::selected();
@@ -431,6 +435,37 @@ fn the_default_bf16_product_follows_the_probe_and_the_notes_say_so() {
         }
         None => assert!(!notes.iter().any(|n| n.contains("load-time probe")), "{notes:?}"),
     }
+}
+
+/// `LAYA_BENCH_BF16` names a product (any case, spaces around it), `auto` or nothing leaves the
+/// choice to the engine, and anything else is ignored with a note that says so.
+#[test]
+fn the_bf16_variable_names_a_product_or_is_ignored_with_a_note() {
+    assert_eq!(bf16_selection(None), (None, None));
+    assert_eq!(bf16_selection(Some("  ")), (None, None));
+    assert_eq!(bf16_selection(Some("AUTO")), (None, None));
+    for (v, k) in [
+        ("amx", Bf16Kernel::Amx),
+        ("dot", Bf16Kernel::Dot),
+        ("Pair-Dot", Bf16Kernel::Dot),
+        (" decode ", Bf16Kernel::Decode),
+    ] {
+        let (got, note) = bf16_selection(Some(v));
+        assert_eq!(got, Some(k), "{v}");
+        let note = note.unwrap();
+        assert!(
+            note.starts_with(&format!("LAYA_BENCH_BF16={}: BF16 and 8-bit palette products", v.trim())),
+            "{note}"
+        );
+    }
+    let (got, note) = bf16_selection(Some("fp8"));
+    assert_eq!(got, None);
+    assert_eq!(
+        note.as_deref(),
+        Some(
+            "LAYA_BENCH_BF16=fp8 is not auto, amx, dot or decode; ignored, the engine picks the BF16 product"
+        )
+    );
 }
 
 #[test]
