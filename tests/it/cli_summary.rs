@@ -488,6 +488,32 @@ fn summary_without_output_prints_its_markdown() {
     assert_eq!(before.len(), after.len(), "nothing written");
 }
 
+/// Runs laya-bench with `args` in `d`, writing `r.raw.jsonl`, and presses Ctrl-C (SIGINT) as
+/// soon as a line of that record satisfies `when` (failing with `never` after 90 s).
+fn interrupted_when(d: &Path, args: &[&str], never: &str, when: impl Fn(&str) -> bool) -> Output {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let child = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(d)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn laya-bench");
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap_or_default();
+        if text.lines().any(&when) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(90), "{never}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    child.wait_with_output().unwrap()
+}
+
 /// An energy run of 4 cycles stopped with Ctrl-C (SIGINT) in its third cycle: `energy`'s
 /// report gives the figures of its two whole cycles and says what to type to audit them;
 /// `summary` without the flag derives no figure and names the flag; `summary --whole-cycles`
@@ -495,33 +521,15 @@ fn summary_without_output_prints_its_markdown() {
 /// with the energy report's figures.
 #[test]
 fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycles() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut args = ENERGY.to_vec();
     args.extend(["--sensor", METER, "--arm", "base=mock:ok", "--arm", "slow=mock:ok:delay-us=100"]);
     args.extend(["--cycles", "4", "--raw", "r.raw.jsonl", "--output", "r.json"]);
-    let child = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
-        .current_dir(d)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn laya-bench");
     // Wait for the first block of cycle 2 (blocks 8 to 11), then press Ctrl-C.
-    let t = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap_or_default();
-        if text.lines().any(|l| l.contains("\"record\":\"block\"") && l.contains("\"cycle\":2")) {
-            break;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "the run never reached cycle 2");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(sent.success());
-    let out = child.wait_with_output().unwrap();
+    let out = interrupted_when(d, &args, "the run never reached cycle 2", |l| {
+        l.contains("\"record\":\"block\"") && l.contains("\"cycle\":2")
+    });
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -600,8 +608,6 @@ fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycle
 /// was stable, but the run is unstable and the report says why.
 #[test]
 fn an_unstable_call_left_out_with_an_energy_runs_cut_cycle_still_makes_it_unstable() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 100 ms calls in 1 s blocks (10 calls a block), two blocks per arm and cycle; each arm
@@ -620,26 +626,10 @@ fn an_unstable_call_left_out_with_an_energy_runs_cut_cycle_still_makes_it_unstab
         "slow=mock:drift-after=55:delay-us=100000",
     ]);
     args.extend(["--cycles", "4", "--raw", "r.raw.jsonl", "--output", "r.json"]);
-    let child = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
-        .current_dir(d)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn laya-bench");
     // Press Ctrl-C once the record holds the first call that did not reproduce.
-    let t = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(d.join("r.raw.jsonl")).unwrap_or_default();
-        if text.lines().any(|l| l.contains("\"record\":\"call\"") && l.contains("\"stable\":false")) {
-            break;
-        }
-        assert!(t.elapsed() < Duration::from_secs(90), "no call drifted");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(sent.success());
-    let out = child.wait_with_output().unwrap();
+    let out = interrupted_when(d, &args, "no call drifted", |l| {
+        l.contains("\"record\":\"call\"") && l.contains("\"stable\":false")
+    });
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     let rep: EnergyReport =

@@ -163,12 +163,14 @@ pub fn bf16_selection(env: Option<&str>) -> (Option<Bf16Kernel>, Option<String>)
             (Bf16Kernel::Dot, "on the AVX-512 BF16 pair-dot where it runs (whatever its speed), else decoded")
         }
         "decode" => (Bf16Kernel::Decode, "decoded to FP32 panels (activations stay FP32)"),
-        _ => return (
-            None,
-            Some(format!(
+        _ => {
+            return (
+                None,
+                Some(format!(
                 "{BF16_ENV}={v} is not auto, amx, dot or decode; ignored, the engine picks the BF16 product"
             )),
-        ),
+            )
+        }
     };
     (Some(kernel), Some(format!("{BF16_ENV}={v}: BF16 and 8-bit palette products {what}")))
 }
