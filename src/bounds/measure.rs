@@ -51,6 +51,11 @@ pub struct Measured {
     pub engine_isa: String,
     /// The engine's FP32 product, as its `device` names it.
     pub engine_f32_kernel: String,
+    /// Where the engine's BF16 and 8-bit palette products run here, and why (AMX, the
+    /// pair-dot, or decoded to FP32; the load-time probe's rates or `LAYA_BENCH_BF16` when they
+    /// decided it); empty where the CPU runs no BF16 kernel.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub engine_bf16_kernel: String,
     /// Seconds the measurement took.
     pub seconds: f64,
     /// CPU time the hypervisor gave to other guests while measuring (every CPU, `USER_HZ`
@@ -215,8 +220,39 @@ pub fn measure(threads: usize) -> Measured {
         threads,
         engine_isa: isa.name().into(),
         engine_f32_kernel: isa.f32_kernel(),
+        engine_bf16_kernel: bf16_kernel(isa),
         seconds: t0.elapsed().as_secs_f64(),
         host_steal: steal.stop(),
+    }
+}
+
+/// Where the engine's BF16 and palette products run on `isa`, and what decided it; empty
+/// where no BF16 kernel runs (everything is FP32 there).
+fn bf16_kernel(isa: Isa) -> String {
+    if !isa.has_bf16_dot() {
+        return String::new();
+    }
+    let env = std::env::var(crate::backend::portable::BF16_ENV).ok();
+    let (forced, note) = crate::backend::portable::bf16_selection(env.as_deref());
+    let place = match Bf16Kernel::selected(isa) {
+        Bf16Kernel::Amx if isa.has_amx_bf16() => "amx-bf16 tiles",
+        Bf16Kernel::Amx | Bf16Kernel::Dot => "avx512_bf16 pair-dot",
+        Bf16Kernel::Decode => "decoded to f32 panels",
+    };
+    let why = match (forced, note) {
+        (Some(_), Some(n)) => n,
+        (_, ignored) => crate::backend::portable::probe::bf16_dot_probe()
+            .map(|p| p.describe())
+            .into_iter()
+            .chain(ignored)
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    // the probe's line and the variable's note each name the product already
+    if why.is_empty() {
+        place.to_string()
+    } else {
+        why
     }
 }
 
@@ -231,6 +267,9 @@ pub fn render(m: &Measured, source: &str, length: usize, floors: &[ArmFloor]) ->
         m.seconds, m.threads
     );
     let _ = writeln!(o, "  portable engine kernels: {} (f32: {})", m.engine_isa, m.engine_f32_kernel);
+    if !m.engine_bf16_kernel.is_empty() {
+        let _ = writeln!(o, "  bf16 and w8 products: {}", m.engine_bf16_kernel);
+    }
     for p in &m.peaks {
         let _ = writeln!(
             o,
@@ -429,11 +468,16 @@ mod tests {
             threads: 2,
             engine_isa: "avx2".into(),
             engine_f32_kernel: String::new(),
+            engine_bf16_kernel: String::new(),
             seconds: 0.0,
             host_steal: Some(StealTicks { steal_ticks: 30, cpu_ticks: 1000 }),
         };
         let text = render(&m, "synthetic:multilingual", 96, &[]);
         assert!(text.contains("steal 3.0 % of the CPU time (30 of 1000 ticks)"), "{text}");
+        assert!(!text.contains("bf16 and w8 products"), "no BF16 kernel, no line: {text}");
+        let with_bf16 = Measured { engine_bf16_kernel: "amx-bf16 tiles".into(), ..m.clone() };
+        let text = render(&with_bf16, "synthetic:multilingual", 96, &[]);
+        assert!(text.contains("\n  bf16 and w8 products: amx-bf16 tiles\n"), "{text}");
         assert!(text.contains("WARNING: the hypervisor gave 3.0 %"), "{text}");
         let (enc, agent) = crate::model::synthetic::published_shape("multilingual").unwrap();
         let f = arm_floors(&m, &enc, &agent, 96, 32).unwrap();
@@ -491,6 +535,7 @@ mod tests {
             threads: 2,
             engine_isa: "avx512".into(),
             engine_f32_kernel: String::new(),
+            engine_bf16_kernel: String::new(),
             seconds: 0.0,
             host_steal: None,
         };
