@@ -245,12 +245,8 @@ pub fn survey() -> Vec<BackendStatus> {
     let (isa, isa_note) =
         super::portable::isa::selection(std::env::var(super::portable::isa::ISA_ENV).ok().as_deref());
     let (bf16, palette) = (Bf16Kernel::selected(isa), PaletteKernel::selected(isa));
-    // where LAYA_BENCH_BF16 names the BF16 product, `doctor` says so; where the load-time probe
-    // picked it, what it measured
-    let (forced, bf16_note) =
-        super::portable::bf16_selection(std::env::var(super::portable::BF16_ENV).ok().as_deref());
-    let probe =
-        if forced.is_none() && isa.has_bf16_dot() { super::portable::probe::bf16_dot_probe() } else { None };
+    // how the BF16 and palette products were chosen
+    let bf16_notes = super::portable::bf16_notes(isa);
     let mut out: Vec<BackendStatus> = portable_precisions()
         .iter()
         .map(|p| BackendStatus {
@@ -279,12 +275,7 @@ pub fn survey() -> Vec<BackendStatus> {
                 isa.name(),
                 isa_note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
             ) + &if matches!(p.name(), "bf16" | "w8") {
-                bf16_note
-                    .iter()
-                    .cloned()
-                    .chain(probe.map(|pr| pr.describe()))
-                    .map(|n| format!("; {n}"))
-                    .collect()
+                bf16_notes.iter().map(|n| format!("; {n}")).collect()
             } else {
                 String::new()
             },

@@ -232,22 +232,12 @@ fn bf16_kernel(isa: Isa) -> String {
     if !isa.has_bf16_dot() {
         return String::new();
     }
-    let env = std::env::var(crate::backend::portable::BF16_ENV).ok();
-    let (forced, note) = crate::backend::portable::bf16_selection(env.as_deref());
     let place = match Bf16Kernel::selected(isa) {
         Bf16Kernel::Amx if isa.has_amx_bf16() => "amx-bf16 tiles",
         Bf16Kernel::Amx | Bf16Kernel::Dot => "avx512_bf16 pair-dot",
         Bf16Kernel::Decode => "decoded to f32 panels",
     };
-    let why = match (forced, note) {
-        (Some(_), Some(n)) => n,
-        (_, ignored) => crate::backend::portable::probe::bf16_dot_probe()
-            .map(|p| p.describe())
-            .into_iter()
-            .chain(ignored)
-            .collect::<Vec<_>>()
-            .join("; "),
-    };
+    let why = crate::backend::portable::bf16_notes(isa).join("; ");
     // the probe's line and the variable's note each name the product already
     if why.is_empty() {
         place.to_string()
@@ -346,16 +336,7 @@ fn run_kernel(k: Kernel, iters: u64) -> (f64, f32) {
 
 /// Loop iterations of `k` that take about `seconds` on one thread (calibrated on this one).
 fn calibrate(k: Kernel, seconds: f64) -> u64 {
-    let mut iters = 1_000u64;
-    loop {
-        let t = Instant::now();
-        std::hint::black_box(run_kernel(k, iters));
-        let s = t.elapsed().as_secs_f64();
-        if s > 0.01 || iters > 1 << 34 {
-            return (((iters as f64) * seconds / s.max(1e-9)) as u64).max(1);
-        }
-        iters *= 4;
-    }
+    crate::backend::portable::probe::iters_for(|n| run_kernel(k, n).1, seconds, 0.01)
 }
 
 /// GFLOP/s of one timed run of `iters` iterations of `k` on `threads` threads at once.

@@ -175,6 +175,16 @@ pub fn bf16_selection(env: Option<&str>) -> (Option<Bf16Kernel>, Option<String>)
     (Some(kernel), Some(format!("{BF16_ENV}={v}: BF16 and 8-bit palette products {what}")))
 }
 
+/// What a reader of a BF16 or `w8` arm's numbers must know about its product on `isa`: the
+/// `LAYA_BENCH_BF16` value that named it (or was ignored), and the load-time probe's rates where
+/// the probe decided it (no value named one, and the pair-dot runs). The engine's notes, `doctor`
+/// and `bounds --measure` all say this.
+pub fn bf16_notes(isa: Isa) -> Vec<String> {
+    let (forced, note) = bf16_selection(std::env::var(BF16_ENV).ok().as_deref());
+    let probe = if forced.is_none() && isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
+    note.into_iter().chain(probe.map(|p| p.describe())).collect()
+}
+
 /// How the engine multiplies with 8-bit palettized weights (`w8`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaletteKernel {
@@ -517,17 +527,12 @@ impl PortableBackend {
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
         let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
-        // a BF16 product named by LAYA_BENCH_BF16, for an engine with weights it concerns
-        let (forced, bf16_note) = bf16_selection(std::env::var(BF16_ENV).ok().as_deref());
-        let concerned = !bf16_mats.is_empty() || !w8_mats.is_empty();
-        let bf16_note = bf16_note.filter(|_| concerned);
-        // where the default BF16 or palette product was picked by the load-time probe, say so
-        let probed = forced.is_none()
-            && (!bf16_mats.is_empty() && tuning.bf16 == Bf16Kernel::default_for(isa))
-            || (w8_mats.iter().any(|&(_, dot)| dot)
-                && isa.has_lut8()
-                && tuning.palette == PaletteKernel::default_for(isa));
-        let probe_note = if probed && isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
+        // how its BF16 or palette product was chosen, for an engine with weights on it that runs
+        // the products chosen (not a benchmark's variant)
+        let concerned = !bf16_mats.is_empty() || w8_mats.iter().any(|&(amx, dot)| amx || dot);
+        let chosen =
+            tuning.bf16 == Bf16Kernel::selected(isa) && tuning.palette == PaletteKernel::selected(isa);
+        let bf16_notes = if concerned && chosen { bf16_notes(isa) } else { Vec::new() };
         let weight_bytes = Some(w.weight_bytes().total as u64);
         let info = BackendInfo {
             kind: BackendKind::Portable,
@@ -536,7 +541,7 @@ impl PortableBackend {
             device: format!("cpu ({threads} threads, {} kernels: {kernel})", isa.name()),
             shapes,
             fingerprint,
-            notes: isa_note.into_iter().chain(bf16_note).chain(probe_note.map(|p| p.describe())).collect(),
+            notes: isa_note.into_iter().chain(bf16_notes).collect(),
             blas: None,
             host_hints: HostHints::default(),
             weight_bytes,

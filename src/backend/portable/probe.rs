@@ -95,7 +95,7 @@ fn measure_dot() -> Option<DotProbe> {
     let dot = |n: u64| unsafe { dot_loop(n) };
     // SAFETY: as above (AVX-512F).
     let fma = |n: u64| unsafe { fma512_loop(n) };
-    let (n_dot, n_fma) = (iters_for(dot, 1e-3), iters_for(fma, 1e-3));
+    let (n_dot, n_fma) = (iters_for(dot, 1e-3, 2.5e-4), iters_for(fma, 1e-3, 2.5e-4));
     let (mut best_dot, mut best_fma) = (0.0f64, 0.0f64);
     for _ in 0..5 {
         best_dot = best_dot.max(gflops(dot, n_dot, DOT_FLOP_PER_ITER));
@@ -109,15 +109,16 @@ fn measure_dot() -> Option<DotProbe> {
     None
 }
 
-/// Iterations of `f` that take about `seconds` on this thread.
-#[cfg(target_arch = "x86_64")]
-fn iters_for(f: impl Fn(u64) -> f32, seconds: f64) -> u64 {
-    let mut n = 256u64;
+/// Iterations of `f` that take about `seconds` on this thread: from 1,000 iterations up, four
+/// times more until one run takes over `settle` seconds, then scaled (`bounds --measure` and
+/// its peak probes use it too).
+pub(crate) fn iters_for(f: impl Fn(u64) -> f32, seconds: f64, settle: f64) -> u64 {
+    let mut n = 1_000u64;
     loop {
         let t = Instant::now();
         std::hint::black_box(f(n));
         let s = t.elapsed().as_secs_f64();
-        if s > seconds / 4.0 || n > 1 << 30 {
+        if s > settle || n > 1 << 34 {
             return ((n as f64 * seconds / s.max(1e-9)) as u64).max(1);
         }
         n *= 4;
@@ -125,6 +126,7 @@ fn iters_for(f: impl Fn(u64) -> f32, seconds: f64) -> u64 {
 }
 
 /// GFLOP/s of one timed run of `f` over `n` iterations of `flop_per_iter`.
+#[cfg(target_arch = "x86_64")]
 fn gflops(f: impl Fn(u64) -> f32, n: u64, flop_per_iter: f64) -> f64 {
     let t = Instant::now();
     std::hint::black_box(f(n));
