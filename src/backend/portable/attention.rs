@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::linalg::{matmul, Split, View, ViewMut};
+use super::linalg::{matmul, DstPtr, Split, View, ViewMut};
 use crate::model::ops;
 
 /// RoPE cos/sin tables `[positions, dh/2]` for one base, computed with PyTorch's f32 choices:
@@ -103,31 +103,21 @@ impl AttnShape {
     }
 }
 
-/// Apply RoPE to the q and k parts of `qkv` (`[B·L, 3D]`), token `(b, t)` at position
-/// `positions[b·L + t]` (or `t` when `positions` is `None`). With `workers > 1` the rows are
-/// shared out on the current rayon pool (each row's arithmetic is the same either way).
-pub(crate) fn apply_rope(
-    qkv: &mut [f32],
-    shape: AttnShape,
-    rope: &Rope,
-    positions: Option<&[i32]>,
-    workers: usize,
-) {
-    let d = shape.d();
-    let dh = shape.head_dim;
-    let rows = shape.batch * shape.len;
-    let one = |(r, row): (usize, &mut [f32])| {
-        let p = match positions {
-            Some(pos) => pos[r] as usize,
-            None => r % shape.len,
-        };
-        rope.rotate_heads(&mut row[..2 * d], dh, p);
-    };
-    let qkv = &mut qkv[..rows * 3 * d];
-    if workers > 1 {
-        qkv.par_chunks_exact_mut(3 * d).enumerate().with_min_len(8).for_each(one);
-    } else {
-        qkv.chunks_exact_mut(3 * d).enumerate().for_each(one);
+/// RoPE for one attention call: the tables, and each token's position (`positions[b·L + t]`
+/// for token `t` of row `b`, or `t` where there are none).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RopeAt<'a> {
+    pub rope: &'a Rope,
+    pub positions: Option<&'a [i32]>,
+}
+
+impl RopeAt<'_> {
+    /// Position of token `t` of row `b` in a batch of rows of `len` tokens.
+    fn position(&self, b: usize, t: usize, len: usize) -> usize {
+        match self.positions {
+            Some(p) => p[b * len + t] as usize,
+            None => t,
+        }
     }
 }
 
@@ -233,59 +223,97 @@ impl AttnKernel {
 
 /// Masked multi-head attention over a packed `[B·L, 3D]` q/k/v buffer.
 ///
-/// Per row `b` and head `h`: `S = q kᵀ · dh^−½`, masked scores replaced by −1e4, softmax over
-/// keys, `O = S v`. Writes head-major `heads_out` (`[B, heads, L, dh]`); `scores` holds
+/// Per row `b` and head `h`: q and k rotated by `rope` (when given), `S = q kᵀ · dh^−½`, masked
+/// scores replaced by −1e4, softmax over keys, `O = S v`, written to columns `[h·dh, (h + 1)·dh)`
+/// of rows `[b·L, (b + 1)·L)` of `out` (`[B·L, D]`, the heads side by side). `scores` holds
 /// `workers × L²` floats. With `workers > 1` the (row, head) tasks run on the current rayon pool
-/// in `workers` contiguous groups. On the register tiles ([`AttnKernel::Avx512`]) every score
-/// and output element is one chain of fused multiply-adds in index order, whatever the row's
-/// place in the batch; the `gemm` crate's sums are ordered its own way (within f32 rounding of
-/// them).
+/// in `workers` contiguous groups. RoPE is applied to a task's own copies of its head's q and k
+/// rows, with the same arithmetic as a pass over the whole buffer would use, so the buffer is
+/// left as it is and the pass (and its parallel loop) is saved. On the register tiles
+/// ([`AttnKernel::Avx512`]) every score and output element is one chain of fused multiply-adds
+/// in index order, whatever the row's place in the batch; the `gemm` crate's sums are ordered
+/// its own way (within f32 rounding of them).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn attention(
     qkv: &[f32],
     shape: AttnShape,
     mask: &[u8],
+    rope: Option<RopeAt<'_>>,
     scores: &mut [f32],
-    heads_out: &mut [f32],
+    out: &mut [f32],
     workers: usize,
     kernel: AttnKernel,
 ) {
     let l = shape.len;
-    let dh = shape.head_dim;
     let tasks = shape.batch * shape.heads;
-    let task_len = l * dh;
-    let scale = (dh as f64).powf(-0.5) as f32;
-    let one = |task: usize, sc: &mut [f32], out: &mut [f32]| {
-        attend_one(qkv, shape, task / shape.heads, task % shape.heads, mask, scale, kernel, sc, out)
+    assert!(
+        qkv.len() >= shape.batch * l * 3 * shape.d() && out.len() >= shape.batch * l * shape.d(),
+        "attention operands out of bounds"
+    );
+    let scale = (shape.head_dim as f64).powf(-0.5) as f32;
+    let dst = DstPtr(out.as_mut_ptr());
+    let one = |task: usize, sc: &mut [f32]| {
+        let (b, h) = (task / shape.heads, task % shape.heads);
+        attend_one(qkv, shape, b, h, mask, rope, scale, kernel, sc, &dst)
     };
     let workers = workers.clamp(1, tasks.max(1));
     if workers == 1 {
         let sc = &mut scores[..l * l];
-        for (task, out) in heads_out.chunks_exact_mut(task_len).take(tasks).enumerate() {
-            one(task, sc, out);
+        for task in 0..tasks {
+            one(task, sc);
         }
         return;
     }
     let per = tasks.div_ceil(workers);
-    heads_out[..tasks * task_len]
-        .par_chunks_mut(per * task_len)
-        .zip(scores.par_chunks_mut(l * l))
-        .enumerate()
-        .for_each(|(g, (outs, sc))| {
-            for (i, out) in outs.chunks_exact_mut(task_len).enumerate() {
-                one(g * per + i, sc, out);
-            }
-        });
+    scores[..workers * l * l].par_chunks_mut(l * l).enumerate().for_each(|(g, sc)| {
+        for task in g * per..((g + 1) * per).min(tasks) {
+            one(task, sc);
+        }
+    });
+}
+
+thread_local! {
+    /// One head's query rows (`L × dh`), rotated where RoPE applies, and its key rows likewise
+    /// (this scratch and the next are outside `forward_scratch_bytes`: a few tens of KiB per
+    /// thread against its L² scores).
+    static QUERIES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static KEYS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// One head's output rows (`L × dh`) on the `gemm` crate's path, before they go to their
+    /// columns of the destination.
+    static OUTPUT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(target_arch = "x86_64")]
 thread_local! {
     /// One head's keys transposed for the register-tile kernels: `dh` rows of `L` rounded up
-    /// to 16 (zeros past `L`), at most `dh × (L + 15)` floats per thread (this scratch and the
-    /// next are outside `forward_scratch_bytes`: a few tens of KiB against its L² scores).
+    /// to 16 (zeros past `L`), at most `dh × (L + 15)` floats per thread.
     static KEYS_T: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     /// One head's values gathered into `L` contiguous rows of `dh` (in `qkv` they lie `3D`
     /// apart, a stride that maps every row onto the same few L1 sets): `L × dh` floats.
     static VALUES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `buf` (grown to `l·dh`) ← the `dh`-wide part at `offset` of each of `l` rows of `qkv` (stride
+/// `rs`), each rotated by RoPE at its token's position when `rope` is given.
+#[allow(clippy::too_many_arguments)]
+fn gather_rows(
+    buf: &mut Vec<f32>,
+    qkv: &[f32],
+    offset: usize,
+    rs: usize,
+    l: usize,
+    dh: usize,
+    rope: Option<(RopeAt<'_>, usize)>,
+) {
+    if buf.len() < l * dh {
+        buf.resize(l * dh, 0.0);
+    }
+    for (t, row) in buf.chunks_exact_mut(dh).take(l).enumerate() {
+        row.copy_from_slice(&qkv[offset + t * rs..offset + t * rs + dh]);
+        if let Some((r, b)) = rope {
+            r.rope.rotate_heads(row, dh, r.position(b, t, l));
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -295,10 +323,11 @@ fn attend_one(
     b: usize,
     h: usize,
     mask: &[u8],
+    rope: Option<RopeAt<'_>>,
     scale: f32,
     kernel: AttnKernel,
     scores: &mut [f32],
-    out: &mut [f32],
+    dst: &DstPtr,
 ) {
     let l = shape.len;
     let dh = shape.head_dim;
@@ -306,59 +335,82 @@ fn attend_one(
     let rs = 3 * d;
     let row0 = b * l * rs;
     let m = &mask[b * l * l..(b + 1) * l * l];
-    // The key gather takes offsets t·3D, t < L rounded up to 16, as i32: beyond that (inputs
-    // of billions of floats) the `gemm` crate's path below.
-    #[cfg(target_arch = "x86_64")]
-    let lp = l.next_multiple_of(16);
-    #[cfg(target_arch = "x86_64")]
-    if kernel == AttnKernel::Avx512 && lp.checked_mul(rs).is_some_and(|n| n <= i32::MAX as usize) {
-        assert!(
-            qkv.len() >= row0 + l * rs && scores.len() >= l * l && out.len() >= l * dh && dh > 0,
-            "attention operands out of bounds"
-        );
-        KEYS_T.with(|kt| {
-            let mut kt = kt.borrow_mut();
-            if kt.len() < dh * lp {
-                kt.resize(dh * lp, 0.0);
+    let rope = rope.map(|r| (r, b));
+    // where this task's output goes: rows [b·L, (b + 1)·L), columns [h·dh, (h + 1)·dh)
+    let out_at = (b * l) * d + h * dh;
+    QUERIES.with(|qs| {
+        KEYS.with(|ks| {
+            let (mut qs, mut ks) = (qs.borrow_mut(), ks.borrow_mut());
+            gather_rows(&mut qs, qkv, row0 + h * dh, rs, l, dh, rope);
+            gather_rows(&mut ks, qkv, row0 + d + h * dh, rs, l, dh, rope);
+            // The key gather takes offsets t·dh, t < L rounded up to 16, as i32: beyond that
+            // (heads of billions of floats) the `gemm` crate's path below.
+            #[cfg(target_arch = "x86_64")]
+            let lp = l.next_multiple_of(16);
+            #[cfg(target_arch = "x86_64")]
+            if kernel == AttnKernel::Avx512 && lp.checked_mul(dh).is_some_and(|n| n <= i32::MAX as usize) {
+                assert!(scores.len() >= l * l && dh > 0, "attention scratch too short");
+                KEYS_T.with(|kt| {
+                    let mut kt = kt.borrow_mut();
+                    if kt.len() < dh * lp {
+                        kt.resize(dh * lp, 0.0);
+                    }
+                    // SAFETY: CPU features as below; `ks` holds l rows of dh values; `kt` holds
+                    // dh rows of lp values; every key offset t·dh, t < lp, fits an i32 (checked
+                    // above).
+                    unsafe { tiles512::transpose(ks.as_ptr(), dh, l, dh, kt.as_mut_ptr(), lp) }
+                    // SAFETY: the kernels' CPU features: `AttnKernel::for_isa` picks the register
+                    // tiles only for an engine whose ISA runs here. Bounds: `qs` holds l rows of
+                    // dh values; `kt` dh rows of lp ≥ l values; `scores` l² values (checked
+                    // above).
+                    unsafe {
+                        tiles512::scores(qs.as_ptr(), dh, kt.as_ptr(), lp, l, dh, scale, scores.as_mut_ptr())
+                    }
+                });
+                for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
+                    ops::masked_softmax_in_place(srow, mrow, kernel.wide());
+                }
+                VALUES.with(|vals| {
+                    let mut vals = vals.borrow_mut();
+                    gather_rows(&mut vals, qkv, row0 + 2 * d + h * dh, rs, l, dh, None);
+                    // SAFETY: as above; `vals` holds l rows of dh values; the destination's rows
+                    // [b·L, (b + 1)·L) (stride d) exist (`attention` checked `out`), and of them
+                    // this task alone writes columns [h·dh, (h + 1)·dh).
+                    unsafe {
+                        tiles512::weighted(scores.as_ptr(), l, vals.as_ptr(), dh, dh, dst.0.add(out_at), d)
+                    }
+                });
+                return;
             }
-            let k = qkv[row0 + d + h * dh..].as_ptr();
-            // SAFETY: CPU features as below; key rows t < l at k + t·rs, columns < dh, lie in
-            // `qkv` (checked above); `kt` holds dh rows of lp values; every key offset t·rs,
-            // t < lp, fits an i32 (checked above).
-            unsafe { tiles512::transpose(k, rs, l, dh, kt.as_mut_ptr(), lp) }
-            let q = qkv[row0 + h * dh..].as_ptr();
-            // SAFETY: the kernels' CPU features: `AttnKernel::for_isa` picks the register tiles
-            // only for an engine whose ISA runs here. Bounds: q rows t < l at q + t·rs, columns
-            // < dh, lie in `qkv` (checked above); `kt` holds dh rows of lp ≥ l values; `scores`
-            // holds l² values (checked above).
-            unsafe { tiles512::scores(q, rs, kt.as_ptr(), lp, l, dh, scale, scores.as_mut_ptr()) }
-        });
-        for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
-            ops::masked_softmax_in_place(srow, mrow, kernel.wide());
-        }
-        VALUES.with(|vals| {
-            let mut vals = vals.borrow_mut();
-            if vals.len() < l * dh {
-                vals.resize(l * dh, 0.0);
+            let q = View::rows(&qs, 0, l, dh, dh);
+            // kᵀ: element (j, key) = k[key, j]
+            let kt = View { data: &ks, offset: 0, rows: dh, cols: l, rs: 1, cs: dh };
+            let v = View::rows(qkv, row0 + 2 * d + h * dh, l, dh, rs);
+            matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Split::Single);
+            for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
+                ops::masked_softmax_in_place(srow, mrow, kernel.wide());
             }
-            for (key, row) in vals.chunks_exact_mut(dh).take(l).enumerate() {
-                let at = row0 + key * rs + 2 * d + h * dh;
-                row.copy_from_slice(&qkv[at..at + dh]);
-            }
-            // SAFETY: as above; `vals` holds l rows of dh values, `out` l·dh (checked above).
-            unsafe { tiles512::weighted(scores.as_ptr(), l, vals.as_ptr(), dh, dh, out.as_mut_ptr()) }
-        });
-        return;
-    }
-    let q = View::rows(qkv, row0 + h * dh, l, dh, rs);
-    // kᵀ: element (j, key) = k[key, j]
-    let kt = View { data: qkv, offset: row0 + d + h * dh, rows: dh, cols: l, rs: 1, cs: rs };
-    let v = View::rows(qkv, row0 + 2 * d + h * dh, l, dh, rs);
-    matmul(ViewMut::rows(scores, 0, l, l, l), q, kt, scale, false, Split::Single);
-    for (srow, mrow) in scores[..l * l].chunks_exact_mut(l).zip(m.chunks_exact(l)) {
-        ops::masked_softmax_in_place(srow, mrow, kernel.wide());
-    }
-    matmul(ViewMut::rows(out, 0, l, dh, dh), View::rows(scores, 0, l, l, l), v, 1.0, false, Split::Single);
+            OUTPUT.with(|o| {
+                let mut o = o.borrow_mut();
+                if o.len() < l * dh {
+                    o.resize(l * dh, 0.0);
+                }
+                matmul(
+                    ViewMut::rows(&mut o, 0, l, dh, dh),
+                    View::rows(scores, 0, l, l, l),
+                    v,
+                    1.0,
+                    false,
+                    Split::Single,
+                );
+                for (t, row) in o.chunks_exact(dh).take(l).enumerate() {
+                    // SAFETY: row b·L + t of the destination (stride d), columns [h·dh, (h +
+                    // 1)·dh): inside it (`attention` checked `out`), written by this task alone.
+                    unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), dst.0.add(out_at + t * d), dh) };
+                }
+            });
+        })
+    });
 }
 
 /// The two attention products on AVX-512F register tiles (an AVX2 build of the same tiles was
@@ -512,11 +564,11 @@ mod tiles512 {
         }
     }
 
-    /// `out[i·dh + c] = Σ_key p[i·l + key] · v[key·vs + c]` for `i < l`, `c < dh`.
+    /// `out[i·ldo + c] = Σ_key p[i·l + key] · v[key·vs + c]` for `i < l`, `c < dh`.
     ///
     /// # Safety
     /// AVX-512F; `p` points at `l·l` values; `v` at `l` rows (stride `vs`) of `dh` readable
-    /// values; `out` at `l·dh` writable values.
+    /// values; `out` at `l` rows (stride `ldo`) of `dh` writable values.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn weighted(
         p: *const f32,
@@ -525,12 +577,13 @@ mod tiles512 {
         vs: usize,
         dh: usize,
         out: *mut f32,
+        ldo: usize,
     ) {
         walk(l, dh, OR, OC, |r, full, c, cv, last| {
             // SAFETY: rows [r, r + OR or 1) < l and vectors [c, c + cv) cover columns below dh
             // (the last one `last` of them): inside the caller's operands.
             unsafe {
-                let args = (p.add(r * l), l, v.add(c * W), vs, out.add(r * dh + c * W), dh, last);
+                let args = (p.add(r * l), l, v.add(c * W), vs, out.add(r * ldo + c * W), ldo, last);
                 if full {
                     by_cols!(out_tile, 6, cv, [1 2 3 4], args)
                 } else {
@@ -592,21 +645,6 @@ mod tiles512 {
     unsafe fn store(p: *mut f32, v: __m512, n: usize) {
         // SAFETY: the caller's bounds; masked-off lanes are not written.
         unsafe { _mm512_mask_storeu_ps(p, mask(n), v) }
-    }
-}
-
-/// `[B, heads, L, dh]` → `[B·L, D]` (heads concatenated in head order).
-pub(crate) fn merge_heads(heads_out: &[f32], shape: AttnShape, dst: &mut [f32]) {
-    let (l, dh, nh) = (shape.len, shape.head_dim, shape.heads);
-    let d = shape.d();
-    for b in 0..shape.batch {
-        for h in 0..nh {
-            let src = &heads_out[(b * nh + h) * l * dh..(b * nh + h + 1) * l * dh];
-            for (t, s) in src.chunks_exact(dh).enumerate() {
-                let o = (b * l + t) * d + h * dh;
-                dst[o..o + dh].copy_from_slice(s);
-            }
-        }
     }
 }
 
@@ -710,13 +748,11 @@ mod tests {
         for kernel in kernels_here() {
             for workers in [1, 2, 3] {
                 let mut scores = vec![0.0f32; workers * l * l];
-                let mut heads_out = vec![0.0f32; 2 * l * d];
+                let mut merged = vec![f32::NAN; 2 * l * d];
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
                 pool.install(|| {
-                    attention(&qkv, shape, &m.local, &mut scores, &mut heads_out, workers, kernel)
+                    attention(&qkv, shape, &m.local, None, &mut scores, &mut merged, workers, kernel)
                 });
-                let mut merged = vec![0.0f32; 2 * l * d];
-                merge_heads(&heads_out, shape, &mut merged);
                 outs.push((kernel, workers, merged));
             }
         }
@@ -783,45 +819,54 @@ mod tests {
     }
 
     #[test]
-    fn rope_gives_the_scalar_bits_on_every_build_and_thread_count() {
+    fn rope_inside_attention_gives_the_bits_of_rotating_q_and_k_first() {
         // half = 20: two 8-wide steps and a remainder of 4; positions out of order
         let shape = AttnShape { batch: 2, len: 7, heads: 3, head_dim: 40 };
-        let d = 120;
-        let rows = 14;
+        let (d, l, rows) = (120, 7, 14);
         let rope = Rope::new(10_000.0, 40, 16);
         let pos: Vec<i32> = (0..rows as i32).map(|r| (r * 5) % 16).collect();
         let qkv: Vec<f32> = (0..rows * 3 * d).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013).collect();
-        // the rotate-half formula, scalar, written out here
-        let mut want = qkv.clone();
-        for r in 0..rows {
-            let (c, s) = rope.row(pos[r] as usize);
-            for h in 0..6 {
-                let v = &mut want[r * 3 * d + h * 40..r * 3 * d + (h + 1) * 40];
-                for m in 0..20 {
-                    let (x, y) = (v[m], v[m + 20]);
-                    v[m] = x * c[m] - y * s[m];
-                    v[m + 20] = y * c[m] + x * s[m];
+        // the rotate-half formula, scalar, written out here, on q and k (not v)
+        let rotated = |positions: &dyn Fn(usize) -> usize| {
+            let mut want = qkv.clone();
+            for r in 0..rows {
+                let (c, s) = rope.row(positions(r));
+                for h in 0..6 {
+                    let v = &mut want[r * 3 * d + h * 40..r * 3 * d + (h + 1) * 40];
+                    for m in 0..20 {
+                        let (x, y) = (v[m], v[m + 20]);
+                        v[m] = x * c[m] - y * s[m];
+                        v[m + 20] = y * c[m] + x * s[m];
+                    }
                 }
             }
-        }
-        assert_ne!(want, qkv);
-        for workers in [1, 2, 3] {
-            let mut got = qkv.clone();
+            want
+        };
+        let by_ids = rotated(&|r| pos[r] as usize);
+        let by_token = rotated(&|r| r % l);
+        assert_ne!(by_ids, qkv);
+        let valid = vec![1; rows];
+        let mut m = Masks::default();
+        m.build(2, l, &valid, &window_template(l, 2), 2, None);
+        let run = |qkv: &[f32], rope: Option<RopeAt<'_>>, kernel: AttnKernel, workers: usize| {
+            let mut scores = vec![0.0f32; workers * l * l];
+            let mut out = vec![f32::NAN; rows * d];
             let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
-            pool.install(|| apply_rope(&mut got, shape, &rope, Some(&pos), workers));
-            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "{workers} workers");
-            // v is untouched
-            for r in 0..rows {
-                assert_eq!(got[r * 3 * d + 2 * d..(r + 1) * 3 * d], qkv[r * 3 * d + 2 * d..(r + 1) * 3 * d]);
+            pool.install(|| attention(qkv, shape, &m.local, rope, &mut scores, &mut out, workers, kernel));
+            out
+        };
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for kernel in kernels_here() {
+            let want = bits(&run(&by_ids, None, kernel, 1));
+            let want_token = bits(&run(&by_token, None, kernel, 1));
+            assert_ne!(want, bits(&run(&qkv, None, kernel, 1)), "{kernel:?}: RoPE changes the output");
+            for workers in [1, 2, 3] {
+                let got = run(&qkv, Some(RopeAt { rope: &rope, positions: Some(&pos) }), kernel, workers);
+                assert_eq!(bits(&got), want, "{kernel:?}, {workers} workers, position ids");
+                // without positions, token t of each row is at position t
+                let got = run(&qkv, Some(RopeAt { rope: &rope, positions: None }), kernel, workers);
+                assert_eq!(bits(&got), want_token, "{kernel:?}, {workers} workers, token positions");
             }
         }
-        // without positions, token t of each row is at position t
-        let mut a = qkv.clone();
-        let implicit: Vec<i32> = (0..rows as i32).map(|r| r % 7).collect();
-        let mut b = qkv.clone();
-        apply_rope(&mut a, shape, &rope, None, 1);
-        apply_rope(&mut b, shape, &rope, Some(&implicit), 1);
-        assert_eq!(a, b);
     }
 }

@@ -32,9 +32,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-use self::attention::{
-    apply_rope, attention, merge_heads, window_template, AttnKernel, AttnShape, Masks, Rope,
-};
+use self::attention::{attention, window_template, AttnKernel, AttnShape, Masks, Rope, RopeAt};
 use self::linalg::{linear, Plan, Split};
 use super::{
     Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
@@ -258,12 +256,11 @@ impl Default for Tuning {
 }
 
 /// Stages timed by the opt-in profile (benchmarks only).
-const STAGES: [&str; 15] = [
+const STAGES: [&str; 14] = [
     "embed+masks",
     "norms",
     "enc qkv gemm",
-    "rope",
-    "enc attention",
+    "enc rope+attention",
     "enc attn-out gemm",
     "enc mlp-in gemm",
     "gelu*gate",
@@ -324,7 +321,6 @@ struct Scratch {
     x: Vec<f32>,
     a: Vec<f32>,
     qkv: Vec<f32>,
-    heads: Vec<f32>,
     attn: Vec<f32>,
     mlp: Vec<f32>,
     gated: Vec<f32>,
@@ -358,8 +354,8 @@ pub fn forward_scratch_bytes(
     let (d, inter, bn, l, k) = (hidden as u64, inter as u64, rows as u64, length as u64, options as u64);
     let bl = bn.checked_mul(l)?;
     let ll = l.checked_mul(l)?;
-    // x, a, heads, attn (d each), qkv (3d), mlp, gated
-    let per_token = (7 * d).checked_add((2 * inter).max(4 * d))?.checked_add(inter)?;
+    // x, a, attn (d each), qkv (3d), mlp, gated
+    let per_token = (6 * d).checked_add((2 * inter).max(4 * d))?.checked_add(inter)?;
     let f32s = bl
         .checked_mul(per_token)?
         .checked_add((workers as u64).checked_mul(ll)?)?
@@ -749,7 +745,6 @@ impl PortableBackend {
         size(&mut s.x, bl * d);
         size(&mut s.a, bl * d);
         size(&mut s.qkv, bl * 3 * d);
-        size(&mut s.heads, bl * d);
         size(&mut s.attn, bl * d);
         size(&mut s.mlp, bl * (2 * inter).max(4 * d));
         size(&mut s.gated, bl * inter);
@@ -793,20 +788,17 @@ impl PortableBackend {
                 LayerKind::Full => (&self.rope_full, &s.masks.full),
                 LayerKind::Sliding => (&self.rope_sliding, &s.masks.local),
             };
-            if !self.ablation.no_rope {
-                apply_rope(&mut s.qkv, enc_shape, rope, batch.position_ids.as_deref(), workers);
-            }
+            let rope =
+                (!self.ablation.no_rope).then_some(RopeAt { rope, positions: batch.position_ids.as_deref() });
+            run_attention(&self.pool, &s.qkv, enc_shape, mask, rope, &mut s.scores, &mut s.attn, attn);
             pf.lap(3);
-            run_attention(&self.pool, &s.qkv, enc_shape, mask, &mut s.scores, &mut s.heads, attn);
-            merge_heads(&s.heads, enc_shape, &mut s.attn);
-            pf.lap(4);
             linear(&s.attn, bl, &layer.wo, &mut s.x, true, par);
-            pf.lap(5);
+            pf.lap(4);
             let n = &layer.mlp_norm;
             norm_rows(&s.x, &mut s.a, d, &n.weight, n.bias.as_deref(), dm.eps, workers);
             pf.lap(1);
             linear(&s.a, bl, &layer.wi, &mut s.mlp, false, par);
-            pf.lap(6);
+            pf.lap(5);
             let tanh = self.ablation.tanh_gelu;
             let gate_row = |(m, g): (&[f32], &mut [f32])| {
                 let (value, gate) = m.split_at(inter);
@@ -819,9 +811,9 @@ impl PortableBackend {
                 }
             };
             zip_rows(&s.mlp[..bl * 2 * inter], 2 * inter, &mut s.gated, inter, workers, gate_row);
-            pf.lap(7);
+            pf.lap(6);
             linear(&s.gated, bl, &layer.mlp_wo, &mut s.x, true, par);
-            pf.lap(8);
+            pf.lap(7);
         }
 
         // Steps 4–5: final norm, type embedding.
@@ -843,12 +835,11 @@ impl PortableBackend {
             norm_rows(&s.x, &mut s.a, d, &hl.norm1.weight, hl.norm1.bias.as_deref(), HEAD_EPS, workers);
             pf.lap(1);
             linear(&s.a, bl, &hl.in_proj, &mut s.qkv, false, par);
+            pf.lap(8);
+            run_attention(&self.pool, &s.qkv, head_shape, head_mask, None, &mut s.scores, &mut s.attn, attn);
             pf.lap(9);
-            run_attention(&self.pool, &s.qkv, head_shape, head_mask, &mut s.scores, &mut s.heads, attn);
-            merge_heads(&s.heads, head_shape, &mut s.attn);
-            pf.lap(10);
             linear(&s.attn, bl, &hl.out_proj, &mut s.x, true, par);
-            pf.lap(11);
+            pf.lap(10);
             norm_rows(&s.x, &mut s.a, d, &hl.norm2.weight, hl.norm2.bias.as_deref(), HEAD_EPS, workers);
             pf.lap(1);
             let ff = &mut s.mlp[..bl * 4 * d];
@@ -856,9 +847,9 @@ impl PortableBackend {
             for v in ff.iter_mut() {
                 *v = v.max(0.0);
             }
-            pf.lap(12);
+            pf.lap(11);
             linear(ff, bl, &hl.linear2, &mut s.x, true, par);
-            pf.lap(13);
+            pf.lap(12);
         }
 
         // Step 7: marker gather.
@@ -907,7 +898,7 @@ impl PortableBackend {
             // Lengths were checked at construction (`broken`), so this cannot fail here.
             let _ = self.w.act_head.forward(cls, &feat, &mut s.tail, dst);
         }
-        pf.lap(14);
+        pf.lap(13);
     }
 }
 
@@ -946,18 +937,22 @@ fn scorer_output(h: &[f32], output: &Linear, d: usize, logits: &mut [f32]) {
 /// Attention on the engine's pool, one group of heads per pool thread (the pool has the
 /// engine's `threads`, and the scratch holds that many score tiles), or on this thread, with
 /// the products of `kernel` ([`AttnKernel::for_isa`]).
+#[allow(clippy::too_many_arguments)]
 fn run_attention(
     pool: &Option<Arc<rayon::ThreadPool>>,
     qkv: &[f32],
     shape: AttnShape,
     mask: &[u8],
+    rope: Option<RopeAt<'_>>,
     scores: &mut [f32],
-    heads: &mut [f32],
+    out: &mut [f32],
     kernel: AttnKernel,
 ) {
     match pool {
-        Some(p) => p.install(|| attention(qkv, shape, mask, scores, heads, p.current_num_threads(), kernel)),
-        None => attention(qkv, shape, mask, scores, heads, 1, kernel),
+        Some(p) => {
+            p.install(|| attention(qkv, shape, mask, rope, scores, out, p.current_num_threads(), kernel))
+        }
+        None => attention(qkv, shape, mask, rope, scores, out, 1, kernel),
     }
 }
 
