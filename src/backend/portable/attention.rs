@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::linalg::{matmul, DstPtr, Split, View, ViewMut};
+use super::linalg::{grow, matmul, DstPtr, Split, View, ViewMut};
 use crate::model::ops;
 
 /// RoPE cos/sin tables `[positions, dh/2]` for one base, computed with PyTorch's f32 choices:
@@ -295,7 +295,6 @@ thread_local! {
 
 /// `buf` (grown to `l·dh`) ← the `dh`-wide part at `offset` of each of `l` rows of `qkv` (stride
 /// `rs`), each rotated by RoPE at its token's position when `rope` is given.
-#[allow(clippy::too_many_arguments)]
 fn gather_rows(
     buf: &mut Vec<f32>,
     qkv: &[f32],
@@ -305,9 +304,7 @@ fn gather_rows(
     dh: usize,
     rope: Option<(RopeAt<'_>, usize)>,
 ) {
-    if buf.len() < l * dh {
-        buf.resize(l * dh, 0.0);
-    }
+    grow(buf, l * dh);
     for (t, row) in buf.chunks_exact_mut(dh).take(l).enumerate() {
         row.copy_from_slice(&qkv[offset + t * rs..offset + t * rs + dh]);
         if let Some((r, b)) = rope {
@@ -352,9 +349,7 @@ fn attend_one(
                 assert!(scores.len() >= l * l && dh > 0, "attention scratch too short");
                 KEYS_T.with(|kt| {
                     let mut kt = kt.borrow_mut();
-                    if kt.len() < dh * lp {
-                        kt.resize(dh * lp, 0.0);
-                    }
+                    grow(&mut kt, dh * lp);
                     // SAFETY: CPU features as below; `ks` holds l rows of dh values; `kt` holds
                     // dh rows of lp values; every key offset t·dh, t < lp, fits an i32 (checked
                     // above).
@@ -392,9 +387,7 @@ fn attend_one(
             }
             OUTPUT.with(|o| {
                 let mut o = o.borrow_mut();
-                if o.len() < l * dh {
-                    o.resize(l * dh, 0.0);
-                }
+                grow(&mut o, l * dh);
                 matmul(
                     ViewMut::rows(&mut o, 0, l, dh, dh),
                     View::rows(scores, 0, l, l, l),

@@ -95,6 +95,14 @@ impl Split {
     }
 }
 
+/// Lengthen `buf` with zeros to at least `n` values (a reused scratch keeps its contents and
+/// never shrinks).
+pub(crate) fn grow(buf: &mut Vec<f32>, n: usize) {
+    if buf.len() < n {
+        buf.resize(n, 0.0);
+    }
+}
+
 /// Hint the cache line at `at` into L2 (a prefetch: never faults, whatever the address).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -260,9 +268,7 @@ fn tiled(x: &[f32], m: usize, w: &Matrix, y: &mut [f32], accumulate: bool, split
         let nb = o1 - o0;
         TILE.with(|buf| {
             let mut buf = buf.borrow_mut();
-            if buf.len() < nb * inp {
-                buf.resize(nb * inp, 0.0);
-            }
+            grow(&mut buf, nb * inp);
             let tile = &mut buf[..nb * inp];
             // Rows [o0, o1) exist and `tile` has nb·inp values, so this cannot fail.
             let _ = w.decode_rows(o0, o1, tile);
