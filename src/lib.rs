@@ -8,9 +8,6 @@
 // as panics (an invariant that cannot fail uses `unreachable!` with its reason).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-/// Type-checking mirror of the Apple framework crates (`--features apple-shim`, non-Apple only).
-#[cfg(all(not(target_os = "macos"), feature = "apple-shim"))]
-pub mod apple_shim;
 pub mod backend;
 pub mod bench;
 pub mod bounds;

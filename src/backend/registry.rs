@@ -405,9 +405,15 @@ fn build_coreml(
     }
 }
 
-/// Threads the portable engine uses: all available cores.
+/// Threads the portable engine uses: all available cores; on macOS, where the OS names its
+/// performance cores (`hw.perflevel0.logicalcpu`), as many as those (at most the available
+/// ones), so a product is not split into parts that wait for the slower efficiency cores
+/// ([`crate::report::host::default_worker_threads`]).
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    crate::report::host::default_worker_threads(
+        std::thread::available_parallelism().map(|n| n.get()).ok(),
+        crate::report::host::performance_logical_cpus(),
+    )
 }
 
 /// Default shapes of the portable engine for a model: any multiple of 16 up to the model's

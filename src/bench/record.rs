@@ -52,7 +52,10 @@ pub struct HeaderInput<'a> {
 }
 
 /// The raw header (without sensor or energy settings, which `energy` adds); its start time is
-/// set when the run's clock starts.
+/// set when the run's clock starts. Built on the thread that then runs the timed loop (`speed`,
+/// `energy`, `trace run`), right before it: it readies that thread for measuring
+/// ([`crate::report::host::prepare_measuring_thread`]: QoS user-interactive on macOS, nothing
+/// elsewhere) and records the outcome.
 pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan: &Plan) -> Header {
     let arms = &setup.arms;
     let order: Vec<String> = match input.order {
@@ -97,6 +100,7 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
         },
         sensor: None,
         energy: None,
+        measuring_thread: crate::report::host::prepare_measuring_thread(),
     }
 }
 

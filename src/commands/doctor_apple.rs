@@ -24,16 +24,13 @@ fn command_line(program: &str, args: &[&str]) -> Result<String, String> {
     Ok(text)
 }
 
+/// MLX: whether the `mlx:` arms run on the Metal GPU (a product checked against the CPU), or
+/// fall back to MLX's CPU device (or are refused) and why: `backend::mlx::device`.
 fn mlx_probe() -> Probe {
     #[cfg(feature = "mlx")]
     {
-        match crate::backend::mlx::graph::metal_probe() {
-            Ok(detail) => Probe { available: true, detail: format!("built with --features mlx; {detail}") },
-            Err(e) => Probe {
-                available: false,
-                detail: format!("built with --features mlx, but Metal failed: {e}"),
-            },
-        }
+        let (available, detail) = crate::backend::mlx::graph::metal_status();
+        Probe { available, detail: format!("built with --features mlx; {detail}") }
     }
     #[cfg(not(feature = "mlx"))]
     {

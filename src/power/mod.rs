@@ -28,7 +28,7 @@ pub mod registry;
 pub mod replay;
 pub mod sampler;
 pub mod smc;
-#[cfg(any(target_os = "macos", feature = "apple-shim"))]
+#[cfg(target_os = "macos")]
 pub mod smc_iokit;
 
 pub use registry::{NvmlRead, SensorSpec, SpecError, SENSORS};

@@ -22,10 +22,15 @@ pub const PARAM_SIZE: usize = 80;
 pub const SMC_SELECTOR: u32 = 2;
 /// IOKit service class to match.
 pub const SMC_SERVICE_CLASS: &str = "AppleSMC";
+/// [`SMC_SERVICE_CLASS`] as a C string, for `IOServiceMatching`.
+pub const SMC_SERVICE_CLASS_C: &std::ffi::CStr = c"AppleSMC";
 /// Registry name of the service to open on Apple Silicon (several services match the class).
 pub const SMC_KEYS_ENDPOINT: &str = "AppleSMCKeysEndpoint";
 /// [`SMC_KEYS_ENDPOINT`] as a C string, for `IOServiceNameMatching`.
 pub const SMC_KEYS_ENDPOINT_C: &std::ffi::CStr = c"AppleSMCKeysEndpoint";
+/// Length of an IOKit `io_name_t` buffer (`IORegistryEntryGetName` writes at most this many
+/// bytes, its NUL included).
+pub const IO_NAME_LEN: usize = 128;
 /// Length of the payload `bytes` field.
 pub const PAYLOAD_LEN: usize = 32;
 
@@ -386,9 +391,124 @@ pub fn io_return_meaning(kr: i32) -> &'static str {
     }
 }
 
+/// How the leaf found the keys endpoint: by registry name (`IOServiceNameMatching`), or, when
+/// that matched nothing, among the services of class `AppleSMC` (macmon's way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointFound {
+    /// `IOServiceNameMatching("AppleSMCKeysEndpoint")` matched it.
+    ByName,
+    /// `IOServiceMatching("AppleSMC")` listed it, picked by its registry name.
+    ByClass,
+}
+
+impl EndpointFound {
+    /// The sensor's device text: the endpoint and, when it was not found by name, how.
+    pub fn device(self) -> &'static str {
+        match self {
+            EndpointFound::ByName => SMC_KEYS_ENDPOINT,
+            EndpointFound::ByClass => "AppleSMCKeysEndpoint (found among the AppleSMC class's services)",
+        }
+    }
+}
+
+/// The registry name in an `io_name_t` buffer filled by `IORegistryEntryGetName`: the bytes
+/// before the first NUL (all of them if there is none), as UTF-8 with bad bytes replaced;
+/// `None` when empty.
+pub fn registry_name(buf: &[u8]) -> Option<String> {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    (end > 0).then(|| String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// Which of the services matching class `AppleSMC` to open: the first whose registry name is
+/// exactly [`SMC_KEYS_ENDPOINT`] (`None` where a name could not be read). `None` when no
+/// candidate has that name; the caller releases every service but the chosen one.
+pub fn pick_keys_endpoint<S: AsRef<str>>(names: &[Option<S>]) -> Option<usize> {
+    names.iter().position(|n| n.as_ref().is_some_and(|n| n.as_ref() == SMC_KEYS_ENDPOINT))
+}
+
+/// Why a Mac has no `AppleSMCKeysEndpoint` service, as far as this process can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoEndpointCause {
+    /// macOS says it runs under a hypervisor (`kern.hv_vmm_present` = 1): its virtual SMC
+    /// exposes no keys endpoint and no PSTR. GitHub's macOS runners are such VMs.
+    VirtualMachine,
+    /// An x86_64 build outside a VM: an Intel Mac, whose SMC has no keys endpoint.
+    IntelMac,
+    /// Neither fact is known: one of the two above, most likely.
+    Unknown,
+}
+
+impl NoEndpointCause {
+    /// The likely cause from the build's architecture (`std::env::consts::ARCH`) and whether
+    /// macOS reports a hypervisor (`kern.hv_vmm_present`; `None` where unreadable). A VM wins
+    /// over the architecture: an Intel VM's virtual SMC has no endpoint either.
+    pub fn infer(arch: &str, virtual_machine: Option<bool>) -> Self {
+        match (virtual_machine, arch) {
+            (Some(true), _) => NoEndpointCause::VirtualMachine,
+            (_, "x86_64") => NoEndpointCause::IntelMac,
+            _ => NoEndpointCause::Unknown,
+        }
+    }
+
+    /// The cause in words and what to use instead.
+    pub fn advice(self) -> &'static str {
+        match self {
+            NoEndpointCause::VirtualMachine => {
+                "this macOS runs in a virtual machine (kern.hv_vmm_present = 1; GitHub's macOS runners are VMs), \
+                 whose virtual SMC exposes no PSTR; measure energy on a physical Apple silicon Mac, or use \
+                 --sensor exec:CMD with an external meter"
+            }
+            NoEndpointCause::IntelMac => {
+                "this is an Intel Mac, whose SMC has no keys endpoint (PSTR is read on Apple silicon only); \
+                 use --sensor exec:CMD with an external meter (wall power), or a script around \
+                 `sudo powermetrics --samplers cpu_power` that prints its package watts one per line \
+                 (the CPU package only, not the whole system)"
+            }
+            NoEndpointCause::Unknown => {
+                "likely a virtual machine (its virtual SMC exposes no PSTR; GitHub's macOS runners are VMs) \
+                 or an Intel Mac (its SMC has no keys endpoint); use --sensor exec:CMD with an external meter \
+                 (on an Intel Mac, a script around `sudo powermetrics --samplers cpu_power` gives the CPU \
+                 package's power, not the whole system's)"
+            }
+        }
+    }
+}
+
+/// The services of class `AppleSMC` the fallback saw, for an error message.
+fn describe_class_matches(names: &[String]) -> String {
+    if names.is_empty() {
+        format!("no service of class {SMC_SERVICE_CLASS} either")
+    } else {
+        format!("class {SMC_SERVICE_CLASS} matched {} instead", names.join(", "))
+    }
+}
+
+/// Why the `pstr` sensor could not be opened, for [`SensorError::Unavailable`]: a missing
+/// endpoint carries its own cause and advice; any other failure gets the generic advice.
+pub fn open_failure_reason(e: &SmcError) -> String {
+    match e {
+        SmcError::NoKeysEndpoint { .. } => e.to_string(),
+        other => format!(
+            "cannot open the SMC ({SMC_KEYS_ENDPOINT}): {other}; use --sensor exec:CMD with an external meter"
+        ),
+    }
+}
+
 /// An SMC call or decode failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SmcError {
+    /// Neither name matching nor the `AppleSMC` class's services gave `AppleSMCKeysEndpoint`.
+    #[error(
+        "no {SMC_KEYS_ENDPOINT} service (name matching found none; {}): {}",
+        describe_class_matches(class_matches),
+        cause.advice()
+    )]
+    NoKeysEndpoint {
+        /// Registry names of the services of class `AppleSMC` (`?` where unreadable).
+        class_matches: Vec<String>,
+        /// The likely cause.
+        cause: NoEndpointCause,
+    },
     /// A struct buffer of the wrong length.
     #[error("bad SMC buffer size: expected {expected} bytes, got {got}")]
     BufferSize {
@@ -674,7 +794,7 @@ pub fn reader_provenance(source_path: &str, source: &[u8], version: &str) -> Pro
     use sha2::{Digest, Sha256};
     ProgramProvenance {
         command: format!(
-            "in-process IOKit reader: {SMC_KEYS_ENDPOINT}, IOConnectCallStructMethod selector {SMC_SELECTOR}, key info then bytes of PSTR, read-only"
+            "in-process IOKit reader: {SMC_KEYS_ENDPOINT} (by name, else among class {SMC_SERVICE_CLASS}), IOConnectCallStructMethod selector {SMC_SELECTOR}, key info then bytes of PSTR, read-only"
         ),
         executable: Some(std::path::PathBuf::from(source_path)),
         sha256: Some(hex(&Sha256::digest(source))),
@@ -1191,5 +1311,90 @@ mod tests {
     #[test]
     fn the_endpoint_c_string_matches_the_name() {
         assert_eq!(SMC_KEYS_ENDPOINT_C.to_str(), Ok(SMC_KEYS_ENDPOINT));
+        assert_eq!(SMC_SERVICE_CLASS_C.to_str(), Ok(SMC_SERVICE_CLASS));
+    }
+
+    #[test]
+    fn registry_names_stop_at_the_first_nul() {
+        let mut buf = [0u8; IO_NAME_LEN];
+        buf[..20].copy_from_slice(b"AppleSMCKeysEndpoint");
+        assert_eq!(registry_name(&buf).as_deref(), Some("AppleSMCKeysEndpoint"));
+        assert_eq!(registry_name(b"SMC\0junk").as_deref(), Some("SMC"));
+        // No NUL at all: the whole buffer.
+        assert_eq!(registry_name(b"AppleSMC").as_deref(), Some("AppleSMC"));
+        assert_eq!(registry_name(&[0u8; IO_NAME_LEN]), None);
+        assert_eq!(registry_name(b""), None);
+        assert_eq!(registry_name(b"a\xffb\0").as_deref(), Some("a\u{fffd}b"));
+    }
+
+    #[test]
+    fn the_keys_endpoint_is_picked_by_exact_name() {
+        // The class's services on Apple silicon, in a made-up iteration order.
+        let names = [Some("AppleSMC"), None, Some("AppleSMCKeysEndpoint"), Some("AppleSMCKeysEndpoint")];
+        assert_eq!(pick_keys_endpoint(&names), Some(2));
+        assert_eq!(pick_keys_endpoint(&[Some("AppleSMCKeysEndpoint".to_string())]), Some(0));
+        // An Intel Mac's SMC, a prefix, a different case: none of them.
+        assert_eq!(
+            pick_keys_endpoint(&[Some("SMC"), Some("AppleSMCKeys"), Some("applesmckeysendpoint")]),
+            None
+        );
+        assert_eq!(pick_keys_endpoint::<&str>(&[]), None);
+        assert_eq!(pick_keys_endpoint::<&str>(&[None, None]), None);
+    }
+
+    #[test]
+    fn a_missing_endpoint_names_its_likely_cause_and_the_alternative() {
+        assert_eq!(NoEndpointCause::infer("aarch64", Some(true)), NoEndpointCause::VirtualMachine);
+        assert_eq!(NoEndpointCause::infer("x86_64", Some(true)), NoEndpointCause::VirtualMachine);
+        assert_eq!(NoEndpointCause::infer("x86_64", Some(false)), NoEndpointCause::IntelMac);
+        assert_eq!(NoEndpointCause::infer("x86_64", None), NoEndpointCause::IntelMac);
+        assert_eq!(NoEndpointCause::infer("aarch64", Some(false)), NoEndpointCause::Unknown);
+        assert_eq!(NoEndpointCause::infer("aarch64", None), NoEndpointCause::Unknown);
+
+        let vm = SmcError::NoKeysEndpoint { class_matches: vec![], cause: NoEndpointCause::VirtualMachine };
+        let text = vm.to_string();
+        assert!(text.starts_with("no AppleSMCKeysEndpoint service (name matching found none; no service of class AppleSMC either): this macOS runs in a virtual machine"), "{text}");
+        assert!(text.contains("exposes no PSTR") && text.contains("--sensor exec:CMD"), "{text}");
+        assert!(!text.contains("an Apple silicon Mac is needed"), "{text}");
+
+        let intel = SmcError::NoKeysEndpoint {
+            class_matches: vec!["SMC".into(), "?".into()],
+            cause: NoEndpointCause::IntelMac,
+        };
+        let text = intel.to_string();
+        assert!(text.contains("(name matching found none; class AppleSMC matched SMC, ? instead)"), "{text}");
+        assert!(
+            text.contains("Intel Mac") && text.contains("powermetrics") && text.contains("exec:CMD"),
+            "{text}"
+        );
+
+        let unknown = SmcError::NoKeysEndpoint { class_matches: vec![], cause: NoEndpointCause::Unknown };
+        let text = unknown.to_string();
+        assert!(text.contains("virtual machine") && text.contains("Intel Mac"), "{text}");
+        assert!(text.contains("exec:CMD"), "{text}");
+    }
+
+    #[test]
+    fn open_failures_say_what_to_use_once() {
+        let missing = SmcError::NoKeysEndpoint { class_matches: vec![], cause: NoEndpointCause::Unknown };
+        let reason = open_failure_reason(&missing);
+        assert_eq!(reason, missing.to_string());
+        assert_eq!(reason.matches("exec:CMD").count(), 1, "{reason}");
+        let refused = SmcError::KernReturn {
+            call: "IOServiceOpen",
+            code: 0xE000_02E2,
+            meaning: io_return_meaning(0xE000_02E2u32 as i32),
+        };
+        assert_eq!(
+            open_failure_reason(&refused),
+            "cannot open the SMC (AppleSMCKeysEndpoint): IOKit IOServiceOpen failed: 0xe00002e2 \
+             kIOReturnNotPermitted (sandbox or entitlement); use --sensor exec:CMD with an external meter"
+        );
+    }
+
+    #[test]
+    fn the_device_text_says_how_the_endpoint_was_found() {
+        assert_eq!(EndpointFound::ByName.device(), "AppleSMCKeysEndpoint");
+        assert!(EndpointFound::ByClass.device().starts_with("AppleSMCKeysEndpoint (found among"));
     }
 }

@@ -1,18 +1,17 @@
-//! The macOS leaf of the host probe: `sysctlbyname` for the bytes of a named system value and
-//! `proc_pidinfo(PROC_PIDTASKINFO)` for this process's resident size. Thin on purpose: what
-//! the bytes mean is parsed by the portable, tested functions of [`super::host`].
+//! The macOS leaf of the host probe: `sysctlbyname` for the bytes of a named system value,
+//! `proc_pidinfo(PROC_PIDTASKINFO)` for this process's resident size, and
+//! `pthread_set_qos_class_self_np` for the measuring thread's QoS class. Thin on purpose: what
+//! the bytes and return codes mean is parsed by the portable, tested functions of
+//! [`super::host`].
 //!
-//! Compiled against `libc` 0.2.191 (`src/unix/bsd/apple/mod.rs`) on macOS and, with
-//! `--features apple-shim`, against the mirror in `src/apple_shim/darwin_libc.rs` elsewhere
-//! (type-check only).
+//! Compiled on macOS only, against `libc`'s Darwin items; `.ci/run` type-checks and lints it
+//! for aarch64-apple-darwin.
 
 use std::ffi::{c_int, c_void, CString};
 
-#[cfg(target_os = "macos")]
-use libc::{proc_pidinfo, proc_taskinfo, sysctlbyname, PROC_PIDTASKINFO};
-
-#[cfg(not(target_os = "macos"))]
-use crate::apple_shim::darwin_libc::{proc_pidinfo, proc_taskinfo, sysctlbyname, PROC_PIDTASKINFO};
+use libc::{
+    proc_pidinfo, proc_taskinfo, pthread_set_qos_class_self_np, qos_class_t, sysctlbyname, PROC_PIDTASKINFO,
+};
 
 /// The bytes of the sysctl value `name` (`hw.memsize`, `machdep.cpu.brand_string`), or `None`
 /// where the system has no such value or refuses it.
@@ -49,4 +48,11 @@ pub fn resident_bytes() -> Option<u64> {
     let written =
         unsafe { proc_pidinfo(pid, PROC_PIDTASKINFO, 0, (&mut info as *mut proc_taskinfo).cast(), size) };
     (written == size).then_some(info.pti_resident_size)
+}
+
+/// Ask for QoS class user-interactive (relative priority 0) on the calling thread; the call's
+/// return value: 0, or an errno value (`EPERM`, `EINVAL`).
+pub fn set_qos_user_interactive() -> c_int {
+    // SAFETY: takes two plain values and changes only the calling thread's scheduling class.
+    unsafe { pthread_set_qos_class_self_np(qos_class_t::QOS_CLASS_USER_INTERACTIVE, 0) }
 }

@@ -8,7 +8,7 @@ pub mod doctor;
 pub mod energy;
 pub mod format;
 pub mod host;
-#[cfg(any(target_os = "macos", feature = "apple-shim"))]
+#[cfg(target_os = "macos")]
 pub mod host_macos;
 pub mod model;
 pub mod plots;

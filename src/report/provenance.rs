@@ -111,6 +111,7 @@ mod tests {
             cpu_model: None,
             logical_cpus: 2,
             memory_bytes: Some(1024),
+            cpu_levels: Default::default(),
         };
         let tool =
             ToolInfo { name: "laya-bench".into(), version: "0.1.0".into(), git_revision: "abc".into() };

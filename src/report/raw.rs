@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use super::host::{current_rss_bytes, HostInfo};
+pub use super::host::{current_rss_bytes, HostInfo, MeasuringThread};
 use super::model::ModelInfo;
 use super::provenance::Provenance;
 pub use super::provenance::ToolInfo;
@@ -184,6 +184,11 @@ pub struct Header {
     /// Energy runs: the energy protocol's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyPlanInfo>,
+    /// The measuring thread's QoS class on macOS (`measuring_thread_qos: "user-interactive"`)
+    /// or why it could not be set (`measuring_thread_qos_error`); both absent elsewhere and in
+    /// records older than these fields. Flattened: its fields are the header's own.
+    #[serde(flatten)]
+    pub measuring_thread: MeasuringThread,
 }
 
 impl Header {
@@ -587,6 +592,7 @@ mod tests {
             },
             sensor: None,
             energy: None,
+            measuring_thread: MeasuringThread::default(),
         }
     }
 
@@ -673,6 +679,28 @@ mod tests {
         );
         let h = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
         assert!(!h.contains("\"sensor\"") && !h.contains("\"energy\""), "{h}");
+    }
+
+    #[test]
+    fn the_measuring_thread_qos_is_a_header_field_only_where_set() {
+        let plain = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
+        assert!(!plain.contains("measuring_thread"), "{plain}");
+        let mut h = header();
+        h.measuring_thread = MeasuringThread::from_qos_return(0);
+        let line = serde_json::to_string(&Record::Header(Box::new(h.clone()))).unwrap();
+        assert!(line.ends_with(r#""measuring_thread_qos":"user-interactive"}"#), "{line}");
+        let Record::Header(back) = serde_json::from_str::<Record>(&line).unwrap() else {
+            panic!("not a header")
+        };
+        assert_eq!(*back, h);
+        h.measuring_thread = MeasuringThread::from_qos_return(1);
+        let line = serde_json::to_string(&Record::Header(Box::new(h.clone()))).unwrap();
+        assert!(line.contains(r#""measuring_thread_qos_error":"pthread_set_qos_class_self_np"#), "{line}");
+        assert!(!line.contains(r#""measuring_thread_qos":"#), "{line}");
+        let Record::Header(back) = serde_json::from_str::<Record>(&line).unwrap() else {
+            panic!("not a header")
+        };
+        assert_eq!(*back, h);
     }
 
     #[test]

@@ -113,6 +113,7 @@ fn header(shape: &RunShape) -> Header {
             cpu_model: Some("synthetic shape of the published M3 Max run".into()),
             logical_cpus: 16,
             memory_bytes: None,
+            cpu_levels: Default::default(),
         },
         model: ModelInfo::spec_only("synthetic:multilingual"),
         arms: shape
@@ -166,6 +167,7 @@ fn header(shape: &RunShape) -> Header {
             rate_hz: None,
             calls_per_block: None,
         }),
+        measuring_thread: Default::default(),
     }
 }
 

@@ -50,6 +50,16 @@ impl PreferredDevice {
             _ => PreferredDevice::UnknownOrConstant,
         }
     }
+
+    /// Its name in reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            PreferredDevice::NeuralEngine => "Neural Engine",
+            PreferredDevice::Gpu => "GPU",
+            PreferredDevice::Cpu => "CPU",
+            PreferredDevice::UnknownOrConstant => "unplaced or constant",
+        }
+    }
 }
 
 /// One operation of the plan.
@@ -110,6 +120,25 @@ pub struct ComputePlanReport {
     pub by_operator: Vec<OperatorCount>,
     /// The fixed caveat.
     pub caveat: String,
+}
+
+impl ComputePlanReport {
+    /// One line for an arm's notes: operation counts by preferred device, and the Neural
+    /// Engine's share of the placed operations (the plan's preference, not a measurement).
+    pub fn summary_line(&self) -> String {
+        let devices: Vec<String> = self
+            .by_device
+            .iter()
+            .filter(|d| d.op_count > 0)
+            .map(|d| format!("{} {}", d.device.label(), d.op_count))
+            .collect();
+        let devices = if devices.is_empty() { "none".to_string() } else { devices.join(", ") };
+        let ne = match self.neural_engine_share_of_placed_fraction {
+            Some(f) => format!("{:.1} % of the placed operations prefer the Neural Engine", f * 100.0),
+            None => "no operation is placed on a device".to_string(),
+        };
+        format!("{} operations by preferred device: {devices}; {ne}", self.op_count)
+    }
 }
 
 /// Why a compute-plan report could not be built.
@@ -220,6 +249,15 @@ mod tests {
         assert_eq!(
             report.by_operator[0],
             OperatorCount { operator: "const".into(), device: UnknownOrConstant, count: 2 }
+        );
+        assert_eq!(
+            report.summary_line(),
+            "5 operations by preferred device: Neural Engine 2, CPU 1, unplaced or constant 2; 66.7 % of the placed operations prefer the Neural Engine"
+        );
+        let empty = build_compute_plan_report(&[]).unwrap();
+        assert_eq!(
+            empty.summary_line(),
+            "0 operations by preferred device: none; no operation is placed on a device"
         );
     }
 

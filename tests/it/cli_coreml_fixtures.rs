@@ -59,6 +59,13 @@ fn convert_check(dir: &Path, name: &str, candidate: &Path) -> (Output, Option<Va
     (o, std::fs::read(&out).ok().map(|b| serde_json::from_slice(&b).unwrap()))
 }
 
+/// Whether Core ML must really have run (`LAYA_BENCH_REQUIRE_COREML=1`, set by the macOS
+/// workflow): then a fixture that did not load or run fails the test instead of passing on the
+/// checks every OS makes.
+fn require_coreml() -> bool {
+    std::env::var_os("LAYA_BENCH_REQUIRE_COREML").is_some_and(|v| v == "1")
+}
+
 fn names(v: &Value) -> Vec<String> {
     v.as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_string()).collect()
 }
@@ -112,6 +119,14 @@ fn convert_check_reads_and_checks_each_fixture_on_any_os() {
             assert_eq!(r["verdict"], "not_passed", "{name}");
             assert_eq!(r["summary"]["gates_run"], false);
         }
+        if require_coreml() {
+            assert_eq!(r["summary"]["gates_run"], true, "{name}: Core ML did not run\n{}", text(&o));
+            assert!(
+                r["compute_placement"].is_object(),
+                "{name}: no compute plan: {}",
+                r["compute_placement_note"]
+            );
+        }
     }
 }
 
@@ -143,6 +158,9 @@ fn doctor_reports_the_declared_interface_of_a_coreml_spec() {
     if !cfg!(target_os = "macos") {
         assert_eq!(l["loaded"], false);
         assert!(l["detail"].as_str().unwrap().contains("needs macOS"), "{l}");
+    }
+    if require_coreml() {
+        assert_eq!(l["loaded"], true, "Core ML did not load the ANE fixture: {l}");
     }
     // not a Core ML spec: no declared interface
     assert!(doc["loads"][1]["declared_inputs"].is_null());

@@ -293,3 +293,41 @@ fn the_arm_records_its_device_and_an_optimised_blas() {
     let probe = laya_bench::backend::mlx::graph::probe().unwrap();
     assert!(probe.contains("evaluated a 2×2 product"), "{probe}");
 }
+
+/// Where the arm runs (`backend::mlx::device`): the device check's real MLX path. On Linux
+/// MLX's CPU build has no GPU, so the GPU check must come back as an error (the process lives
+/// on: a failing GPU stream is reported, not fatal), the CPU passes it against itself in
+/// float32 and float16, and the arm runs on the CPU with no fallback note. On a Mac the check
+/// and the process's choice must agree: the GPU kept where it passes, else the CPU with the
+/// reason in the device text and the notes.
+#[test]
+fn the_device_check_and_the_choice_agree() {
+    use laya_bench::backend::mlx::device::MlxDevice;
+    use laya_bench::backend::mlx::graph::{device_choice, mlx_version, product_check};
+
+    assert_eq!(product_check(MlxDevice::Cpu), Ok(()));
+    let b = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let m = mlx(&b, "builtin:tiny", "fp32", None, Compile::Yes);
+    let info = m.info();
+    let choice = device_choice().expect("LAYA_BENCH_REQUIRE_MLX_GPU is not set in the tests");
+    assert_eq!(info.device, choice.device_text(&mlx_version(), cfg!(target_os = "macos")));
+    assert_eq!(info.notes, choice.note().into_iter().collect::<Vec<_>>());
+    #[cfg(target_os = "linux")]
+    {
+        let e = product_check(MlxDevice::Gpu).unwrap_err();
+        assert!(!e.trim().is_empty());
+        assert_eq!((choice.device, choice.metal_unusable.as_deref()), (MlxDevice::Cpu, None));
+    }
+    #[cfg(target_os = "macos")]
+    match product_check(MlxDevice::Gpu) {
+        Ok(()) => assert_eq!((choice.device, choice.metal_unusable.as_deref()), (MlxDevice::Gpu, None)),
+        // (a second check may word its failure differently: MLX retries the device's set-up)
+        Err(e) => {
+            let reason =
+                choice.metal_unusable.as_deref().unwrap_or_else(|| panic!("the GPU check fails ({e})"));
+            assert_eq!(choice.device, MlxDevice::Cpu);
+            assert!(info.device.contains(&format!("Metal unusable: {reason}")), "{info:?}");
+            assert!(info.notes[0].contains(reason), "{info:?}");
+        }
+    }
+}

@@ -201,6 +201,10 @@ fn main() {
     // src/system_mlx.rs and laya-bench's docs/mlx.md).
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if matches!(target_os.as_str(), "macos" | "ios") {
+        // laya-bench patch: on macOS, cmake and the Metal compiler are checked first (macOS advice).
+        if target_os == "macos" {
+            system_mlx::check_apple_tools(cfg!(feature = "metal"));
+        }
         build_and_link_mlx_c();
     } else {
         system_mlx::build_and_link_mlx_c(Path::new("src/mlx-c"));
@@ -218,7 +222,7 @@ fn main() {
         );
     }
     let apple = matches!(target_os.as_str(), "macos" | "ios");
-    let bindings = system_mlx::generate_bindings(|| {
+    let bindings = system_mlx::generate_bindings(apple, || {
         let builder = bindgen_config::builder(&mlx_c_root, &headers)
             .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
         // laya-bench patch: off Apple `float16_t` is defined in src/lib.rs.

@@ -235,3 +235,20 @@ fn a_declared_interface_that_differs_is_refused_naming_the_input() {
     d.inputs[4].flexibility = Flexibility::Enumerated(vec![vec![1], vec![2]]);
     assert!(err(&d, &caps, 2).contains("input `qtype` declares enumerated (1,), (2,) shapes"));
 }
+
+#[test]
+fn the_fixtures_need_macos_15_and_are_refused_on_macos_14() {
+    use super::availability::MacOsVersion;
+    for name in ["ane", "ane-w8", "ordinary"] {
+        let package = fixture(name).join("model.mlpackage");
+        // macOS 14 (GitHub's macos-14 runner) reads specification version 8 at most
+        let e = super::check_package_for_os(&package, Some(MacOsVersion::new(14, 6, 1))).unwrap_err();
+        assert!(e.is_input_error());
+        let text = e.to_string();
+        assert!(text.contains("needs macOS 15 or newer; this Mac runs macOS 14.6.1"), "{text}");
+        assert!(text.contains("model.mlpackage (Core ML specification version 9)"), "{text}");
+        assert_eq!(super::check_package_for_os(&package, Some(MacOsVersion::new(15, 0, 0))).unwrap(), None);
+    }
+    let e = super::check_package_for_os(&fixture("ane"), None).unwrap_err().to_string();
+    assert!(e.contains("cannot read its model specification"), "{e}");
+}

@@ -8,16 +8,19 @@
 //!   (of the declared interface on every OS, of the loaded model on macOS): the bundle format's
 //!   package interface, in [`crate::laya::coreml_format`] (bundles check it when they load),
 //!   re-exported here;
+//! - [`availability`]: the package's specification version and the compute units against the
+//!   running macOS, and the device text from what Core ML reports it can use;
 //! - this file: the spec, compute units, the host weights, the ordinary export's run shapes
-//!   and inputs, the compiled-model cache and the compute-plan entry.
+//!   and inputs, the compiled-model cache (keyed by package and OS build, installed without
+//!   races) and the compute-plan entry.
 //!
-//! The framework calls live in `macos.rs` (compiled on macOS, and on other OSes only for type
-//! checking against `crate::apple_shim` with `--features apple-shim`). See docs/coreml.md.
+//! The framework calls live in `macos.rs`, compiled on macOS only (type-checked and linted for
+//! aarch64-apple-darwin against the real crates by `.ci/run`). See docs/coreml.md.
 
+pub mod availability;
 pub mod decode;
 pub mod layout;
-#[cfg(any(target_os = "macos", feature = "apple-shim"))]
-#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+#[cfg(target_os = "macos")]
 mod macos;
 
 use std::path::{Path, PathBuf};
@@ -71,6 +74,18 @@ pub enum CoreMlError {
     /// This OS has no Core ML (or no compute plan).
     #[error("{0}; this build runs on {os}", os = std::env::consts::OS)]
     NeedsMacOs(&'static str),
+    /// The running macOS is older than the package or setting needs.
+    #[error("{what} needs macOS {needs} or newer; this Mac runs macOS {running}: {advice}")]
+    NeedsNewerMacOs {
+        /// The package (with its specification version) or the setting.
+        what: String,
+        /// The first macOS that has it.
+        needs: availability::MacOsVersion,
+        /// The running macOS.
+        running: availability::MacOsVersion,
+        /// What to do.
+        advice: &'static str,
+    },
     /// A Core ML call failed.
     #[error("Core ML could not {step}: {detail}")]
     Framework {
@@ -79,6 +94,22 @@ pub enum CoreMlError {
         /// The framework's own description.
         detail: String,
     },
+}
+
+impl CoreMlError {
+    /// Whether the input (spec, bundle, package, or a package this macOS cannot read) is at
+    /// fault, exit 2, rather than a Core ML call that failed while running, exit 1.
+    pub fn is_input_error(&self) -> bool {
+        match self {
+            CoreMlError::Units(_)
+            | CoreMlError::Spec(_)
+            | CoreMlError::Bundle { .. }
+            | CoreMlError::Signature(_)
+            | CoreMlError::NeedsMacOs(_)
+            | CoreMlError::NeedsNewerMacOs { .. } => true,
+            CoreMlError::Batch(_) | CoreMlError::Output { .. } | CoreMlError::Framework { .. } => false,
+        }
+    }
 }
 
 impl From<FormatError> for CoreMlError {
@@ -409,9 +440,35 @@ pub fn cache_root(home: Option<&Path>, temp: &Path) -> PathBuf {
     }
 }
 
-/// The cached compiled model of a package with this content hash: `ROOT/<sha256>/model.mlmodelc`.
-pub fn compiled_path(root: &Path, package_sha256: &str) -> PathBuf {
-    root.join(package_sha256).join("model.mlmodelc")
+/// The cache key of a package compiled on one OS build: its content hash and the OS build
+/// (`24B83`; letters and digits kept), so that a macOS update, which can change Core ML's
+/// compiler, compiles again. `unknown-os` where the build could not be read.
+pub fn cache_key(package_sha256: &str, os_build: Option<&str>) -> String {
+    let build: String = os_build.unwrap_or("").chars().filter(char::is_ascii_alphanumeric).take(32).collect();
+    if build.is_empty() {
+        format!("{package_sha256}-unknown-os")
+    } else {
+        format!("{package_sha256}-{build}")
+    }
+}
+
+/// The cached compiled model under a [`cache_key`]: `ROOT/<key>/model.mlmodelc`.
+pub fn compiled_path(root: &Path, key: &str) -> PathBuf {
+    root.join(key).join("model.mlmodelc")
+}
+
+/// Whether the running macOS reads `package`, from its declared specification version (read
+/// from the package) and [`availability::check_spec_version`]: checked before Core ML compiles
+/// it, so a package newer than the OS is refused (exit 2) naming the macOS it needs.
+pub fn check_package_for_os(
+    package: &Path,
+    running: Option<availability::MacOsVersion>,
+) -> Result<Option<String>, CoreMlError> {
+    let spec = description::read_package(package).map_err(|e| CoreMlError::Bundle {
+        path: package.display().to_string(),
+        detail: format!("cannot read its model specification: {e}"),
+    })?;
+    availability::check_spec_version(&package.display().to_string(), spec.specification_version, running)
 }
 
 /// The content hash that keys the cache: [`tree_sha256`] over the `.mlpackage` folder.
@@ -426,9 +483,20 @@ pub fn package_sha256(package: &Path) -> Result<String, CoreMlError> {
         .map_err(|e| CoreMlError::Bundle { path: package.display().to_string(), detail: e.to_string() })
 }
 
+/// A staging name no other thread or process uses: pid, a per-process counter and the clock.
+fn staging_name() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    format!(".model.mlmodelc.{}.{n}.{nanos}", std::process::id())
+}
+
 /// Move a freshly compiled `.mlmodelc` (Core ML's temporary folder) to `dest`, atomically: it
-/// lands beside `dest` first and is renamed into place; when another process got there first
-/// the existing copy is kept. Falls back to a recursive copy across file systems.
+/// lands beside `dest` under a name of its own ([`staging_name`]) and is renamed into place.
+/// Several processes or threads may compile the same package at once (parallel tests on a
+/// fresh machine): whichever rename lands first wins, and the others find `dest` installed,
+/// drop their copy and succeed. Falls back to a recursive copy across file systems.
 pub fn install_compiled(tmp: &Path, dest: &Path) -> Result<(), CoreMlError> {
     let fail = |what: &str, e: std::io::Error| CoreMlError::Bundle {
         path: dest.display().to_string(),
@@ -436,20 +504,32 @@ pub fn install_compiled(tmp: &Path, dest: &Path) -> Result<(), CoreMlError> {
     };
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| fail("create the folder of", e))?;
-    let staging = parent.join(format!(".model.mlmodelc.{}", std::process::id()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(|e| fail("clear the staging copy of", e))?;
-    }
+    let staging = parent.join(staging_name());
     if std::fs::rename(tmp, &staging).is_err() {
-        copy_tree(tmp, &staging).map_err(|e| fail("copy", e))?;
+        if let Err(e) = copy_tree(tmp, &staging) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(fail("copy", e));
+        }
         // Core ML's temporary folder is its own to clean; a failure here loses nothing.
         let _ = std::fs::remove_dir_all(tmp);
     }
-    if dest.exists() {
-        std::fs::remove_dir_all(&staging).map_err(|e| fail("remove the duplicate of", e))?;
-        return Ok(());
+    match std::fs::rename(&staging, dest) {
+        Ok(()) => Ok(()),
+        // Renaming a folder onto a non-empty one fails (ENOTEMPTY or EEXIST): another
+        // process or thread installed the same key first, and its copy is as good as ours.
+        Err(_) if dir_has_entries(dest) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Err(fail("move into place", e))
+        }
     }
-    std::fs::rename(&staging, dest).map_err(|e| fail("move into place", e))
+}
+
+fn dir_has_entries(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_some())
 }
 
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {

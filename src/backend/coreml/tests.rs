@@ -396,6 +396,13 @@ fn strides_cache_paths_and_model_sources() {
     );
     assert_eq!(cache_root(None, Path::new("/tmp")), PathBuf::from("/tmp/laya-bench-coreml"));
     assert_eq!(compiled_path(Path::new("/c"), "ab12"), PathBuf::from("/c/ab12/model.mlmodelc"));
+    // the OS build is part of the key: a macOS update compiles again
+    assert_eq!(cache_key("ab12", Some("24B83")), "ab12-24B83");
+    assert_eq!(cache_key("ab12", Some("25A5316i\n")), "ab12-25A5316i");
+    assert_eq!(cache_key("ab12", Some("../x")), "ab12-x");
+    assert_eq!(cache_key("ab12", None), "ab12-unknown-os");
+    assert_eq!(cache_key("ab12", Some("")), "ab12-unknown-os");
+    assert_ne!(cache_key("ab12", Some("24B83")), cache_key("ab12", Some("24C101")));
 
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("b");
@@ -437,6 +444,102 @@ fn compiled_models_are_installed_once_and_atomically() {
     assert!(!second.exists());
     let leftovers: Vec<_> = std::fs::read_dir(dest.parent().unwrap()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no staging folder left behind");
+}
+
+/// A compiled-model folder as Core ML leaves it, with `content` as its weights.
+fn fake_compiled(path: &Path, content: &[u8]) {
+    std::fs::create_dir_all(path.join("weights")).unwrap();
+    std::fs::write(path.join("weights/weight.bin"), content).unwrap();
+    std::fs::write(path.join("model.mil"), b"program").unwrap();
+}
+
+fn assert_installed_once(dest: &Path, contents: &[Vec<u8>]) {
+    let got = std::fs::read(dest.join("weights/weight.bin")).unwrap();
+    assert!(contents.contains(&got), "the installed copy is one of the compiled ones");
+    assert_eq!(std::fs::read(dest.join("model.mil")).unwrap(), b"program");
+    let names: Vec<String> = std::fs::read_dir(dest.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["model.mlmodelc".to_string()], "no staging folder left behind");
+}
+
+#[test]
+fn threads_installing_the_same_key_at_once_all_succeed() {
+    // Eight compiles of one package finishing together (parallel tests on a fresh runner):
+    // one rename wins, every other install finds the key installed and succeeds.
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = compiled_path(&dir.path().join("cache"), &format!("key{round}"));
+        let contents: Vec<Vec<u8>> = (0..8).map(|i| format!("copy {i}").into_bytes()).collect();
+        let tmps: Vec<PathBuf> = (0..8).map(|i| dir.path().join(format!("tmp{i}.mlmodelc"))).collect();
+        for (tmp, content) in tmps.iter().zip(&contents) {
+            fake_compiled(tmp, content);
+        }
+        let barrier = std::sync::Barrier::new(tmps.len());
+        std::thread::scope(|s| {
+            let handles: Vec<_> = tmps
+                .iter()
+                .map(|tmp| {
+                    let (barrier, dest) = (&barrier, &dest);
+                    s.spawn(move || {
+                        barrier.wait();
+                        install_compiled(tmp, dest)
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+        });
+        assert_installed_once(&dest, &contents);
+        assert!(tmps.iter().all(|t| !t.exists()), "every temporary folder was moved or cleaned");
+    }
+}
+
+/// The child half of [`processes_installing_the_same_key_at_once_all_succeed`]: installs one
+/// copy when the parent set the variables, and does nothing in an ordinary test run.
+#[test]
+fn install_child_process() {
+    let (Some(tmp), Some(dest)) =
+        (std::env::var_os("LAYA_BENCH_TEST_INSTALL_TMP"), std::env::var_os("LAYA_BENCH_TEST_INSTALL_DEST"))
+    else {
+        return;
+    };
+    install_compiled(Path::new(&tmp), Path::new(&dest)).unwrap();
+}
+
+#[test]
+fn processes_installing_the_same_key_at_once_all_succeed() {
+    let exe = std::env::current_exe().unwrap();
+    for round in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = compiled_path(&dir.path().join("cache"), &format!("key{round}"));
+        let contents: Vec<Vec<u8>> = (0..4).map(|i| format!("process {i}").into_bytes()).collect();
+        let children: Vec<_> = contents
+            .iter()
+            .enumerate()
+            .map(|(i, content)| {
+                let tmp = dir.path().join(format!("tmp{i}.mlmodelc"));
+                fake_compiled(&tmp, content);
+                std::process::Command::new(&exe)
+                    .args(["--exact", "backend::coreml::tests::install_child_process", "--test-threads=1"])
+                    .env("LAYA_BENCH_TEST_INSTALL_TMP", &tmp)
+                    .env("LAYA_BENCH_TEST_INSTALL_DEST", &dest)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+            assert!(text.contains("1 passed"), "the child ran the install: {text}");
+        }
+        assert_installed_once(&dest, &contents);
+    }
 }
 
 #[test]

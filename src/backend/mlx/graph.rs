@@ -7,8 +7,15 @@
 //! 0.33.0. On Linux it runs on MLX 0.32.2's CPU build (the PyPI wheels, `scripts/setup-mlx.sh`)
 //! and is tested against the portable engine in CI; on macOS (Metal) it has not run yet (see
 //! README, "Apple hardware").
+//!
+//! Before any other MLX call the process decides, once, where MLX runs ([`device_choice`]):
+//! MLX's Metal build makes the GPU its default device even where no Metal device works, and
+//! fails only at the first GPU stream or kernel, so a small product is checked on the GPU
+//! against the CPU and, if it errors or disagrees, MLX's default device becomes the CPU
+//! (`super::device`).
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::{take_along_axis, take_axis};
@@ -16,10 +23,14 @@ use mlx_rs::ops::{
     add, broadcast_to, concatenate, divide, erf, expand_dims, log, matmul, maximum, multiply, negative,
     select, softmax_axis, sort_axis, split_equal, squeeze_axes, subtract, sum_axis,
 };
-use mlx_rs::{fast, transforms, Array, Device, DeviceType, Dtype};
+use mlx_rs::{fast, transforms, with_stream, Array, Device, DeviceType, Dtype, Stream};
 
 #[cfg(target_os = "linux")]
 use super::blas::{BlasKind, BlasProvider};
+use super::device::{
+    choose_device, compare_products, doctor_line, probe_operands, require_gpu, DeviceChoice, MlxDevice,
+    PROBE_SHAPE, REQUIRE_GPU_ENV,
+};
 use super::{
     copy_outputs, default_shapes, fingerprint, host_hints, is_jit_race, parameter_names, MlxDtype, MlxInputs,
     MlxSpec, JIT_RACE_WAIT_MS, NAME,
@@ -263,14 +274,73 @@ pub fn mlx_version() -> String {
     }
 }
 
-/// Where the graph runs, as the raw header and `doctor` record it.
+/// The check's product `a·b` in `dtype` on `stream`, as float32 values.
+fn product_on(stream: &Stream, a: &[f32], b: &[f32], dtype: Dtype) -> Result<Vec<f32>, String> {
+    let (m, k, n) = PROBE_SHAPE;
+    let (m, k, n) = (m as i32, k as i32, n as i32);
+    with_stream(stream, || -> Result<Vec<f32>, String> {
+        let a = Array::from_slice(a, &[m, k]).as_dtype(dtype).map_err(|e| e.to_string())?;
+        let b = Array::from_slice(b, &[k, n]).as_dtype(dtype).map_err(|e| e.to_string())?;
+        let c = matmul(&a, &b).and_then(|c| c.as_dtype(Dtype::Float32)).map_err(|e| e.to_string())?;
+        c.eval().map_err(|e| e.to_string())?;
+        c.try_as_slice::<f32>().map(<[f32]>::to_vec).map_err(|e| e.to_string())
+    })
+}
+
+/// The device check ([`choose_device`]'s GPU check, with `MlxDevice::Gpu`): a stream on the
+/// device (where a missing Metal device shows: "No Metal device available"), then the check's
+/// product in float32 and float16 on it and on the CPU, compared with the exact one
+/// ([`compare_products`]; its messages call the checked device "the GPU"). With
+/// `MlxDevice::Cpu` it checks the CPU against itself (the tests' use on Linux).
+pub fn product_check(device: MlxDevice) -> Result<(), String> {
+    let checked = match device {
+        MlxDevice::Gpu => Device::gpu(),
+        MlxDevice::Cpu => Device::cpu(),
+    };
+    let on = Stream::try_default_on_device(&checked).map_err(|e| e.to_string())?;
+    let cpu = Stream::try_default_on_device(&Device::cpu()).map_err(|e| e.to_string())?;
+    let (a, b, exact) = probe_operands();
+    for (dtype, name) in [(Dtype::Float32, "float32"), (Dtype::Float16, "float16")] {
+        let on_device = product_on(&on, &a, &b, dtype)?;
+        let on_cpu = product_on(&cpu, &a, &b, dtype)?;
+        compare_products(name, &on_device, &on_cpu, &exact)?;
+    }
+    Ok(())
+}
+
+/// Where MLX runs in this process, decided on the first call and applied to MLX's default
+/// device before any other MLX operation (every arm and `doctor` call this first): where the
+/// default is the GPU (MLX's Metal build) the GPU is checked ([`product_check`]), and a GPU that
+/// errors or disagrees is replaced by MLX's CPU device, or the arm refused under
+/// `LAYA_BENCH_REQUIRE_MLX_GPU=1` ([`choose_device`]). The same answer for every later call.
+pub fn device_choice() -> Result<&'static DeviceChoice, String> {
+    static CHOICE: OnceLock<Result<DeviceChoice, String>> = OnceLock::new();
+    CHOICE
+        .get_or_init(|| {
+            // `try_default` is a checked call: it also installs mlx-rs's error handler, without
+            // which an MLX error in an unchecked call (a stream on a GPU that is not there)
+            // ends the process.
+            let default_is_gpu = match Device::try_default().and_then(|d| d.get_type()) {
+                Ok(DeviceType::Gpu) => true,
+                Ok(DeviceType::Cpu) => false,
+                Err(e) => return Err(format!("MLX cannot tell its default device: {e}")),
+            };
+            let require = require_gpu(std::env::var(REQUIRE_GPU_ENV).ok().as_deref());
+            let choice = choose_device(default_is_gpu, require, || product_check(MlxDevice::Gpu))?;
+            if default_is_gpu && choice.device == MlxDevice::Cpu {
+                Device::set_default(&Device::cpu());
+            }
+            Ok(choice)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Where the graph runs, as the raw header and `doctor` record it (after [`device_choice`]).
 pub fn device_name() -> String {
-    let build =
-        if cfg!(target_os = "macos") { "Metal build" } else { "CPU build from the PyPI wheels, no Metal" };
-    match Device::try_default().and_then(|d| d.get_type()) {
-        Ok(DeviceType::Gpu) => format!("gpu (Metal, MLX {} default device)", mlx_version()),
-        Ok(DeviceType::Cpu) => format!("cpu (MLX {} {build}; default device)", mlx_version()),
-        Err(e) => format!("unknown MLX device ({e})"),
+    match device_choice() {
+        Ok(choice) => choice.device_text(&mlx_version(), cfg!(target_os = "macos")),
+        Err(e) => format!("none (MLX refused: {e})"),
     }
 }
 
@@ -332,9 +402,10 @@ fn blas_library() -> Option<BlasProvider> {
     }
 }
 
-/// One small product on MLX's default device, checked: the device, MLX version and BLAS, or
-/// why MLX cannot compute here (`doctor`).
+/// One small product on MLX's default device (after [`device_choice`]), checked: the device,
+/// MLX version and BLAS, or why MLX cannot compute here (`doctor`).
 pub fn probe() -> Result<String, String> {
+    device_choice()?;
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
     let b = Array::from_slice(&[5.0f32, 6.0, 7.0, 8.0], &[2, 2]);
     let c = matmul(&a, &b).map_err(|e| e.to_string())?;
@@ -351,17 +422,10 @@ pub fn probe() -> Result<String, String> {
     Ok(format!("{} evaluated a 2×2 product{blas}", device_name()))
 }
 
-/// Run one tiny computation on the GPU: `Ok` with the device name, or why Metal is unusable.
-pub fn metal_probe() -> Result<String, String> {
-    mlx_rs::with_device(Device::gpu(), || {
-        let x = add(Array::from_int(2), Array::from_int(3)).map_err(|e| e.to_string())?;
-        x.eval().map_err(|e| e.to_string())?;
-        match x.try_as_slice::<i32>() {
-            Ok([5]) => Ok("Metal GPU evaluated 2 + 3 = 5".to_string()),
-            Ok(other) => Err(format!("Metal GPU returned {other:?} for 2 + 3")),
-            Err(e) => Err(e.to_string()),
-        }
-    })
+/// `doctor`'s Apple MLX line ([`device_choice`], worded by [`doctor_line`]): whether the
+/// `mlx:` arms run on the Metal GPU, else whether they fall back to the CPU or are refused.
+pub fn metal_status() -> (bool, String) {
+    doctor_line(&device_choice().cloned())
 }
 
 impl MlxBackend {
@@ -416,6 +480,9 @@ impl MlxBackend {
                 ),
             });
         }
+        // Before any other MLX operation: where MLX runs (the GPU checked, or the CPU with why).
+        let choice =
+            device_choice().map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
         let blas =
             blas_provider().map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
         let (weights, source_fp) = load_source(spec_text, &src)?;
@@ -456,13 +523,17 @@ impl MlxBackend {
             kind: BackendKind::Mlx,
             name: NAME.into(),
             precision: spec.dtype.name().into(),
-            device: device_name(),
+            device: choice.device_text(&mlx_version(), cfg!(target_os = "macos")),
             shapes: shapes.unwrap_or_else(|| default_shapes(&bundle.agent)),
             fingerprint: fingerprint(&source_fp, spec.dtype),
-            notes: match compile {
-                Compile::Yes => Vec::new(),
-                Compile::No => vec!["the forward is not compiled: MLX evaluates it op by op".into()],
-            },
+            notes: choice
+                .note()
+                .into_iter()
+                .chain(
+                    (compile == Compile::No)
+                        .then(|| "the forward is not compiled: MLX evaluates it op by op".to_string()),
+                )
+                .collect(),
             blas,
             host_hints: host_hints(),
             weight_bytes: None,

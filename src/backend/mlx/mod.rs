@@ -8,10 +8,13 @@
 //! step 2 built by the portable engine's mask code, marker slots padded to at least 2, RoPE
 //! tables for the parallel layout), the checkpoint → MLX parameter name mapping, the weight
 //! fingerprint, the output copy, switching on the host's prompt-prefix cache, and telling
-//! BLAS libraries apart (`blas.rs`). The graph itself (`graph.rs`) is compiled only with the
-//! `mlx` feature: on macOS with Metal, on Linux on MLX's CPU build from PyPI (docs/mlx.md).
+//! BLAS libraries apart (`blas.rs`), and where the arm runs: the Metal GPU when a product
+//! checked against the CPU passes, else MLX's CPU device with the reason, or a refusal
+//! (`device.rs`). The graph itself (`graph.rs`) is compiled only with the `mlx` feature: on
+//! macOS with Metal, on Linux on MLX's CPU build from PyPI (docs/mlx.md).
 
 pub mod blas;
+pub mod device;
 #[cfg(feature = "mlx")]
 pub mod graph;
 

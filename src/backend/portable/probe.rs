@@ -18,10 +18,13 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// FLOP of one [`fma256_loop`] iteration: 12 chains × 8 lanes × 2.
+#[cfg(target_arch = "x86_64")]
 pub(crate) const FMA256_FLOP_PER_ITER: f64 = 192.0;
 /// FLOP of one [`fma512_loop`] iteration: 12 chains × 16 lanes × 2.
+#[cfg(target_arch = "x86_64")]
 pub(crate) const FMA512_FLOP_PER_ITER: f64 = 384.0;
 /// FLOP of one [`dot_loop`] iteration: 12 chains × 16 lanes × 2 pairs × 2.
+#[cfg(target_arch = "x86_64")]
 pub(crate) const DOT_FLOP_PER_ITER: f64 = 768.0;
 
 /// The smallest ratio of the pair-dot loop's FLOP rate to the FMA loop's at which the default

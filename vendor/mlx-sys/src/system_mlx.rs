@@ -6,6 +6,8 @@
 //! `mlx` + `mlx-cpu` at exactly the version mlx-c pins (`GIT_TAG` in `src/mlx-c/CMakeLists.txt`),
 //! installed with `pip install --target PREFIX` (laya-bench's `scripts/setup-mlx.sh` does it).
 //! Nothing is downloaded here. Included by `build.rs` through `#[path]`; not part of the library.
+//! On Apple targets only [`generate_bindings`]'s messages and [`check_apple_tools`] are used
+//! (PATCHES.md, "What differs on macOS").
 
 use std::env;
 use std::fs;
@@ -115,20 +117,68 @@ pub fn build_and_link_mlx_c(mlx_c_root: &Path) {
     println!("cargo::metadata=version={version}");
 }
 
-/// Runs bindgen; a missing libclang (bindgen panics) becomes one message naming the fix.
-pub fn generate_bindings<F>(generate: F) -> bindgen::Bindings
+/// Runs bindgen; a missing libclang (bindgen panics) becomes one message naming the fix, for
+/// the target's system: Debian's package and `scripts/setup-mlx.sh` off Apple, Xcode's
+/// command-line tools on Apple targets (`apple`), where the build is otherwise upstream's.
+pub fn generate_bindings<F>(apple: bool, generate: F) -> bindgen::Bindings
 where
     F: FnOnce() -> Result<bindgen::Bindings, bindgen::BindgenError> + std::panic::UnwindSafe,
 {
-    match std::panic::catch_unwind(generate) {
-        Ok(Ok(bindings)) => bindings,
-        Ok(Err(e)) => fail(&format!(
+    match (std::panic::catch_unwind(generate), apple) {
+        (Ok(Ok(bindings)), _) => bindings,
+        (Ok(Err(e)), false) => fail(&format!(
             "bindgen could not read mlx-c's headers: {e} (is libclang installed? Debian: \
              `apt-get install libclang-dev`; or set LIBCLANG_PATH); {FIX}"
         )),
-        Err(_) => fail(&format!(
+        (Err(_), false) => fail(&format!(
             "bindgen stopped (see its message above); the usual cause is a missing libclang \
              (Debian: `apt-get install libclang-dev`; or set LIBCLANG_PATH); {FIX}"
         )),
+        (Ok(Err(e)), true) => fail(&format!(
+            "bindgen could not read mlx-c's headers: {e}; {APPLE_LIBCLANG}"
+        )),
+        (Err(_), true) => fail(&format!(
+            "bindgen stopped (see its message above); the usual cause is a missing libclang; {APPLE_LIBCLANG}"
+        )),
+    }
+}
+
+/// Apple targets: where bindgen's libclang comes from.
+const APPLE_LIBCLANG: &str = "bindgen loads libclang.dylib from Xcode or its command-line tools: \
+install them (`xcode-select --install`, or Xcode, then `sudo xcode-select -s /Applications/Xcode.app`), \
+or set LIBCLANG_PATH to a folder holding libclang.dylib";
+
+/// Apple targets only, before upstream's build: the tools it needs, each checked with one
+/// message naming the macOS fix (upstream's build would otherwise stop deep inside cmake's
+/// output). `cmake` (the cmake crate's `CMAKE`, else `cmake` on PATH) and, with the `metal`
+/// feature, the Metal shader compiler MLX's kernels are built with (`xcrun -sdk macosx metal`),
+/// which Xcode 26 and newer install as a separate component. Changes nothing that is built.
+pub fn check_apple_tools(metal: bool) {
+    println!("cargo:rerun-if-env-changed=CMAKE");
+    let cmake = env::var_os("CMAKE").unwrap_or_else(|| "cmake".into());
+    if Command::new(&cmake).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+        fail(&format!(
+            "`{}` does not run: MLX is built with cmake (Homebrew: `brew install cmake`; or \
+             `pip install cmake`), with Xcode or its command-line tools (`xcode-select --install`)",
+            cmake.to_string_lossy()
+        ));
+    }
+    if metal {
+        match Command::new("xcrun").args(["-sdk", "macosx", "metal", "--version"]).output() {
+            Ok(o) if o.status.success() => {}
+            found => {
+                let why = match found {
+                    Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                    Err(e) => format!("cannot run xcrun: {e}"),
+                };
+                fail(&format!(
+                    "the Metal shader compiler does not run (`xcrun -sdk macosx metal --version`: {why}); \
+                     MLX's Metal kernels are compiled with it. It comes with Xcode (the command-line tools \
+                     alone have none: install Xcode and `sudo xcode-select -s /Applications/Xcode.app`); \
+                     Xcode 26 and newer download it as a separate component: \
+                     `xcodebuild -downloadComponent MetalToolchain`"
+                ));
+            }
+        }
     }
 }
