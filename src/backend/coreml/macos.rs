@@ -25,7 +25,7 @@ use ml::{
     MLNeuralEngineComputeDevice,
 };
 use ns::{NSArray, NSDictionary, NSError, NSInteger, NSNumber, NSString, NSURL};
-use objc2::exception::{self, Exception};
+use objc2::exception;
 use objc2::rc::{autoreleasepool, Retained};
 use objc2::runtime::{AnyClass, AnyObject, ProtocolObject};
 use objc2::{sel, AllocAnyThread, ClassType};
@@ -34,8 +34,9 @@ use super::availability::{self, Device, MacOsVersion};
 use super::decode::{finish_ordinary, ArrayType, RawArray};
 use super::{
     cache_key, cache_root, check_ane_signature, check_ordinary_signature, check_package_for_os,
-    compiled_path, contiguous_strides, install_compiled, ordinary_caps, ordinary_inputs, ordinary_run_caps,
-    package_sha256, AneHost, BundleFormat, CoreMlError, CoreMlSpec, FeatureSig, HostWeights, ModelSource,
+    compiled_path, contiguous_strides, exception_error, install_compiled, ordinary_caps, ordinary_inputs,
+    ordinary_run_caps, package_sha256, AneHost, BundleFormat, CoreMlError, CoreMlSpec, FeatureSig,
+    HostWeights, ModelSource,
 };
 use crate::backend::{
     Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, HostHints, PreparedBatch, ShapeCaps,
@@ -58,13 +59,6 @@ fn describe(err: Option<&NSError>) -> String {
     err.map_or_else(|| "no error description".to_string(), |e| e.localizedDescription().to_string())
 }
 
-fn exception_text(e: Option<&Exception>) -> String {
-    match e {
-        Some(e) => format!("it raised an Objective-C exception: {e}"),
-        None => "it raised an Objective-C exception with no object".to_string(),
-    }
-}
-
 /// Run framework calls inside an autorelease pool of their own, with any Objective-C exception
 /// they raise caught and returned as [`CoreMlError::Framework`] for `step` (objc2's
 /// `exception` feature). Without the pool, the objects Core ML autoreleases would pile up over
@@ -74,7 +68,7 @@ fn exception_text(e: Option<&Exception>) -> String {
 fn guarded<R>(step: &str, f: impl FnOnce() -> Result<R, CoreMlError>) -> Result<R, CoreMlError> {
     autoreleasepool(|_| match exception::catch(AssertUnwindSafe(f)) {
         Ok(result) => result,
-        Err(e) => Err(framework(step, exception_text(e.as_deref()))),
+        Err(e) => Err(exception_error(step, e.as_deref().map(|e| e.to_string()).as_deref())),
     })
 }
 

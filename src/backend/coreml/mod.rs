@@ -112,6 +112,22 @@ impl CoreMlError {
     }
 }
 
+/// The error of a framework call that raised an Objective-C exception (`description`: the
+/// exception's name and reason, `None` for a nil exception), with what to check: the call is
+/// refused by Core ML rather than failing inside it, so the package or the OS is the suspect.
+pub fn exception_error(step: &str, description: Option<&str>) -> CoreMlError {
+    let what = match description {
+        Some(d) if !d.trim().is_empty() => format!("it raised an Objective-C exception ({})", d.trim()),
+        _ => "it raised an Objective-C exception with no description".to_string(),
+    };
+    CoreMlError::Framework {
+        step: step.to_string(),
+        detail: format!(
+            "{what}; check the bundle against its checkpoint with `laya-bench convert-check` (inputs Core ML rejects) and that macOS is up to date (a call this macOS lacks)"
+        ),
+    }
+}
+
 impl From<FormatError> for CoreMlError {
     fn from(e: FormatError) -> Self {
         match e {

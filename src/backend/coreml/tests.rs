@@ -425,6 +425,29 @@ fn strides_cache_paths_and_model_sources() {
 }
 
 #[test]
+fn an_objective_c_exception_names_the_step_the_exception_and_what_to_check() {
+    let e = exception_error(
+        "run the prediction",
+        Some("NSInvalidArgumentException: MultiArray shape (1 x 64 x 1 x 96) does not match the shape (1 x 64 x 1 x 128)"),
+    );
+    assert!(!e.is_input_error(), "a call that raised during a run fails the run (exit 1)");
+    let text = e.to_string();
+    assert_eq!(
+        text,
+        "Core ML could not run the prediction: it raised an Objective-C exception (NSInvalidArgumentException: MultiArray shape (1 x 64 x 1 x 96) does not match the shape (1 x 64 x 1 x 128)); check the bundle against its checkpoint with `laya-bench convert-check` (inputs Core ML rejects) and that macOS is up to date (a call this macOS lacks)"
+    );
+    for nil in [None, Some("  ")] {
+        let text = exception_error("load m.mlmodelc", nil).to_string();
+        assert!(
+            text.starts_with(
+                "Core ML could not load m.mlmodelc: it raised an Objective-C exception with no description;"
+            ),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn compiled_models_are_installed_once_and_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let make = |name: &str, content: &[u8]| {
