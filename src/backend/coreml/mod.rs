@@ -179,16 +179,6 @@ impl ComputeUnits {
             ComputeUnits::CpuNe => 3,
         }
     }
-
-    /// What it means, for `BackendInfo::device`.
-    pub fn describe(self) -> &'static str {
-        match self {
-            ComputeUnits::CpuNe => "Core ML, CPU and Neural Engine",
-            ComputeUnits::CpuGpu => "Core ML, CPU and GPU",
-            ComputeUnits::All => "Core ML, CPU, GPU and Neural Engine",
-            ComputeUnits::Cpu => "Core ML, CPU only",
-        }
-    }
 }
 
 /// The two Core ML bundle formats of host-contract.md §1.6/§1.7.
