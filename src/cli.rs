@@ -327,6 +327,14 @@ pub struct BoundsArgs {
     /// Marker slots K the scorer runs over (the ANE bundles use 32).
     #[arg(long, allow_negative_numbers = true, default_value_t = 32, value_name = "K")]
     pub marker_slots: usize,
+    /// Also count the FLOP per decision of a `speed` workload (`invoice` or a request file):
+    /// every question row its requests run, each padded to L, as `speed` counts it (reads the
+    /// model's tokenizer to build the rows).
+    #[arg(long, allow_negative_numbers = true, value_name = "invoice|FILE")]
+    pub workload: Option<String>,
+    /// Real tokens per row for the invoice workload with --workload (default 91).
+    #[arg(long, allow_negative_numbers = true, value_name = "N", requires = "workload")]
+    pub tokens: Option<usize>,
     /// Weight storage: f32, f16, bf16, or palettized w8, w6, w4 (one FP16 lookup table per matrix).
     #[arg(long, allow_negative_numbers = true, default_value = "f16", value_name = "P")]
     pub precision: String,

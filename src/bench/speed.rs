@@ -6,16 +6,20 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::laya::batch::ShapeCaps;
 use crate::laya::bundle::Bundle;
 use crate::protocol::{
     self, answer_label, probabilities, BlockLimit, Clock, Controls, Phase, Plan, RunEnd, RunError, RunTotals,
 };
 use crate::report::raw::{Header, RawWriter, Record};
-use crate::report::speed::{self as speed_report, ratio_in_words, ArmResult, OutlierCall, SpeedReport};
+use crate::report::speed::{
+    self as speed_report, direction, ratio_in_words, ArmResult, OutlierCall, SpeedReport,
+};
 use crate::report::status::RunStatus;
 use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
-use crate::summary::bootstrap::speed_gain_intervals;
+use crate::summary::bootstrap::{distinct_resamples, interval_name, speed_gain_intervals};
+use crate::summary::FEW_CYCLES;
 
 use super::record::{self, footer, HeaderInput, Recorder, RunIo, Sink, Watch};
 use super::setup::Setup;
@@ -62,7 +66,7 @@ pub fn check_cycles(cycles: usize) -> Result<(), BenchError> {
     }
     if cycles > MAX_CYCLES {
         return Err(BenchError::Input(format!(
-            "--cycles {cycles} is more than {MAX_CYCLES}, the most a run schedules; 10 or more give a bootstrap interval worth reading, so pass a smaller count"
+            "--cycles {cycles} is more than {MAX_CYCLES}, the most a run schedules; {FEW_CYCLES} or more give a bootstrap interval worth reading, so pass a smaller count"
         )));
     }
     Ok(())
@@ -154,12 +158,54 @@ pub fn measure(
     Ok(Measured { header, totals: outcome.totals, status, reason })
 }
 
-/// FLOP of one decision at the padded length, in GFLOP (dense MACs × 2 with the scorer over
-/// the 32 marker slots and the action head; see `laya-bench bounds`).
-pub fn gflop_per_decision(bundle: &Bundle, length: usize) -> Option<f64> {
-    crate::bounds::flops_per_decision(&bundle.encoder, &bundle.agent, length, 32)
+/// The padded length of every row a backend at `shapes` runs over one period of the protocol's
+/// cycle through a workload whose requests have rows of `tokens_per_row` real tokens, `batch`
+/// requests per call, and the decisions (requests answered) of that period. A call starts at
+/// request `(i × batch) mod n` (as the protocol runs it); its rows are packed `B` =
+/// `shapes.batch_size` to a forward at the graph length of the call's longest row
+/// ([`crate::laya::host::Host::run_rows`]), and a forward runs all its `B` rows.
+pub fn rows_run(tokens_per_row: &[Vec<usize>], shapes: &ShapeCaps, batch: usize) -> (Vec<usize>, u64) {
+    let n = tokens_per_row.len();
+    let batch = batch.max(1);
+    if n == 0 {
+        return (Vec::new(), 0);
+    }
+    // The call starts repeat after n / gcd(n, batch) calls.
+    let (mut a, mut b) = (n, batch);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    let calls = n / a;
+    let rows_per_forward = shapes.batch_size.max(1);
+    let mut lengths = Vec::new();
+    for i in 0..calls {
+        let s = (i * batch) % n;
+        let rows: Vec<usize> = (0..batch).flat_map(|j| tokens_per_row[(s + j) % n].iter().copied()).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let longest = rows.iter().copied().max().unwrap_or(0);
+        let length = shapes.graph_length(longest).unwrap_or(shapes.max_length);
+        let forwards = rows.len().div_ceil(rows_per_forward);
+        lengths.extend(std::iter::repeat_n(length, forwards * rows_per_forward));
+    }
+    (lengths, (calls * batch) as u64)
+}
+
+/// FLOP per decision in GFLOP of the rows a backend at `shapes` runs for the workload (see
+/// [`rows_run`]): dense MACs × 2 of every row at its padded length, with the scorer over the
+/// shapes' `K` marker slots and the action head, over the decisions they answer (see
+/// `laya-bench bounds --workload`). `None` for a workload without rows.
+pub fn gflop_per_decision(
+    bundle: &Bundle,
+    tokens_per_row: &[Vec<usize>],
+    shapes: &ShapeCaps,
+    batch: usize,
+) -> Option<f64> {
+    let (lengths, decisions) = rows_run(tokens_per_row, shapes, batch);
+    crate::bounds::workload_flops(&bundle.encoder, &bundle.agent, &lengths, decisions, shapes.max_options)
         .ok()
-        .map(|f| f.with_tail_flop() as f64 / 1e9)
+        .map(|w| w.with_tail_gflop_per_decision())
 }
 
 /// Seconds per decision: `total_s` over the `calls × batch` requests the calls answered (NaN
@@ -259,6 +305,23 @@ fn outlier_calls(totals: &protocol::RunTotals, a: usize) -> Vec<OutlierCall> {
         first = end;
     }
     out
+}
+
+/// The warning of a ratio interval from 2 to [`FEW_CYCLES`] − 1 whole cycles, the rule and
+/// the threshold `summary` uses: too few cycles for a claim (fewer than 2 give no interval, and
+/// the table says why instead).
+fn few_cycles_warning(cycles: usize) -> Option<String> {
+    let bracket = if crate::summary::bootstrap::names_a_level_interval(cycles) {
+        "each ratio's 95 % interval".to_string()
+    } else {
+        format!("each ratio's bracket (the {})", interval_name(cycles, 0.95))
+    };
+    (2..FEW_CYCLES).contains(&cycles).then(|| {
+        format!(
+            "WARNING: only {cycles} whole balanced cycles: the bootstrap resamples whole cycles, so it has at most {:.0} distinct resamples and {bracket} shows only the variation these {cycles} cycles saw; it cannot capture all background load. Run at least {FEW_CYCLES} cycles (--cycles {FEW_CYCLES}) for a claim.",
+            distinct_resamples(cycles),
+        )
+    })
 }
 
 /// The steal over every block of arm `a` (`None` if any block lacks it).
@@ -378,7 +441,9 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             answer_mismatches_vs_baseline: mismatches,
             speed_ratio_interval: None,
             speed_ratio_interval_missing_reason: None,
-            speed_ratio_words: ratio_in_words(base_t / t),
+            // Set once the interval is known: it decides the direction.
+            speed_ratio_words: String::new(),
+            speed_ratio_direction: None,
             missing_reason: (calls == 0)
                 .then(|| "the arm made no call (the run stopped before its first block)".to_string()),
             outliers: outlier_calls(totals, i),
@@ -399,13 +464,20 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
     } else {
         for r in &mut results {
             r.speed_ratio_interval_missing_reason = Some(format!(
-                "{} whole balanced cycle{}: resampling whole cycles needs at least 2 (10 or more for an interval worth reading); pass --cycles",
+                "{} whole balanced cycle{}: resampling whole cycles needs at least 2 ({FEW_CYCLES} or more for an interval worth reading); pass --cycles",
                 cycles.len(),
                 if cycles.len() == 1 { "" } else { "s" }
             ));
         }
     }
+    for r in &mut results {
+        r.speed_ratio_words = ratio_in_words(r.speed_ratio_vs_baseline, r.speed_ratio_interval.as_ref());
+        r.speed_ratio_direction = Some(direction(r.speed_ratio_vs_baseline, r.speed_ratio_interval.as_ref()));
+    }
     let mut warnings = Vec::new();
+    if let Some(w) = few_cycles_warning(cycles.len()) {
+        warnings.push(w);
+    }
     if batch > 1 {
         warnings.push(format!(
             "NOTE: --batch {batch}: every call answers {batch} consecutive requests in one packed forward; decisions = calls × {batch}, and t, decisions/s, the ratio and its interval count decisions. Latency is per batch of {batch} (one call), not per decision."
@@ -472,6 +544,105 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::laya::batch::ShapeMode;
+
+    fn tiny() -> Bundle {
+        Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap()
+    }
+
+    /// The workload as `speed` builds it for builtin:tiny at `--length 96`.
+    fn tiny_workload(bundle: &Bundle, name: &str) -> crate::laya::workload::Built {
+        let plan = super::super::setup::WorkloadPlan::checked(name, None, 96).unwrap();
+        let host = crate::laya::host::Host::new(&bundle.tokenizer, &bundle.agent, fixed_shapes_96());
+        super::super::setup::build_workload(&host, &plan).unwrap().0
+    }
+
+    fn fixed_shapes_96() -> ShapeCaps {
+        super::super::arm::fixed_shapes(96)
+    }
+
+    /// builtin:tiny (fixtures/tiny: encoder/config.json D = hidden_size 64, N = 4 layers,
+    /// I = intermediate_size 96; rl_agent_config.json H = 2 head layers, A = 1 + 1 act_cost = 2
+    /// actions), every row padded to L = 96 with K = 32 marker slots (`speed`'s fixed shapes,
+    /// one row per forward). Per row, in MACs (FLOP = 2 × MACs; a matmul of an L × d_in input
+    /// by d_in × d_out weights is L·d_in·d_out MACs):
+    ///   encoder projections N·L·(3D² + D² + 2I·D + I·D) = 4·96·(12288 + 4096 + 12288 + 6144)
+    ///                                                    = 4·96·34816        = 13,369,344
+    ///   encoder attention   N·2·L²·D  = 4·2·9216·64                           =  4,718,592
+    ///   head projections    H·L·12D²  = 2·96·49152                            =  9,437,184
+    ///   head attention      H·2·L²·D  = 2·2·9216·64                           =  2,359,296
+    ///   published total                                                       = 29,884,416
+    ///   scorer              K·(D² + D) = 32·4160                              =    133,120
+    ///   action head         256·(D + 4) + 256·A = 256·68 + 256·2              =     17,920
+    ///   with scorer and action head                                           = 30,035,456
+    /// so 60,070,912 FLOP per row. support.json's two requests run 3 rows (refund, urgency,
+    /// topic: 55, 60 and 62 real tokens) and 1 row (topic: 82 tokens), all padded to 96: 4 rows
+    /// over 2 decisions, 2 × 60,070,912 = 120,141,824 FLOP = 0.120141824 GFLOP per decision.
+    /// The invoice workload asks one question per request: 1 row, 0.060070912 GFLOP, the
+    /// figure `speed` reported before it counted rows.
+    #[test]
+    fn gflop_per_decision_counts_every_row_a_request_runs() {
+        let bundle = tiny();
+        let shapes = fixed_shapes_96();
+        let support =
+            tiny_workload(&bundle, concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/requests/support.json"));
+        assert_eq!(support.tokens_per_row, vec![vec![55, 60, 62], vec![82]]);
+        assert_eq!(rows_run(&support.tokens_per_row, &shapes, 1), (vec![96; 4], 2));
+        let g = gflop_per_decision(&bundle, &support.tokens_per_row, &shapes, 1).unwrap();
+        assert!((g * 1e9 - 120_141_824.0).abs() < 1e-3, "{g}");
+        let invoice = tiny_workload(&bundle, "invoice");
+        assert_eq!(rows_run(&invoice.tokens_per_row, &shapes, 1), (vec![96; 8], 8));
+        let g = gflop_per_decision(&bundle, &invoice.tokens_per_row, &shapes, 1).unwrap();
+        assert!((g * 1e9 - 60_070_912.0).abs() < 1e-3, "{g}");
+        // The one-row figure of `bounds` (with scorer and action head) is the invoice's.
+        let row = crate::bounds::flops_per_decision(&bundle.encoder, &bundle.agent, 96, 32).unwrap();
+        assert_eq!((row.published_flop(), row.with_tail_flop()), (59_768_832, 60_070_912));
+        // --batch 2 packs both requests' rows per call: still 2 rows per decision.
+        assert_eq!(
+            rows_run(&invoice.tokens_per_row, &ShapeCaps { batch_size: 2, ..shapes }, 2),
+            (vec![96; 8], 8)
+        );
+    }
+
+    /// A backend that pads to multiples of 16 runs a call's rows at its longest row's length;
+    /// a forward runs all its B rows; batched calls cycle through the requests as the protocol
+    /// does (call i starts at request i × batch mod n).
+    #[test]
+    fn rows_are_counted_as_the_backend_pads_and_packs_them() {
+        let tokens = vec![vec![55, 60, 62], vec![82]];
+        let range = ShapeCaps {
+            batch_size: 1,
+            max_length: 512,
+            min_length: 16,
+            max_options: 32,
+            mode: ShapeMode::Range,
+        };
+        assert_eq!(rows_run(&tokens, &range, 1), (vec![64, 64, 64, 96], 2));
+        // 8 rows per forward: the 4 rows of a call of 2 requests fill one forward of 8.
+        assert_eq!(rows_run(&tokens, &ShapeCaps { batch_size: 8, ..range.clone() }, 2), (vec![96; 8], 2));
+        // 3 requests per call over 2 requests: calls 0,1,0 (7 rows) and 1,0,1 (5 rows).
+        assert_eq!(rows_run(&tokens, &ShapeCaps { batch_size: 7, ..range.clone() }, 3), (vec![96; 14], 6));
+        let buckets = ShapeCaps { mode: ShapeMode::Enumerated(vec![32, 64, 128]), ..range.clone() };
+        assert_eq!(rows_run(&tokens, &buckets, 1).0, vec![64, 64, 64, 128]);
+        assert_eq!(rows_run(&[], &range, 1), (vec![], 0));
+        assert_eq!(gflop_per_decision(&tiny(), &[], &range, 1), None);
+    }
+
+    /// `summary`'s rule and threshold ([`FEW_CYCLES`]): 2 to 9 whole cycles warn, 3 of them
+    /// with the 10 multisets of 3 cycles; 1 cycle has no interval (its reason says so), 10 warn
+    /// no more.
+    #[test]
+    fn fewer_cycles_than_summary_asks_for_a_claim_warn() {
+        assert_eq!(few_cycles_warning(0), None);
+        assert_eq!(few_cycles_warning(1), None);
+        assert_eq!(
+            few_cycles_warning(3).unwrap(),
+            "WARNING: only 3 whole balanced cycles: the bootstrap resamples whole cycles, so it has at most 10 distinct resamples and each ratio's bracket (the range of 10 possible resamples, not a 95 % interval) shows only the variation these 3 cycles saw; it cannot capture all background load. Run at least 10 cycles (--cycles 10) for a claim."
+        );
+        let w = few_cycles_warning(9).unwrap();
+        assert!(w.contains("at most 24310 distinct resamples and each ratio's 95 % interval shows"), "{w}");
+        assert_eq!(few_cycles_warning(FEW_CYCLES), None);
+    }
 
     fn block(
         index: u32,

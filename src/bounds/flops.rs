@@ -137,6 +137,62 @@ pub fn flops_per_decision(
     Ok(b)
 }
 
+/// FLOP of the rows a workload runs over one period of the protocol's cycle through its
+/// requests, and the decisions they answer: what `speed` reports per decision and `bounds
+/// --workload` prints. Every row is counted at the length the backend pads it to (the work the
+/// arm does, not the row's real tokens) and over the scorer's `K` slots, all of which it scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WorkloadFlop {
+    /// Decisions (requests answered) in the period.
+    pub decisions: u64,
+    /// Question rows the backend ran for them (a forward's padding rows included).
+    pub rows: u64,
+    /// FLOP of all those rows, published convention (encoder and decision head).
+    pub flop: u64,
+    /// The same with the scorer and the action head of every row.
+    pub with_scorer_and_action_head_flop: u64,
+}
+
+impl WorkloadFlop {
+    /// Rows run per decision.
+    pub fn rows_per_decision(&self) -> f64 {
+        self.rows as f64 / self.decisions as f64
+    }
+
+    /// GFLOP per decision, published convention.
+    pub fn gflop_per_decision(&self) -> f64 {
+        self.flop as f64 / self.decisions as f64 / 1e9
+    }
+
+    /// GFLOP per decision with the scorer and the action head (`speed`'s `gflop_per_decision`).
+    pub fn with_tail_gflop_per_decision(&self) -> f64 {
+        self.with_scorer_and_action_head_flop as f64 / self.decisions as f64 / 1e9
+    }
+}
+
+/// The [`WorkloadFlop`] of rows run at `row_lengths` (one entry per row the backend ran, its
+/// padded length) answering `decisions` requests, each row with `marker_slots` scorer slots.
+pub fn workload_flops(
+    enc: &EncoderConfig,
+    agent: &AgentConfig,
+    row_lengths: &[usize],
+    decisions: u64,
+    marker_slots: usize,
+) -> Result<WorkloadFlop, BoundsError> {
+    if decisions == 0 || row_lengths.is_empty() {
+        return Err(BoundsError::EmptyWorkload);
+    }
+    let mut w = WorkloadFlop { decisions, rows: 0, flop: 0, with_scorer_and_action_head_flop: 0 };
+    for &length in row_lengths {
+        let b = flops_per_decision(enc, agent, length, marker_slots)?;
+        w.rows += 1;
+        w.flop = add(&[w.flop, b.published_flop()], "FLOP")?;
+        w.with_scorer_and_action_head_flop =
+            add(&[w.with_scorer_and_action_head_flop, b.with_tail_flop()], "FLOP")?;
+    }
+    Ok(w)
+}
+
 /// Weights of one encoder layer's matrices: `Wqkv` 3D·D, `Wo` D·D, `Wi` 2I·D, MLP `Wo` D·I.
 fn encoder_layer_matrix_params(enc: &EncoderConfig) -> Result<u64, BoundsError> {
     let (d, i_) = (u(enc.hidden_size), u(enc.intermediate_size));

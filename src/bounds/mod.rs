@@ -42,13 +42,16 @@ pub use amdahl::{
     TargetCheck, AMDAHL_FRACTIONS, AMDAHL_PART_SPEEDUPS,
 };
 pub use flops::{
-    body_weight_bytes, flops_per_decision, BodyWeights, FlopBreakdown, DEFAULT_MARKER_SLOTS, LUT_ENTRY_BYTES,
+    body_weight_bytes, flops_per_decision, workload_flops, BodyWeights, FlopBreakdown, WorkloadFlop,
+    DEFAULT_MARKER_SLOTS, LUT_ENTRY_BYTES,
 };
 pub use hardware::{
     profile, resolve_hardware, Figure, Hardware, Profile, CUSTOM, H200, M3_MAX, M3_MAX_GPU, M4_MAX, PROFILES,
     ZEN4_2CORE,
 };
-pub use report::{evaluate, BoundsInput, BoundsReport, FlopReport, ModelShape, SCHEMA_VERSION};
+pub use report::{
+    evaluate, BoundsInput, BoundsReport, FlopReport, ModelShape, WorkloadFlopReport, SCHEMA_VERSION,
+};
 
 pub use crate::model::precision::{ComputeType, Precision};
 
@@ -99,6 +102,9 @@ pub enum BoundsError {
         /// Why the figure is unknown.
         reason: String,
     },
+    /// A workload that runs no row.
+    #[error("the workload runs no question row, so it has no FLOP per decision")]
+    EmptyWorkload,
     /// A count does not fit 64 bits.
     #[error("the {0} of this shape overflows a 64-bit count; use a smaller length or model")]
     Overflow(&'static str),

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::amdahl::{amdahl_table, floors, target_check, AmdahlTable, Floors, TargetCheck};
-use super::flops::{body_weight_bytes, flops_per_decision, BodyWeights, FlopBreakdown};
+use super::flops::{body_weight_bytes, flops_per_decision, BodyWeights, FlopBreakdown, WorkloadFlop};
 use super::hardware::Hardware;
 use super::BoundsError;
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind};
@@ -182,6 +182,46 @@ pub struct BoundsReport {
     pub amdahl: AmdahlTable,
     /// Caveats that apply to this run.
     pub notes: Vec<String>,
+    /// FLOP per decision of a `speed` workload (`bounds --workload`); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadFlopReport>,
+}
+
+/// FLOP per decision of a workload as `speed` runs it: every question row of its requests at
+/// the padded length, averaged over the decisions of one cycle through the workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadFlopReport {
+    /// `invoice` or the request file.
+    pub name: String,
+    /// Requests in the workload.
+    pub requests: usize,
+    /// Padded length every row runs at.
+    pub length_tokens: usize,
+    /// Marker slots the scorer runs over in every row.
+    pub marker_slots: usize,
+    /// Question rows run per decision (mean over the workload's requests).
+    pub rows_per_decision: f64,
+    /// Published convention (encoder and decision head), per decision, in GFLOP.
+    pub gflop: f64,
+    /// With the scorer and the action head of every row, per decision, in GFLOP: `speed`'s
+    /// `gflop_per_decision` for the same workload, model and length.
+    pub with_scorer_and_action_head_gflop: f64,
+}
+
+impl WorkloadFlopReport {
+    /// The report of `flop`, the rows of workload `name` (`requests` requests) at `length` with
+    /// `marker_slots` slots.
+    pub fn new(name: &str, requests: usize, length: usize, marker_slots: usize, flop: &WorkloadFlop) -> Self {
+        Self {
+            name: name.to_string(),
+            requests,
+            length_tokens: length,
+            marker_slots,
+            rows_per_decision: flop.rows_per_decision(),
+            gflop: flop.gflop_per_decision(),
+            with_scorer_and_action_head_gflop: flop.with_tail_gflop_per_decision(),
+        }
+    }
 }
 
 /// Compute every bound for `input`.
@@ -225,6 +265,7 @@ pub fn evaluate(input: &BoundsInput<'_>) -> Result<BoundsReport, BoundsError> {
         target_missing_reason,
         amdahl,
         notes,
+        workload: None,
     })
 }
 

@@ -7,10 +7,15 @@ use std::io::Write as _;
 use anyhow::anyhow;
 
 use super::{Failure, Outcome};
+use crate::bench::arm::fixed_shapes;
+use crate::bench::setup::{build_workload, WorkloadPlan};
+use crate::bench::speed;
 use crate::bounds::{self, BoundBy, BoundsInput, BoundsReport, Precision};
 use crate::cli::BoundsArgs;
+use crate::laya::batch::ShapeCaps;
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::config::{AgentConfig, EncoderConfig};
+use crate::laya::host::Host;
 use crate::model::synthetic::published_shape;
 
 pub(crate) fn run(args: &BoundsArgs) -> Outcome {
@@ -75,7 +80,42 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
         target_speedup: args.target,
         fraction: args.fraction,
     };
-    bounds::evaluate(&input).map_err(input_err)
+    let mut report = bounds::evaluate(&input).map_err(input_err)?;
+    if let Some(name) = &args.workload {
+        report.workload = Some(workload_flop(args, name)?);
+    }
+    Ok(report)
+}
+
+/// FLOP per decision of `speed --workload NAME` at `--length` and `--marker-slots`: the rows
+/// its requests run, built with the model's tokenizer exactly as `speed` builds them, each
+/// padded to the length `speed`'s arms run (one request per call), counted by the same
+/// [`speed::rows_run`] and [`bounds::workload_flops`] as `speed`'s `gflop_per_decision`.
+fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopReport, Failure> {
+    let bundle = ModelSpec::parse(&args.model)
+        .and_then(|parsed| Bundle::load(&parsed, published_shape))
+        .map_err(|e| Failure::input(anyhow!(e).context(format!("cannot load model `{}`", args.model))))?;
+    let plan = WorkloadPlan::checked(name, args.tokens, args.length)?;
+    if args.length > bundle.agent.max_len {
+        return Err(Failure::input(anyhow!(
+            "--workload: --length {} is longer than the model's max_len {}; `speed` refuses this run",
+            args.length,
+            bundle.agent.max_len
+        )));
+    }
+    let shapes = ShapeCaps { max_options: args.marker_slots, ..fixed_shapes(args.length) };
+    let host = Host::new(&bundle.tokenizer, &bundle.agent, shapes.clone());
+    let (built, _) = build_workload(&host, &plan)?;
+    let (lengths, decisions) = speed::rows_run(&built.tokens_per_row, &shapes, 1);
+    let flop = bounds::workload_flops(&bundle.encoder, &bundle.agent, &lengths, decisions, args.marker_slots)
+        .map_err(|e| Failure::input(anyhow!(e).context("cannot count the workload's FLOP")))?;
+    Ok(bounds::WorkloadFlopReport::new(
+        &built.name,
+        built.requests.len(),
+        args.length,
+        args.marker_slots,
+        &flop,
+    ))
 }
 
 /// The two configs of a model spec; a checkpoint folder's weights and tokenizer are not read.
@@ -152,6 +192,19 @@ fn render(r: &BoundsReport) -> String {
         f.windowed_gflop,
         m.local_attention / 2
     );
+    if let Some(wl) = &r.workload {
+        let _ = writeln!(
+            o,
+            "  workload {} ({} requests): {:.2} question rows per decision, each at L {} with {} slots",
+            wl.name, wl.requests, wl.rows_per_decision, wl.length_tokens, wl.marker_slots
+        );
+        let _ = writeln!(o, "    {:<44} {:>9.3}", "total per decision (published convention)", wl.gflop);
+        let _ = writeln!(
+            o,
+            "    {:<44} {:>9.3}  (speed's gflop_per_decision)",
+            "with scorer and action head", wl.with_scorer_and_action_head_gflop
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(o, "weights streamed per decision (encoder + decision-head matrices, read once)");
     let lut = if w.lut_bytes > 0 {

@@ -32,7 +32,11 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     );
     bar.finish();
     let measured = measured?;
-    let gflop = speed::gflop_per_decision(bundle, common.length);
+    // Every arm is built at the same shapes (the run's length, K slots, the rows of a call),
+    // so the rows the baseline's host packs are the rows every arm runs.
+    let gflop = setup.arms.first().and_then(|a| {
+        speed::gflop_per_decision(bundle, &setup.built.tokens_per_row, &a.host.shapes, plan.batch)
+    });
     let report = speed::report_measured(&measured, &files.raw, gflop);
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();

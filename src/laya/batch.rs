@@ -28,6 +28,22 @@ pub struct ShapeCaps {
     pub mode: ShapeMode,
 }
 
+impl ShapeCaps {
+    /// The graph length a forward whose longest row has `length` tokens runs at (what
+    /// [`super::host::Host::pack`] pads to): the fixed length, the first enumerated length that
+    /// holds it, or the next multiple of 16 from `min_length`; `None` when none holds it.
+    pub fn graph_length(&self, length: usize) -> Option<usize> {
+        if length > self.max_length {
+            return None;
+        }
+        match &self.mode {
+            ShapeMode::Enumerated(lengths) => lengths.iter().copied().find(|&n| n >= length),
+            ShapeMode::Range => Some(self.max_length.min(self.min_length.max(length.div_ceil(16) * 16))),
+            ShapeMode::Fixed => Some(self.max_length),
+        }
+    }
+}
+
 /// One packed batch in graph shape: `B` rows of length `L` with `K` marker slots.
 ///
 /// Row-major flat arrays, exactly the int32 arrays of the reference's `collate_items`.

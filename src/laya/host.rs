@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::batch::{BackendError, Forward, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use super::batch::{BackendError, Forward, ForwardOutput, PreparedBatch, ShapeCaps};
 use super::config::{AgentConfig, OptionLayout};
 use super::decode::{decode_answer, softmax_f32, Answer, MinConfidence, Temperatures};
 use super::prompt::{build_head, build_row, encode_question, Head, OptionStats, Row};
@@ -430,15 +430,9 @@ impl<'t> Host<'t> {
                 "Question exceeds the exported max_options; convert with a larger value".into(),
             ));
         }
-        let length = match &shapes.mode {
-            ShapeMode::Enumerated(lengths) => {
-                lengths.iter().copied().find(|&n| n >= length).ok_or_else(|| {
-                    HostError::Shape(format!("Input has {length} tokens, but no exported length holds it"))
-                })?
-            }
-            ShapeMode::Range => limit.min(shapes.min_length.max(length.div_ceil(16) * 16)),
-            ShapeMode::Fixed => limit,
-        };
+        let length = shapes.graph_length(length).ok_or_else(|| {
+            HostError::Shape(format!("Input has {length} tokens, but no exported length holds it"))
+        })?;
         let (b, k) = (shapes.batch_size, shapes.max_options);
         batch.reset(b, length, k, self.tokenizer.pad.id as i32, self.parallel);
         for (row, item) in chunk.iter().enumerate() {

@@ -52,9 +52,15 @@ pub struct ArmResult {
     /// Why there is no interval (fewer than two whole cycles).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_ratio_interval_missing_reason: Option<String>,
-    /// The ratio in words: `1.39× faster`, `0.92× = 8 % slower`.
+    /// The ratio in words, its interval deciding the direction ([`ratio_in_words`]):
+    /// `1.39× faster`, `0.92× = 8 % slower`, `1.03× (no clear difference)`.
     #[serde(default)]
     pub speed_ratio_words: String,
+    /// Which way the ratio goes as far as its interval shows ([`direction`]): `above` (faster),
+    /// `below` (slower), `no_clear_difference` (the interval contains 1), `no_interval`,
+    /// `no_ratio`. Absent in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_ratio_direction: Option<Direction>,
     /// Why this arm's times, rates and latencies are `null`: it made no call (the run stopped
     /// before its first block). Absent when it made calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,19 +103,83 @@ pub struct OutlierCall {
     pub duration_s: f64,
 }
 
-/// A speed ratio S = t(baseline) / t(arm) in words: `1.39× faster`, `0.92× = 8 % slower`,
-/// `1.00× (same speed)`.
-pub fn ratio_in_words(s: f64) -> String {
-    if !s.is_finite() {
-        return "no ratio (an arm made no call)".into();
+/// Which way a ratio against the baseline goes, as far as its interval shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// The whole interval is above 1 (the arm is faster).
+    Above,
+    /// The whole interval is below 1 (the arm is slower).
+    Below,
+    /// The interval contains 1: no direction is shown.
+    NoClearDifference,
+    /// There is no interval (too few whole cycles to resample): no direction is claimed.
+    NoInterval,
+    /// There is no finite ratio (an arm made no call).
+    NoRatio,
+}
+
+/// The direction a ratio may be read in: above or below 1 only when its whole interval is on
+/// that side (an end exactly at 1 counts as containing it); without an interval, none.
+pub fn direction(ratio: f64, interval: Option<&Interval>) -> Direction {
+    if !ratio.is_finite() {
+        return Direction::NoRatio;
     }
+    match interval {
+        None => Direction::NoInterval,
+        Some(iv) if iv.low > 1.0 => Direction::Above,
+        Some(iv) if iv.high < 1.0 => Direction::Below,
+        Some(_) => Direction::NoClearDifference,
+    }
+}
+
+/// A speed ratio S = t(baseline) / t(arm) in words, with its interval deciding the direction
+/// ([`direction`]): `1.39× faster` and `0.92× = 8 % slower` only when the whole interval is on
+/// that side of 1, `1.03× (no clear difference)` when it contains 1, `1.03× (no interval, no
+/// direction claimed)` without one. A difference that rounds to 1.00 gets a third decimal
+/// (`1.004× faster`, `0.996× = 0.4 % slower`).
+pub fn ratio_in_words(s: f64, interval: Option<&Interval>) -> String {
     let pct = (s - 1.0).abs() * 100.0;
-    if pct < 0.5 {
-        format!("{s:.2}× (same speed)")
-    } else if s > 1.0 {
-        format!("{s:.2}× faster")
+    match direction(s, interval) {
+        Direction::NoRatio => "no ratio (an arm made no call)".into(),
+        Direction::NoInterval => format!("{s:.2}× (no interval, no direction claimed)"),
+        Direction::NoClearDifference => format!("{s:.2}× (no clear difference)"),
+        Direction::Above if pct < 0.5 => format!("{s:.3}× faster"),
+        Direction::Above => format!("{s:.2}× faster"),
+        Direction::Below if pct < 0.5 => format!("{s:.3}× = {pct:.1} % slower"),
+        Direction::Below => format!("{s:.2}× = {pct:.0} % slower"),
+    }
+}
+
+impl Direction {
+    /// The name the JSON report and the CSV export use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Above => "above",
+            Direction::Below => "below",
+            Direction::NoClearDifference => "no_clear_difference",
+            Direction::NoInterval => "no_interval",
+            Direction::NoRatio => "no_ratio",
+        }
+    }
+}
+
+/// The wording rule printed under the table.
+pub const WORDS_RULE: &str = "A ratio reads faster or slower only when its whole interval is on that side of 1; one whose interval contains 1 reads \"no clear difference\", and one without an interval claims no direction.";
+
+/// What the bracket beside each ratio is, for a bootstrap over `cycles` whole cycles: a 95 %
+/// interval when `level_named`, else the range of its few possible resamples.
+fn interval_note(cycles: usize, level_named: bool) -> String {
+    use crate::summary::bootstrap::{distinct_resamples, interval_name};
+    let method = "a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0)";
+    if level_named {
+        format!("The 95 % CI is {method}.")
     } else {
-        format!("{s:.2}× = {pct:.0} % slower")
+        format!(
+            "The bracket is {method}, but {cycles} whole cycles have only {:.0} distinct resamples: it is the {}.",
+            distinct_resamples(cycles),
+            interval_name(cycles, 0.95)
+        )
     }
 }
 
@@ -188,7 +258,15 @@ impl SpeedReport {
                 String::new()
             }
         ));
-        out.push_str("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P90 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | vs baseline (95 % CI) | GFLOP/s | Unstable |\n");
+        let cycles = self.resampled_cycles();
+        let level_named = crate::summary::bootstrap::names_a_level_interval(cycles);
+        let any_interval = self.arms.iter().any(|a| a.speed_ratio_interval.is_some());
+        let column = if level_named || !any_interval {
+            "vs baseline (95 % CI)"
+        } else {
+            "vs baseline [resample range]"
+        };
+        out.push_str(&format!("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P90 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | {column} | GFLOP/s | Unstable |\n"));
         out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
         for (i, a) in self.arms.iter().enumerate() {
             let relative = if i == 0 {
@@ -199,8 +277,9 @@ impl SpeedReport {
                 let ci = a
                     .speed_ratio_interval
                     .map(|iv| format!(" [{:.2}, {:.2}]", iv.low, iv.high))
-                    .unwrap_or_else(|| " (no CI)".into());
-                format!("{}{ci}", ratio_in_words(a.speed_ratio_vs_baseline))
+                    .unwrap_or_default();
+                let words = ratio_in_words(a.speed_ratio_vs_baseline, a.speed_ratio_interval.as_ref());
+                format!("{words}{ci}")
             };
             out.push_str(&format!(
                 "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {} | {} | {} | {} |\n",
@@ -219,7 +298,10 @@ impl SpeedReport {
                 a.unstable_calls
             ));
         }
-        out.push_str("\nvs baseline = S = t(baseline) / t(arm), t = total block time / decisions (interval means of all completed work); above 1 is faster. The 95 % CI is a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0).\n");
+        out.push_str(&format!(
+            "\nvs baseline = S = t(baseline) / t(arm), t = total block time / decisions (interval means of all completed work); above 1 is faster. {WORDS_RULE} {}\n",
+            interval_note(cycles, level_named || !any_interval)
+        ));
         if let Some(reason) = self.arms.iter().find_map(|a| a.speed_ratio_interval_missing_reason.as_ref()) {
             out.push_str(&format!("No CI: {reason}.\n"));
         }
@@ -234,14 +316,20 @@ impl SpeedReport {
         out
     }
 
+    /// The whole balanced cycles the ratio's interval resamples: an interrupted run's whole
+    /// cycles, else the plan's.
+    pub fn resampled_cycles(&self) -> usize {
+        self.whole_cycles.unwrap_or(self.plan.cycles)
+    }
+
     /// One CSV row per arm.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to,decisions,round_trip_mean_s\n",
+            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to,decisions,round_trip_mean_s,speed_ratio_direction\n",
         );
         for a in &self.arms {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 csv_field(&a.arm.name),
                 csv_field(&a.arm.spec),
                 csv_field(&a.arm.precision),
@@ -266,7 +354,8 @@ impl SpeedReport {
                 a.outliers.len(),
                 csv_field(a.identical_to.as_deref().unwrap_or("")),
                 a.decisions,
-                a.round_trip_mean_s.map(|x| x.to_string()).unwrap_or_default()
+                a.round_trip_mean_s.map(|x| x.to_string()).unwrap_or_default(),
+                direction(a.speed_ratio_vs_baseline, a.speed_ratio_interval.as_ref()).as_str()
             ));
         }
         out
@@ -277,12 +366,62 @@ impl SpeedReport {
 mod tests {
     use super::*;
 
+    fn iv(low: f64, high: f64) -> Interval {
+        Interval { low, high, valid_resamples: 10_000 }
+    }
+
     #[test]
-    fn ratios_read_in_words() {
-        assert_eq!(ratio_in_words(1.3912), "1.39× faster");
-        assert_eq!(ratio_in_words(0.917), "0.92× = 8 % slower");
-        assert_eq!(ratio_in_words(1.002), "1.00× (same speed)");
-        assert_eq!(ratio_in_words(0.5), "0.50× = 50 % slower");
-        assert!(ratio_in_words(f64::NAN).starts_with("no ratio"));
+    fn ratios_read_in_words_when_the_whole_interval_is_on_one_side() {
+        assert_eq!(ratio_in_words(1.3912, Some(&iv(1.2, 1.5))), "1.39× faster");
+        assert_eq!(ratio_in_words(0.917, Some(&iv(0.9, 0.95))), "0.92× = 8 % slower");
+        assert_eq!(ratio_in_words(0.5, Some(&iv(0.4, 0.6))), "0.50× = 50 % slower");
+        // A clear but small difference keeps a third decimal instead of reading 1.00×.
+        assert_eq!(ratio_in_words(1.004, Some(&iv(1.001, 1.006))), "1.004× faster");
+        assert_eq!(ratio_in_words(0.996, Some(&iv(0.994, 0.999))), "0.996× = 0.4 % slower");
+        assert_eq!(direction(1.3912, Some(&iv(1.2, 1.5))), Direction::Above);
+        assert_eq!(direction(0.917, Some(&iv(0.9, 0.95))), Direction::Below);
+    }
+
+    /// Issue 48: `f16 1.03× faster [0.93, 1.12]` and `bf16 0.97× = 3 % slower [0.82, 1.05]`
+    /// both had intervals containing 1.
+    #[test]
+    fn a_ratio_whose_interval_contains_1_is_neither_faster_nor_slower() {
+        assert_eq!(ratio_in_words(1.03, Some(&iv(0.93, 1.12))), "1.03× (no clear difference)");
+        assert_eq!(ratio_in_words(0.97, Some(&iv(0.82, 1.05))), "0.97× (no clear difference)");
+        assert_eq!(ratio_in_words(1.002, Some(&iv(0.99, 1.01))), "1.00× (no clear difference)");
+        // An end exactly at 1 contains it.
+        assert_eq!(direction(1.2, Some(&iv(1.0, 1.4))), Direction::NoClearDifference);
+        assert_eq!(direction(0.8, Some(&iv(0.6, 1.0))), Direction::NoClearDifference);
+    }
+
+    #[test]
+    fn a_ratio_without_an_interval_claims_no_direction() {
+        assert_eq!(ratio_in_words(1.39, None), "1.39× (no interval, no direction claimed)");
+        assert_eq!(ratio_in_words(0.5, None), "0.50× (no interval, no direction claimed)");
+        assert_eq!(direction(0.5, None), Direction::NoInterval);
+        assert!(ratio_in_words(f64::NAN, Some(&iv(0.9, 1.1))).starts_with("no ratio"));
+        assert_eq!(direction(f64::INFINITY, None), Direction::NoRatio);
+    }
+
+    #[test]
+    fn directions_serialize_as_the_csv_writes_them() {
+        for d in [
+            Direction::Above,
+            Direction::Below,
+            Direction::NoClearDifference,
+            Direction::NoInterval,
+            Direction::NoRatio,
+        ] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+    }
+
+    #[test]
+    fn the_bracket_is_named_by_its_distinct_resamples() {
+        assert_eq!(
+            interval_note(3, false),
+            "The bracket is a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0), but 3 whole cycles have only 10 distinct resamples: it is the range of 10 possible resamples, not a 95 % interval."
+        );
+        assert!(interval_note(10, true).starts_with("The 95 % CI is a seeded percentile bootstrap"));
     }
 }

@@ -602,10 +602,12 @@ impl RunSummary {
     fn table_markdown(&self, level: f64) -> String {
         let mut out = String::new();
         let pct = format!("{:.0} %", level * 100.0);
-        let intervals = if self.bootstrap_missing_reason.is_none() {
-            format!("; [{pct} bootstrap interval]")
-        } else {
-            "; no intervals (see below)".to_string()
+        let few =
+            self.bootstrap.as_ref().filter(|b| !crate::summary::bootstrap::names_a_level_interval(b.cycles));
+        let intervals = match (&self.bootstrap_missing_reason, few) {
+            (None, Some(b)) => format!("; [{}]", crate::summary::bootstrap::interval_name(b.cycles, level)),
+            (None, None) => format!("; [{pct} bootstrap interval]"),
+            (Some(_), _) => "; no intervals (see below)".to_string(),
         };
         out.push_str(&format!("### Results (baseline `{}`{intervals})\n\n", self.baseline));
         out.push_str("| metric |");

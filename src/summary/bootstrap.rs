@@ -106,6 +106,30 @@ pub fn distinct_resamples(n: usize) -> f64 {
     (0..n).fold(1.0, |acc, k| acc * (n + k) as f64 / (k + 1) as f64)
 }
 
+/// Fewest distinct resamples whose percentile interval is called a 95 % (or `level`) interval.
+/// Below it the 2.5th and 97.5th percentiles of 10,000 draws are little more than the extremes of
+/// a handful of possible values: 2 whole cycles give 3, 3 give 10, 4 give 35
+/// ([`distinct_resamples`]), so from 4 cycles on the name holds.
+pub const MIN_DISTINCT_RESAMPLES: f64 = 20.0;
+
+/// Whether the bootstrap of `cycles` whole cycles has enough distinct resamples
+/// ([`MIN_DISTINCT_RESAMPLES`]) for its percentile interval to be called a `level` interval.
+pub fn names_a_level_interval(cycles: usize) -> bool {
+    distinct_resamples(cycles) >= MIN_DISTINCT_RESAMPLES
+}
+
+/// What the percentile interval of a bootstrap over `cycles` whole cycles is, in words:
+/// `95 % interval`, or, with fewer than [`MIN_DISTINCT_RESAMPLES`] distinct resamples,
+/// `range of 10 possible resamples, not a 95 % interval`.
+pub fn interval_name(cycles: usize, level: f64) -> String {
+    let pct = level * 100.0;
+    if names_a_level_interval(cycles) {
+        format!("{pct:.0} % interval")
+    } else {
+        format!("range of {:.0} possible resamples, not a {pct:.0} % interval", distinct_resamples(cycles))
+    }
+}
+
 /// Every resample's figures: `out[arm][quantity]` holds one value per valid resample.
 pub fn resample(table: &CycleTable, resamples: usize, seed: u64) -> Vec<[Vec<f64>; 7]> {
     let n = table.cycles.len();
@@ -319,5 +343,25 @@ mod tests {
         assert_eq!(distinct_resamples(1), 1.0);
         assert_eq!(distinct_resamples(2), 3.0);
         assert_eq!(distinct_resamples(3), 10.0);
+        // C(7, 4) = 7·6·5 / 3! = 35; C(9, 5) = 126; C(19, 10) = 92,378.
+        assert_eq!(distinct_resamples(4), 35.0);
+        assert_eq!(distinct_resamples(5), 126.0);
+        assert_eq!(distinct_resamples(10), 92_378.0);
+    }
+
+    /// The multisets of 2 cycles {a, b} drawn 2 at a time are aa, ab, bb: 3; of 3 cycles, 3 of a
+    /// kind (3) + a pair and one other (3 × 2 = 6) + one of each (1) = 10. Both are below 20;
+    /// 4 cycles (35) are not.
+    #[test]
+    fn an_interval_from_fewer_than_20_distinct_resamples_is_not_called_95_percent() {
+        assert!(!names_a_level_interval(1));
+        assert!(!names_a_level_interval(2));
+        assert!(!names_a_level_interval(3));
+        assert!(names_a_level_interval(4));
+        assert!(names_a_level_interval(10));
+        assert_eq!(interval_name(2, 0.95), "range of 3 possible resamples, not a 95 % interval");
+        assert_eq!(interval_name(3, 0.95), "range of 10 possible resamples, not a 95 % interval");
+        assert_eq!(interval_name(4, 0.95), "95 % interval");
+        assert_eq!(interval_name(10, 0.9), "90 % interval");
     }
 }

@@ -5,6 +5,8 @@
 
 use crate::report::summary::{ArmClaim, ArmSummary, Claim, Gate, Interval};
 
+use super::bootstrap;
+
 /// The rule in words, as the report prints it.
 pub const CLAIM_RULE: &str = "A target energy gain is reached only if the LOWER bound of the bootstrap interval of S × R is at least the target, the latency gate passes (the arm's P50 and P95 latency are no higher than the baseline's) and the stability gate passes (every call of the arm and the baseline reproduced its warm-up result, and the record passed its audit). Otherwise the measured ratio and its interval are reported. Idle-subtracted gains have a different boundary and never decide a claim.";
 
@@ -43,15 +45,28 @@ pub fn stability_gate(base: &ArmSummary, arm: &ArmSummary, audit_passed: bool) -
     }
 }
 
-fn interval_text(i: Option<&Interval>, level: f64) -> String {
+/// An interval from a bootstrap over `cycles` whole cycles in words: `95 % interval 9.800–11.000`,
+/// or, with too few distinct resamples to be called that ([`bootstrap::interval_name`]),
+/// `3.189–3.189, the range of 10 possible resamples, not a 95 % interval`.
+fn interval_text(i: Option<&Interval>, level: f64, cycles: usize) -> String {
     match i {
-        Some(i) => format!("{:.0} % interval {:.3}–{:.3}", level * 100.0, i.low, i.high),
+        Some(i) if bootstrap::names_a_level_interval(cycles) => {
+            format!("{:.0} % interval {:.3}–{:.3}", level * 100.0, i.low, i.high)
+        }
+        Some(i) => format!("{:.3}–{:.3}, the {}", i.low, i.high, bootstrap::interval_name(cycles, level)),
         None => "no interval".into(),
     }
 }
 
-/// Apply the rule to one arm.
-pub fn judge(target: f64, base: &ArmSummary, arm: &ArmSummary, audit_passed: bool, level: f64) -> ArmClaim {
+/// Apply the rule to one arm whose intervals resample `cycles` whole cycles.
+pub fn judge(
+    target: f64,
+    base: &ArmSummary,
+    arm: &ArmSummary,
+    audit_passed: bool,
+    level: f64,
+    cycles: usize,
+) -> ArmClaim {
     let gain = arm.vs_baseline.energy_gain;
     let interval = arm.intervals.energy_gain;
     let lower_bound_reaches_target = interval.is_some_and(|i| i.low >= target);
@@ -59,7 +74,9 @@ pub fn judge(target: f64, base: &ArmSummary, arm: &ArmSummary, audit_passed: boo
     let stability = stability_gate(base, arm, audit_passed);
     let reached = lower_bound_reaches_target && latency.passed && stability.passed;
     let measured = match gain {
-        Some(g) => format!("measured energy gain {g:.3}× ({})", interval_text(interval.as_ref(), level)),
+        Some(g) => {
+            format!("measured energy gain {g:.3}× ({})", interval_text(interval.as_ref(), level, cycles))
+        }
         None => format!(
             "no energy gain: {}",
             arm.vs_baseline
@@ -93,7 +110,7 @@ pub fn judge(target: f64, base: &ArmSummary, arm: &ArmSummary, audit_passed: boo
     let statement = match idle {
         Some(g) => format!(
             "{statement} Idle-subtracted energy gain {g:.3}× ({}) is a different boundary (energy above idle) and is not a whole-system claim.",
-            interval_text(idle_interval.as_ref(), level)
+            interval_text(idle_interval.as_ref(), level, cycles)
         ),
         None => statement,
     };
@@ -111,8 +128,15 @@ pub fn judge(target: f64, base: &ArmSummary, arm: &ArmSummary, audit_passed: boo
     }
 }
 
-/// The claim rule over every non-baseline arm.
-pub fn claim(target: f64, arms: &[ArmSummary], baseline: usize, audit_passed: bool, level: f64) -> Claim {
+/// The claim rule over every non-baseline arm, its intervals resampling `cycles` whole cycles.
+pub fn claim(
+    target: f64,
+    arms: &[ArmSummary],
+    baseline: usize,
+    audit_passed: bool,
+    level: f64,
+    cycles: usize,
+) -> Claim {
     let base = &arms[baseline];
     Claim {
         target,
@@ -121,7 +145,7 @@ pub fn claim(target: f64, arms: &[ArmSummary], baseline: usize, audit_passed: bo
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != baseline)
-            .map(|(_, a)| judge(target, base, a, audit_passed, level))
+            .map(|(_, a)| judge(target, base, a, audit_passed, level, cycles))
             .collect(),
     }
 }
@@ -170,26 +194,45 @@ mod tests {
     fn only_the_lower_bound_decides() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
         // Point estimate above the target, lower bound below: not reached.
-        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95);
+        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 10);
         assert!(!c.reached && !c.lower_bound_reaches_target);
         assert!(c.statement.contains("not reached: measured energy gain 10.500×"), "{}", c.statement);
         assert!(c.statement.contains("95 % interval 9.800–11.000"), "{}", c.statement);
         assert!(c.statement.contains("lower bound 9.800 is below 10"), "{}", c.statement);
         // Lower bound exactly at the target: reached.
-        let c = judge(10.0, &base, &arm("a", 12.0, 10.0, 14.0, 5.0, 0), true, 0.95);
+        let c = judge(10.0, &base, &arm("a", 12.0, 10.0, 14.0, 5.0, 0), true, 0.95, 10);
         assert!(c.reached, "{}", c.statement);
         assert!(c.statement.starts_with("10× REACHED"));
+    }
+
+    /// From 3 cycles the bootstrap has 10 distinct resamples: the claim names the range for
+    /// what it is; its verdict is the same.
+    #[test]
+    fn an_interval_from_few_resamples_is_not_called_95_percent() {
+        let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
+        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 3);
+        assert!(!c.reached);
+        assert!(
+            c.statement.contains(
+                "measured energy gain 10.500× (9.800–11.000, the range of 10 possible resamples, not a 95 % interval)"
+            ),
+            "{}",
+            c.statement
+        );
+        assert!(!c.statement.contains("95 % interval 9.800"), "{}", c.statement);
+        let four = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 4);
+        assert!(four.statement.contains("95 % interval 9.800–11.000"), "{}", four.statement);
     }
 
     #[test]
     fn the_gates_can_refuse_a_reached_bound() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
-        let slow = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 8.0, 0), true, 0.95);
+        let slow = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 8.0, 0), true, 0.95, 10);
         assert!(slow.lower_bound_reaches_target && !slow.latency_gate.passed && !slow.reached);
         assert!(slow.statement.contains("latency gate failed"));
-        let unstable = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 1), true, 0.95);
+        let unstable = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 1), true, 0.95, 10);
         assert!(!unstable.stability_gate.passed && !unstable.reached);
-        let audit = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 0), false, 0.95);
+        let audit = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 0), false, 0.95, 10);
         assert!(!audit.reached && audit.stability_gate.detail.contains("audit FAILED"));
     }
 
@@ -197,11 +240,11 @@ mod tests {
     fn idle_subtracted_gains_are_labelled_and_never_decide() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
         // Idle-subtracted gain 15 ≥ 10, whole-system interval below: still not reached.
-        let c = judge(10.0, &base, &arm("a", 10.0, 9.0, 11.0, 5.0, 0), true, 0.95);
+        let c = judge(10.0, &base, &arm("a", 10.0, 9.0, 11.0, 5.0, 0), true, 0.95, 10);
         assert!(!c.reached);
         assert_eq!(c.idle_subtracted_energy_gain, Some(15.0));
         assert!(c.statement.contains("different boundary"), "{}", c.statement);
-        let all = claim(10.0, &[base.clone(), arm("a", 3.0, 2.0, 4.0, 5.0, 0)], 0, true, 0.95);
+        let all = claim(10.0, &[base.clone(), arm("a", 3.0, 2.0, 4.0, 5.0, 0)], 0, true, 0.95, 10);
         assert_eq!(all.arms.len(), 1);
         assert_eq!(all.arms[0].arm, "a");
     }

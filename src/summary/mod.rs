@@ -357,7 +357,8 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         );
     } else if let Some(target) = opts.target {
         let passed = audit.checks.iter().all(|c| c.outcome != CheckOutcome::Fail);
-        summary.claim = Some(claim::claim(target, &summary.arms, baseline, passed, opts.level));
+        let cycles = summary.bootstrap.as_ref().map_or(summary.plan.cycles, |b| b.cycles);
+        summary.claim = Some(claim::claim(target, &summary.arms, baseline, passed, opts.level, cycles));
     }
     Ok(summary)
 }

@@ -135,3 +135,23 @@ fn bad_inputs_exit_2_and_say_what_to_do() {
     assert_exit_2(&["--model", "/no/such/checkpoint"], "/no/such/checkpoint: does not exist");
     assert_exit_2(&["--length", "99999999999"], "smaller length");
 }
+
+/// `--workload` counts every question row of `speed`'s workload at --length (issue 48, item 4):
+/// the invoice workload is one row per decision (the one-row figure), support.json 2 (3 rows
+/// and 1 row over its 2 requests); without it the document has no `workload`.
+#[test]
+fn a_workload_counts_every_row_its_requests_run() {
+    let support = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/requests/support.json");
+    let r = bounds_json(&["--model", "builtin:tiny", "--workload", support]);
+    assert_eq!(r["workload"]["requests"], 2);
+    assert_eq!(r["workload"]["rows_per_decision"], 2.0);
+    assert_eq!(r["workload"]["length_tokens"], 96);
+    assert_eq!(r["flop_per_decision"]["with_scorer_and_action_head_flop"], 60_070_912u64);
+    assert_close(&r, "workload.with_scorer_and_action_head_gflop", 0.120_141_824, 1e-12);
+    assert_close(&r, "workload.gflop", 2.0 * 0.059_768_832, 1e-12);
+    let i = bounds_json(&["--model", "builtin:tiny", "--workload", "invoice"]);
+    assert_eq!(i["workload"]["rows_per_decision"], 1.0);
+    assert_close(&i, "workload.with_scorer_and_action_head_gflop", 0.060_070_912, 1e-12);
+    assert!(bounds_json(&["--model", "builtin:tiny"]).get("workload").is_none());
+    assert_exit_2(&["--model", "builtin:tiny", "--tokens", "50"], "--workload");
+}

@@ -338,10 +338,16 @@ fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
     );
     assert_exit(&o, 0, "");
     let out = crate::common::stdout(&o);
+    // 3 cycles give 10 distinct resamples: the bracket is their range, not a 95 % interval,
+    // and too few cycles for a claim (issue 48).
     assert!(
-        out.contains("Mean ± σ [ms]") && out.contains("P90 [ms]") && out.contains("vs baseline (95 % CI)"),
+        out.contains("Mean ± σ [ms]")
+            && out.contains("P90 [ms]")
+            && out.contains("vs baseline [resample range]"),
         "{out}"
     );
+    assert!(out.contains("it is the range of 10 possible resamples, not a 95 % interval."), "{out}");
+    assert!(out.contains("WARNING: only 3 whole balanced cycles") && out.contains("--cycles 10"), "{out}");
     assert!(out.contains("% slower ["), "the slow arm's ratio in words with its interval: {out}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
     let slow = &report["arms"][1];
@@ -354,6 +360,7 @@ fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
     assert!(slow["latency"]["std_s"].as_f64().unwrap() >= 0.0);
     assert!(slow["latency"]["p90_s"].as_f64().unwrap() >= slow["latency"]["p50_s"].as_f64().unwrap());
     assert!(slow["speed_ratio_words"].as_str().unwrap().ends_with("% slower"));
+    assert_eq!(slow["speed_ratio_direction"], "below");
     // One cycle: no interval, and the reason.
     let o = laya_bench(
         d,
@@ -373,11 +380,92 @@ fn the_speed_table_gives_spread_percentiles_and_ratio_intervals_in_words() {
         ],
     );
     assert_exit(&o, 0, "");
-    assert!(
-        crate::common::stdout(&o).contains("No CI: 1 whole balanced cycle"),
-        "{}",
-        crate::common::stdout(&o)
+    let out = crate::common::stdout(&o);
+    assert!(out.contains("No CI: 1 whole balanced cycle"), "{out}");
+    // Without an interval no direction is claimed.
+    assert!(out.contains("× (no interval, no direction claimed) |"), "{out}");
+}
+
+/// The `vs baseline` cell of arm `name` in a Markdown table.
+fn ratio_cell<'a>(table: &'a str, name: &str) -> &'a str {
+    let row =
+        table.lines().find(|l| l.starts_with(&format!("| `{name}` |"))).unwrap_or_else(|| panic!("{table}"));
+    row.split(" | ").nth(8).unwrap()
+}
+
+/// Issue 48, item 3: a ratio whose interval contains 1 reads "no clear difference" in every
+/// table (terminal, Markdown export, CSV export, JSON), never faster or slower; faster or slower
+/// only when the whole interval is on one side. Two arms of the same mock: whatever the
+/// machine's noise makes of their ratio, each output agrees with the interval. Then the same
+/// report with the ratio and interval of the issue (1.03× [0.93, 1.12]) is rendered again.
+#[test]
+fn no_table_says_faster_or_slower_when_the_interval_contains_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--no-progress",
+            "--arm",
+            "a=mock:ok:delay-us=300",
+            "--arm",
+            "b=mock:ok:delay-us=300",
+            "--calls",
+            "10",
+            "--cycles",
+            "3",
+            "--warmup",
+            "1",
+            "--raw",
+            "r.raw.jsonl",
+            "--export-markdown",
+            "r.md",
+            "--export-csv",
+            "r.csv",
+        ],
     );
+    assert_exit(&o, 0, "");
+    let out = crate::common::stdout(&o);
+    let md = std::fs::read_to_string(d.join("r.md")).unwrap();
+    let csv = std::fs::read_to_string(d.join("r.csv")).unwrap();
+    let text = std::fs::read_to_string(d.join("r.json")).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let b = &report["arms"][1];
+    let (low, high) = (
+        b["speed_ratio_interval"]["low"].as_f64().unwrap(),
+        b["speed_ratio_interval"]["high"].as_f64().unwrap(),
+    );
+    let (words, direction) = match () {
+        _ if low > 1.0 => ("faster", "above"),
+        _ if high < 1.0 => ("slower", "below"),
+        _ => ("(no clear difference)", "no_clear_difference"),
+    };
+    for table in [&out, &md] {
+        let cell = ratio_cell(table, "b");
+        assert!(cell.contains(words), "[{low}, {high}] but {cell:?}");
+        if direction == "no_clear_difference" {
+            assert!(!cell.contains("faster") && !cell.contains("slower"), "{cell:?}");
+        }
+    }
+    assert_eq!(b["speed_ratio_direction"], direction);
+    assert!(b["speed_ratio_words"].as_str().unwrap().contains(words), "{b}");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "speed_ratio_direction").unwrap();
+    assert_eq!(csv.lines().nth(2).unwrap().split(',').nth(col), Some(direction), "{csv}");
+    // The issue's numbers, rendered by the same report: every table says no clear difference.
+    let mut edited = report.clone();
+    edited["arms"][1]["speed_ratio_vs_baseline"] = serde_json::json!(1.03);
+    edited["arms"][1]["speed_ratio_interval"]["low"] = serde_json::json!(0.93);
+    edited["arms"][1]["speed_ratio_interval"]["high"] = serde_json::json!(1.12);
+    let r: laya_bench::report::speed::SpeedReport = serde_json::from_value(edited).unwrap();
+    let md = r.to_markdown();
+    assert_eq!(ratio_cell(&md, "b"), "1.03× (no clear difference) [0.93, 1.12]");
+    for line in md.lines().filter(|l| l.starts_with("| `")) {
+        assert!(!line.contains("faster") && !line.contains("slower"), "{line}");
+    }
+    let csv = r.to_csv();
+    assert_eq!(csv.lines().nth(2).unwrap().split(',').nth(col), Some("no_clear_difference"), "{csv}");
 }
 
 /// No output replaces what the run reads: the report named after the raw record is the workload
@@ -486,4 +574,50 @@ fn warnings_appear_once_where_stdout_and_stderr_are_one_log() {
     let text = std::fs::read_to_string(dir.path().join("both.log")).unwrap();
     let warning = format!("WARNING: arm `w8` (portable:w8) {identical}");
     assert_eq!(text.matches(&warning).count(), 1, "{text}");
+}
+
+/// Issue 48, item 4: the FLOP per decision counts every question row a request runs.
+/// support.json's requests run 3 and 1 rows on builtin:tiny, each padded to --length 96 with 32
+/// marker slots: 2 rows per decision × 60,070,912 FLOP per row (the arithmetic is in
+/// `bench::speed`'s unit test `gflop_per_decision_counts_every_row_a_request_runs`) =
+/// 0.120141824 GFLOP, twice the one-row invoice figure; `bounds --workload` says the same.
+#[test]
+fn gflop_per_decision_counts_the_rows_of_the_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let support = crate::common::fixture("fixtures/requests/support.json");
+    let support = support.to_str().unwrap();
+    let run = |workload: &str, name: &str| -> Value {
+        let raw = format!("{name}.raw.jsonl");
+        let args = [
+            "speed",
+            "--workload",
+            workload,
+            "--arm",
+            "base=portable:f32",
+            "--calls",
+            "2",
+            "--cycles",
+            "1",
+            "--warmup",
+            "1",
+            "--raw",
+            &raw,
+            "--no-progress",
+        ];
+        let o = laya_bench(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(format!("{name}.json"))).unwrap())
+            .unwrap()
+    };
+    let gflop = |r: &Value| r["arms"][0]["gflop_per_decision"].as_f64().unwrap();
+    let support_report = run(support, "support");
+    assert!((gflop(&support_report) - 0.120_141_824).abs() < 1e-12, "{support_report}");
+    let invoice_report = run("invoice", "invoice");
+    assert!((gflop(&invoice_report) - 0.060_070_912).abs() < 1e-12, "{invoice_report}");
+    let o = laya_bench(dir.path(), &["bounds", "--model", "builtin:tiny", "--workload", support, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let b: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(b["workload"]["rows_per_decision"], 2.0);
+    assert_eq!(b["workload"]["with_scorer_and_action_head_gflop"].as_f64(), Some(gflop(&support_report)));
+    assert!((b["workload"]["gflop"].as_f64().unwrap() - 0.119_537_664).abs() < 1e-12, "{b}");
 }

@@ -103,6 +103,9 @@ fn an_energy_run_is_audited_and_its_figures_re_derived() {
     assert!(run.warnings.iter().any(|w| w.contains("only 2 balanced cycles")));
     let md = std::fs::read_to_string(d.join("s.md")).unwrap();
     assert!(md.contains("| energy gain S × R | 1.000 [1.000–1.000] |"), "{md}");
+    // 2 cycles give 3 distinct resamples: the brackets are named for what they are (issue 48).
+    assert!(md.contains("[range of 3 possible resamples, not a 95 % interval])"), "{md}");
+    assert!(!md.contains("95 % bootstrap interval"), "{md}");
     assert!(md.contains("| `active_energy` | pass |"));
     let csv = std::fs::read_to_string(d.join("s.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 8, "{csv}");
