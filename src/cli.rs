@@ -268,6 +268,13 @@ pub struct EnergyArgs {
     /// may also carry its unit (`61.39 W`, `61390 mW`); the raw record keeps the text as read.
     #[arg(long, allow_negative_numbers = true, value_name = "W|mW|uW")]
     pub sensor_unit: Option<String>,
+    /// What an `exec:` meter measures, recorded in the raw header and named on every power
+    /// and energy label: `whole-system`, `gpu-board`, `cpu-package`, `cpu-package-dram`,
+    /// `wall` (a meter at the socket) or `other:TEXT`. Without it an `exec:` meter's boundary
+    /// is unknown; pstr (whole system), rapl (CPU package) and nvml (GPU board) declare their
+    /// own.
+    #[arg(long, value_name = "BOUNDARY")]
+    pub boundary: Option<String>,
     /// Time between sensor reads (`500ms`, `2s`, `1m`; a plain number is seconds). Default:
     /// twice the driver's update period where the sensor measures one (NVML; kept within
     /// 10-500 ms), else 500ms.

@@ -20,7 +20,7 @@ use crate::energy::{Rules, Window};
 use crate::laya::bundle::Bundle;
 use crate::power::replay::{IterSource, ReplaySensor};
 use crate::power::sampler::{max_gap, Sample};
-use crate::power::{self, FaultKind, Sensor, SensorSpec};
+use crate::power::{self, FaultKind, PowerBoundary, Sensor, SensorSpec};
 use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Pace, Phase, Plan, RunEnd, Sampling};
 use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RATIO_RULE};
 use crate::report::provenance::Provenance;
@@ -57,6 +57,8 @@ pub struct EnergyFlags {
     pub rate: Option<f64>,
     /// Warm-up calls per arm.
     pub warmup: usize,
+    /// What an `exec:` meter measures, as `--boundary` declared it ([`declared_boundary`]).
+    pub boundary: Option<PowerBoundary>,
 }
 
 /// Every flag of the energy protocol, checked.
@@ -74,6 +76,8 @@ pub struct Settings {
     pub idle_discard: Duration,
     /// The settings as the raw header records them.
     pub info: EnergyPlanInfo,
+    /// The boundary `--boundary` declared for an `exec:` meter; `None`: the sensor's own.
+    pub boundary: Option<PowerBoundary>,
 }
 
 /// Check every energy flag before anything loads (exit 2).
@@ -126,17 +130,28 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         rate_hz: pace.map(|p| p.rate_hz),
         calls_per_block: pace.map(|p| p.calls_per_block(plan.block)),
     };
-    Ok(Settings { plan, interval, interval_given: f.sample_interval.is_some(), rules, idle_discard, info })
+    Ok(Settings {
+        plan,
+        interval,
+        interval_given: f.sample_interval.is_some(),
+        rules,
+        idle_discard,
+        info,
+        boundary: f.boundary.clone(),
+    })
 }
 
-/// A block or idle window needs samples inside it, not only interpolation from outside.
+/// A block or idle window needs samples inside it, not only interpolation from outside: the
+/// requested interval must leave [`crate::energy::sampling::MIN_SAMPLES_IN_WINDOW`] (what the
+/// meter really delivered is checked on the samples afterwards, `too_few_samples_in_block`).
 fn check_interval(interval: Duration, block: Duration, idle: Duration, name: &str) -> Result<(), BenchError> {
     for (what, span, flag) in
         [("block", block, "--seconds"), ("idle window after the discard", idle, "--idle-seconds")]
     {
-        if interval * 2 > span {
+        let min = crate::energy::sampling::MIN_SAMPLES_IN_WINDOW;
+        if interval * min as u32 > span {
             return Err(BenchError::Input(format!(
-                "{name} {interval:?} gives fewer than 2 samples in a {span:?} {what}; shorten --sample-interval or lengthen {flag}"
+                "{name} {interval:?} gives fewer than {min} samples in a {span:?} {what}; shorten --sample-interval or lengthen {flag}"
             )));
         }
     }
@@ -200,17 +215,34 @@ pub fn sensor_spec(sensor: Option<&str>, unit: Option<&str>) -> Result<Option<Se
     Ok(spec)
 }
 
-/// Open the sensor `spec` names, or the platform's default; exit 2 with every reason. Also
-/// says how it was chosen.
-fn open_sensor(
+/// `--boundary` as the boundary of an `exec:` meter (exit 2 for a value that names none, or
+/// for a sensor that declares its own: `pstr`, `rapl`, `nvml…`, or a replay, which keeps the
+/// replayed record's). `None` without the flag.
+pub fn declared_boundary(
     spec: Option<&SensorSpec>,
-    stream_timeout: Duration,
-) -> Result<(Box<dyn Sensor>, String), BenchError> {
+    boundary: Option<&str>,
+) -> Result<Option<PowerBoundary>, BenchError> {
+    let Some(text) = boundary else { return Ok(None) };
+    let b: PowerBoundary = text.parse().map_err(|e| BenchError::Input(format!("--boundary: {e}")))?;
+    match spec {
+        Some(SensorSpec::Exec { .. }) => Ok(Some(b)),
+        _ => Err(BenchError::Input(
+            "--boundary applies to exec: meters only (pstr, rapl and nvml declare their own boundary; a replay keeps the replayed record's)".into(),
+        )),
+    }
+}
+
+/// An opened sensor, how it was chosen, and the boundary a replayed record gives.
+type Opened = (Box<dyn Sensor>, String, Option<PowerBoundary>);
+
+/// Open the sensor `spec` names, or the platform's default; exit 2 with every reason. Also
+/// says how it was chosen and, for a replay, the boundary the replayed record gives.
+fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Opened, BenchError> {
     match spec {
         None => power::open_default(stream_timeout)
             .map(|s| {
                 let names: Vec<String> = power::default_specs().iter().map(|s| s.to_string()).collect();
-                (s, format!("sensor chosen by default (the first usable of {})", names.join(", ")))
+                (s, format!("sensor chosen by default (the first usable of {})", names.join(", ")), None)
             })
             .map_err(BenchError::input),
         Some(SensorSpec::Replay { path }) => {
@@ -225,9 +257,10 @@ fn open_sensor(
             }
             let source = IterSource(samples.into_iter().map(Ok::<Sample, String>));
             let sensor = ReplaySensor::new(path, Box::new(source), run.header.sensor.as_ref());
-            Ok((Box::new(sensor), "replayed samples: NOT A LIVE MEASUREMENT".into()))
+            let replayed = run.header.power_boundary();
+            Ok((Box::new(sensor), "replayed samples: NOT A LIVE MEASUREMENT".into(), Some(replayed)))
         }
-        Some(s) => power::open(s, stream_timeout).map(|x| (x, format!("sensor given: {s}"))).map_err(|e| {
+        Some(s) => power::open(s, stream_timeout).map(|x| (x, format!("sensor given: {s}"), None)).map_err(|e| {
             BenchError::Input(format!(
                 "--sensor {s}: {e}\n(`laya-bench doctor` lists every sensor and why it is or is not usable here)"
             ))
@@ -266,7 +299,7 @@ pub fn run(
 ) -> Result<EnergyOutcome, BenchError> {
     let RunIo { raw: raw_path, overwrite, stop } = io;
     let stream_timeout = max_gap(settings.interval);
-    let (mut sensor, choice) = open_sensor(sensor_spec, stream_timeout)?;
+    let (mut sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout)?;
     let settings = &match settings.for_sensor(sensor.update_period()) {
         Ok(s) => s,
         Err(e) => {
@@ -277,6 +310,10 @@ pub fn run(
     let mut header = record::header(input, bundle, setup, &settings.plan);
     let opened = sensor.info().clone();
     header.sensor = Some(opened.clone());
+    // Declared (`--boundary`), else the replayed record's, else the sensor kind's own.
+    header.power_boundary = Some(
+        settings.boundary.clone().or(replayed_boundary).unwrap_or_else(|| PowerBoundary::of_sensor(&opened)),
+    );
     header.energy = Some(settings.info.clone());
     let writer = match RawWriter::open(raw_path, overwrite) {
         Ok(w) => w,
@@ -372,7 +409,11 @@ pub fn run(
     let blocks: Vec<BlockSpan> = totals
         .blocks
         .iter()
-        .map(|b| BlockSpan { index: b.index, window: window(b.start_ns, b.end_ns) })
+        .map(|b| BlockSpan {
+            index: b.index,
+            window: window(b.start_ns, b.end_ns),
+            ended_early: b.ended_early,
+        })
         .collect();
     let idles: Vec<IdleSpan> = totals
         .idles
@@ -660,10 +701,14 @@ fn build_report(
         })
         .collect();
     let sensor = sampler.map(|s| s.sensor.clone()).unwrap_or_else(|| cx.opened.clone());
+    let boundary = header.power_boundary();
     let mut notes = vec![
         RATIO_RULE.to_string(),
         "t = Σ block wall time / decisions (all completed work); P = Σ block energy / Σ block time; E = P × t.".into(),
-        "Idle-subtracted energy = block energy − (mean of the two adjacent stable idle powers) × block time, kept with its sign. It has a different boundary from whole-system energy: a larger idle-subtracted gain does not mean the machine draws that much less.".into(),
+        format!(
+            "Idle-subtracted energy = block energy − (mean of the two adjacent stable idle powers) × block time, kept with its sign. It has a different boundary from {}: a larger idle-subtracted gain does not mean the measured boundary draws that much less.",
+            boundary.noun("energy")
+        ),
         "RSS is the whole process with every arm's model resident; it is not attributable to one backend.".into(),
         cx.choice.to_string(),
     ];
@@ -698,6 +743,7 @@ fn build_report(
         plan: header.plan.clone(),
         energy_plan: cx.energy_plan.clone(),
         sensor,
+        power_boundary: boundary,
         sampler: sampler.cloned(),
         sampler_cpu_fraction,
         series: verdict.series.clone(),
@@ -706,6 +752,7 @@ fn build_report(
         arms: out_arms,
         blocks,
         cross_check: if with_energy { verdict.cross_check.clone() } else { None },
+        sampling: verdict.sampling.clone(),
         stable: totals.unstable.iter().all(|&u| u == 0),
         whole_cycles: None,
         notes,

@@ -100,6 +100,7 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
         },
         sensor: None,
         energy: None,
+        power_boundary: None,
         measuring_thread: crate::report::host::prepare_measuring_thread(),
     }
 }

@@ -26,8 +26,13 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         max_watts: args.max_watts,
         rate: args.rate,
         warmup: common.warmup,
+        boundary: None,
     })?;
     let sensor = energy::sensor_spec(args.sensor.as_deref(), args.sensor_unit.as_deref())?;
+    let settings = energy::Settings {
+        boundary: energy::declared_boundary(sensor.as_ref(), args.boundary.as_deref())?,
+        ..settings
+    };
     let prepared = run_common::prepare(common, "energy")?;
     let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);

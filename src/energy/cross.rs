@@ -184,7 +184,10 @@ mod tests {
         .collect();
         let w0 = Window { start_s: 0.0, end_s: 2.0 };
         let w1 = Window { start_s: 2.0, end_s: 4.0 };
-        let blocks = [BlockSpan { index: 0, window: w0 }, BlockSpan { index: 1, window: w1 }];
+        let blocks = [
+            BlockSpan { index: 0, window: w0, ended_early: false },
+            BlockSpan { index: 1, window: w1, ended_early: false },
+        ];
         // The totals as the counter gives them: 200 J and 400 J; one block is said to be 210 J
         // to see the sign and the percentage.
         let totals = [block(0, w0, 210.0), block(1, w1, 400.0)];
@@ -214,7 +217,9 @@ mod tests {
         // The block runs past the last sample: the other channel cannot cover it.
         let samples = [sample(0, 0.0, 0.0, 50.0), sample(1, 1.0, 50.0, 50.0)];
         let w = Window { start_s: 0.5, end_s: 3.0 };
-        let c = check(&samples, &[BlockSpan { index: 0, window: w }], &[block(0, w, 125.0)]).unwrap();
+        let c =
+            check(&samples, &[BlockSpan { index: 0, window: w, ended_early: false }], &[block(0, w, 125.0)])
+                .unwrap();
         assert_eq!(c.blocks[0].other_j, None);
         assert!(c.blocks[0].missing_reason.as_deref().unwrap().starts_with("gpu0-power: "));
         assert_eq!(c.max_abs_difference_pct, None);

@@ -14,6 +14,10 @@
 //!   and no energy is computed), then per-block energies, per-arm aggregates (t, P, E = P × t,
 //!   idle-subtracted energy) and the ratios S, R and S × R against the baseline.
 //!
+//! - [`sampling`]: the sampling a run got: samples strictly inside each block and idle
+//!   window, the largest gap covering each, the realized interval (median, max) beside the
+//!   requested one, and the rejection of a block with too few samples inside it.
+//!
 //! Times are seconds on the run's monotonic clock (the sampler's receive times); nothing here
 //! reads a clock, a file or a sensor. [`run`] takes the sampler's plain `Sample` records as
 //! input data (the only use of `power` here).
@@ -24,6 +28,7 @@ pub mod idle;
 pub mod integrate;
 pub mod reject;
 pub mod run;
+pub mod sampling;
 
 pub use idle::{
     block_energy, block_idle_power_w, idle_power, idle_subtracted_energy_j, stable_idle_window, BlockEnergy,

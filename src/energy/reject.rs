@@ -241,6 +241,26 @@ pub enum Rejection {
         /// The cap.
         max_watts: f64,
     },
+    /// A block that ran to its end holds fewer samples strictly inside it than the minimum
+    /// ([`super::sampling::MIN_SAMPLES_IN_WINDOW`]): the meter delivered slower than requested.
+    TooFewSamplesInBlock {
+        /// Block index.
+        block: u32,
+        /// Block start, seconds.
+        start_s: f64,
+        /// Block end, seconds.
+        end_s: f64,
+        /// Samples received strictly inside the block.
+        samples: usize,
+        /// The minimum.
+        min_samples: usize,
+        /// The largest gap between consecutive samples covering the block, seconds.
+        max_gap_s: Option<f64>,
+        /// The sample before that gap.
+        gap_before: Option<SampleRef>,
+        /// The sample after that gap.
+        gap_after: Option<SampleRef>,
+    },
 }
 
 impl Rejection {
@@ -262,6 +282,7 @@ impl Rejection {
             Rejection::CounterOutOfRange { .. } => "counter_out_of_range",
             Rejection::CounterNotAdvancing { .. } => "counter_not_advancing",
             Rejection::CounterPowerAboveCap { .. } => "counter_power_above_cap",
+            Rejection::TooFewSamplesInBlock { .. } => "too_few_samples_in_block",
         }
     }
 }
@@ -285,6 +306,9 @@ impl Rejection {
             | Rejection::CounterPowerAboveCap { before, after, .. } => vec![*before, *after],
             Rejection::StartsAfterWindow { first, .. } => vec![*first],
             Rejection::EndsBeforeWindow { last, .. } => vec![*last],
+            Rejection::TooFewSamplesInBlock { gap_before, gap_after, .. } => {
+                gap_before.iter().chain(gap_after.iter()).copied().collect()
+            }
         }
     }
 }
@@ -372,6 +396,28 @@ impl fmt::Display for Rejection {
                 f,
                 "{before_j} J ({before}) to {after_j} J ({after}) implies {watts} W, above the {max_watts} W cap"
             ),
+            Rejection::TooFewSamplesInBlock {
+                block,
+                start_s,
+                end_s,
+                samples,
+                min_samples,
+                max_gap_s,
+                gap_before,
+                gap_after,
+            } => {
+                let noun = if *samples == 1 { "sample" } else { "samples" };
+                write!(
+                    f,
+                    "block {block} [{start_s:.3}, {end_s:.3}] s holds {samples} {noun} strictly inside it, fewer than the {min_samples} required"
+                )?;
+                match (max_gap_s, gap_before, gap_after) {
+                    (Some(g), Some(a), Some(b)) => {
+                        write!(f, "; the largest gap covering it is {g:.3} s, between {a} and {b}")
+                    }
+                    _ => Ok(()),
+                }
+            }
         }
     }
 }

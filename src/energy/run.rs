@@ -18,8 +18,9 @@ use super::idle::{block_energy, BlockEnergy, IdlePower};
 use super::integrate::{counter_delta_j, Series};
 use super::reject::{
     check_counter, check_counter_readings, check_power, check_power_readings, summarize, Observed, RawPoint,
-    Rejection, Rules, SeriesSummary,
+    Rejection, Rules, SampleRef, SeriesSummary,
 };
+use super::sampling::{self, CheckedBlock, SamplingAudit};
 use super::{CounterPoint, WattPoint, Window};
 use crate::power::sampler::{Sample, SampleOutcome};
 use crate::power::Measurement;
@@ -31,6 +32,10 @@ pub struct BlockSpan {
     pub index: u32,
     /// The block's window.
     pub window: Window,
+    /// Cut short (an interrupt, a sensor that stopped, a failed call): exempt from
+    /// `too_few_samples_in_block`, since it did not run the length the interval was checked
+    /// against.
+    pub ended_early: bool,
 }
 
 /// One idle window, on the run's clock in seconds.
@@ -142,12 +147,16 @@ pub struct RunEnergy {
     /// beside its total ([`super::cross`]); absent otherwise and when rejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_check: Option<super::cross::CrossCheck>,
+    /// The sampling the run got: samples inside each block and idle window, the realized
+    /// interval beside the requested one ([`super::sampling`]); also when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingAudit>,
 }
 
 impl RunEnergy {
     /// A run the rules rejected: no summary, no blocks, no cross-check.
     fn refused(series: SeriesKind, rejections: Vec<RejectionDetail>) -> Self {
-        RunEnergy { series, rejections, summary: None, blocks: vec![], cross_check: None }
+        RunEnergy { series, rejections, summary: None, blocks: vec![], cross_check: None, sampling: None }
     }
 
     /// Whether any rule rejected the run.
@@ -379,10 +388,38 @@ pub fn check_probes(probes: &[Sample], rules: &Rules) -> Vec<RejectionDetail> {
 /// block's energy and the cross-check of its total.
 pub fn analyze(input: &RunInput<'_>) -> RunEnergy {
     let mut verdict = judge(input);
+    verdict.sampling = Some(sampling_audit(input));
     if !verdict.rejected() {
         verdict.cross_check = super::cross::check(input.samples, input.blocks, &verdict.blocks);
     }
     verdict
+}
+
+/// The readings (faults left out) by sequence number and receive time, in the order received.
+fn reading_refs(samples: &[Sample]) -> Vec<SampleRef> {
+    samples
+        .iter()
+        .filter(|s| matches!(s.outcome, SampleOutcome::Reading(_)))
+        .map(|s| SampleRef { seq: s.seq, t_s: s.t_receive_s() })
+        .collect()
+}
+
+/// The sampling the run's readings give its blocks and idle windows.
+fn sampling_audit(input: &RunInput<'_>) -> SamplingAudit {
+    let times: Vec<f64> = reading_refs(input.samples).iter().map(|r| r.t_s).collect();
+    let blocks: Vec<(u32, Window)> = input.blocks.iter().map(|b| (b.index, b.window)).collect();
+    let idles: Vec<(u32, Window)> = input.idles.iter().map(|i| (i.index, i.window)).collect();
+    sampling::audit(&times, input.rules.sample_interval_s, &blocks, &idles, input.idle_discard_s)
+}
+
+/// `too_few_samples_in_block` on every block that ran to its end.
+fn check_block_sampling(input: &RunInput<'_>) -> Vec<Rejection> {
+    let blocks: Vec<CheckedBlock> = input
+        .blocks
+        .iter()
+        .map(|b| CheckedBlock { index: b.index, window: b.window, ended_early: b.ended_early })
+        .collect();
+    sampling::check_blocks(&reading_refs(input.samples), &blocks)
 }
 
 fn judge(input: &RunInput<'_>) -> RunEnergy {
@@ -392,6 +429,7 @@ fn judge(input: &RunInput<'_>) -> RunEnergy {
         SeriesKind::Power { .. } => {
             let points = power_points(input.samples);
             details(input.samples, check_power(&points, input.span, &input.rules), None, &mut rejections);
+            details(input.samples, check_block_sampling(input), None, &mut rejections);
             if !rejections.is_empty() {
                 return RunEnergy::refused(kind, rejections);
             }
@@ -403,6 +441,7 @@ fn judge(input: &RunInput<'_>) -> RunEnergy {
                 summary: Some(summarize(&watts)),
                 blocks,
                 cross_check: None,
+                sampling: None,
             }
         }
         SeriesKind::Counter { channels } => {
@@ -413,6 +452,7 @@ fn judge(input: &RunInput<'_>) -> RunEnergy {
                 details(input.samples, found, Some(ch), &mut rejections);
                 validated.push((values(&points, |t_s, joules| CounterPoint { t_s, joules }), wrap));
             }
+            details(input.samples, check_block_sampling(input), None, &mut rejections);
             if !rejections.is_empty() {
                 return RunEnergy::refused(kind, rejections);
             }
@@ -427,6 +467,7 @@ fn judge(input: &RunInput<'_>) -> RunEnergy {
                 summary: counter_summary(&validated),
                 blocks,
                 cross_check: None,
+                sampling: None,
             }
         }
     }
@@ -654,8 +695,8 @@ mod tests {
         let samples =
             (0..23).map(|i| power(i, -0.25 + 0.5 * i as f64, level(-0.25 + 0.5 * i as f64))).collect();
         let blocks = vec![
-            BlockSpan { index: 0, window: win(2.0, 4.0) },
-            BlockSpan { index: 1, window: win(6.0, 8.0) },
+            BlockSpan { index: 0, window: win(2.0, 4.0), ended_early: false },
+            BlockSpan { index: 1, window: win(6.0, 8.0), ended_early: false },
         ];
         let idles = vec![
             IdleSpan { index: 0, window: win(0.0, 2.0) },
@@ -679,7 +720,7 @@ mod tests {
 
     #[test]
     fn the_span_runs_from_the_first_window_to_the_last() {
-        let blocks = [BlockSpan { index: 0, window: win(10.0, 30.0) }];
+        let blocks = [BlockSpan { index: 0, window: win(10.0, 30.0), ended_early: false }];
         let idles =
             [IdleSpan { index: 0, window: win(0.0, 10.0) }, IdleSpan { index: 1, window: win(30.0, 40.0) }];
         assert_eq!(span_of(&blocks, &idles), Some(win(0.0, 40.0)));

@@ -16,10 +16,14 @@
 //! - `replay:RAW`: recorded samples played back for re-analysis and tests; never live
 //!   ([`replay`]).
 //!
+//! Each sensor declares its [`PowerBoundary`] (what its total measures), which reports label
+//! power and energy by.
+//!
 //! This module depends on nothing else in the crate. The sampling interval is recorded with
 //! the sampler's report ([`sampler::SamplerReport`]), next to the sensor's [`SensorInfo`].
 #![warn(missing_docs)]
 
+pub mod boundary;
 pub mod exec;
 mod float;
 pub mod nvml;
@@ -31,6 +35,7 @@ pub mod smc;
 #[cfg(target_os = "macos")]
 pub mod smc_iokit;
 
+pub use boundary::PowerBoundary;
 pub use registry::{NvmlRead, SensorSpec, SpecError, SENSORS};
 
 use serde::{Deserialize, Serialize};

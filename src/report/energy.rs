@@ -15,7 +15,7 @@ pub use super::status::RunStatus;
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
 use crate::power::sampler::SamplerReport;
-use crate::power::SensorInfo;
+use crate::power::{PowerBoundary, SensorInfo};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -103,6 +103,10 @@ pub struct EnergyReport {
     pub energy_plan: EnergyPlanInfo,
     /// The sensor (`live: false` for replayed or scripted readings).
     pub sensor: SensorInfo,
+    /// What the sensor's total measures: every power and energy figure is of this boundary
+    /// (`unknown` when reading a report older than the field).
+    #[serde(default)]
+    pub power_boundary: PowerBoundary,
     /// The sampler's own report (counts, CPU time, why it stopped).
     pub sampler: Option<SamplerReport>,
     /// Sampler thread CPU time / wall time.
@@ -121,6 +125,11 @@ pub struct EnergyReport {
     /// energy counter next to board power); absent when the sensor records no such channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_check: Option<crate::energy::cross::CrossCheck>,
+    /// The sampling the run got: the realized interval (median and largest gap,
+    /// `realized_sample_interval_median_s`, `realized_sample_interval_max_s`) beside the
+    /// requested one, and the samples strictly inside each block and stable idle window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<crate::energy::sampling::SamplingAudit>,
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
     /// An interrupted run's whole balanced cycles from the start, which its figures cover (the
@@ -183,8 +192,12 @@ impl EnergyReport {
             self.energy_plan.max_watts,
             self.energy_plan.max_gap_s
         ));
+        out.push_str(&format!("{}\n", boundary_line(&self.power_boundary)));
         if let Some(why) = &self.energy_plan.sample_interval_reason {
             out.push_str(&format!("Sample interval chosen from {why}.\n"));
+        }
+        if let Some(s) = &self.sampling {
+            out.push_str(&format!("{}\n", s.sentence()));
         }
         if let Some(s) = &self.samples {
             out.push_str(&format!(
@@ -300,13 +313,14 @@ impl EnergyReport {
     /// CSV: one row per arm, then one per block (`level` says which); empty cells are missing.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes\n",
+            "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes,power_boundary\n",
         );
         let status = self.status.as_str();
+        let boundary = csv_field(&self.power_boundary.name());
         for (i, a) in self.arms.iter().enumerate() {
             let t = &a.totals;
             out.push_str(&format!(
-                "arm,{status},{i},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\n",
+                "arm,{status},{i},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},,{boundary}\n",
                 csv_field(&a.arm.name),
                 csv_field(&a.arm.spec),
                 t.decisions,
@@ -333,7 +347,7 @@ impl EnergyReport {
                 .map(|a| a.arm.spec.clone())
                 .unwrap_or_default();
             out.push_str(&format!(
-                "block,{status},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,{},{}\n",
+                "block,{status},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,{},{},{boundary}\n",
                 b.index,
                 b.cycle,
                 csv_field(&b.arm),
@@ -354,6 +368,28 @@ impl EnergyReport {
         out
     }
 }
+/// The sentence that says what P and E measure: `Power boundary `gpu-board`: P is GPU board
+/// power [W], E GPU board energy [J] (...)`.
+pub fn boundary_line(b: &PowerBoundary) -> String {
+    let what = match b {
+        PowerBoundary::WholeSystem => "the whole machine, as its own estimate sees it",
+        PowerBoundary::GpuBoard => "one GPU board only, not the host CPU, memory or the rest of the machine",
+        PowerBoundary::CpuPackage => "the CPU package(s) only, not DRAM, GPUs or the rest of the machine",
+        PowerBoundary::CpuPackageDram => {
+            "the CPU package(s) and DRAM only, not GPUs or the rest of the machine"
+        }
+        PowerBoundary::Wall => "the machine at its wall socket, power-supply losses included",
+        PowerBoundary::Other(_) => "as declared with --boundary",
+        PowerBoundary::Unknown => "not known: no boundary was declared for this meter (`energy --boundary`)",
+    };
+    format!(
+        "Power boundary `{}`: P is {}, E {} ({what}).",
+        b.name(),
+        b.label("power", "W"),
+        b.label("energy", "J")
+    )
+}
+
 /// The cross-check table: per block the total's energy, the other channel's, and their
 /// difference.
 pub fn cross_check_markdown(c: &crate::energy::cross::CrossCheck) -> String {

@@ -93,6 +93,8 @@ pub struct PowerTimeline {
     /// Two samples further apart than this are not joined: the line breaks there (the gap rule's
     /// max(2 s, 3 × interval)); `None`: only missing readings break it.
     pub max_gap_s: Option<f64>,
+    /// The y axis, named by the sensor's boundary (`GPU board power [W]`).
+    pub y_label: String,
 }
 
 /// The power line's pieces: consecutive drawable samples (a reading within the scale), broken at
@@ -222,7 +224,7 @@ fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
         .configure_mesh()
         .disable_x_mesh()
         .x_desc("time on the run's clock [s] (as in the raw record and rejection messages)")
-        .y_desc("power [W]")
+        .y_desc(p.y_label.as_str())
         .draw()
         .map_err(|x| e(&x))?;
     for (a, name) in p.arms.iter().enumerate() {
@@ -344,23 +346,24 @@ fn draw_cdf(root: &Area<'_>, title: &str, series: &[LatencySeries]) -> Result<()
     legend_and_present(&mut chart, root, SeriesLabelPosition::LowerRight)
 }
 
-/// Energy per decision of every block, with each arm's estimate and bootstrap interval.
+/// Energy per decision of every block, with each arm's estimate and bootstrap interval; the y
+/// axis is `y_label` (named by the sensor's boundary: `GPU board energy per decision [J]`).
 pub fn energy_per_block(
-    title: &str,
+    (title, y_label): (&str, &str),
     arms: &[String],
     blocks: &[BlockPoint],
     bands: &[ArmBand],
 ) -> Result<String, PlotError> {
     let what = "the energy-per-block picture";
     let mut svg = String::new();
-    draw_energy(&SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), title, arms, blocks, bands)
-        .map_err(err(what))?;
+    let area = |svg| SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    draw_energy(&area(&mut svg), (title, y_label), arms, blocks, bands).map_err(err(what))?;
     finish(what, svg)
 }
 
 fn draw_energy(
     root: &Area<'_>,
-    title: &str,
+    (title, y_label): (&str, &str),
     arms: &[String],
     blocks: &[BlockPoint],
     bands: &[ArmBand],
@@ -399,7 +402,7 @@ fn draw_energy(
                 String::new()
             }
         })
-        .y_desc("energy per decision [J]")
+        .y_desc(y_label)
         .draw()
         .map_err(|x| e(&x))?;
     for (a, name) in arms.iter().enumerate() {
@@ -477,6 +480,7 @@ mod tests {
             idles: vec![IdleBand { start_s: 0.0, stable_start_s: 1.0, end_s: 4.0 }],
             rejected: vec![RejectedPoint { t_s: 6.0, watts: Some(40089.0), rule: "above_cap".into() }],
             max_gap_s: Some(2.0),
+            y_label: "GPU board power [W]".into(),
         }
     }
 
@@ -510,7 +514,9 @@ mod tests {
         let svg = power_timeline(&timeline()).unwrap();
         let texts = well_formed_texts(&svg);
         assert!(texts.iter().any(|t| t == "above_cap: 40089 W (off scale)"), "{texts:?}");
-        for want in ["block: mlx", "block: ane", "idle: discarded seconds", "rejected sample", "power [W]"] {
+        for want in
+            ["block: mlx", "block: ane", "idle: discarded seconds", "rejected sample", "GPU board power [W]"]
+        {
             assert!(texts.iter().any(|t| t == want), "{want} not in {texts:?}");
         }
         // Red marks the rejected sample.
@@ -535,7 +541,13 @@ mod tests {
         ];
         let bands =
             [ArmBand { value: 0.43, interval: Some((0.42, 0.44)) }, ArmBand { value: 0.15, interval: None }];
-        let svg = energy_per_block("energy", &["a".into(), "b".into()], &blocks, &bands).unwrap();
+        let svg = energy_per_block(
+            ("energy", "energy per decision [J]"),
+            &["a".into(), "b".into()],
+            &blocks,
+            &bands,
+        )
+        .unwrap();
         let texts = well_formed_texts(&svg);
         assert!(texts.iter().any(|t| t == "a: 0.4300 J [0.4200–0.4400]"), "{texts:?}");
         assert!(latency_cdf("x", &[]).is_err());

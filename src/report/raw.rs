@@ -24,7 +24,7 @@ use super::status::RunStatus;
 use crate::energy::idle::BlockEnergy;
 use crate::energy::run::RejectionDetail;
 use crate::power::sampler::{Sample, SamplerReport};
-use crate::power::SensorInfo;
+use crate::power::{PowerBoundary, SensorInfo};
 
 /// Current raw schema version. 2 adds `probe` records (the readings an energy run takes before
 /// measuring); every version-1 record reads unchanged.
@@ -184,6 +184,11 @@ pub struct Header {
     /// Energy runs: the energy protocol's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyPlanInfo>,
+    /// Energy runs: what the sensor's total measures (`gpu-board`, `whole-system`, ...; see
+    /// [`PowerBoundary`]). Absent in records older than this field (additive, no version
+    /// bump): [`Header::power_boundary`] then derives it from the recorded sensor kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_boundary: Option<PowerBoundary>,
     /// The measuring thread's QoS class on macOS (`measuring_thread_qos: "user-interactive"`)
     /// or why it could not be set (`measuring_thread_qos_error`); both absent elsewhere and in
     /// records older than these fields. Flattened: its fields are the header's own.
@@ -195,6 +200,18 @@ impl Header {
     /// The header's writer and machine, for a report of `schema_version` derived from it.
     pub fn provenance(&self, schema_version: u32) -> Provenance {
         Provenance::derived(schema_version, &self.tool, &self.host)
+    }
+
+    /// What the run's power and energy figures measure: the recorded `power_boundary`, else
+    /// (a record older than the field) the boundary its sensor kind declares where that is
+    /// unambiguous (`pstr` the whole system, `nvml…` the GPU board, `rapl` the CPU package),
+    /// else unknown. A speed record has no sensor: unknown.
+    pub fn power_boundary(&self) -> PowerBoundary {
+        match (&self.power_boundary, &self.sensor) {
+            (Some(b), _) => b.clone(),
+            (None, Some(s)) => PowerBoundary::of_sensor(s),
+            (None, None) => PowerBoundary::Unknown,
+        }
     }
 }
 
@@ -592,6 +609,7 @@ mod tests {
             },
             sensor: None,
             energy: None,
+            power_boundary: None,
             measuring_thread: MeasuringThread::default(),
         }
     }
@@ -610,6 +628,40 @@ mod tests {
             notes: vec![],
             blas: None,
         }
+    }
+
+    #[test]
+    fn the_power_boundary_is_recorded_or_derived_from_the_sensor_kind() {
+        use crate::power::SensorKind;
+        let sensor = |kind, source: &str| SensorInfo {
+            kind,
+            spec: "s".into(),
+            source: source.into(),
+            device: "d".into(),
+            live: true,
+            program: None,
+            notes: vec![],
+        };
+        let read_back =
+            |h: &Header| -> Header { serde_json::from_str(&serde_json::to_string(h).unwrap()).unwrap() };
+        let mut h = header();
+        assert_eq!(h.power_boundary(), PowerBoundary::Unknown, "a speed record has no sensor");
+        // A record older than the field: derived where the sensor kind is unambiguous.
+        for (kind, source, want) in [
+            (SensorKind::Nvml, "nvml-energy", PowerBoundary::GpuBoard),
+            (SensorKind::Pstr, "smc-pstr", PowerBoundary::WholeSystem),
+            (SensorKind::Rapl, "rapl-pkg", PowerBoundary::CpuPackage),
+            (SensorKind::Exec, "measured-external", PowerBoundary::Unknown),
+            (SensorKind::Replay, "replay", PowerBoundary::Unknown),
+        ] {
+            h.sensor = Some(sensor(kind, source));
+            assert!(!serde_json::to_string(&h).unwrap().contains("power_boundary"));
+            assert_eq!(read_back(&h).power_boundary(), want, "{kind:?}");
+        }
+        // Recorded: additive, and it wins over the kind.
+        h.power_boundary = Some(PowerBoundary::Wall);
+        assert!(serde_json::to_string(&h).unwrap().contains(r#""power_boundary":"wall""#));
+        assert_eq!(read_back(&h).power_boundary(), PowerBoundary::Wall);
     }
 
     #[test]

@@ -13,13 +13,20 @@ use super::raw::{HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail};
 use crate::energy::BlockEnergy;
+use crate::power::PowerBoundary;
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// What the idle-subtracted figures are, printed wherever they appear.
-pub const IDLE_BOUNDARY: &str = "Idle-subtracted energy is energy above the mean of the two adjacent stable idle windows, kept with its sign: a different boundary from whole-system energy. A larger idle-subtracted gain does not mean the machine draws that much less, and the claim rule never uses it.";
+/// What the idle-subtracted figures are, printed wherever they appear, for a run whose sensor
+/// measures `boundary`.
+pub fn idle_boundary(boundary: &PowerBoundary) -> String {
+    format!(
+        "Idle-subtracted energy is energy above the mean of the two adjacent stable idle windows, kept with its sign: a different boundary from {}. A larger idle-subtracted gain does not mean the measured boundary draws that much less, and the claim rule never uses it.",
+        boundary.noun("energy")
+    )
+}
 
 /// How a summarized run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,6 +286,10 @@ pub struct RunSummary {
     pub sensor_spec: Option<String>,
     /// Whether the sensor was live (`false`: replayed or scripted readings).
     pub sensor_live: Option<bool>,
+    /// What the sensor's total measures (the raw header's `power_boundary`, else derived from
+    /// its sensor kind): every power and energy figure is of this boundary.
+    #[serde(default)]
+    pub power_boundary: PowerBoundary,
     /// Corrections appended to the raw record, in order.
     pub metadata_corrections: Vec<Correction>,
     /// Every audit check.
@@ -301,6 +312,11 @@ pub struct RunSummary {
     /// raw samples (NVML's counter next to its power); absent when the sensor records none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_check: Option<crate::energy::cross::CrossCheck>,
+    /// The sampling re-derived from the raw samples: the realized interval (median and largest
+    /// gap) beside the requested one, and the samples strictly inside each block and stable
+    /// idle window (energy records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<crate::energy::sampling::SamplingAudit>,
     /// The bootstrap, when it ran.
     pub bootstrap: Option<BootstrapInfo>,
     /// Why it did not.
@@ -447,13 +463,13 @@ impl SummaryReport {
     /// CSV: one row per block of every run; empty cells are missing values.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason\n",
+            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary\n",
         );
         for (i, run) in self.runs.iter().enumerate() {
             for b in &run.blocks {
                 let e = b.energy.as_ref();
                 out.push_str(&format!(
-                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     csv_field(&run.source),
                     run.status.as_str(),
                     b.index,
@@ -474,6 +490,7 @@ impl SummaryReport {
                     b.unstable_calls,
                     b.ended_early,
                     csv_field(b.energy_missing_reason.as_deref().unwrap_or("")),
+                    csv_field(&run.power_boundary.name()),
                 ));
             }
         }
@@ -544,6 +561,7 @@ impl RunSummary {
         if let Some(spec) = &self.sensor_spec {
             let live = if self.sensor_live == Some(true) { "live" } else { "NOT A LIVE MEASUREMENT" };
             out.push_str(&format!(" Sensor `{spec}` ({live})."));
+            out.push_str(&format!(" {}", super::energy::boundary_line(&self.power_boundary)));
         }
         if let Some(s) = &self.samples {
             out.push_str(&format!(
@@ -553,6 +571,9 @@ impl RunSummary {
                 num(s.min_watts, 2),
                 num(s.max_watts, 2)
             ));
+        }
+        if let Some(s) = &self.sampling {
+            out.push_str(&format!(" {}", s.sentence()));
         }
         out.push_str(&audit_table("\n\n### Audit", &self.audit));
         if let Some(w) = &self.whole_cycles {
@@ -632,10 +653,11 @@ impl RunSummary {
         row("t per decision [ms]", &|a| {
             with_interval(a.totals.time_per_decision_s, a.intervals.time_per_decision_s.as_ref(), 3, 1e3)
         });
-        row("mean system power [W]", &|a| {
+        let b = &self.power_boundary;
+        row(&format!("mean {}", b.label("power", "W")), &|a| {
             with_interval(a.totals.mean_power_w, a.intervals.mean_power_w.as_ref(), 2, 1.0)
         });
-        row("energy / decision [J]", &|a| {
+        row(&b.label("energy / decision", "J"), &|a| {
             with_interval(a.totals.energy_per_decision_j, a.intervals.energy_per_decision_j.as_ref(), 4, 1.0)
         });
         row("speed gain S", &|a| {
@@ -656,7 +678,7 @@ impl RunSummary {
             )
         });
         row("unstable calls", &|a| a.unstable_calls.to_string());
-        out.push_str(&format!("\n{RATIO_RULE}\n\n{IDLE_BOUNDARY}\n\n"));
+        out.push_str(&format!("\n{RATIO_RULE}\n\n{}\n\n", idle_boundary(b)));
         let arms: Vec<(&str, Vec<(&str, &str)>)> = self
             .arms
             .iter()
@@ -670,16 +692,22 @@ impl RunSummary {
     }
 }
 
-/// How a compared quantity is shown: the label of the per-run table, decimals and scale.
-fn quantity_display(quantity: &str) -> (&str, usize, f64) {
+/// How a compared quantity is shown: the label of the per-run table, decimals and scale. Power
+/// and energy are labelled by the runs' boundary, `boundary`, when they share one; `None` (they
+/// differ) says so.
+fn quantity_display(quantity: &str, boundary: Option<&PowerBoundary>) -> (String, usize, f64) {
+    let by_boundary = |q: &str, unit: &str| match boundary {
+        Some(b) => b.label(q, unit),
+        None => format!("{q} [{unit}] (the runs' boundaries differ)"),
+    };
     match quantity {
-        "time_per_decision_s" => ("t per decision [ms]", 3, 1000.0),
-        "mean_power_w" => ("mean system power [W]", 2, 1.0),
-        "energy_per_decision_j" => ("energy / decision [J]", 4, 1.0),
-        "speed_gain" => ("speed gain S", 3, 1.0),
-        "power_ratio" => ("power ratio R", 3, 1.0),
-        "energy_gain" => ("energy gain S × R", 3, 1.0),
-        other => (other, 4, 1.0),
+        "time_per_decision_s" => ("t per decision [ms]".into(), 3, 1000.0),
+        "mean_power_w" => (format!("mean {}", by_boundary("power", "W")), 2, 1.0),
+        "energy_per_decision_j" => (by_boundary("energy / decision", "J"), 4, 1.0),
+        "speed_gain" => ("speed gain S".into(), 3, 1.0),
+        "power_ratio" => ("power ratio R".into(), 3, 1.0),
+        "energy_gain" => ("energy gain S × R".into(), 3, 1.0),
+        other => (other.into(), 4, 1.0),
     }
 }
 
@@ -699,8 +727,10 @@ impl Comparison {
         out.push_str(" intervals |\n|:---|:---|");
         out.push_str(&"---:|".repeat(runs.len()));
         out.push_str(":---|\n");
+        let boundary =
+            runs.first().map(|r| &r.power_boundary).filter(|b| runs.iter().all(|r| &r.power_boundary == *b));
         for row in &self.rows {
-            let (label, digits, scale) = quantity_display(&row.quantity);
+            let (label, digits, scale) = quantity_display(&row.quantity, boundary);
             out.push_str(&format!("| `{}` | {label} |", row.arm));
             for v in &row.runs {
                 out.push_str(&format!(" {} |", with_interval(v.value, v.interval.as_ref(), digits, scale)));

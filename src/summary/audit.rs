@@ -706,8 +706,15 @@ fn energy_settings(d: &RunData<'_>) -> Result<(Rules, f64), String> {
 /// Re-judge the samples and recompute every block's energy with `energy::run::analyze`.
 pub fn recompute(d: &RunData<'_>) -> Result<RunEnergy, String> {
     let (rules, idle_discard_s) = energy_settings(d)?;
-    let blocks: Vec<BlockSpan> =
-        d.blocks.iter().map(|b| BlockSpan { index: b.index, window: window(b.start_ns, b.end_ns) }).collect();
+    let blocks: Vec<BlockSpan> = d
+        .blocks
+        .iter()
+        .map(|b| BlockSpan {
+            index: b.index,
+            window: window(b.start_ns, b.end_ns),
+            ended_early: b.ended_early,
+        })
+        .collect();
     let span = crate::energy::run::span_of(&blocks, &d.idles);
     Ok(analyze(&RunInput {
         probes: &d.probes,
@@ -772,6 +779,11 @@ fn idle_windows(d: &RunData<'_>, discard_s: f64) -> AuditCheck {
     ))
 }
 
+/// Rejection rules added after raw schema 2 was published (issue 48): a record whose footer
+/// says `complete` and whose samples violate only these was written before they existed, and
+/// is rejected rather than failing its audit.
+pub const RULES_ADDED_SINCE_SCHEMA_2: [&str; 1] = ["too_few_samples_in_block"];
+
 fn rejection_rules(d: &RunData<'_>, recomputed: &RunEnergy) -> AuditCheck {
     let mut c = CheckBuilder::new("rejection_rules");
     let found: Vec<&str> = recomputed.rejections.iter().map(|r| r.rejection.rule()).collect();
@@ -797,7 +809,13 @@ fn rejection_rules(d: &RunData<'_>, recomputed: &RunEnergy) -> AuditCheck {
             once.join(", ")
         }
     };
-    if let Some(f) = &d.footer {
+    // A record written complete before a rule existed, whose samples violate only rules added
+    // since: the footer hides nothing, the writer did not know them; the run is rejected.
+    let predates = d.footer.as_ref().is_some_and(|f| f.status == RunStatus::Complete)
+        && recorded.is_empty()
+        && !found.is_empty()
+        && found.iter().all(|r| RULES_ADDED_SINCE_SCHEMA_2.contains(r));
+    if let Some(f) = d.footer.as_ref().filter(|_| !predates) {
         let says_rejected = f.status == RunStatus::Rejected;
         if found != recorded {
             c.problem(format!(
@@ -816,6 +834,10 @@ fn rejection_rules(d: &RunData<'_>, recomputed: &RunEnergy) -> AuditCheck {
     }
     let verdict = match &d.footer {
         _ if found.is_empty() => "no rule is violated".to_string(),
+        _ if predates => format!(
+            "the samples violate {}, a rule added after this record's footer was written `complete`: the run is rejected",
+            list(&found)
+        ),
         Some(f) if f.status == RunStatus::Rejected && found == recorded => {
             format!("the run is rejected by {} (as recorded)", list(&found))
         }

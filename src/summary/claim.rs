@@ -3,6 +3,7 @@
 //! report states the measured ratio and its interval. Idle-subtracted gains are reported next
 //! to it, labelled as a different boundary, and never decide the claim.
 
+use crate::power::PowerBoundary;
 use crate::report::summary::{ArmClaim, ArmSummary, Claim, Gate, Interval};
 
 use super::bootstrap;
@@ -58,7 +59,8 @@ fn interval_text(i: Option<&Interval>, level: f64, cycles: usize) -> String {
     }
 }
 
-/// Apply the rule to one arm whose intervals resample `cycles` whole cycles.
+/// Apply the rule to one arm whose intervals resample `cycles` whole cycles, its energy
+/// measured at `boundary` (which the statement names).
 pub fn judge(
     target: f64,
     base: &ArmSummary,
@@ -66,6 +68,7 @@ pub fn judge(
     audit_passed: bool,
     level: f64,
     cycles: usize,
+    boundary: &PowerBoundary,
 ) -> ArmClaim {
     let gain = arm.vs_baseline.energy_gain;
     let interval = arm.intervals.energy_gain;
@@ -75,7 +78,11 @@ pub fn judge(
     let reached = lower_bound_reaches_target && latency.passed && stability.passed;
     let measured = match gain {
         Some(g) => {
-            format!("measured energy gain {g:.3}× ({})", interval_text(interval.as_ref(), level, cycles))
+            format!(
+                "measured energy gain {g:.3}× {} ({})",
+                boundary.scope(),
+                interval_text(interval.as_ref(), level, cycles)
+            )
         }
         None => format!(
             "no energy gain: {}",
@@ -109,8 +116,9 @@ pub fn judge(
     let idle_interval = arm.intervals.idle_subtracted_energy_gain;
     let statement = match idle {
         Some(g) => format!(
-            "{statement} Idle-subtracted energy gain {g:.3}× ({}) is a different boundary (energy above idle) and is not a whole-system claim.",
-            interval_text(idle_interval.as_ref(), level, cycles)
+            "{statement} Idle-subtracted energy gain {g:.3}× ({}) is a different boundary from {} (energy above idle) and decides no claim.",
+            interval_text(idle_interval.as_ref(), level, cycles),
+            boundary.noun("energy")
         ),
         None => statement,
     };
@@ -128,7 +136,8 @@ pub fn judge(
     }
 }
 
-/// The claim rule over every non-baseline arm, its intervals resampling `cycles` whole cycles.
+/// The claim rule over every non-baseline arm, its intervals resampling `cycles` whole cycles,
+/// its energy measured at `boundary`.
 pub fn claim(
     target: f64,
     arms: &[ArmSummary],
@@ -136,6 +145,7 @@ pub fn claim(
     audit_passed: bool,
     level: f64,
     cycles: usize,
+    boundary: &PowerBoundary,
 ) -> Claim {
     let base = &arms[baseline];
     Claim {
@@ -145,7 +155,7 @@ pub fn claim(
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != baseline)
-            .map(|(_, a)| judge(target, base, a, audit_passed, level, cycles))
+            .map(|(_, a)| judge(target, base, a, audit_passed, level, cycles, boundary))
             .collect(),
     }
 }
@@ -157,6 +167,8 @@ mod tests {
     use crate::report::summary::ArmIntervals;
     use crate::stats::LatencySummary;
     use std::collections::BTreeMap;
+
+    const GPU: PowerBoundary = PowerBoundary::GpuBoard;
 
     fn arm(name: &str, gain: f64, low: f64, high: f64, p50_ms: f64, unstable: u64) -> ArmSummary {
         let lat = LatencySummary {
@@ -194,13 +206,17 @@ mod tests {
     fn only_the_lower_bound_decides() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
         // Point estimate above the target, lower bound below: not reached.
-        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 10);
+        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 10, &GPU);
         assert!(!c.reached && !c.lower_bound_reaches_target);
-        assert!(c.statement.contains("not reached: measured energy gain 10.500×"), "{}", c.statement);
+        assert!(
+            c.statement.contains("not reached: measured energy gain 10.500× on the GPU board"),
+            "{}",
+            c.statement
+        );
         assert!(c.statement.contains("95 % interval 9.800–11.000"), "{}", c.statement);
         assert!(c.statement.contains("lower bound 9.800 is below 10"), "{}", c.statement);
         // Lower bound exactly at the target: reached.
-        let c = judge(10.0, &base, &arm("a", 12.0, 10.0, 14.0, 5.0, 0), true, 0.95, 10);
+        let c = judge(10.0, &base, &arm("a", 12.0, 10.0, 14.0, 5.0, 0), true, 0.95, 10, &GPU);
         assert!(c.reached, "{}", c.statement);
         assert!(c.statement.starts_with("10× REACHED"));
     }
@@ -210,41 +226,42 @@ mod tests {
     #[test]
     fn an_interval_from_few_resamples_is_not_called_95_percent() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
-        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 3);
+        let c = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 3, &GPU);
         assert!(!c.reached);
         assert!(
             c.statement.contains(
-                "measured energy gain 10.500× (9.800–11.000, the range of 10 possible resamples, not a 95 % interval)"
+                "measured energy gain 10.500× on the GPU board (9.800–11.000, the range of 10 possible resamples, not a 95 % interval)"
             ),
             "{}",
             c.statement
         );
         assert!(!c.statement.contains("95 % interval 9.800"), "{}", c.statement);
-        let four = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 4);
+        let four = judge(10.0, &base, &arm("a", 10.5, 9.8, 11.0, 5.0, 0), true, 0.95, 4, &GPU);
         assert!(four.statement.contains("95 % interval 9.800–11.000"), "{}", four.statement);
     }
 
     #[test]
     fn the_gates_can_refuse_a_reached_bound() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
-        let slow = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 8.0, 0), true, 0.95, 10);
+        let slow = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 8.0, 0), true, 0.95, 10, &GPU);
         assert!(slow.lower_bound_reaches_target && !slow.latency_gate.passed && !slow.reached);
         assert!(slow.statement.contains("latency gate failed"));
-        let unstable = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 1), true, 0.95, 10);
+        let unstable = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 1), true, 0.95, 10, &GPU);
         assert!(!unstable.stability_gate.passed && !unstable.reached);
-        let audit = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 0), false, 0.95, 10);
+        let audit = judge(2.0, &base, &arm("a", 3.0, 2.5, 3.5, 5.0, 0), false, 0.95, 10, &GPU);
         assert!(!audit.reached && audit.stability_gate.detail.contains("audit FAILED"));
     }
 
     #[test]
     fn idle_subtracted_gains_are_labelled_and_never_decide() {
         let base = arm("base", 1.0, 1.0, 1.0, 7.0, 0);
-        // Idle-subtracted gain 15 ≥ 10, whole-system interval below: still not reached.
-        let c = judge(10.0, &base, &arm("a", 10.0, 9.0, 11.0, 5.0, 0), true, 0.95, 10);
+        // Idle-subtracted gain 15 ≥ 10, the measured gain's interval below: still not reached.
+        let c = judge(10.0, &base, &arm("a", 10.0, 9.0, 11.0, 5.0, 0), true, 0.95, 10, &GPU);
         assert!(!c.reached);
         assert_eq!(c.idle_subtracted_energy_gain, Some(15.0));
-        assert!(c.statement.contains("different boundary"), "{}", c.statement);
-        let all = claim(10.0, &[base.clone(), arm("a", 3.0, 2.0, 4.0, 5.0, 0)], 0, true, 0.95, 10);
+        assert!(c.statement.contains("a different boundary from GPU board energy"), "{}", c.statement);
+        assert!(!c.statement.contains("system"), "{}", c.statement);
+        let all = claim(10.0, &[base.clone(), arm("a", 3.0, 2.0, 4.0, 5.0, 0)], 0, true, 0.95, 10, &GPU);
         assert_eq!(all.arms.len(), 1);
         assert_eq!(all.arms[0].arm, "a");
     }

@@ -286,6 +286,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         plan: d.header.plan.clone(),
         sensor_spec: h.sensor.as_ref().map(|s| s.spec.clone()),
         sensor_live: h.sensor.as_ref().map(|s| s.live),
+        power_boundary: h.power_boundary(),
         metadata_corrections: d.corrections.clone(),
         samples: recomputed.and_then(|r| r.summary),
         baseline: names[baseline].clone(),
@@ -293,6 +294,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         statistics_missing_reason: None,
         blocks,
         cross_check: if energy_ok { recomputed.and_then(|r| r.cross_check.clone()) } else { None },
+        sampling: recomputed.and_then(|r| r.sampling.clone()),
         bootstrap: None,
         bootstrap_missing_reason: None,
         claim: None,
@@ -358,7 +360,15 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
     } else if let Some(target) = opts.target {
         let passed = audit.checks.iter().all(|c| c.outcome != CheckOutcome::Fail);
         let cycles = summary.bootstrap.as_ref().map_or(summary.plan.cycles, |b| b.cycles);
-        summary.claim = Some(claim::claim(target, &summary.arms, baseline, passed, opts.level, cycles));
+        summary.claim = Some(claim::claim(
+            target,
+            &summary.arms,
+            baseline,
+            passed,
+            opts.level,
+            cycles,
+            &summary.power_boundary,
+        ));
     }
     Ok(summary)
 }

@@ -102,6 +102,7 @@ pub fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
             idles,
             rejected,
             max_gap_s: run.header.energy.as_ref().map(|e| e.max_gap_s),
+            y_label: s.power_boundary.label("power", "W"),
         };
         out.push(("power_timeline", plots::power_timeline(&timeline)));
     }
@@ -146,7 +147,8 @@ pub fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
             })
             .collect();
         let title = format!("Energy per decision per block: {}", s.source);
-        out.push(("energy_per_block", plots::energy_per_block(&title, &arms, &points, &bands)));
+        let y = s.power_boundary.label("energy per decision", "J");
+        out.push(("energy_per_block", plots::energy_per_block((&title, &y), &arms, &points, &bands)));
     }
     out
 }

@@ -7,7 +7,7 @@
 use crate::energy::run::{analyze, BlockSpan, IdleSpan, RunInput};
 use crate::energy::{Rules, Window};
 use crate::power::sampler::{Sample, SampleOutcome};
-use crate::power::{Reading, SensorInfo, SensorKind};
+use crate::power::{PowerBoundary, Reading, SensorInfo, SensorKind};
 use crate::protocol::balanced_order;
 use crate::report::model::ModelInfo;
 use crate::report::raw::{
@@ -167,6 +167,8 @@ fn header(shape: &RunShape) -> Header {
             rate_hz: None,
             calls_per_block: None,
         }),
+        // The shape is the published run's, which PSTR measured: the whole system.
+        power_boundary: shape.energy.then_some(PowerBoundary::WholeSystem),
         measuring_thread: Default::default(),
     }
 }
@@ -249,7 +251,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
             });
             start += dur + gap;
         }
-        blocks.push(BlockSpan { index: i as u32, window: win(t, t + d) });
+        blocks.push(BlockSpan { index: i as u32, window: win(t, t + d), ended_early: false });
         if shape.energy {
             fill(&mut samples, t, t + d, shape.block_intervals, arm.watts, arm.watts);
             t += d;

@@ -369,14 +369,17 @@ fn markdown_and_csv_carry_the_published_style_table() {
         "## Summary of `run.raw.jsonl`: COMPLETE",
         "| metric | `mlx-fp16` | `ane-fp16` | `ane-w8` |",
         "| P50 / P95 | 6.94 / 7.39 ms | 4.98 / 5.31 ms | 4.88 / 5.23 ms |",
-        "| mean system power [W] | 61.39 [61.39–61.39] | 30.75 [30.75–30.75] | 27.39 [27.39–27.39] |",
+        // The synthetic shape is the published PSTR run's: the whole system.
+        "| mean whole-system power [W] | 61.39 [61.39–61.39] | 30.75 [30.75–30.75] | 27.39 [27.39–27.39] |",
+        "| whole-system energy / decision [J] |",
         "| energy gain S × R | 1.000 [1.000–1.000] | 2.784 [2.784–2.784] | 3.189 [3.189–3.189] |",
         "| `balanced_cycles` | pass |",
         "### Claim rule (target 10×)",
         // 3 cycles give 10 distinct resamples: the bracket is not called a 95 % interval.
         "### Results (baseline `mlx-fp16`; [range of 10 possible resamples, not a 95 % interval])",
-        "- `ane-w8`: 10× not reached: measured energy gain 3.189× (3.189–3.189, the range of 10 possible resamples, not a 95 % interval); the lower bound 3.189 is below 10.",
-        "different boundary",
+        "- `ane-w8`: 10× not reached: measured energy gain 3.189× for the whole system (3.189–3.189, the range of 10 possible resamples, not a 95 % interval); the lower bound 3.189 is below 10.",
+        "different boundary from whole-system energy",
+        "Power boundary `whole-system`: P is whole-system power [W], E whole-system energy [J]",
     ] {
         assert!(md.contains(want), "missing {want:?} in\n{md}");
     }
@@ -388,6 +391,8 @@ fn markdown_and_csv_carry_the_published_style_table() {
     assert_eq!(&first[..7], &["0", "run.raw.jsonl", "complete", "0", "0", "mlx-fp16", "2864"]);
     let mean_power: f64 = first[12].parse().unwrap();
     assert!((mean_power - 61.3905).abs() < 1e-9, "{mean_power}");
+    assert!(lines[0].ends_with(",energy_missing_reason,power_boundary"), "{}", lines[0]);
+    assert_eq!(first.last(), Some(&"whole-system"));
 }
 
 #[test]
@@ -722,4 +727,51 @@ fn a_speed_record_stopped_early_gives_its_whole_cycles_time_figures() {
     assert_eq!(na, 5, "the energy checks do not apply to a speed record: {:#?}", w.audit);
     assert_eq!(r3(s.arms[1].vs_baseline.speed_gain), "1.394");
     assert!(s.arms[1].totals.energy_per_decision_j.is_none());
+}
+
+/// Issue 48, item 2: a block with fewer than 2 samples strictly inside it. The synthetic record
+/// samples each block twice, at its start (on the edge, not inside) and half-way: one inside.
+#[test]
+fn a_block_with_one_sample_inside_is_rejected_by_summary_naming_it() {
+    let shape = RunShape { block_intervals: 2, ..RunShape::published() };
+    // Written `complete` (as a writer before the rule would): the audit passes, saying the rule
+    // is newer than the footer, and the run is rejected naming it.
+    let mut recs = records(&shape);
+    // Blocks of about 20 s sampled every 10 s: a 5 s interval keeps the gap rule (15 s) quiet.
+    if let Some(Record::Header(h)) = recs.first_mut() {
+        let e = h.energy.as_mut().unwrap();
+        e.sample_interval_s = 5.0;
+        e.max_gap_s = 15.0;
+    }
+    if let Some(Record::Footer { status, rejections, .. }) = recs.last_mut() {
+        *status = RunStatus::Complete;
+        rejections.clear();
+    }
+    let s = summarize_records(&recs, 0);
+    assert_eq!(s.status, SummaryStatus::Rejected, "{:?} {:#?}", s.status_reasons, s.audit);
+    assert!(s.status_reasons[0].contains("too_few_samples_in_block"), "{:?}", s.status_reasons);
+    assert_eq!(s.rejections.len(), 18, "every block");
+    assert!(
+        s.rejections[0].message.starts_with("too_few_samples_in_block: block 0 ["),
+        "{}",
+        s.rejections[0].message
+    );
+    assert!(s.rejections[0].message.contains("holds 1 sample strictly inside it, fewer than the 2 required"));
+    let audit = audit_outcomes(&s);
+    assert_eq!(audit["rejection_rules"], CheckOutcome::Pass);
+    let detail = &s.audit.iter().find(|c| c.name == "rejection_rules").unwrap().detail;
+    assert!(detail.contains("a rule added after this record's footer was written `complete`"), "{detail}");
+    assert!(s.arms.iter().all(|a| a.totals.mean_power_w.is_none()));
+    let sampling = s.sampling.as_ref().unwrap();
+    assert!(sampling.blocks.iter().all(|b| b.samples_inside == 1));
+    assert!(s.to_markdown(0.95).contains("fewest samples inside a block: 1 (block 0; at least 2 required)"));
+    // The same record with its footer recording the rule (as `energy` now writes it).
+    recs.retain(|r| !matches!(r, Record::BlockEnergy { .. }));
+    if let Some(Record::Footer { status, rejections, .. }) = recs.last_mut() {
+        *status = RunStatus::Rejected;
+        *rejections = s.rejections.clone();
+    }
+    let s = summarize_records(&recs, 0);
+    assert_eq!(s.status, SummaryStatus::Rejected, "{:?}", s.audit);
+    assert!(s.audit.iter().all(|c| c.outcome != CheckOutcome::Fail), "{:#?}", s.audit);
 }

@@ -700,11 +700,18 @@ fn doctor_lists_every_sensor_and_backend_with_a_reason() {
 #[test]
 fn a_replayed_run_is_never_called_live() {
     let dir = tempfile::tempdir().unwrap();
-    let o = energy(dir.path(), &["a=mock:ok"], "exec:while true; do echo 33.3; sleep 0.05; done", &[]);
+    // Recorded with longer blocks than the replay runs, so the replay does not run out of
+    // samples; the replay's 300 ms blocks hold about 5 of the 50 ms samples each (2 needed).
+    let o = energy(
+        dir.path(),
+        &["a=mock:ok"],
+        "exec:while true; do echo 33.3; sleep 0.05; done",
+        &["--seconds", "600ms"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     std::fs::rename(dir.path().join("r.raw.jsonl"), dir.path().join("recorded.raw.jsonl")).unwrap();
     std::fs::remove_file(dir.path().join("r.json")).unwrap();
-    let o = energy(dir.path(), &["a=mock:ok"], "replay:recorded.raw.jsonl", &["--seconds", "100ms"]);
+    let o = energy(dir.path(), &["a=mock:ok"], "replay:recorded.raw.jsonl", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let rep = report(dir.path());
     assert!(!rep.sensor.live);
@@ -809,4 +816,126 @@ fn a_log_gets_one_progress_line_per_block_and_idle_window() {
     let plan =
         "plan: 4 blocks of 0.3 s and 5 idle windows of 0.2 s in 1 balanced cycle(s): 0:00:02 of measuring";
     assert!(err.contains(plan), "{err}");
+}
+
+/// An `exec:` meter measures whatever it is wired to (issue 48): `--boundary` declares it, the
+/// raw header records it and the report labels power and energy by it; a replay keeps it.
+/// Without the flag the boundary is unknown and the report says so.
+#[test]
+fn an_exec_meter_is_labelled_by_its_declared_boundary_or_as_unknown() {
+    use laya_bench::power::PowerBoundary;
+    let meter = "exec:while true; do echo 42.5; sleep 0.05; done";
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &["--boundary", "wall", "--export-csv", "r.csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let header_line = std::fs::read_to_string(dir.path().join("r.raw.jsonl")).unwrap();
+    assert!(header_line.lines().next().unwrap().contains(r#""power_boundary":"wall""#));
+    let (run, _) = samples(dir.path());
+    assert_eq!(run.header.power_boundary, Some(PowerBoundary::Wall));
+    assert_eq!(report(dir.path()).power_boundary, PowerBoundary::Wall);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("Power boundary `wall`: P is wall power [W], E wall energy [J]"), "{out}");
+    assert!(out.contains("a different boundary from wall energy"), "{out}");
+    assert!(!out.contains("system power") && !out.contains("boundary unknown"), "{out}");
+    let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    assert!(csv.lines().all(|l| l.ends_with(",power_boundary") || l.ends_with(",wall")), "{csv}");
+    // `summary` of the record names it too.
+    let s = bin().current_dir(dir.path()).args(["summary", "r.raw.jsonl"]).output().unwrap();
+    let text = String::from_utf8_lossy(&s.stdout).into_owned();
+    assert!(text.contains("| mean wall power [W] |"), "{text}");
+    // A replay keeps the replayed record's boundary.
+    std::fs::rename(dir.path().join("r.raw.jsonl"), dir.path().join("wall.raw.jsonl")).unwrap();
+    // (Its verdict is not the point here: a replay of a short recording may run out of samples.)
+    energy(dir.path(), &["a=mock:ok"], "replay:wall.raw.jsonl", &["--seconds", "100ms", "--overwrite"]);
+    let (run, _) = samples(dir.path());
+    assert_eq!(run.header.power_boundary, Some(PowerBoundary::Wall));
+    assert_eq!(report(dir.path()).power_boundary, PowerBoundary::Wall);
+
+    // Without --boundary: unknown, and said so.
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=mock:ok"], meter, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (run, _) = samples(dir.path());
+    assert_eq!(run.header.power_boundary, Some(PowerBoundary::Unknown));
+    assert_eq!(run.header.power_boundary(), PowerBoundary::Unknown);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("P is power [W] (boundary unknown), E energy [J] (boundary unknown)"), "{out}");
+    assert!(!out.contains("system power") && !out.contains("whole-system"), "{out}");
+
+    // A value that names no boundary, or a sensor that declares its own: exit 2 before measuring.
+    for (sensor, value, needle) in [
+        (meter, "system", "unknown boundary \"system\""),
+        (meter, "other:", "expected whole-system, gpu-board"),
+        ("pstr", "wall", "--boundary applies to exec: meters only"),
+        ("nvml", "whole-system", "--boundary applies to exec: meters only"),
+    ] {
+        let o = energy(dir.path(), &["a=mock:ok"], sensor, &["--boundary", value, "--raw", "x.raw.jsonl"]);
+        assert_eq!(o.status.code(), Some(2), "{sensor} {value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{sensor} {value}: {}", stderr(&o));
+        assert!(!dir.path().join("x.raw.jsonl").exists());
+    }
+}
+
+/// Realized sampling is audited (issue 48, item 2): a meter that delivers every 0.4 s while
+/// `--sample-interval 100ms` was asked for leaves a 300 ms block fewer than 2 samples strictly
+/// inside it, which rejects the run naming the rule, the block and the count, with every reading
+/// kept and the realized interval beside the requested one; `summary` re-derives both. A meter
+/// that keeps up passes, and its realized interval is shown too.
+#[test]
+fn a_meter_slower_than_the_requested_interval_rejects_a_block_it_leaves_unsampled() {
+    let flags = ["--sample-interval", "100ms", "--seconds", "300ms", "--idle-seconds", "300ms"];
+    let dir = tempfile::tempdir().unwrap();
+    let slow = "exec:while true; do echo 42.5; sleep 0.4; done";
+    let o = energy(dir.path(), &["a=mock:ok"], slow, &flags);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let (run, samples) = samples(dir.path());
+    assert_every_sample_kept(&run, &samples);
+    let (status, _, rules) = footer(&run);
+    assert_eq!(status, "rejected");
+    // Both blocks (one arm, one cycle: A A); a 0.4 s gap is within the 2 s gap rule.
+    assert_eq!(rules, ["too_few_samples_in_block"; 2]);
+    let rep = report(dir.path());
+    let r = &rep.rejections[0];
+    assert!(r.message.starts_with("too_few_samples_in_block: block 0 ["), "{}", r.message);
+    assert!(r.message.contains("strictly inside it, fewer than the 2 required"), "{}", r.message);
+    assert!(r.evidence.iter().all(|e| e.raw.as_deref() == Some("42.5")), "{:?}", r.evidence);
+    let s = rep.sampling.as_ref().expect("the sampling is reported when rejected");
+    assert_eq!(s.requested_sample_interval_s, 0.1);
+    let median = s.realized_sample_interval_median_s.unwrap();
+    assert!((0.35..1.0).contains(&median), "{median}");
+    assert!(s.blocks[0].samples_inside < 2 && s.blocks[0].max_gap_s.unwrap() > 0.35, "{s:?}");
+    let json = std::fs::read_to_string(dir.path().join("r.json")).unwrap();
+    assert!(
+        json.contains("\"realized_sample_interval_median_s\"")
+            && json.contains("\"realized_sample_interval_max_s\"")
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("Sample interval requested 0.1 s, realized median 0.4"), "{out}");
+    // `summary` re-derives the rejection from the raw record and names it.
+    let o = bin()
+        .current_dir(dir.path())
+        .args(["summary", "r.raw.jsonl", "--output", "s.json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    let run = &s["runs"][0];
+    assert_eq!(run["status"], "rejected", "{}", run["status_reasons"]);
+    assert!(run["status_reasons"][0].as_str().unwrap().contains("too_few_samples_in_block"), "{run}");
+    assert_eq!(run["sampling"]["realized_sample_interval_median_s"].as_f64(), Some(median));
+
+    // A meter that keeps up (every 50 ms) passes and shows its realized interval.
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=mock:ok"], "exec:while true; do echo 42.5; sleep 0.05; done", &flags);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = report(dir.path()).sampling.expect("sampling reported");
+    let median = s.realized_sample_interval_median_s.unwrap();
+    assert!((0.04..0.1).contains(&median), "{median}");
+    assert!(s.blocks.iter().all(|b| b.samples_inside >= 2), "{s:?}");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("Sample interval requested 0.1 s, realized median 0.0"), "{out}");
+    let o = bin().current_dir(dir.path()).args(["summary", "r.raw.jsonl"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("realized median 0.0"));
 }

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::common::{fixture, laya_bench, stderr};
+use crate::common::{fixture, laya_bench, stderr, stdout};
 
 fn summarize(raw: &str) -> (Option<i32>, Value) {
     summarize_with(raw, &[])
@@ -35,7 +35,11 @@ fn complete_and_equal_to(raw: &str, extra: &[&str], committed: &str) -> Value {
     for check in run["audit"].as_array().unwrap() {
         assert_eq!(check["outcome"], "pass", "{check}");
     }
-    let committed_json: Value = serde_json::from_slice(&std::fs::read(fixture(committed)).unwrap()).unwrap();
+    let mut committed_json: Value =
+        serde_json::from_slice(&std::fs::read(fixture(committed)).unwrap()).unwrap();
+    // Every committed record's sensor is NVML: the summary names its boundary, the GPU board.
+    assert_eq!(run["power_boundary"], "gpu-board");
+    relabel_claim(&mut committed_json["runs"][0]["claim"]);
     let theirs = &committed_json["runs"][0];
     for key in ["arms", "blocks", "cross_check", "samples", "bootstrap", "claim"] {
         assert_eq!(run[key], theirs[key], "`{key}` differs from {committed}");
@@ -52,6 +56,72 @@ fn complete_and_equal_to(raw: &str, extra: &[&str], committed: &str) -> Value {
         }
     }
     run
+}
+
+/// The committed claim statements were written before each sensor declared its boundary: the
+/// same verdicts and figures, worded without it. This is the wording the claim has now, for an
+/// NVML record: the gain is named on the GPU board, and the idle-subtracted gain is a different
+/// boundary from GPU board energy (never "not a whole-system claim").
+fn relabel_claim(claim: &mut Value) {
+    let Some(arms) = claim.get_mut("arms").and_then(Value::as_array_mut) else { return };
+    for a in arms {
+        let old = a["statement"].as_str().unwrap().to_string();
+        let at = old.find("measured energy gain ").expect(&old);
+        let x = at + old[at..].find("× (").expect(&old) + "×".len();
+        let new = format!("{} on the GPU board{}", &old[..x], &old[x..]).replace(
+            "is a different boundary (energy above idle) and is not a whole-system claim.",
+            "is a different boundary from GPU board energy (energy above idle) and decides no claim.",
+        );
+        a["statement"] = Value::String(new);
+    }
+}
+
+/// Each committed H200 record was measured with NVML: GPU board power only. Every output of
+/// `summary` (terminal, Markdown, CSV, pictures) labels power and energy by that boundary and
+/// never calls it system power.
+#[test]
+fn the_h200_records_label_gpu_board_power_and_never_system_power() {
+    for raw in [
+        "docs/runs/2026-12-04-h200/h200.raw.jsonl",
+        "docs/runs/2026-12-04-h200/first-try-rejected/h200-first-try.raw.jsonl",
+        "docs/runs/2026-12-04-h200-claim/h200.raw.jsonl",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fixture(raw);
+        let args = [
+            path.to_str().unwrap(),
+            "--target",
+            "1",
+            "--markdown",
+            "s.md",
+            "--csv",
+            "s.csv",
+            "--plots",
+            "plots",
+        ];
+        let o = laya_bench(dir.path(), &[&["summary"][..], &args[..]].concat());
+        let terminal = stdout(&o);
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        let mut texts =
+            vec![("terminal", terminal.clone()), ("markdown", read("s.md")), ("csv", read("s.csv"))];
+        for e in std::fs::read_dir(dir.path().join("plots")).unwrap() {
+            let e = e.unwrap().path();
+            texts.push(("picture", std::fs::read_to_string(&e).unwrap()));
+        }
+        for (what, text) in &texts {
+            let lower = text.to_lowercase();
+            assert!(!lower.contains("system power"), "{raw}: {what} says system power:\n{text}");
+            assert!(!lower.contains("whole-system"), "{raw}: {what} says whole-system:\n{text}");
+        }
+        assert!(terminal.contains("GPU board power [W]"), "{raw}:\n{terminal}");
+        assert!(read("s.csv").lines().nth(1).unwrap().ends_with(",gpu-board"), "{raw}");
+        if !raw.contains("first-try") {
+            assert!(terminal.contains("| mean GPU board power [W] | "), "{raw}:\n{terminal}");
+            assert!(terminal.contains("a different boundary from GPU board energy"), "{raw}:\n{terminal}");
+            assert!(terminal.contains(" on the GPU board ("), "{raw}:\n{terminal}");
+            assert!(texts.iter().any(|(w, t)| *w == "picture" && t.contains("GPU board power [W]")), "{raw}");
+        }
+    }
 }
 
 #[test]
