@@ -440,7 +440,7 @@ fn draw_energy(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Parse an SVG with quick-xml; return every `<text>` content.

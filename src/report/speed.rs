@@ -164,6 +164,35 @@ impl Direction {
     }
 }
 
+/// A non-baseline arm's `vs baseline` cell: the ratio in words ([`ratio_in_words`]), its
+/// interval, and for an arm that is the same model as an earlier one ([`identical_mark`]) the
+/// mark. An identical arm keeps its measured ratio: against the same model it is the run's own
+/// noise, which is what an A/A run is for.
+pub fn vs_baseline_cell(
+    s: f64,
+    interval: Option<&Interval>,
+    identical_to: Option<&str>,
+    baseline: &str,
+) -> String {
+    let ci = interval.map(|iv| format!(" [{:.2}, {:.2}]", iv.low, iv.high)).unwrap_or_default();
+    let mark = identical_to.map(|same| identical_mark(same, baseline)).unwrap_or_default();
+    format!("{}{ci}{mark}", ratio_in_words(s, interval))
+}
+
+/// The mark beside an identical arm's ratio (the same model as the earlier arm `same`), for
+/// the table: against the baseline itself the ratio is the run's noise
+/// (` · IDENTICAL to `f32` (same model: the run's noise)`); against another arm, the
+/// difference between the two arms' ratios is.
+pub fn identical_mark(same: &str, baseline: &str) -> String {
+    if same == baseline {
+        format!(" · IDENTICAL to `{same}` (same model: the run's noise)")
+    } else {
+        format!(
+            " · IDENTICAL to `{same}` (same model: its difference from `{same}`'s ratio is the run's noise)"
+        )
+    }
+}
+
 /// The wording rule printed under the table.
 pub const WORDS_RULE: &str = "A ratio reads faster or slower only when its whole interval is on that side of 1; one whose interval contains 1 reads \"no clear difference\", and one without an interval claims no direction.";
 
@@ -271,15 +300,13 @@ impl SpeedReport {
         for (i, a) in self.arms.iter().enumerate() {
             let relative = if i == 0 {
                 "baseline".to_string()
-            } else if let Some(same) = &a.identical_to {
-                format!("IDENTICAL to `{same}` (same model)")
             } else {
-                let ci = a
-                    .speed_ratio_interval
-                    .map(|iv| format!(" [{:.2}, {:.2}]", iv.low, iv.high))
-                    .unwrap_or_default();
-                let words = ratio_in_words(a.speed_ratio_vs_baseline, a.speed_ratio_interval.as_ref());
-                format!("{words}{ci}")
+                vs_baseline_cell(
+                    a.speed_ratio_vs_baseline,
+                    a.speed_ratio_interval.as_ref(),
+                    a.identical_to.as_deref(),
+                    &self.arms[0].arm.name,
+                )
             };
             out.push_str(&format!(
                 "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {} | {} | {} | {} |\n",
@@ -401,6 +428,27 @@ mod tests {
         assert_eq!(direction(0.5, None), Direction::NoInterval);
         assert!(ratio_in_words(f64::NAN, Some(&iv(0.9, 1.1))).starts_with("no ratio"));
         assert_eq!(direction(f64::INFINITY, None), Direction::NoRatio);
+    }
+
+    /// Issue 48, item 5: an identical arm (an A/A run, or `w8` on builtin:tiny) keeps its
+    /// measured ratio and interval, the run's own noise, and carries the mark.
+    #[test]
+    fn an_identical_arm_shows_its_ratio_interval_and_the_mark() {
+        assert_eq!(
+            vs_baseline_cell(1.013, Some(&iv(0.98, 1.03)), Some("f32"), "f32"),
+            "1.01× (no clear difference) [0.98, 1.03] · IDENTICAL to `f32` (same model: the run's noise)"
+        );
+        assert_eq!(
+            vs_baseline_cell(0.9, None, Some("a"), "a"),
+            "0.90× (no interval, no direction claimed) · IDENTICAL to `a` (same model: the run's noise)"
+        );
+        // The same model as an arm other than the baseline: the two ratios' difference is noise.
+        assert_eq!(
+            vs_baseline_cell(1.5, Some(&iv(1.4, 1.6)), Some("f16"), "f32"),
+            "1.50× faster [1.40, 1.60] · IDENTICAL to `f16` (same model: its difference from `f16`'s ratio is the run's noise)"
+        );
+        // Another model's arm has no mark.
+        assert_eq!(vs_baseline_cell(1.39, Some(&iv(1.2, 1.5)), None, "f32"), "1.39× faster [1.20, 1.50]");
     }
 
     #[test]

@@ -149,6 +149,11 @@ pub struct ArmSummary {
     pub vs_baseline: Ratios,
     /// Bootstrap intervals.
     pub intervals: ArmIntervals,
+    /// An earlier arm this one is the same model as (same weights on the same engine): its
+    /// ratios compare one model with itself, the run's noise. Absent otherwise, and in
+    /// summaries written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identical_to: Option<String>,
 }
 
 /// One block, re-derived from the raw record.
@@ -633,7 +638,14 @@ impl RunSummary {
         out.push_str(&format!("### Results (baseline `{}`{intervals})\n\n", self.baseline));
         out.push_str("| metric |");
         for a in &self.arms {
-            out.push_str(&format!(" `{}` |", a.name));
+            match &a.identical_to {
+                Some(same) => out.push_str(&format!(
+                    " `{}`{} |",
+                    a.name,
+                    crate::report::speed::identical_mark(same, &self.baseline)
+                )),
+                None => out.push_str(&format!(" `{}` |", a.name)),
+            }
         }
         out.push_str("\n|---|");
         out.push_str(&"---:|".repeat(self.arms.len()));

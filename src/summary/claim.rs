@@ -199,6 +199,7 @@ mod tests {
                 energy_gain: Some(Interval { low, high, valid_resamples: 100 }),
                 ..ArmIntervals::default()
             },
+            identical_to: None,
         }
     }
 

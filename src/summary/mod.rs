@@ -468,6 +468,7 @@ fn statistics(
             latency: latencies[a],
             unstable_calls: s.blocks.iter().filter(|b| b.arm == info.name).map(|b| b.unstable_calls).sum(),
             intervals: intervals.get(a).cloned().unwrap_or_default(),
+            identical_to: h.arms[..a].iter().find(|o| info.same_model_as(o)).map(|o| o.name.clone()),
         })
         .collect();
 }

@@ -59,11 +59,27 @@ pub fn sample_watts(run: &RawRun) -> Vec<(f64, Option<f64>, u64)> {
     out
 }
 
+/// Each arm's name in the pictures: its name, and for an arm that is the same model as an
+/// earlier one ([`crate::report::raw::ArmInfo::same_model_as`]) the mark
+/// `w8 = IDENTICAL to f32 (same model: the run's noise)`.
+pub fn arm_labels(arms: &[crate::report::raw::ArmInfo]) -> Vec<String> {
+    arms.iter()
+        .enumerate()
+        .map(|(i, info)| match arms[..i].iter().find(|o| info.same_model_as(o)) {
+            Some(same) => format!("{} = IDENTICAL to {} (same model: the run's noise)", info.name, same.name),
+            None => info.name.clone(),
+        })
+        .collect()
+}
+
 /// The pictures a run supports: the power timeline (energy records with samples),
 /// the latency CDF (any record with calls), energy per block (complete energy runs).
 pub fn pictures(s: &RunSummary, run: &RawRun) -> Vec<Picture> {
-    let arms: Vec<String> = run.header.arms.iter().map(|a| a.name.clone()).collect();
-    let arm_index = |name: &str| arms.iter().position(|a| a == name).unwrap_or(0);
+    let names: Vec<String> = run.header.arms.iter().map(|a| a.name.clone()).collect();
+    let arm_index = |name: &str| names.iter().position(|a| a == name).unwrap_or(0);
+    // Every picture names an arm by its label: an arm that is the same model as an earlier one
+    // carries the mark, so that two curves of one model are not read as two models.
+    let arms = arm_labels(&run.header.arms);
     let mut out = Vec::new();
     let samples = sample_watts(run);
     if samples.iter().any(|x| x.1.is_some()) {
@@ -206,6 +222,36 @@ mod tests {
         let run =
             RawRun { header: header(), records, lines: Vec::new(), complete: false, truncated_tail: None };
         assert_eq!(sample_watts(&run), [(0.5, Some(30.0), 4), (1.0, None, 5), (1.5, Some(12.5), 6)]);
+    }
+
+    /// Issue 48, item 5: an arm that is the same model as an earlier one (an A/A run, or `w8`
+    /// on builtin:tiny) is marked in every picture's legend; another model's arm is not.
+    #[test]
+    fn an_identical_arm_is_marked_in_the_pictures() {
+        let mut h = header();
+        // The synthetic record's arms are scripted (never the same model); make them the
+        // portable engine's, each its own weights, and add a second run of the first.
+        for (i, a) in h.arms.iter_mut().enumerate() {
+            a.backend = "portable".into();
+            a.fingerprint = format!("weights-{i}");
+        }
+        let mut again = h.arms[0].clone();
+        again.name = "again".into();
+        h.arms.push(again);
+        let labels = arm_labels(&h.arms);
+        let first = &h.arms[0].name;
+        assert_eq!(labels[0], *first);
+        assert_eq!(
+            labels.last().unwrap(),
+            &format!("again = IDENTICAL to {first} (same model: the run's noise)")
+        );
+        assert!(labels[1..labels.len() - 1].iter().all(|l| !l.contains("IDENTICAL")), "{labels:?}");
+        // The latency CDF's legend carries the mark.
+        let series: Vec<LatencySeries> =
+            labels.iter().map(|l| LatencySeries { arm: l.clone(), sorted_ms: vec![1.0, 2.0, 3.0] }).collect();
+        let svg = plots::latency_cdf("latency", &series).unwrap();
+        let texts = crate::report::plots::tests::well_formed_texts(&svg);
+        assert!(texts.iter().any(|t| t.starts_with("again = IDENTICAL to")), "{texts:?}");
     }
 
     #[test]

@@ -296,7 +296,16 @@ fn an_arm_that_is_the_same_model_as_another_is_marked_identical() {
     );
     assert_exit(&o, 0, "is IDENTICAL to `f32`");
     let out = crate::common::stdout(&o);
-    assert!(out.contains("IDENTICAL to `f32` (same model)"), "{out}");
+    // The ratio stays (one cycle: no interval), with the mark beside it (issue 48, item 5).
+    let row = out.lines().find(|l| l.starts_with("| `w8` |")).unwrap();
+    assert!(
+        row.contains(
+            "× (no interval, no direction claimed) · IDENTICAL to `f32` (same model: the run's noise)"
+        ),
+        "{row}"
+    );
+    let row = out.lines().find(|l| l.starts_with("| `f16` |")).unwrap();
+    assert!(!row.contains("IDENTICAL"), "{row}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
     let arms = report["arms"].as_array().unwrap();
     let by = |n: &str| arms.iter().find(|a| a["arm"]["name"] == n).unwrap();
@@ -308,6 +317,61 @@ fn an_arm_that_is_the_same_model_as_another_is_marked_identical() {
     let out = crate::common::stdout(&o);
     assert!(out.contains("arm `w8` (portable:w8) is IDENTICAL to `f32`"), "{out}");
     assert!(!out.contains("arm `f16` (portable:f16) is IDENTICAL"), "{out}");
+    // …and its table marks the column (issue 48, item 5).
+    assert!(out.contains("| `w8` · IDENTICAL to `f32` (same model: the run's noise) |"), "{out}");
+    assert!(!out.contains("`f16` · IDENTICAL"), "{out}");
+}
+
+/// Issue 48, item 5: a deliberate A/A run (one model twice) shows what it is for, the run's
+/// own noise: `b`'s ratio and its interval stay in the table, marked IDENTICAL, and the JSON
+/// report and the CSV carry the ratio with `identical_to`.
+#[test]
+fn an_a_a_run_shows_its_ratio_and_interval_marked_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = laya_bench(
+        d,
+        &[
+            "speed",
+            "--no-progress",
+            "--arm",
+            "a=portable:f32",
+            "--arm",
+            "b=portable:f32",
+            "--calls",
+            "2",
+            "--cycles",
+            "2",
+            "--warmup",
+            "1",
+            "--raw",
+            "r.raw.jsonl",
+            "--export-csv",
+            "r.csv",
+        ],
+    );
+    assert_exit(&o, 0, "arm `b` (portable:f32) is IDENTICAL to `a`");
+    let out = crate::common::stdout(&o);
+    let row = out.lines().find(|l| l.starts_with("| `b` |")).unwrap();
+    let mark = " · IDENTICAL to `a` (same model: the run's noise) |";
+    let cell = row.split(" | ").find(|c| c.contains("IDENTICAL")).unwrap();
+    // `1.01× (no clear difference) [0.98, 1.03] · IDENTICAL to …`: the ratio, its bracket, the mark.
+    assert!(row.contains(mark), "{row}");
+    let (ratio, rest) = cell.split_once("× ").unwrap_or_else(|| panic!("no ratio in {cell}"));
+    assert!(ratio.parse::<f64>().is_ok_and(|r| r > 0.0), "{cell}");
+    assert!(rest.contains(" [") && rest.contains(", ") && rest.contains("] · IDENTICAL"), "{cell}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let b = &report["arms"][1];
+    assert_eq!(b["identical_to"], "a");
+    assert!(b["speed_ratio_vs_baseline"].as_f64().is_some_and(|r| r > 0.0), "{b}");
+    assert!(b["speed_ratio_interval"]["low"].as_f64().is_some(), "{b}");
+    let csv = std::fs::read_to_string(d.join("r.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let b_row: Vec<&str> = csv.lines().nth(2).unwrap().split(',').collect();
+    assert_eq!(b_row[col("identical_to")], "a", "{csv}");
+    assert!(b_row[col("speed_ratio_vs_baseline")].parse::<f64>().is_ok(), "{csv}");
+    assert!(b_row[col("speed_ratio_low")].parse::<f64>().is_ok(), "{csv}");
 }
 
 /// The table gives mean ± σ, P50/P90/P99 and each ratio with its 95 % interval and in words
