@@ -676,6 +676,7 @@ fn build_report(
             unstable_calls: totals.unstable.get(a).copied().unwrap_or(0),
             missed_deadlines: paced.then(|| totals.missed_deadlines.get(a).copied().unwrap_or(0)),
             vs_baseline: energy_run::ratios(&arm_totals[0], &arm_totals[a]),
+            identical_to: header.arms[..a].iter().find(|o| info.same_model_as(o)).map(|o| o.name.clone()),
         });
     }
     let blocks = totals
@@ -725,6 +726,9 @@ fn build_report(
         let steal = StealTicks::sum(totals.blocks.iter().filter(|b| b.arm == i).map(|b| b.steal));
         if let Some(w) = steal::warning(&format!("arm `{}`'s blocks", a.arm.name), steal) {
             notes.push(format!("WARNING: {w}"));
+        }
+        if let Some(same) = &a.identical_to {
+            notes.push(crate::report::speed::identical_warning(&a.arm, same));
         }
     }
     let sampler_cpu_fraction =

@@ -513,17 +513,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             warnings.push(format!("WARNING: {w}"));
         }
         if let Some(same) = &r.identical_to {
-            warnings.push(format!(
-                "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) on the same engine, so it measures the same model twice{}; its ratio stays in the table, marked: against the same model it is the run's noise, not a difference between models",
-                r.arm.name,
-                r.arm.spec,
-                &r.arm.fingerprint[..r.arm.fingerprint.len().min(12)],
-                if r.arm.spec.contains("w8") || r.arm.spec.contains("palette") {
-                    " (nothing was palettized: on a small model every matrix is below the palettization threshold)"
-                } else {
-                    ""
-                }
-            ));
+            warnings.push(speed_report::identical_warning(&r.arm, same));
         }
     }
     SpeedReport {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
 use super::model::ModelInfo;
 use super::raw::{ArmInfo, EnergyPlanInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
+use super::speed::identical_mark;
 pub use super::status::RunStatus;
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
@@ -40,6 +41,10 @@ pub struct EnergyArm {
     pub missed_deadlines: Option<u64>,
     /// S, R and S × R against the first arm (the baseline).
     pub vs_baseline: Ratios,
+    /// The earlier arm this one is the same model as (same weights, same engine): its ratios
+    /// compare one model with itself, the run's noise. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identical_to: Option<String>,
 }
 
 /// One block's results.
@@ -238,13 +243,23 @@ impl EnergyReport {
             self.energy_plan.idle_seconds,
             self.energy_plan.idle_discard_s
         ));
-        out.push_str("| Arm | Spec | Decisions | t [ms] | P [W] | E = P×t [J] | Active E [J] | Idle P [W] | Idle-sub. E/decision [J] | S | R | S×R | Missed deadlines |\n");
+        let b = &self.power_boundary;
+        out.push_str(&format!(
+            "| Arm | Spec | Decisions | t [ms] | {} | {} | {} | {} | {} | S | R | S×R | Missed deadlines |\n",
+            b.label("P", "W"),
+            b.label("E = P×t", "J"),
+            b.label("active E", "J"),
+            b.label("idle P", "W"),
+            b.label("idle-sub. E/decision", "J"),
+        ));
         out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        let baseline = self.arms.first().map(|a| a.arm.name.as_str()).unwrap_or_default();
         for a in &self.arms {
             let t = &a.totals;
             out.push_str(&format!(
-                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| `{}`{} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 a.arm.name,
+                a.identical_to.as_deref().map(|same| identical_mark(same, baseline)).unwrap_or_default(),
                 a.arm.spec,
                 t.decisions,
                 ms(t.time_per_decision_s),
@@ -260,7 +275,14 @@ impl EnergyReport {
             ));
         }
         out.push_str(&format!("\n{RATIO_RULE}\n\n"));
-        out.push_str("| Block | Cycle | Arm | Decisions | Time [s] | t [ms] | P [W] | E = P×t [J] | Active E [J] | Idle before/after [W] | Idle-sub. E [J] | RSS [MiB] |\n");
+        out.push_str(&format!(
+            "| Block | Cycle | Arm | Decisions | Time [s] | t [ms] | {} | {} | {} | {} | {} | RSS [MiB] |\n",
+            b.label("P", "W"),
+            b.label("E = P×t", "J"),
+            b.label("active E", "J"),
+            b.label("idle before/after", "W"),
+            b.label("idle-sub. E", "J"),
+        ));
         out.push_str("|---:|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for b in &self.blocks {
             let t = &b.totals;
@@ -313,14 +335,14 @@ impl EnergyReport {
     /// CSV: one row per arm, then one per block (`level` says which); empty cells are missing.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes,power_boundary\n",
+            "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes,power_boundary,identical_to\n",
         );
         let status = self.status.as_str();
         let boundary = csv_field(&self.power_boundary.name());
         for (i, a) in self.arms.iter().enumerate() {
             let t = &a.totals;
             out.push_str(&format!(
-                "arm,{status},{i},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},,{boundary}\n",
+                "arm,{status},{i},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},,{boundary},{}\n",
                 csv_field(&a.arm.name),
                 csv_field(&a.arm.spec),
                 t.decisions,
@@ -336,8 +358,12 @@ impl EnergyReport {
                 csv_num(a.vs_baseline.power_ratio),
                 csv_num(a.vs_baseline.energy_gain),
                 a.missed_deadlines.map(|m| m.to_string()).unwrap_or_default(),
+                csv_field(a.identical_to.as_deref().unwrap_or("")),
             ));
         }
+        let identical_of = |arm: &str| {
+            self.arms.iter().find(|a| a.arm.name == arm).and_then(|a| a.identical_to.as_deref()).unwrap_or("")
+        };
         for b in &self.blocks {
             let t = &b.totals;
             let spec = self
@@ -347,7 +373,7 @@ impl EnergyReport {
                 .map(|a| a.arm.spec.clone())
                 .unwrap_or_default();
             out.push_str(&format!(
-                "block,{status},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,{},{},{boundary}\n",
+                "block,{status},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,{},{},{boundary},{}\n",
                 b.index,
                 b.cycle,
                 csv_field(&b.arm),
@@ -363,11 +389,13 @@ impl EnergyReport {
                 csv_num(t.idle_subtracted_energy_per_decision_j),
                 b.missed_deadlines.map(|m| m.to_string()).unwrap_or_default(),
                 b.rss_bytes.map(|m| m.to_string()).unwrap_or_default(),
+                csv_field(identical_of(&b.arm)),
             ));
         }
         out
     }
 }
+
 /// The sentence that says what P and E measure: `Power boundary `gpu-board`: P is GPU board
 /// power [W], E GPU board energy [J] (...)`.
 pub fn boundary_line(b: &PowerBoundary) -> String {

@@ -179,6 +179,22 @@ pub fn vs_baseline_cell(
     format!("{}{ci}{mark}", ratio_in_words(s, interval))
 }
 
+/// The warning for arm `arm`, the same model as the earlier arm `same` (speed and energy): its
+/// ratio stays in the tables, marked, because against the same model it is the run's noise.
+pub fn identical_warning(arm: &crate::report::raw::ArmInfo, same: &str) -> String {
+    format!(
+        "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) on the same engine, so it measures the same model twice{}; its ratio stays in the table, marked: against the same model it is the run's noise, not a difference between models",
+        arm.name,
+        arm.spec,
+        &arm.fingerprint[..arm.fingerprint.len().min(12)],
+        if arm.spec.contains("w8") || arm.spec.contains("palette") {
+            " (nothing was palettized: on a small model every matrix is below the palettization threshold)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The mark beside an identical arm's ratio (the same model as the earlier arm `same`), for
 /// the table: against the baseline itself the ratio is the run's noise
 /// (` · IDENTICAL to `f32` (same model: the run's noise)`); against another arm, the

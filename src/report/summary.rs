@@ -468,13 +468,14 @@ impl SummaryReport {
     /// CSV: one row per block of every run; empty cells are missing values.
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary\n",
+            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary,identical_to\n",
         );
         for (i, run) in self.runs.iter().enumerate() {
             for b in &run.blocks {
                 let e = b.energy.as_ref();
+                let same = run.arms.iter().find(|a| a.name == b.arm).and_then(|a| a.identical_to.as_deref());
                 out.push_str(&format!(
-                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     csv_field(&run.source),
                     run.status.as_str(),
                     b.index,
@@ -496,6 +497,7 @@ impl SummaryReport {
                     b.ended_early,
                     csv_field(b.energy_missing_reason.as_deref().unwrap_or("")),
                     csv_field(&run.power_boundary.name()),
+                    csv_field(same.unwrap_or("")),
                 ));
             }
         }
@@ -723,6 +725,30 @@ fn quantity_display(quantity: &str, boundary: Option<&PowerBoundary>) -> (String
     }
 }
 
+/// The IDENTICAL mark of `arm` in the side-by-side table: the runs in which it is the same
+/// model as an earlier arm, and which (` · IDENTICAL to `f32` (same model) in runs 0, 1`); empty
+/// where it is identical in none.
+pub(crate) fn identical_in_runs(arm: &str, runs: &[RunSummary]) -> String {
+    let mut marks: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let Some(same) = r.arms.iter().find(|a| a.name == arm).and_then(|a| a.identical_to.as_ref()) else {
+            continue;
+        };
+        match marks.iter_mut().find(|(s, _)| s == same) {
+            Some((_, ids)) => ids.push(i),
+            None => marks.push((same.clone(), vec![i])),
+        }
+    }
+    marks
+        .iter()
+        .map(|(same, ids)| {
+            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            let runs_word = if ids.len() == 1 { "run" } else { "runs" };
+            format!(" · IDENTICAL to `{same}` (same model) in {runs_word} {}", ids.join(", "))
+        })
+        .collect()
+}
+
 impl Comparison {
     /// Markdown: one table per quantity, runs as columns, disjoint intervals flagged.
     pub fn to_markdown(&self, runs: &[RunSummary]) -> String {
@@ -743,7 +769,7 @@ impl Comparison {
             runs.first().map(|r| &r.power_boundary).filter(|b| runs.iter().all(|r| &r.power_boundary == *b));
         for row in &self.rows {
             let (label, digits, scale) = quantity_display(&row.quantity, boundary);
-            out.push_str(&format!("| `{}` | {label} |", row.arm));
+            out.push_str(&format!("| `{}`{} | {label} |", row.arm, identical_in_runs(&row.arm, runs)));
             for v in &row.runs {
                 out.push_str(&format!(" {} |", with_interval(v.value, v.interval.as_ref(), digits, scale)));
             }

@@ -391,8 +391,8 @@ fn markdown_and_csv_carry_the_published_style_table() {
     assert_eq!(&first[..7], &["0", "run.raw.jsonl", "complete", "0", "0", "mlx-fp16", "2864"]);
     let mean_power: f64 = first[12].parse().unwrap();
     assert!((mean_power - 61.3905).abs() < 1e-9, "{mean_power}");
-    assert!(lines[0].ends_with(",energy_missing_reason,power_boundary"), "{}", lines[0]);
-    assert_eq!(first.last(), Some(&"whole-system"));
+    assert!(lines[0].ends_with(",energy_missing_reason,power_boundary,identical_to"), "{}", lines[0]);
+    assert_eq!(first[first.len() - 2..], ["whole-system", ""]);
 }
 
 #[test]
@@ -774,4 +774,36 @@ fn a_block_with_one_sample_inside_is_rejected_by_summary_naming_it() {
     let s = summarize_records(&recs, 0);
     assert_eq!(s.status, SummaryStatus::Rejected, "{:?}", s.audit);
     assert!(s.audit.iter().all(|c| c.outcome != CheckOutcome::Fail), "{:#?}", s.audit);
+}
+
+/// The side-by-side table marks an arm with the runs where it is the same model as an earlier
+/// arm, and only those; an arm identical in no run is not marked.
+#[test]
+fn the_side_by_side_mark_names_the_runs_where_an_arm_is_identical() {
+    use crate::report::summary::identical_in_runs;
+    let a = summarize_records(&published(), 50);
+    assert!(a.arms.iter().all(|x| x.identical_to.is_none()));
+    let mut b = a.clone();
+    b.arms[2].identical_to = Some("ane-fp16".into());
+    let runs = [a.clone(), b.clone(), b];
+    assert_eq!(identical_in_runs("ane-w8", &runs), " · IDENTICAL to `ane-fp16` (same model) in runs 1, 2");
+    assert_eq!(identical_in_runs("ane-fp16", &runs), "");
+    assert_eq!(identical_in_runs("ane-w8", &runs[..2]), " · IDENTICAL to `ane-fp16` (same model) in run 1");
+    assert_eq!(identical_in_runs("ane-w8", &[a]), "");
+    let c = compare::compare(&runs[..2]).unwrap();
+    let md = c.to_markdown(&runs[..2]);
+    assert!(
+        md.contains("| `ane-w8` · IDENTICAL to `ane-fp16` (same model) in run 1 | t per decision [ms] |"),
+        "{md}"
+    );
+    assert!(md.contains("| `ane-fp16` | t per decision [ms] |"), "{md}");
+    // The CSV names it on each of its blocks in the run where it is, and nowhere else.
+    let csv = report(runs[..2].to_vec()).to_csv();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    for r in &rows {
+        let cells: Vec<&str> = r.split(',').collect();
+        let want = if cells[0] == "1" && cells[5] == "ane-w8" { "ane-fp16" } else { "" };
+        assert_eq!(*cells.last().unwrap(), want, "{r}");
+    }
+    assert!(rows.iter().any(|r| r.ends_with(",ane-fp16")));
 }

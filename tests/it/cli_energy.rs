@@ -837,8 +837,16 @@ fn an_exec_meter_is_labelled_by_its_declared_boundary_or_as_unknown() {
     assert!(out.contains("Power boundary `wall`: P is wall power [W], E wall energy [J]"), "{out}");
     assert!(out.contains("a different boundary from wall energy"), "{out}");
     assert!(!out.contains("system power") && !out.contains("boundary unknown"), "{out}");
+    // Every power and energy column head names it too.
+    for head in
+        ["| wall P [W] |", "| wall E = P×t [J] |", "| wall idle P [W] |", "| wall idle before/after [W] |"]
+    {
+        assert!(out.contains(head), "{head} in {out}");
+    }
     let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
-    assert!(csv.lines().all(|l| l.ends_with(",power_boundary") || l.ends_with(",wall")), "{csv}");
+    let heads: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = heads.iter().position(|h| *h == "power_boundary").unwrap();
+    assert!(csv.lines().skip(1).all(|l| l.split(',').nth(at) == Some("wall")), "{csv}");
     // `summary` of the record names it too.
     let s = bin().current_dir(dir.path()).args(["summary", "r.raw.jsonl"]).output().unwrap();
     let text = String::from_utf8_lossy(&s.stdout).into_owned();
@@ -860,6 +868,7 @@ fn an_exec_meter_is_labelled_by_its_declared_boundary_or_as_unknown() {
     assert_eq!(run.header.power_boundary(), PowerBoundary::Unknown);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(out.contains("P is power [W] (boundary unknown), E energy [J] (boundary unknown)"), "{out}");
+    assert!(out.contains("| P [W] (boundary unknown) |"), "{out}");
     assert!(!out.contains("system power") && !out.contains("whole-system"), "{out}");
 
     // A value that names no boundary, or a sensor that declares its own: exit 2 before measuring.
@@ -873,6 +882,40 @@ fn an_exec_meter_is_labelled_by_its_declared_boundary_or_as_unknown() {
         assert_eq!(o.status.code(), Some(2), "{sensor} {value}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{sensor} {value}: {}", stderr(&o));
         assert!(!dir.path().join("x.raw.jsonl").exists());
+    }
+}
+
+/// Issue 48, item 5: an A/A energy run (one model twice) keeps the second arm's ratios, marks
+/// its row IDENTICAL, warns, and carries `identical_to` in the JSON and the CSV; the first arm
+/// is not marked.
+#[test]
+fn an_a_a_energy_run_marks_the_second_arm_identical_and_keeps_its_ratios() {
+    let meter = "exec:while true; do echo 42.5; sleep 0.05; done";
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=portable:f32", "b=portable:f32"], meter, &["--export-csv", "r.csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let row = out.lines().find(|l| l.starts_with("| `b`")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        row.starts_with("| `b` · IDENTICAL to `a` (same model: the run's noise) | `portable:f32` |"),
+        "{row}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("| `a` | `portable:f32` |")), "{out}");
+    assert!(out.contains("WARNING: arm `b` (portable:f32) is IDENTICAL to `a`"), "{out}");
+    let r = report(dir.path());
+    assert_eq!(r.arms[0].identical_to, None);
+    assert_eq!(r.arms[1].identical_to.as_deref(), Some("a"));
+    assert!(r.arms[1].vs_baseline.speed_gain.is_some_and(|s| s > 0.0), "{:?}", r.arms[1].vs_baseline);
+    let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    let heads: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let (arm, same) = (
+        heads.iter().position(|h| *h == "arm").unwrap(),
+        heads.iter().position(|h| *h == "identical_to").unwrap(),
+    );
+    for line in csv.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let want = if cells[arm] == "b" { "a" } else { "" };
+        assert_eq!(cells[same], want, "{line}");
     }
 }
 

@@ -372,6 +372,25 @@ fn an_a_a_run_shows_its_ratio_and_interval_marked_identical() {
     assert_eq!(b_row[col("identical_to")], "a", "{csv}");
     assert!(b_row[col("speed_ratio_vs_baseline")].parse::<f64>().is_ok(), "{csv}");
     assert!(b_row[col("speed_ratio_low")].parse::<f64>().is_ok(), "{csv}");
+    // `summary` of the record twice: its CSV names the identical arm on each of `b`'s blocks,
+    // and the side-by-side table marks `b` with the runs where it is identical.
+    let o = laya_bench(
+        d,
+        &["summary", "r.raw.jsonl", "r.raw.jsonl", "--allow-same", "--csv", "s.csv", "--markdown", "s.md"],
+    );
+    assert_exit(&o, 0, "");
+    let csv = std::fs::read_to_string(d.join("s.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 16, "2 runs of 2 cycles of 4 blocks: {csv}");
+    for r in &rows {
+        assert_eq!(r[col("identical_to")], if r[col("arm")] == "b" { "a" } else { "" }, "{csv}");
+    }
+    let md = std::fs::read_to_string(d.join("s.md")).unwrap();
+    let side = &md[md.find("## Runs side by side").unwrap_or_else(|| panic!("{md}"))..];
+    assert!(side.contains("| `b` · IDENTICAL to `a` (same model) in runs 0, 1 |"), "{side}");
+    assert!(side.lines().filter(|l| l.starts_with("| `a` |")).count() > 0, "{side}");
 }
 
 /// The table gives mean ± σ, P50/P90/P99 and each ratio with its 95 % interval and in words
