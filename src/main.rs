@@ -18,7 +18,9 @@ fn main() -> ExitCode {
     match laya_bench::commands::dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {failure}");
+            // (a stderr that cannot be written loses the message, never the exit code)
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "error: {failure}");
             ExitCode::from(failure.code)
         }
     }

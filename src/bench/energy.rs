@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::energy::run::{self as energy_run, BlockFigures, BlockSpan, IdleSpan, RunEnergy, RunInput};
@@ -103,10 +105,10 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         )));
     }
     let pace = match f.rate {
-        Some(r) if super::time::period_of(r).is_some() => Some(Pace { rate_hz: r }),
+        Some(r) if super::time::period_of(r).is_some() && r <= MAX_RATE_HZ => Some(Pace { rate_hz: r }),
         Some(r) => {
             return Err(BenchError::Input(format!(
-                "--rate must be a positive number of requests per second, at least one per 7 days, got {r:?}"
+                "--rate must be a positive number of requests per second, at least one per 7 days and at most {MAX_RATE_HZ:.0} (one every microsecond: no schedule finer can be kept), got {r:?}"
             )))
         }
         None => None,
@@ -297,7 +299,7 @@ pub fn run(
     io: RunIo<'_>,
     watch: &mut dyn Watch,
 ) -> Result<EnergyOutcome, BenchError> {
-    let RunIo { raw: raw_path, overwrite, stop } = io;
+    let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
     let stream_timeout = max_gap(settings.interval);
     let (mut sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout)?;
     let settings = &match settings.for_sensor(sensor.update_period()) {
@@ -315,22 +317,22 @@ pub fn run(
         settings.boundary.clone().or(replayed_boundary).unwrap_or_else(|| PowerBoundary::of_sensor(&opened)),
     );
     header.energy = Some(settings.info.clone());
-    let writer = match RawWriter::open(raw_path, overwrite) {
+    // The lock is held until the footer is written: a second run on this file refuses
+    // before measuring.
+    let (_lock, writer) = match record::open_raw(raw_path, overwrite) {
         Ok(w) => w,
         Err(e) => {
             let _ = sensor.close();
-            return Err(BenchError::input_chain(
-                &format!("cannot create the raw file {}", raw_path.display()),
-                &e,
-            ));
+            return Err(e);
         }
     };
     let clock = Clock::start();
     header.started_unix_s = super::time::unix_now();
     watch.started(header.started_unix_s);
     let (tx, rx) = mpsc::channel::<Msg>();
-    let writer =
-        spawn_writer(writer, rx).map_err(|e| BenchError::run_chain("cannot start the raw writer", &e))?;
+    let write_failed = Arc::new(AtomicBool::new(false));
+    let writer = spawn_writer(writer, rx, write_failed.clone())
+        .map_err(|e| BenchError::run_chain("cannot start the raw writer", &e))?;
     let fail_early =
         |e: mpsc::SendError<Msg>| BenchError::Run(format!("raw record: {}: {e}", raw_path.display()));
     tx.send(Msg::Record(Record::Header(Box::new(header.clone())))).map_err(fail_early)?;
@@ -353,12 +355,13 @@ pub fn run(
         drop(tx);
         let written = writer.join().map_err(|_| BenchError::Run("the raw writer thread panicked".into()))?;
         let Written { raw: mut raw_file, error, .. } = written;
-        let finished = raw_file.write(&refused.footer).and_then(|_| raw_file.sync());
-        if let Some(e) = error.or(finished.err()) {
-            return Err(BenchError::run_chain(
-                &format!("cannot write the raw record {}", raw_path.display()),
-                &e,
-            ));
+        // (nothing is written after a failed write: a record after a cut line hides the cut)
+        let finished = match error {
+            None => raw_file.write(&refused.footer).and_then(|_| raw_file.sync()),
+            Some(e) => Err(e),
+        };
+        if let Err(e) = finished {
+            return Err(BenchError::run_chain(&record::cut_note(raw_path), &e));
         }
         return Err(BenchError::Input(refused.error));
     }
@@ -373,7 +376,9 @@ pub fn run(
         }),
     };
     let mut rec = Recorder::new(ChannelSink(tx), watch);
-    let controls = Controls { stop, sampling: Some(sampling), order: input.order };
+    // Stops between calls on a signal or as soon as the raw writer fails.
+    let controls =
+        Controls { stop, hurry, failed: Some(&write_failed), sampling: Some(sampling), order: input.order };
     let outcome =
         protocol::run_with(&mut setup.arms, &setup.workload, &settings.plan, &clock, &mut rec, controls);
     let Recorder { sink, rss, total_calls, .. } = rec;
@@ -389,19 +394,20 @@ pub fn run(
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
-            let footer = footer(RunStatus::Failed, total_calls, Some(e.to_string()), vec![]);
-            let _ = finish(&mut raw_file, vec![footer]);
-            return Err(BenchError::run_chain(
-                &format!("the run stopped; everything measured so far is in {}", raw_path.display()),
-                &e,
-            ));
+            let kept = match &write_error {
+                None => {
+                    let footer = footer(RunStatus::Failed, total_calls, Some(e.to_string()), vec![]);
+                    let _ = finish(&mut raw_file, vec![footer]);
+                    format!("everything measured so far is in {}", raw_path.display())
+                }
+                Some(_) => record::cut_note(raw_path),
+            };
+            return Err(BenchError::run_chain(&format!("the run stopped; {kept}"), &e));
         }
     };
     if let Some(e) = write_error {
-        return Err(BenchError::run_chain(
-            &format!("cannot write the raw record {}", raw_path.display()),
-            &e,
-        ));
+        // The run stopped between calls when the writer failed; nothing more is written.
+        return Err(BenchError::run_chain(&format!("the run stopped; {}", record::cut_note(raw_path)), &e));
     }
 
     // Judge the samples.
@@ -723,6 +729,17 @@ fn build_report(
         if let Some(w) = missed_deadline_warning(&a.arm.name, a.missed_deadlines, a.totals.decisions) {
             notes.push(w);
         }
+        let (made, scheduled) = totals
+            .blocks
+            .iter()
+            .filter(|b| b.arm == i && !b.ended_early)
+            .fold((0, 0), |(m, s), b| (m + b.calls, s + b.scheduled_calls.unwrap_or(b.calls)));
+        if made < scheduled {
+            notes.push(format!(
+                "WARNING: arm `{}` made {made} of its {scheduled} scheduled calls: it could not keep --rate, so its blocks ended by time (twice their length plus 1 s) with calls unmade; its load was not the equal load this comparison assumes; lower --rate below what every arm sustains",
+                a.arm.name
+            ));
+        }
         let steal = StealTicks::sum(totals.blocks.iter().filter(|b| b.arm == i).map(|b| b.steal));
         if let Some(w) = steal::warning(&format!("arm `{}`'s blocks", a.arm.name), steal) {
             notes.push(format!("WARNING: {w}"));
@@ -762,6 +779,9 @@ fn build_report(
         notes,
     }
 }
+
+/// The highest `--rate`: one call every microsecond.
+const MAX_RATE_HZ: f64 = 1e6;
 
 /// Above this share of missed deadlines an arm did not keep `--rate`.
 const MISSED_DEADLINE_LIMIT: f64 = 0.01;

@@ -1,7 +1,11 @@
 //! The files a run writes, their default names, and the checks made before anything is
-//! measured: every folder exists and can be written in, no two outputs are the same file, and
-//! nothing is replaced without `--overwrite`.
+//! measured: every folder exists and can be written in, no two outputs are the same file, no
+//! output is a special file (a FIFO, a device, a socket, or a link to one), and nothing is
+//! replaced without `--overwrite`. The raw record is claimed for the run alone: a default name
+//! is created exclusively (a run of the same second takes the next suffix) and the file is
+//! locked while the run writes it ([`lock_raw`]).
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::report::write_atomic;
@@ -22,6 +26,8 @@ pub struct OutputFiles {
     pub csv: Option<PathBuf>,
     /// Replace existing files instead of refusing.
     pub overwrite: bool,
+    /// The stem of a default raw name (`speed-<UTC time>`), `None` for a raw path given.
+    pub stem: Option<String>,
 }
 
 impl OutputFiles {
@@ -36,20 +42,50 @@ impl OutputFiles {
         overwrite: bool,
         prefix: &str,
     ) -> Self {
-        let report_for = |raw: &Path| {
-            let s = raw.to_string_lossy();
-            PathBuf::from(match s.strip_suffix(".raw.jsonl") {
-                Some(stem) => format!("{stem}.json"),
-                None => format!("{s}.report.json"),
-            })
-        };
-        let raw = raw.unwrap_or_else(|| {
-            first_free(&timestamp_stem(prefix), |raw| {
+        let report_for = report_path_for;
+        let stem = raw.is_none().then(|| timestamp_stem(prefix));
+        let raw = match (raw, &stem) {
+            (Some(raw), _) => raw,
+            (None, stem) => first_free(stem.as_deref().unwrap_or(prefix), |raw| {
                 raw.exists() || report.is_none() && report_for(raw).exists()
-            })
-        });
+            }),
+        };
         let report = report.unwrap_or_else(|| report_for(&raw));
-        Self { raw, report, markdown, csv, overwrite }
+        Self { raw, report, markdown, csv, overwrite, stem }
+    }
+
+    /// Claim a default raw name for this run: create it exclusively (`create_new`), taking the
+    /// next suffix when another run of the same second created it first (the report's default
+    /// name follows). `None` for a raw path given on the command line (it is opened, checked
+    /// and locked when the run starts). The claimed file is empty until the run writes its
+    /// header; dropping the claim removes it if it is still empty (a run that never started).
+    pub fn claim(&mut self) -> Result<Option<ClaimedRaw>, BenchError> {
+        let Some(stem) = self.stem.clone() else { return Ok(None) };
+        let default_report = self.report == report_path_for(&self.raw);
+        let mut n = 1;
+        loop {
+            let raw = if n == 1 { PathBuf::from(format!("{stem}.raw.jsonl")) } else { suffixed(&stem, n) };
+            n += 1;
+            if default_report && report_path_for(&raw).exists() {
+                continue;
+            }
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&raw) {
+                Ok(_) => {
+                    if default_report {
+                        self.report = report_path_for(&raw);
+                    }
+                    self.raw = raw.clone();
+                    return Ok(Some(ClaimedRaw { path: raw }));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => continue,
+                Err(e) => {
+                    return Err(BenchError::input_chain(
+                        &format!("cannot create the raw file {}", raw.display()),
+                        &e,
+                    ))
+                }
+            }
+        }
     }
 
     /// Check every file before anything is measured (exit 2): no two of the raw record, report
@@ -70,7 +106,8 @@ impl OutputFiles {
     /// Write the JSON report and the requested Markdown and CSV exports (each atomically).
     pub fn write(&self, json: &[u8], markdown: &str, csv: &str) -> Result<(), BenchError> {
         let write = |p: &Path, bytes: &[u8]| {
-            write_atomic(p, bytes).map_err(|e| BenchError::Run(format!("cannot write {}: {e}", p.display())))
+            write_atomic(p, bytes)
+                .map_err(|e| BenchError::run_chain(&format!("cannot write {}", p.display()), &e))
         };
         write(&self.report, json)?;
         if let Some(p) = &self.markdown {
@@ -87,6 +124,7 @@ impl OutputFiles {
 /// it does not exist or cannot be written in (a probe file is created and removed), so a run
 /// never measures first and then fails to save.
 pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, BenchError> {
+    refuse_special(Some(flag), path)?;
     let folder = match path.parent() {
         Some(f) if !f.as_os_str().is_empty() => f,
         _ => Path::new("."),
@@ -122,19 +160,12 @@ pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, BenchErr
 /// one's folder exists and can be written in, no two are the same file, none is one of the
 /// `inputs` the command reads (never even with `overwrite`), and none exists unless `overwrite`.
 pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: bool) -> Result<(), BenchError> {
-    // the same file however it is named: its folder resolved, then its name
-    let key = |folder: &Path, path: &Path| {
-        folder
-            .canonicalize()
-            .unwrap_or_else(|_| folder.to_path_buf())
-            .join(path.file_name().unwrap_or_default())
-    };
-    let inputs: Vec<(PathBuf, &Path)> =
-        inputs.iter().map(|p| (p.canonicalize().unwrap_or_else(|_| p.to_path_buf()), *p)).collect();
-    let mut seen: Vec<(&str, PathBuf)> = Vec::new();
+    // the same file however it is named: its device and inode, else its folder and name
+    let inputs: Vec<(FileId, &Path)> = inputs.iter().map(|p| (file_id(p), *p)).collect();
+    let mut seen: Vec<(&str, FileId)> = Vec::new();
     for &(flag, path) in files {
-        let folder = check_folder(flag, path)?;
-        let k = key(folder, path);
+        check_folder(flag, path)?;
+        let k = file_id(path);
         if let Some((other, _)) = seen.iter().find(|(_, s)| *s == k) {
             return Err(BenchError::Input(format!(
                 "{other} and {flag} both name {}: each output needs its own file",
@@ -154,8 +185,10 @@ pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: boo
     Ok(())
 }
 
-/// Refuse to replace an existing measurement unless `overwrite` (exit 2).
+/// Refuse to replace an existing measurement unless `overwrite`, and a special file even with
+/// it (exit 2).
 pub fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), BenchError> {
+    refuse_special(None, path)?;
     if path.exists() && !overwrite {
         return Err(BenchError::Input(format!(
             "{} exists; laya-bench never replaces a measurement silently: choose another path or pass --overwrite",
@@ -165,15 +198,236 @@ pub fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// The report's default path for a raw path: `.json` instead of `.raw.jsonl`, or
+/// `.report.json` added.
+fn report_path_for(raw: &Path) -> PathBuf {
+    let s = raw.to_string_lossy();
+    PathBuf::from(match s.strip_suffix(".raw.jsonl") {
+        Some(stem) => format!("{stem}.json"),
+        None => format!("{s}.report.json"),
+    })
+}
+
+/// `STEM-N.raw.jsonl`.
+fn suffixed(stem: &str, n: u32) -> PathBuf {
+    PathBuf::from(format!("{stem}-{n}.raw.jsonl"))
+}
+
 /// `STEM.raw.jsonl`, or `STEM-2.raw.jsonl`, `STEM-3…` when `taken`.
 fn first_free(stem: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
     let mut raw = PathBuf::from(format!("{stem}.raw.jsonl"));
     let mut n = 2;
     while taken(&raw) {
-        raw = PathBuf::from(format!("{stem}-{n}.raw.jsonl"));
+        raw = suffixed(stem, n);
         n += 1;
     }
     raw
+}
+
+/// A default raw name this run created ([`OutputFiles::claim`]); dropped while still empty
+/// (the run stopped before its header), the file is removed.
+#[derive(Debug)]
+pub struct ClaimedRaw {
+    path: PathBuf,
+}
+
+impl Drop for ClaimedRaw {
+    fn drop(&mut self) {
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// What a path that exists but is not a regular file is, in words (`None` for a regular
+/// file or a folder, which [`check_folder`] names itself).
+fn special_kind(kind: std::fs::FileType) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return Some("a FIFO");
+        }
+        if kind.is_char_device() {
+            return Some("a character device");
+        }
+        if kind.is_block_device() {
+            return Some("a block device");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+    }
+    if kind.is_file() || kind.is_dir() || kind.is_symlink() {
+        None
+    } else {
+        Some("a special file")
+    }
+}
+
+/// Refuse an output path that is, or links to, something other than a regular file (exit 2):
+/// laya-bench replaces outputs by renaming a finished file over them, which would put a
+/// regular file where a FIFO, a device or a link was, so it never writes to one. A symbolic
+/// link to a regular file is written through (its target is replaced; the link stays).
+pub fn refuse_special(flag: Option<&str>, path: &Path) -> Result<(), BenchError> {
+    let named = match flag {
+        Some(f) => format!("{f} {}", path.display()),
+        None => path.display().to_string(),
+    };
+    let fix = "laya-bench writes only regular files: choose another path";
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path).unwrap_or_default();
+        return match std::fs::metadata(path) {
+            Err(_) => Err(BenchError::Input(format!(
+                "{named} is a symbolic link to {}, which does not exist; {fix}",
+                target.display()
+            ))),
+            Ok(m) => match special_kind(m.file_type()) {
+                Some(kind) => Err(BenchError::Input(format!(
+                    "{named} is a symbolic link to {}, which is not a regular file ({kind}); {fix}",
+                    target.display()
+                ))),
+                None => Ok(()),
+            },
+        };
+    }
+    match special_kind(meta.file_type()) {
+        Some(kind) => Err(BenchError::Input(format!("{named} is not a regular file ({kind}); {fix}"))),
+        None => Ok(()),
+    }
+}
+
+/// Which file a path names, for telling two paths of one file apart: its device and inode
+/// where it exists (so a link, a hard link or `./` is the same file), else its folder resolved
+/// and its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum FileId {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+fn file_id(path: &Path) -> FileId {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            return FileId::Inode(m.dev(), m.ino());
+        }
+    }
+    let folder = match path.parent() {
+        Some(f) if !f.as_os_str().is_empty() => f,
+        _ => Path::new("."),
+    };
+    let folder = folder.canonicalize().unwrap_or_else(|_| folder.to_path_buf());
+    FileId::Path(match path.file_name() {
+        Some(name) => folder.join(name),
+        None => folder,
+    })
+}
+
+/// The raw record opened for this run alone: a regular file, write-locked (`fcntl` `F_SETLK`)
+/// until this is dropped, so a second run given the same `--raw` refuses before it measures
+/// instead of writing into the same file. The lock belongs to the process: keep this alive
+/// until the footer is written.
+#[derive(Debug)]
+pub struct RawLock {
+    _file: File,
+}
+
+/// Open (creating it; an existing file only with `replace`) and lock the raw record at `path`
+/// for this run, before anything is written to it: nothing is truncated here, so a run that
+/// loses the lock leaves the other run's record untouched. A bad path, a special file, an
+/// existing file without `replace` or a file another run holds is a bad input (exit 2) naming
+/// the file (and the holder's process id).
+pub fn lock_raw(path: &Path, replace: bool) -> Result<RawLock, BenchError> {
+    refuse_special(Some("--raw"), path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if replace {
+        options.create(true);
+    } else {
+        options.create_new(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // never block on a FIFO that appeared since the check, never take a terminal
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(BenchError::Input(format!(
+                "{} exists; laya-bench never replaces a measurement silently: choose another path or pass --overwrite",
+                path.display()
+            )))
+        }
+        Err(e) => {
+            return Err(BenchError::input_chain(&format!("cannot create the raw file {}", path.display()), &e))
+        }
+    };
+    let meta = file.metadata().map_err(|e| {
+        BenchError::input_chain(&format!("cannot create the raw file {}", path.display()), &e)
+    })?;
+    if let Some(kind) = special_kind(meta.file_type()) {
+        return Err(BenchError::Input(format!(
+            "--raw {} is not a regular file ({kind}); laya-bench writes only regular files: choose another path",
+            path.display()
+        )));
+    }
+    lock_file(&file).map_err(|holder| match holder {
+        LockRefused::Held(Some(pid)) => BenchError::Input(format!(
+            "--raw {} is being written by another run (process {pid}); two runs never write one record: wait for it to end or choose another path",
+            path.display()
+        )),
+        LockRefused::Held(None) => BenchError::Input(format!(
+            "--raw {} is being written by another run; two runs never write one record: wait for it to end or choose another path",
+            path.display()
+        )),
+        LockRefused::Io(e) => {
+            BenchError::input_chain(&format!("cannot lock the raw file {}", path.display()), &e)
+        }
+    })?;
+    Ok(RawLock { _file: file })
+}
+
+/// Why a lock was not taken.
+enum LockRefused {
+    /// Another process holds it (its pid, when the system says).
+    Held(Option<i32>),
+    /// The lock call itself failed.
+    Io(std::io::Error),
+}
+
+#[cfg(unix)]
+fn lock_file(file: &File) -> Result<(), LockRefused> {
+    use std::os::fd::AsRawFd;
+    let whole = || {
+        // SAFETY: `flock` is a plain C struct for which all-zero bytes are valid.
+        let mut l: libc::flock = unsafe { std::mem::zeroed() };
+        l.l_type = libc::F_WRLCK as libc::c_short;
+        l.l_whence = libc::SEEK_SET as libc::c_short;
+        l
+    };
+    let mut lock = whole();
+    // SAFETY: a valid open fd and a valid, initialised flock owned by this frame.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if !matches!(e.raw_os_error(), Some(libc::EACCES | libc::EAGAIN)) {
+        return Err(LockRefused::Io(e));
+    }
+    // SAFETY: as above; F_GETLK writes the holder into `lock`.
+    let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) };
+    let pid = (asked == 0 && lock.l_type != libc::F_UNLCK as libc::c_short).then_some(lock.l_pid);
+    Err(LockRefused::Held(pid))
+}
+
+#[cfg(not(unix))]
+fn lock_file(_file: &File) -> Result<(), LockRefused> {
+    Ok(())
 }
 
 #[cfg(test)]
@@ -234,5 +488,95 @@ mod tests {
         assert!(e.contains("--output and --csv both name"), "{e}");
         assert!(check_new_files(&[("--output", &p("s")), ("--csv", &p("c"))], &[&p("in.raw.jsonl")], false)
             .is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn special_files_are_refused_and_links_to_files_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        let fifo = std::ffi::CString::new(p("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("/dev/null", p("null")).unwrap();
+        std::os::unix::fs::symlink("missing", p("dangling")).unwrap();
+        std::fs::write(p("file"), "x").unwrap();
+        std::os::unix::fs::symlink("file", p("link")).unwrap();
+        let e = refuse_special(Some("--raw"), &p("fifo")).unwrap_err().to_string();
+        assert!(e.contains("--raw") && e.ends_with("is not a regular file (a FIFO); laya-bench writes only regular files: choose another path"), "{e}");
+        let e = refuse_special(None, &p("null")).unwrap_err().to_string();
+        assert!(
+            e.contains("a symbolic link to /dev/null, which is not a regular file (a character device)"),
+            "{e}"
+        );
+        let e = check_folder("--output", Path::new("/dev/null")).unwrap_err().to_string();
+        assert!(e.starts_with("--output /dev/null is not a regular file"), "{e}");
+        assert!(refuse_special(None, &p("dangling")).unwrap_err().to_string().contains("does not exist"));
+        assert!(refuse_special(None, &p("link")).is_ok() && refuse_special(None, &p("new")).is_ok());
+        // --overwrite never lets one through
+        assert!(refuse_existing(&p("fifo"), true).is_err());
+        assert!(refuse_existing(&p("file"), true).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_same_file_is_found_by_its_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("in.raw.jsonl"), "x").unwrap();
+        std::fs::hard_link(p("in.raw.jsonl"), p("hard.raw.jsonl")).unwrap();
+        std::os::unix::fs::symlink("in.raw.jsonl", p("soft.raw.jsonl")).unwrap();
+        for other in ["hard.raw.jsonl", "soft.raw.jsonl"] {
+            let e = check_new_files(&[("--raw", &p(other))], &[&p("in.raw.jsonl")], true).unwrap_err();
+            assert!(e.to_string().contains("is the input"), "{other}: {e}");
+        }
+        assert_eq!(file_id(&p("hard.raw.jsonl")), file_id(&p("in.raw.jsonl")));
+        assert_ne!(file_id(&p("new.raw.jsonl")), file_id(&p("in.raw.jsonl")));
+    }
+
+    #[test]
+    fn a_claimed_default_name_takes_the_next_suffix_and_is_removed_unused() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("speed-T").to_string_lossy().into_owned();
+        let mut files = OutputFiles {
+            raw: PathBuf::from(format!("{stem}.raw.jsonl")),
+            report: PathBuf::from(format!("{stem}.json")),
+            markdown: None,
+            csv: None,
+            overwrite: false,
+            stem: Some(stem.clone()),
+        };
+        // another run created the name after this one chose it
+        std::fs::write(&files.raw, "").unwrap();
+        let claim = files.claim().unwrap().expect("a default name is claimed");
+        assert_eq!(files.raw, PathBuf::from(format!("{stem}-2.raw.jsonl")));
+        assert_eq!(files.report, PathBuf::from(format!("{stem}-2.json")));
+        assert!(files.raw.is_file());
+        drop(claim);
+        assert!(!files.raw.exists(), "an unused claim is removed");
+        // a claim the run wrote to is kept
+        let mut again = files.clone();
+        let claim = again.claim().unwrap().unwrap();
+        std::fs::write(&again.raw, "{}\n").unwrap();
+        drop(claim);
+        assert!(again.raw.is_file());
+        // a given path is not claimed
+        let mut given =
+            OutputFiles::resolve(Some(dir.path().join("r.raw.jsonl")), None, None, None, false, "x");
+        assert!(given.claim().unwrap().is_none() && !given.raw.exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_raw_record_is_locked_and_never_a_special_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join("r.raw.jsonl");
+        let lock = lock_raw(&raw, false).unwrap();
+        assert!(raw.is_file());
+        // an existing file only with replace
+        assert!(lock_raw(&raw, false).unwrap_err().to_string().contains("--overwrite"));
+        drop(lock);
+        let e = lock_raw(Path::new("/dev/full"), true).unwrap_err().to_string();
+        assert!(e.contains("--raw /dev/full is not a regular file (a character device)"), "{e}");
     }
 }

@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::energy::run::RejectionDetail;
@@ -19,8 +20,10 @@ use crate::report::provenance::Provenance;
 use crate::report::raw::{self, ArmInfo, Header, PlanInfo, RawWriter, Record, WorkloadInfo};
 use crate::report::status::RunStatus;
 
+use super::outputs::{lock_raw, RawLock};
 use super::setup::{Setup, WorkloadPlan};
 use super::time::unix_now;
+use super::BenchError;
 
 /// Where a run records itself and what may stop it.
 #[derive(Clone, Copy)]
@@ -29,8 +32,11 @@ pub struct RunIo<'a> {
     pub raw: &'a Path,
     /// Replace an existing raw record instead of refusing.
     pub overwrite: bool,
-    /// Raised (by the Ctrl-C/SIGTERM handler) to stop cleanly between calls.
+    /// Raised (by the Ctrl-C/SIGTERM/SIGHUP handler) to stop cleanly between calls.
     pub stop: Option<&'a AtomicBool>,
+    /// Raised by a second signal: a stopping run skips what takes time (it still closes its
+    /// record).
+    pub hurry: Option<&'a AtomicBool>,
 }
 
 /// An arm's identity for the raw header: name, spec, backend, precision, device, fingerprint
@@ -203,6 +209,99 @@ impl Sink for RawWriter {
     }
 }
 
+/// Open the raw record at `path` for a run: opened and locked first ([`lock_raw`]: a regular
+/// file no other run holds; an existing one only with `replace`), then emptied for this run.
+/// Keep the lock until the footer is written. Every failure is a bad input (exit 2) naming the
+/// file.
+pub fn open_raw(path: &Path, replace: bool) -> Result<(RawLock, RawWriter), BenchError> {
+    let lock = lock_raw(path, replace)?;
+    // Ours now (created or locked by this run): empty it.
+    let writer = RawWriter::open(path, true).map_err(|e| {
+        BenchError::input_chain(&format!("cannot create the raw file {}", path.display()), &e)
+    })?;
+    Ok((lock, writer))
+}
+
+/// A raw write error that names the file.
+fn named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// What a raw record whose writing failed holds, in words, for the error that ends the run:
+/// a record cut mid-line (a full disk) is read by `summary` up to its last whole record; one
+/// that ends on a whole line lacks only what was not written.
+pub fn cut_note(path: &Path) -> String {
+    let last_byte = || -> std::io::Result<Option<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(path)?;
+        if f.metadata()?.len() == 0 {
+            return Ok(None);
+        }
+        f.seek(SeekFrom::End(-1))?;
+        let mut b = [0u8];
+        f.read_exact(&mut b)?;
+        Ok(Some(b[0]))
+    };
+    let ends_whole = matches!(last_byte(), Ok(None | Some(b'\n')));
+    if ends_whole {
+        format!(
+            "{} has no footer: it holds the records written before the failure, which `laya-bench summary {}` reads as an incomplete run",
+            path.display(),
+            path.display()
+        )
+    } else {
+        format!(
+            "{} ends with a cut line: `laya-bench summary {}` reads it up to its last whole record",
+            path.display(),
+            path.display()
+        )
+    }
+}
+
+/// The raw file as a recorder's sink: every error names the file, and after the first one
+/// nothing more is written (a record after a cut line would hide the cut in the middle of the
+/// file), so the record stays readable up to its last whole line.
+pub struct FileSink {
+    raw: RawWriter,
+    failed: Option<String>,
+}
+
+impl FileSink {
+    /// A sink writing to `raw`.
+    pub fn new(raw: RawWriter) -> Self {
+        Self { raw, failed: None }
+    }
+
+    /// The first write error, if a write failed.
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    fn guard(&mut self, write: impl FnOnce(&mut RawWriter) -> std::io::Result<()>) -> std::io::Result<()> {
+        if let Some(first) = &self.failed {
+            return Err(std::io::Error::other(format!(
+                "the raw record {} could not be written earlier ({first})",
+                self.raw.path().display()
+            )));
+        }
+        write(&mut self.raw).map_err(|e| {
+            let e = named(self.raw.path(), e);
+            self.failed = Some(e.to_string());
+            e
+        })
+    }
+}
+
+impl Sink for FileSink {
+    fn record(&mut self, record: Record) -> std::io::Result<()> {
+        self.guard(|raw| raw.write(&record))
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.guard(RawWriter::sync)
+    }
+}
+
 /// What the writer thread receives.
 pub enum Msg {
     /// A power reading: written and flushed at once.
@@ -243,23 +342,35 @@ pub struct Written {
 }
 
 /// The thread that owns the raw file: samples are flushed as they arrive (a SIGKILL keeps
-/// them), records are synced when the recorder asks (after each block and idle window).
-pub fn spawn_writer(mut raw: RawWriter, rx: mpsc::Receiver<Msg>) -> std::io::Result<JoinHandle<Written>> {
+/// them), records are synced when the recorder asks (after each block and idle window). On
+/// the first write error (naming the file) it raises `failed`, so the run stops between calls
+/// (`protocol::Controls::failed`), and writes nothing more (a record after a cut line would hide
+/// the cut); the samples still arriving are kept in memory.
+pub fn spawn_writer(
+    mut raw: RawWriter,
+    rx: mpsc::Receiver<Msg>,
+    failed: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<Written>> {
     std::thread::Builder::new().name("laya-raw-writer".into()).spawn(move || {
         let mut samples = Vec::new();
         let mut error: Option<std::io::Error> = None;
         for msg in rx {
             let result = match msg {
                 Msg::Sample(s) => {
-                    let r = raw.write(&Record::Sample(Box::new(s.clone()))).and_then(|_| raw.flush());
+                    let r = match error {
+                        None => raw.write(&Record::Sample(Box::new(s.clone()))).and_then(|_| raw.flush()),
+                        Some(_) => Ok(()),
+                    };
                     samples.push(s);
                     r
                 }
+                _ if error.is_some() => Ok(()),
                 Msg::Record(r) => raw.write(&r),
                 Msg::Sync => raw.sync(),
             };
-            if let (Err(e), None) = (result, &error) {
-                error = Some(e);
+            if let Err(e) = result {
+                error = Some(named(raw.path(), e));
+                failed.store(true, Ordering::SeqCst);
             }
         }
         Written { raw, samples, error }
@@ -364,5 +475,38 @@ impl<S: Sink> Observer for Recorder<'_, S> {
             ended_early: rec.ended_early,
         })?;
         self.sink.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_record_is_told_from_one_that_ends_on_a_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.raw.jsonl");
+        std::fs::write(&p, "{\"record\":\"header\"}\n{\"rec").unwrap();
+        let note = cut_note(&p);
+        assert!(
+            note.contains("r.raw.jsonl ends with a cut line") && note.contains("last whole record"),
+            "{note}"
+        );
+        std::fs::write(&p, "{\"record\":\"header\"}\n").unwrap();
+        assert!(cut_note(&p).contains("has no footer"), "{}", cut_note(&p));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_sink_writes_nothing_after_its_first_failure() {
+        let raw = RawWriter::open(Path::new("/dev/full"), true).unwrap();
+        let mut sink = FileSink::new(raw);
+        let record = footer(RunStatus::Failed, 0, None, vec![]);
+        // buffered, then the flush fails: the error names the file
+        let first = sink.record(record.clone()).and_then(|()| sink.sync()).unwrap_err().to_string();
+        assert!(first.starts_with("/dev/full: "), "{first}");
+        assert!(sink.failed().is_some());
+        let next = sink.record(record).unwrap_err().to_string();
+        assert!(next.contains("could not be written earlier"), "{next}");
     }
 }

@@ -11,7 +11,7 @@ use crate::laya::bundle::Bundle;
 use crate::protocol::{
     self, answer_label, probabilities, BlockLimit, Clock, Controls, Phase, Plan, RunEnd, RunError, RunTotals,
 };
-use crate::report::raw::{Header, RawWriter, Record};
+use crate::report::raw::{Header, Record};
 use crate::report::speed::{
     self as speed_report, direction, ratio_in_words, ArmResult, OutlierCall, SpeedReport,
 };
@@ -21,7 +21,7 @@ use crate::stats::LatencySummary;
 use crate::summary::bootstrap::{distinct_resamples, interval_name, speed_gain_intervals};
 use crate::summary::FEW_CYCLES;
 
-use super::record::{self, footer, HeaderInput, Recorder, RunIo, Sink, Watch};
+use super::record::{self, footer, FileSink, HeaderInput, Recorder, RunIo, Sink, Watch};
 use super::setup::Setup;
 use super::BenchError;
 
@@ -85,7 +85,7 @@ pub fn batched(plan: Plan, batch: usize) -> Result<Plan, BenchError> {
 /// Why a run stopped by the stop flag is incomplete (`by_signal`: the flag was raised by the
 /// Ctrl-C/SIGTERM handler).
 pub fn interrupted_reason(during: &str, by_signal: bool) -> String {
-    let signal = if by_signal { "a signal (Ctrl-C or SIGTERM)" } else { "the stop flag" };
+    let signal = if by_signal { "a signal (Ctrl-C, SIGTERM or SIGHUP)" } else { "the stop flag" };
     format!("interrupted by {signal} during {during}")
 }
 
@@ -107,25 +107,32 @@ pub fn measure(
     io: RunIo<'_>,
     watch: &mut dyn Watch,
 ) -> Result<Measured, BenchError> {
-    let RunIo { raw: raw_path, overwrite, stop } = io;
+    let RunIo { raw: raw_path, overwrite, stop, .. } = io;
     let mut header = record::header(input, bundle, setup, plan);
-    let writer = RawWriter::open(raw_path, overwrite).map_err(|e| {
-        BenchError::input_chain(&format!("cannot create the raw file {}", raw_path.display()), &e)
-    })?;
+    // Held until the footer is written: a second run on this file refuses before measuring.
+    let (_lock, writer) = record::open_raw(raw_path, overwrite)?;
     let clock = Clock::start();
     header.started_unix_s = super::time::unix_now();
     watch.started(header.started_unix_s);
-    let mut rec = Recorder::new(writer, watch);
-    rec.sink.record(Record::Header(Box::new(header.clone()))).map_err(BenchError::run)?;
-    Sink::sync(&mut rec.sink).map_err(BenchError::run)?;
+    let mut rec = Recorder::new(FileSink::new(writer), watch);
+    rec.sink
+        .record(Record::Header(Box::new(header.clone())))
+        .and_then(|()| Sink::sync(&mut rec.sink))
+        .map_err(|e| {
+            BenchError::run_chain(&format!("nothing was measured; {}", record::cut_note(raw_path)), &e)
+        })?;
     let controls = Controls { stop, order: input.order, ..Controls::default() };
     let outcome = protocol::run_with(&mut setup.arms, &setup.workload, plan, &clock, &mut rec, controls);
-    let stopped = |rec: &mut Recorder<'_, RawWriter>, reason: String, code: u8, message: String| {
+    let stopped = |rec: &mut Recorder<'_, FileSink>, reason: String, code: u8, message: String| {
+        // (nothing is written after a failed write: the sink refuses)
         let _ = rec.sink.record(footer(RunStatus::Failed, rec.total_calls, Some(reason), vec![]));
         let _ = Sink::sync(&mut rec.sink);
         let message = rec.watch_error.take().unwrap_or(message);
-        let text =
-            format!("the run stopped; everything measured so far is in {}: {message}", raw_path.display());
+        let kept = match rec.sink.failed() {
+            None => format!("everything measured so far is in {}", raw_path.display()),
+            Some(_) => record::cut_note(raw_path),
+        };
+        let text = format!("the run stopped; {kept}: {message}");
         if code == 2 {
             BenchError::Input(text)
         } else {
@@ -154,7 +161,12 @@ pub fn measure(
     rec.sink
         .record(footer(status, rec.total_calls, reason.clone(), vec![]))
         .and_then(|_| Sink::sync(&mut rec.sink))
-        .map_err(|e| BenchError::run_chain("cannot finish the raw file", &e))?;
+        .map_err(|e| {
+            BenchError::run_chain(
+                &format!("cannot finish the raw record; {}", record::cut_note(raw_path)),
+                &e,
+            )
+        })?;
     Ok(Measured { header, totals: outcome.totals, status, reason })
 }
 

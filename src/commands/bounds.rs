@@ -2,7 +2,6 @@
 //! (`crate::bounds`), print a compact table or one JSON document.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use anyhow::anyhow;
 
@@ -45,14 +44,7 @@ pub(crate) fn run(args: &BoundsArgs) -> Outcome {
 }
 
 fn write_out(text: &str) -> Outcome {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        // A closed pipe (`| head`) is the reader's choice, not a failure.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Failure::run(anyhow!(e).context("cannot write to standard output")))
-        }
-        _ => Ok(()),
-    }
+    super::write_stdout(text)
 }
 
 /// Validate the arguments and compute the report (exit 2 on any bad input).

@@ -122,7 +122,7 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     write_atomic(&output, &bytes)
         .with_context(|| format!("cannot write {}", output.display()))
         .map_err(Failure::run)?;
-    print_summary(&report, &output);
+    print_summary(&report, &output)?;
     if report.passed {
         Ok(())
     } else {
@@ -175,45 +175,47 @@ fn load_candidate_model(spec: &str, source_spec: &str, source: &Bundle) -> Resul
     Ok(bundle)
 }
 
-fn print_summary(r: &ConvertCheckReport, output: &Path) {
+fn print_summary(r: &ConvertCheckReport, output: &Path) -> Result<(), Failure> {
     let s = &r.summary;
-    println!(
+    outln!(
         "convert-check: {} — {} ({}, gate {}, {} repeats)",
         r.verdict.to_uppercase().replace('_', " "),
         r.verdict_reason,
         s.fitting,
         r.gate.max_abs_drift,
         r.gate.repeats
-    );
+    )?;
     match (&s.max_drift, &s.max_drift_question) {
-        (Some(d), Some(q)) => println!("max drift {d:.6} on `{q}`"),
-        _ => {
-            println!("max drift: none ({})", s.max_drift_missing_reason.as_deref().unwrap_or("not computed"))
-        }
+        (Some(d), Some(q)) => outln!("max drift {d:.6} on `{q}`")?,
+        _ => outln!("max drift: none ({})", s.max_drift_missing_reason.as_deref().unwrap_or("not computed"))?,
     }
-    println!(
+    outln!(
         "source    {} on {} (fingerprint {})",
         r.source.spec,
         r.source.backend.as_deref().unwrap_or("-"),
         r.source.fingerprint.as_deref().unwrap_or("-")
-    );
-    println!(
+    )?;
+    outln!(
         "candidate {} [{}] precision {} (fingerprint {})",
         r.candidate.spec,
         r.candidate.kind,
         r.candidate.precision.as_deref().unwrap_or("-"),
         r.candidate.fingerprint.as_deref().unwrap_or("-")
-    );
+    )?;
     for n in &r.candidate.notes {
-        println!("  note: {n}");
+        outln!("  note: {n}")?;
     }
     let judged = worst_questions(&r.questions);
     if !judged.is_empty() {
-        println!("worst questions:");
-        println!(
+        outln!("worst questions:")?;
+        outln!(
             "  {:<16} {:<6} {:>10} {:>10}  {:<32} verdict",
-            "id", "type", "drift", "margin", "answer (source -> candidate)"
-        );
+            "id",
+            "type",
+            "drift",
+            "margin",
+            "answer (source -> candidate)"
+        )?;
         for q in judged.iter().take(10) {
             let Some(g) = &q.gates else { continue };
             let answer = format!(
@@ -230,29 +232,29 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
             };
             let drift = if g.drift.is_finite() { format!("{:.6}", g.drift) } else { "non-finite".into() };
             // Ids and answers may hold wide characters (今日): pad by terminal columns.
-            println!(
+            outln!(
                 "  {} {:<6} {:>10} {:>10.6}  {} {mark}",
                 crate::report::pad(&q.id, 16),
                 q.qtype,
                 drift,
                 g.source_margin,
                 crate::report::pad(&answer, 32)
-            );
+            )?;
         }
     }
     if !s.not_fitting.is_empty() {
-        println!("not fitting ({}): {}", s.not_fitting.len(), s.not_fitting.join(", "));
+        outln!("not fitting ({}): {}", s.not_fitting.len(), s.not_fitting.join(", "))?;
     }
     if !s.allowed_flips.is_empty() {
-        println!(
+        outln!(
             "allowed flips (source margin below {}): {}",
             r.gate.flip_allowed_below_margin,
             s.allowed_flips.join(", ")
-        );
+        )?;
     }
     if let Some(b) = &r.bundle_checks {
         let bad: Vec<&str> = b.host_weights.iter().filter(|t| !t.matches).map(|t| t.name.as_str()).collect();
-        println!(
+        outln!(
             "bundle: {} {} files verified, shape B{} L{} K{}{}; host weights {}",
             b.format,
             b.verified_files.len(),
@@ -267,23 +269,24 @@ fn print_summary(r: &ConvertCheckReport, output: &Path) {
             } else {
                 format!("DIFFER: {}", bad.join(", "))
             }
-        );
+        )?;
         let list = |v: &[crate::backend::coreml::description::DeclaredFeature]| {
             v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ")
         };
-        println!("declared_inputs:  {}", list(&b.declared_inputs));
-        println!("declared_outputs: {}", list(&b.declared_outputs));
-        println!("  {}", b.declared_interface_check);
+        outln!("declared_inputs:  {}", list(&b.declared_inputs))?;
+        outln!("declared_outputs: {}", list(&b.declared_outputs))?;
+        outln!("  {}", b.declared_interface_check)?;
     }
     let p = &r.package;
-    println!(
+    outln!(
         "package (weights without host embedding tables, {}): source {} MB payload, {} MB per decision; candidate {} MB payload, {} MB per decision",
         p.note,
         num(p.source.weight_payload_mb, 3),
         num(p.source.streamed_mb_per_decision, 3),
         num(p.candidate.weight_payload_mb, 3),
         num(p.candidate.streamed_mb_per_decision, 3)
-    );
-    println!("compute placement: {}", r.compute_placement_note);
-    println!("wrote {}", output.display());
+    )?;
+    outln!("compute placement: {}", r.compute_placement_note)?;
+    outln!("wrote {}", output.display())?;
+    Ok(())
 }

@@ -40,44 +40,47 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
     let doc = survey(&args.model, &args.backends, apple_report);
     if args.json {
         let text = serde_json::to_string_pretty(&doc).map_err(|e| Failure::run(anyhow!(e)))?;
-        println!("{text}");
+        outln!("{text}")?;
         return Ok(());
     }
     let (tool, host) = (&doc.provenance.tool, &doc.provenance.host);
-    println!(
+    outln!(
         "laya-bench {} on {} {} ({} logical CPUs)\n",
-        tool.version, host.os, host.arch, host.logical_cpus
-    );
-    println!("Power sensors (--sensor):");
+        tool.version,
+        host.os,
+        host.arch,
+        host.logical_cpus
+    )?;
+    outln!("Power sensors (--sensor):")?;
     let width = doc.sensors.iter().map(|s| s.spec.chars().count()).max().unwrap_or(0);
     for s in &doc.sensors {
-        println!("  {:<width$} usable: {:<3}  {}", s.spec, mark(s.usable), s.detail);
+        outln!("  {:<width$} usable: {:<3}  {}", s.spec, mark(s.usable), s.detail)?;
     }
     match (&doc.default_sensor, &doc.default_sensor_missing_reason) {
-        (Some(d), _) => println!("  default for `energy`: {d}"),
-        (None, Some(why)) => println!("  default for `energy`: none ({why})"),
+        (Some(d), _) => outln!("  default for `energy`: {d}")?,
+        (None, Some(why)) => outln!("  default for `energy`: none ({why})")?,
         (None, None) => {}
     }
-    println!("\nBackends (--arm NAME=SPEC, --backend):");
+    outln!("\nBackends (--arm NAME=SPEC, --backend):")?;
     let width = doc.backends.iter().map(|b| b.spec.chars().count()).max().unwrap_or(0);
     for b in &doc.backends {
-        println!("  {:<width$} usable: {:<3}  {}", b.spec, mark(b.usable), b.detail);
+        outln!("  {:<width$} usable: {:<3}  {}", b.spec, mark(b.usable), b.detail)?;
     }
     if let Some(apple) = &doc.apple {
-        println!("\nApple hardware:");
+        outln!("\nApple hardware:")?;
         for line in apple.lines() {
-            println!("{line}");
+            outln!("{line}")?;
         }
     }
     if !doc.loads.is_empty() {
-        println!("\nBackend loads (--backend SPEC for --model {}):", args.model);
+        outln!("\nBackend loads (--backend SPEC for --model {}):", args.model)?;
         for l in &doc.loads {
-            println!("  {}  loads: {:<3}  {}", l.spec, mark(l.loaded), l.detail);
+            outln!("  {}  loads: {:<3}  {}", l.spec, mark(l.loaded), l.detail)?;
             let list = |v: &[DeclaredFeature]| v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ");
             if let (Some(i), Some(o)) = (&l.declared_inputs, &l.declared_outputs) {
-                println!("    declared_inputs:  {}", list(i));
-                println!("    declared_outputs: {}", list(o));
-                println!("    (read from the package's model specification; they match what the adapter feeds and reads)");
+                outln!("    declared_inputs:  {}", list(i))?;
+                outln!("    declared_outputs: {}", list(o))?;
+                outln!("    (read from the package's model specification; they match what the adapter feeds and reads)")?;
             }
         }
     }

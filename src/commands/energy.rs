@@ -33,7 +33,12 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         boundary: energy::declared_boundary(sensor.as_ref(), args.boundary.as_deref())?,
         ..settings
     };
-    let prepared = run_common::prepare(common, "energy")?;
+    // A replayed record is read by the run: no output may replace it, even with --overwrite.
+    let replayed: Vec<&std::path::Path> = match &sensor {
+        Some(crate::power::SensorSpec::Replay { path }) => vec![path.as_path()],
+        _ => Vec::new(),
+    };
+    let prepared = run_common::prepare(common, "energy", &replayed)?;
     let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
@@ -43,7 +48,12 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         &input,
         &settings,
         sensor.as_ref(),
-        RunIo { raw: &files.raw, overwrite: common.overwrite, stop },
+        RunIo {
+            raw: &files.raw,
+            overwrite: prepared.replace_raw(),
+            stop,
+            hurry: stop.map(|_| crate::commands::interrupt::hurry()),
+        },
         &mut bar,
     );
     bar.finish();
@@ -51,11 +61,11 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;
-    println!("{markdown}");
-    println!("raw record: {}\nreport: {}", files.raw.display(), files.report.display());
+    let printed = outln!("{markdown}")
+        .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
     run_common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
     let reason = report.status_reason.clone().unwrap_or_default();
-    match report.status {
+    let verdict = match report.status {
         RunStatus::Complete if report.stable => Ok(()),
         RunStatus::Complete => Err(Failure::run(anyhow!(
             "unstable: some calls did not reproduce their arm's warm-up result (see unstable_calls in {})",
@@ -104,5 +114,6 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
                 files.raw.display()
             ),
         }),
-    }
+    };
+    super::printed_then(printed, verdict)
 }

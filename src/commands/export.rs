@@ -16,10 +16,10 @@ pub(crate) fn run(args: &ExportArgs) -> Outcome {
         }
         ExportError::Weights(_) => Failure::run(anyhow!(e)),
     })?;
-    println!("wrote {} as a checkpoint folder: {}", manifest.source, args.output.display());
+    outln!("wrote {} as a checkpoint folder: {}", manifest.source, args.output.display())?;
     for f in &manifest.files {
-        println!("  {:<34} {:>14} bytes  sha256 {}", f.path, f.bytes, f.sha256);
+        outln!("  {:<34} {:>14} bytes  sha256 {}", f.path, f.bytes, f.sha256)?;
     }
-    println!("  {MANIFEST:<34} (provenance: source, seed, the sha256s above)");
+    outln!("  {MANIFEST:<34} (provenance: source, seed, the sha256s above)")?;
     Ok(())
 }

@@ -1,4 +1,17 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
+//! Standard output is written through [`write_stdout`] ([`outln!`]), never `println!`, so a
+//! failed write is an error (exit 1), not a panic.
+
+/// `println!` that returns `Err(Failure)` (exit 1, "cannot write to standard output: …")
+/// instead of panicking when standard output cannot be written: `outln!("{x}")?;`.
+macro_rules! outln {
+    () => {
+        $crate::commands::write_stdout("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::commands::write_stdout(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 pub mod bounds;
 pub mod convert_check;
@@ -77,6 +90,37 @@ impl From<crate::bench::BenchError> for Failure {
 
 /// The result of a command.
 pub type Outcome = Result<(), Failure>;
+
+/// The outcome of a run whose files are written and whose results were printed (`printed`),
+/// with its `verdict`: a failed print is the failure (exit 1); a failed verdict is then said on
+/// stderr too, so neither is lost.
+pub(crate) fn printed_then(printed: Result<(), Failure>, verdict: Outcome) -> Outcome {
+    match (printed, verdict) {
+        (Err(p), Err(v)) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "error: {v}");
+            Err(p)
+        }
+        (Err(p), Ok(())) => Err(p),
+        (Ok(()), v) => v,
+    }
+}
+
+/// Write `text` to standard output and flush it: a failed write (a full disk, `>/dev/full`,
+/// a closed descriptor) is a failed run (exit 1) saying so, never a panic. A closed pipe
+/// (`| head`) ends the process by SIGPIPE before this returns (main.rs restores its default
+/// action; every file of a run is written before its results are printed); where SIGPIPE is
+/// ignored, the broken pipe is the reader's choice and not an error.
+pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::run(anyhow::Error::new(e).context("cannot write to standard output")))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// `ref:` arms' interpreter: `$LAYA_BENCH_PYTHON`, else the venv `scripts/setup-ref.sh` makes
 /// under `${XDG_CACHE_HOME:-~/.cache}/laya-bench/ref-venv`, else `python3`.

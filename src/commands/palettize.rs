@@ -35,10 +35,10 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
         .with_context(|| format!("cannot write {}", args.output.display()))
         .map_err(Failure::input)?;
     if args.json {
-        println!("{}", super::versioned("laya-bench-palettize", &report)?);
+        outln!("{}", super::versioned("laya-bench-palettize", &report)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "palettized {} tensors ({} elements) at {} bits, groups of {} rows, seed {}, in {:.1} s",
         report.tensors.len(),
         report.elements,
@@ -46,24 +46,27 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
         cfg.group_size,
         cfg.seed,
         report.seconds
-    );
-    println!(
+    )?;
+    outln!(
         "payload {} → {} bytes; max relative RMS error {:.5}",
-        report.bytes_before, report.bytes_after, report.max_rel_rms_error
-    );
-    println!(
-        "{:<48} {:>10} {:>12} {:>12} {:>10}",
-        "tensor", "elements", "max |err|", "mean |err|", "rel RMS"
-    );
+        report.bytes_before,
+        report.bytes_after,
+        report.max_rel_rms_error
+    )?;
+    outln!("{:<48} {:>10} {:>12} {:>12} {:>10}", "tensor", "elements", "max |err|", "mean |err|", "rel RMS")?;
     for t in &report.tensors {
-        println!(
+        outln!(
             "{:<48} {:>10} {:>12.3e} {:>12.3e} {:>10.5}",
-            t.name, t.elements, t.max_abs_error, t.mean_abs_error, t.rel_rms_error
-        );
+            t.name,
+            t.elements,
+            t.max_abs_error,
+            t.mean_abs_error,
+            t.rel_rms_error
+        )?;
     }
     if !report.skipped.is_empty() {
-        println!("left unpalettized (≤ {} elements): {}", cfg.above_elements, report.skipped.len());
+        outln!("left unpalettized (≤ {} elements): {}", cfg.above_elements, report.skipped.len())?;
     }
-    println!("wrote {} (source {source})", args.output.display());
+    outln!("wrote {} (source {source})", args.output.display())?;
     Ok(())
 }

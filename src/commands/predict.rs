@@ -85,51 +85,56 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
         let explain = args.explain.then(|| explain_json(&bundle.tokenizer, &trace, &req.questions));
         outputs.push((result.to_json(), explain));
     }
-    print_outputs(args, outputs);
-    Ok(())
+    print_outputs(args, outputs)
 }
 
-fn print_outputs(args: &PredictArgs, outputs: Vec<(Value, Option<Value>)>) {
+fn print_outputs(args: &PredictArgs, outputs: Vec<(Value, Option<Value>)>) -> Result<(), Failure> {
     if args.json {
         for (result, explain) in outputs {
             let line = match explain {
                 Some(e) => json!({"result": result, "explain": e}),
                 None => result,
             };
-            println!("{}", serde_json::to_string(&line).unwrap_or_default());
+            outln!("{}", serde_json::to_string(&line).unwrap_or_default())?;
         }
-        return;
+        return Ok(());
     }
     let many = outputs.len() > 1 || args.request.as_deref().is_some_and(is_list_request);
     let results: Vec<Value> = outputs.iter().map(|(r, _)| r.clone()).collect();
     if many {
-        println!("{}", dumps_indent(&Value::Array(results)));
+        outln!("{}", dumps_indent(&Value::Array(results)))?;
     } else if let Some(r) = results.first() {
-        println!("{}", dumps_indent(r));
+        outln!("{}", dumps_indent(r))?;
     }
     for (i, (_, explain)) in outputs.iter().enumerate() {
         if let Some(e) = explain {
-            print_explain(i, e);
+            print_explain(i, e)?;
         }
     }
+    Ok(())
 }
 
 fn is_list_request(path: &Path) -> bool {
-    std::fs::read_to_string(path).map(|t| t.trim_start().starts_with('[')).unwrap_or(false)
+    crate::laya::request::read_input_file(path).map(|t| t.trim_start().starts_with('[')).unwrap_or(false)
 }
 
-fn print_explain(index: usize, e: &Value) {
+fn print_explain(index: usize, e: &Value) -> Result<(), Failure> {
     for row in e.get("rows").and_then(Value::as_array).into_iter().flatten() {
-        println!(
+        outln!(
             "# request {index} question {} qtype {} ({} tokens) markers {} shape {}",
-            row["question"], row["qtype"], row["length"], row["marker_pos"], row["shape"]
-        );
+            row["question"],
+            row["qtype"],
+            row["length"],
+            row["marker_pos"],
+            row["shape"]
+        )?;
         let ids = row["token_ids"].as_array().cloned().unwrap_or_default();
         let toks = row["tokens"].as_array().cloned().unwrap_or_default();
         let pairs: Vec<String> =
             ids.iter().zip(&toks).map(|(i, t)| format!("{}:{}", i, t.as_str().unwrap_or(""))).collect();
-        println!("#   {}", pairs.join(" "));
+        outln!("#   {}", pairs.join(" "))?;
     }
+    Ok(())
 }
 
 /// Per question row: token ids and strings, markers, qtype and the packed shape it ran at.
@@ -167,9 +172,8 @@ fn explain_json(tok: &Tokenizer, trace: &Trace, questions: &Value) -> Value {
 fn read_requests(args: &PredictArgs) -> Result<Vec<Request>, Failure> {
     let cli_opts = cli_options(args)?;
     if let Some(path) = &args.request {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the request file {}", path.display()))
-            .map_err(Failure::input)?;
+        let text = crate::laya::request::read_input_file(path)
+            .map_err(|e| Failure::input(anyhow!(e).context("cannot read the request file")))?;
         let value: Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not valid JSON", path.display()))
             .map_err(Failure::input)?;
@@ -206,9 +210,11 @@ fn parse_questions_arg(arg: &str) -> Result<Value, Failure> {
     let text = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         arg.to_string()
     } else {
-        std::fs::read_to_string(arg)
-            .with_context(|| format!("--questions: `{arg}` is neither inline JSON nor a readable file"))
-            .map_err(Failure::input)?
+        crate::laya::request::read_input_file(Path::new(arg)).map_err(|e| {
+            Failure::input(anyhow!(e).context(format!(
+                "--questions: `{arg}` is not inline JSON (it starts with neither `{{` nor `[`), so it was read as a file"
+            )))
+        })?
     };
     serde_json::from_str(&text).context("--questions is not valid JSON").map_err(Failure::input)
 }

@@ -11,7 +11,7 @@ use super::predict::load_bundle;
 use super::ticker::{clock_text, time_left};
 use super::Failure;
 use crate::bench::arm::ArmSpec;
-use crate::bench::outputs::OutputFiles;
+use crate::bench::outputs::{ClaimedRaw, OutputFiles};
 use crate::bench::record::{HeaderInput, Watch};
 use crate::bench::setup::{Setup, WorkloadPlan};
 use crate::cli::RunArgs;
@@ -41,25 +41,38 @@ fn output_files(args: &RunArgs, prefix: &str) -> OutputFiles {
 }
 
 /// A `speed`/`energy` run before its arms are built: the workload plan and the output files
-/// checked, the model loaded.
+/// checked (a default raw name claimed), the model loaded.
 pub(crate) struct Prepared {
     pub workload: WorkloadPlan,
     pub files: OutputFiles,
     pub bundle: Bundle,
+    /// The default raw name this run created, removed again if the run never writes to it.
+    pub claim: Option<ClaimedRaw>,
 }
 
-/// Check the workload flags and every output file, then load the model (exit 2 on any of them).
-pub(crate) fn prepare(args: &RunArgs, prefix: &str) -> Result<Prepared, Failure> {
+impl Prepared {
+    /// Whether the run may replace its raw file: `--overwrite`, or the empty file it claimed.
+    pub fn replace_raw(&self) -> bool {
+        self.files.overwrite || self.claim.is_some()
+    }
+}
+
+/// Check the workload flags and every output file, claim a default raw name, then load the
+/// model (exit 2 on any of them). `more_inputs` are files the run reads besides the model and
+/// the workload (a replayed record): no output may be one of them.
+pub(crate) fn prepare(args: &RunArgs, prefix: &str, more_inputs: &[&Path]) -> Result<Prepared, Failure> {
     let workload = workload(args)?;
-    let files = output_files(args, prefix);
+    let mut files = output_files(args, prefix);
     // what the run reads: no output may replace it, even with --overwrite
     let mut inputs: Vec<PathBuf> = model_files(&args.model.model);
     if !workload.is_invoice() {
         inputs.push(PathBuf::from(&workload.name));
     }
+    inputs.extend(more_inputs.iter().map(|p| p.to_path_buf()));
     files.check(&inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let claim = files.claim()?;
     let bundle = load_bundle(&args.model.model)?;
-    Ok(Prepared { workload, files, bundle })
+    Ok(Prepared { workload, files, bundle, claim })
 }
 
 /// The files a checkpoint folder given as `--model` is made of (weights and configs at its top,

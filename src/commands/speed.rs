@@ -18,7 +18,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let arms = run_common::arms(common)?;
     let plan =
         speed::batched(speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?, args.batch)?;
-    let prepared = run_common::prepare(common, "speed")?;
+    let prepared = run_common::prepare(common, "speed", &[])?;
     let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
@@ -27,7 +27,12 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
         &mut setup,
         &input,
         &plan,
-        RunIo { raw: &files.raw, overwrite: common.overwrite, stop },
+        RunIo {
+            raw: &files.raw,
+            overwrite: prepared.replace_raw(),
+            stop,
+            hurry: stop.map(|_| crate::commands::interrupt::hurry()),
+        },
         &mut bar,
     );
     bar.finish();
@@ -41,20 +46,21 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;
-    println!("{markdown}");
-    println!("raw record: {}\nreport: {}", files.raw.display(), files.report.display());
+    let printed = outln!("{markdown}")
+        .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
     run_common::repeat_on_stderr(&report.warnings);
-    if let Some(r) = measured.reason {
-        return Err(Failure::run(anyhow!(
+    let verdict = if let Some(r) = measured.reason {
+        Err(Failure::run(anyhow!(
             "the run is INCOMPLETE ({r}); everything measured so far is in {}",
             files.raw.display()
-        )));
-    }
-    if !report.stable {
-        return Err(Failure::run(anyhow!(
+        )))
+    } else if !report.stable {
+        Err(Failure::run(anyhow!(
             "unstable: some calls did not reproduce their arm's warm-up result (see unstable_calls in {})",
             files.report.display()
-        )));
-    }
-    Ok(())
+        )))
+    } else {
+        Ok(())
+    };
+    super::printed_then(printed, verdict)
 }

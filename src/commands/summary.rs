@@ -14,7 +14,6 @@ use super::{Failure, Outcome};
 use crate::bench::outputs::{check_folder, check_new_files};
 use crate::bench::time::unix_now;
 use crate::cli::SummaryArgs;
-use crate::laya::bundle::sha256_hex;
 use crate::report::raw::{self, RawRun};
 use crate::report::summary::{PlotFile, RunSummary};
 use crate::report::write_atomic;
@@ -129,14 +128,13 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     if let Some(p) = &args.csv {
         write(p, report.to_csv().as_bytes())?;
     }
-    println!("{markdown}");
-    match output {
-        Some(o) => println!("summary: {}", o.display()),
-        None => println!("(no --output: the summary JSON was not written)"),
-    }
+    let printed = outln!("{markdown}").and_then(|()| match output {
+        Some(o) => outln!("summary: {}", o.display()),
+        None => outln!("(no --output: the summary JSON was not written)"),
+    });
     let written = output.map(|o| format!("the summary is written to {}", o.display()));
     let bad = summary::not_complete(&report.runs);
-    if bad.is_empty() {
+    let verdict = if bad.is_empty() {
         Ok(())
     } else {
         Err(Failure::run(anyhow!(
@@ -144,7 +142,8 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
             written.unwrap_or_else(|| "no --output was given".into()),
             bad.join("\n  - ")
         )))
-    }
+    };
+    super::printed_then(printed, verdict)
 }
 
 /// The first two raw records that are the same record: the same file (by path, another path
@@ -153,18 +152,26 @@ fn same_record(raws: &[PathBuf]) -> Result<Option<(&PathBuf, &PathBuf, &'static 
     if raws.len() < 2 {
         return Ok(None);
     }
-    let mut seen: Vec<(&PathBuf, Option<PathBuf>, String)> = Vec::with_capacity(raws.len());
-    for path in raws {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read the raw record {}", path.display()))
-            .map_err(Failure::input)?;
-        let digest = sha256_hex(&bytes);
+    // Bytes are compared only between regular files of the same size, read in bounded pieces;
+    // a device or pipe is compared by path only (the reader's bounds refuse it if it is no
+    // record).
+    let size = |p: &PathBuf| std::fs::metadata(p).ok().filter(|m| m.is_file()).map(|m| m.len());
+    let sizes: Vec<Option<u64>> = raws.iter().map(size).collect();
+    let mut seen: Vec<(&PathBuf, Option<PathBuf>, Option<String>)> = Vec::with_capacity(raws.len());
+    for (i, path) in raws.iter().enumerate() {
+        let twin = sizes[i].is_some() && sizes.iter().enumerate().any(|(j, s)| j != i && *s == sizes[i]);
+        let digest = if twin {
+            raw::file_digest(path)
+                .map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?
+        } else {
+            None
+        };
         let canonical = path.canonicalize().ok();
         for (other, other_canonical, other_digest) in &seen {
             if canonical.is_some() && canonical == *other_canonical {
                 return Ok(Some((other, path, "the same file")));
             }
-            if digest == *other_digest {
+            if digest.is_some() && digest == *other_digest {
                 return Ok(Some((other, path, "byte-identical copies of one record")));
             }
         }
@@ -197,10 +204,10 @@ fn correct(args: &SummaryArgs, raw_path: &Path) -> Outcome {
         )));
     }
     raw::append_correction(raw_path, field, note, unix_now()).map_err(|e| Failure::input(anyhow!(e)))?;
-    println!(
+    outln!(
         "appended a metadata_correction of `{field}` to {} (the original fields and measurements are unchanged)",
         raw_path.display()
-    );
+    )?;
     Ok(())
 }
 

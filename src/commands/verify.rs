@@ -14,7 +14,7 @@ use crate::laya::config::OptionLayout;
 use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance, VerifyError};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {
-    // Ctrl-C or SIGTERM stops between cases; the report then says what ran
+    // Ctrl-C, SIGTERM or SIGHUP stops between cases; the report then says what ran
     let stop = super::interrupt::install_or_warn();
     let stopped = || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
     if let Some(out) = &args.output {
@@ -120,7 +120,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
                 goldens.cases.len()
             ));
         }
-        print_table(spec, &info.precision, &tol, &cases, &prompts);
+        print_table(spec, &info.precision, &tol, &cases, &prompts)?;
         let cut = incomplete.is_some();
         let checked = cases.iter().filter(|c| c.skipped.is_none()).count();
         // a backend stopped part-way has no verdict, whatever its first cases gave
@@ -192,7 +192,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         crate::report::write_atomic(out, text.as_bytes())
             .with_context(|| format!("--output: cannot write {}", out.display()))
             .map_err(Failure::run)?;
-        println!("report: {}", out.display());
+        outln!("report: {}", out.display())?;
     }
     if let Some(reason) = &incomplete {
         return Err(Failure::run(anyhow!(
@@ -217,23 +217,38 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     }
 }
 
-fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCase], prompts: &[PromptCase]) {
-    println!(
+fn print_table(
+    spec: &str,
+    precision: &str,
+    tol: &Tolerance,
+    cases: &[BackendCase],
+    prompts: &[PromptCase],
+) -> Result<(), Failure> {
+    outln!(
         "backend {spec} ({precision}): logits |Δ| ≤ {:e} + {:e}·|ref|, answers |Δ| ≤ {:e}",
-        tol.logit_atol, tol.logit_rtol, tol.answer_tol
-    );
+        tol.logit_atol,
+        tol.logit_rtol,
+        tol.answer_tol
+    )?;
     let width = cases.iter().map(|c| c.case.len()).max().unwrap_or(4).max(4);
-    println!(
+    outln!(
         "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  verdict",
-        "case", "rows", "tokens", "logit max|Δ|", "action max|Δ|", "outside", "answers", "decode"
-    );
+        "case",
+        "rows",
+        "tokens",
+        "logit max|Δ|",
+        "action max|Δ|",
+        "outside",
+        "answers",
+        "decode"
+    )?;
     let num = |v: Option<f64>| v.map(|x| format!("{x:.3e}")).unwrap_or_else(|| "-".into());
     for (c, p) in cases.iter().zip(prompts) {
         if let Some(why) = &c.skipped {
-            println!("{:<width$}  {:>4}  skipped: {why}", c.case, c.rows);
+            outln!("{:<width$}  {:>4}  skipped: {why}", c.case, c.rows)?;
             continue;
         }
-        println!(
+        outln!(
             "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  {}",
             c.case,
             c.rows,
@@ -244,22 +259,23 @@ fn print_table(spec: &str, precision: &str, tol: &Tolerance, cases: &[BackendCas
             if c.answers.equal() { "equal" } else { "DIFFER" },
             if c.decode_equal { "equal" } else { "DIFFER" },
             if c.passed { "pass" } else { "FAIL" }
-        );
+        )?;
         for d in p.differences.iter().take(3) {
-            println!("{:<width$}    tokens: {d}", "");
+            outln!("{:<width$}    tokens: {d}", "")?;
         }
         for d in c.answers.differences.iter().take(3) {
-            println!("{:<width$}    answers: {d}", "");
+            outln!("{:<width$}    answers: {d}", "")?;
         }
         for d in &c.answers.near_tie_flips {
-            println!("{:<width$}    near tie (not failed): {d}", "");
+            outln!("{:<width$}    near tie (not failed): {d}", "")?;
         }
     }
     let passed = cases.iter().filter(|c| c.passed).count();
     let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
     let skipped = if skipped > 0 { format!(" ({skipped} skipped)") } else { String::new() };
-    println!(
+    outln!(
         "{passed}/{} cases passed{skipped}\n",
         cases.len() - cases.iter().filter(|c| c.skipped.is_some()).count()
-    );
+    )?;
+    Ok(())
 }

@@ -43,3 +43,88 @@ pub fn parse_request(item: Value) -> Result<(Value, Value, CallOptions), String>
     }
     Ok((state, questions, opts))
 }
+
+/// The largest request, questions or workload file read, in bytes (64 MiB): these are small
+/// JSON documents (the committed ones are under 10 kB), read whole. A larger input, or one
+/// that never ends (`/dev/zero`), is refused once this many bytes are read, without reading
+/// the rest.
+pub const MAX_INPUT_FILE_BYTES: u64 = 64 << 20;
+
+/// A request, questions or workload file that cannot be read: always bad input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum InputFileError {
+    /// The file cannot be opened or read.
+    #[error("{path}: cannot read it ({source})")]
+    Io {
+        /// The file as given.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// More than [`MAX_INPUT_FILE_BYTES`].
+    #[error("{path}: more than {limit} bytes (64 MiB) without an end; a request or workload file is a small JSON document: is this the right file? (the rest was not read)", limit = MAX_INPUT_FILE_BYTES)]
+    TooLarge {
+        /// The file as given.
+        path: String,
+    },
+    /// Not UTF-8 text.
+    #[error("{path}: not UTF-8 text ({source}); a request or workload file is JSON")]
+    NotText {
+        /// The file as given.
+        path: String,
+        /// Where the text breaks.
+        source: std::str::Utf8Error,
+    },
+}
+
+/// Read a small JSON input file whole, never more than [`MAX_INPUT_FILE_BYTES`] + 1 bytes of it
+/// (a regular file larger than that is refused before reading).
+pub fn read_input_file(path: &std::path::Path) -> Result<String, InputFileError> {
+    read_input_file_limited(path, MAX_INPUT_FILE_BYTES)
+}
+
+fn read_input_file_limited(path: &std::path::Path, limit: u64) -> Result<String, InputFileError> {
+    use std::io::Read;
+    let p = || path.display().to_string();
+    let io = |source| InputFileError::Io { path: p(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(io(std::io::Error::other("is a folder, not a file")));
+    }
+    if meta.is_file() && meta.len() > limit {
+        return Err(InputFileError::TooLarge { path: p() });
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(InputFileError::TooLarge { path: p() });
+    }
+    String::from_utf8(bytes).map_err(|e| InputFileError::NotText { path: p(), source: e.utf8_error() })
+}
+
+#[cfg(test)]
+mod input_file_tests {
+    use super::*;
+
+    #[test]
+    fn an_input_file_is_read_whole_up_to_its_limit_and_refused_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.json");
+        std::fs::write(&path, "{\"a\": 1}").unwrap();
+        assert_eq!(read_input_file_limited(&path, 8).unwrap(), "{\"a\": 1}");
+        let e = read_input_file_limited(&path, 7).unwrap_err();
+        assert!(matches!(e, InputFileError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().starts_with(&format!("{}: more than", path.display())), "{e}");
+        std::fs::write(&path, [b'{', 0xff, b'}']).unwrap();
+        assert!(matches!(read_input_file_limited(&path, 8), Err(InputFileError::NotText { .. })));
+        assert!(matches!(read_input_file_limited(dir.path(), 8), Err(InputFileError::Io { .. })));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_device_is_refused_at_the_limit() {
+        let e = read_input_file_limited(std::path::Path::new("/dev/zero"), 1 << 10).unwrap_err();
+        assert!(matches!(e, InputFileError::TooLarge { .. }), "{e}");
+    }
+}

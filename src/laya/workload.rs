@@ -15,6 +15,9 @@ pub enum WorkloadError {
     /// The workload file is malformed.
     #[error("{file}: {detail}")]
     Invalid { file: String, detail: String },
+    /// The workload file cannot be read (or never ends, or is far too large).
+    #[error(transparent)]
+    File(#[from] super::request::InputFileError),
     /// A row cannot be made exactly the requested length.
     #[error("invoice state {state}: {detail}")]
     Length { state: usize, detail: String },
@@ -160,7 +163,8 @@ pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
 /// list of them; cycled in file order.
 pub fn from_file(path: &std::path::Path, host: &Host<'_>) -> Result<Built, WorkloadError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| invalid(&file, format!("cannot read ({e})")))?;
+    // Bounded: a file that never ends (`/dev/zero`) or is far larger than any workload is refused.
+    let text = super::request::read_input_file(path)?;
     let v: Value =
         serde_json::from_str(&text).map_err(|e| invalid(&file, format!("not valid JSON ({e})")))?;
     let items = match v {

@@ -6,25 +6,37 @@
 //!   `source_t_s` for audit; integration still uses the receive time) and watts.
 //! - lines starting with `#` are comments and are skipped.
 //!
-//! Anything else is a [`SensorError::Malformed`] fault carrying the line. Watts are passed on
-//! as read (NaN, negative or huge values are judged by the energy rules, with the line kept).
-//! The meter paces itself: the sampler waits for each line and stamps it on arrival. When the
-//! meter exits or closes its stdout mid-run, that is a fatal [`SensorError::Stopped`] fault
-//! with its exit status and the tail of its stderr. At the end the meter's whole process group
-//! is killed (SIGKILL) and the shell reaped.
+//! Anything else is a [`SensorError::Malformed`] fault carrying the line: so is a line longer
+//! than [`MAX_LINE_BYTES`] (its first bytes kept, the rest discarded unread into memory), and
+//! an `INT,DIGITS` line whose time does not increase ([`decimal_comma_suspect`]: `30,5` is
+//! 30.5 W in a comma locale). Watts are passed on as read (NaN, negative or huge values are
+//! judged by the energy rules, with the line kept).
+//!
+//! The meter paces itself: a reader thread drains its stdout as fast as it prints, into a
+//! bounded queue in which a reading not yet taken is replaced by the next one; the sampler
+//! takes at most one line a millisecond and stamps it on arrival. What was received but not
+//! taken is counted ([`Sensor::skipped`]), never passed on as a reading.
+//!
+//! When the meter exits or closes its stdout mid-run, that is a fatal [`SensorError::Stopped`]
+//! fault with its exit status and the tail of its stderr; its exit is watched apart from its
+//! stdout, so a meter whose background child keeps the pipe open stops too. Its process
+//! group is then killed. At the end the meter's whole process group is killed (SIGKILL) and
+//! the shell reaped.
 //!
 //! Example: `exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500`
 //! (pass `-i` so a multi-GPU host prints one line per interval).
 
-use super::{Pacing, ProgramProvenance, Reading, Sensor, SensorError, SensorInfo, SensorKind};
+use super::sampler::MIN_STREAM_SPACING;
+use super::{
+    Pacing, ProgramProvenance, Reading, Sensor, SensorError, SensorInfo, SensorKind, SkippedReadings,
+};
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How much of the meter's stderr is kept for error messages.
@@ -129,16 +141,328 @@ pub fn parse_line_in(line: &str, unit: PowerUnit) -> Result<Option<(Option<f64>,
     }
 }
 
+/// The longest meter line read, in bytes without its `\n`. No reading comes near it (a
+/// `T_S,VALUE UNIT` line is a few dozen bytes); a longer line is a fault carrying its first
+/// [`OVERLONG_HEAD_BYTES`], and the rest of it is discarded up to its newline without being
+/// kept, so a meter that never prints a newline costs no memory.
+pub const MAX_LINE_BYTES: usize = 4096;
+/// How much of an over-long line its fault keeps.
+pub const OVERLONG_HEAD_BYTES: usize = 120;
+/// Lines waiting for the sampler, at most; when full, the oldest is dropped (and counted).
+const QUEUE_CAPACITY: usize = 64;
+/// The stdout reader's read size.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// How often a waiting read checks whether the meter process itself has exited.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+/// How long after the meter process exited its stdout may stay open (the last lines and the
+/// end of the pipe on their way) before the meter counts as stopped anyway.
+const EXIT_GRACE: Duration = Duration::from_millis(250);
+
 /// The text of a meter line exactly as read, without only the `\n` that ends it: a `\r` of a
 /// CRLF meter, spaces and every other byte stay (bytes that are not UTF-8 read as U+FFFD).
-fn raw_text(line: &str) -> String {
-    line.strip_suffix('\n').unwrap_or(line).to_string()
+fn raw_text(line: &[u8]) -> String {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    String::from_utf8_lossy(line).into_owned()
 }
 
-enum Event {
-    Line(String),
+/// A piece of a meter's stdout: a whole line (without its `\n`), or the start of a line longer
+/// than the limit.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A line, without the `\n` that ended it.
+    Line(&'a [u8]),
+    /// A line longer than the limit: its first bytes (the rest is discarded up to its `\n`).
+    Overlong(&'a [u8]),
+}
+
+/// Splits a byte stream into lines of at most `max` bytes, holding at most `max` bytes of a
+/// line in progress: a longer line is reported once, by its first bytes, when it crosses the
+/// limit, and skipped up to its newline.
+#[derive(Debug)]
+pub struct LineSplitter {
+    max: usize,
+    partial: Vec<u8>,
+    discarding: bool,
+}
+
+impl LineSplitter {
+    /// A splitter for lines of at most `max` bytes.
+    pub fn new(max: usize) -> Self {
+        LineSplitter { max, partial: Vec::new(), discarding: false }
+    }
+
+    /// Feed the next bytes; every whole line and every over-long start goes to `out`.
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut impl FnMut(Piece<'_>)) {
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let (segment, rest) = match newline {
+                Some(i) => (&bytes[..i], &bytes[i + 1..]),
+                None => (bytes, &[][..]),
+            };
+            bytes = rest;
+            if self.discarding {
+                if newline.is_some() {
+                    self.discarding = false;
+                }
+                continue;
+            }
+            if self.partial.len() + segment.len() > self.max {
+                let take = OVERLONG_HEAD_BYTES.min(self.max).saturating_sub(self.partial.len());
+                self.partial.extend_from_slice(&segment[..take.min(segment.len())]);
+                self.partial.truncate(OVERLONG_HEAD_BYTES.min(self.max));
+                out(Piece::Overlong(&self.partial));
+                self.partial.clear();
+                self.discarding = newline.is_none();
+                continue;
+            }
+            match newline {
+                Some(_) if self.partial.is_empty() => out(Piece::Line(segment)),
+                Some(_) => {
+                    self.partial.extend_from_slice(segment);
+                    out(Piece::Line(&self.partial));
+                    self.partial.clear();
+                }
+                None => self.partial.extend_from_slice(segment),
+            }
+        }
+    }
+
+    /// The end of the stream: a last line without a newline goes to `out`.
+    pub fn finish(&mut self, out: &mut impl FnMut(Piece<'_>)) {
+        if !self.discarding && !self.partial.is_empty() {
+            out(Piece::Line(&self.partial));
+        }
+        self.partial.clear();
+        self.discarding = false;
+    }
+}
+
+/// The decimal-comma rule. A line of two bare integers, `INT,DIGITS` (a unit may follow), is
+/// read as `T_S,VALUE`, but it is also what `30.5` looks like printed in a locale whose decimal
+/// separator is a comma. A meter's own time only moves forward, so such a line whose `T_S`
+/// does not increase on the previous line's (`prev_t_s`) is refused: `Some(why)`, naming the
+/// line and what to print instead. `None` when the line is not of that form, when there is no
+/// previous time, or when its time increases (a meter printing whole seconds).
+pub fn decimal_comma_suspect(line: &str, prev_t_s: Option<f64>) -> Option<String> {
+    let s = line.trim();
+    let (t, value) = s.split_once(',')?;
+    let value = value.trim_start();
+    let digits = value.trim_end_matches(|c: char| !c.is_ascii_digit());
+    let unit = value[digits.len()..].trim();
+    let all_digits = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit());
+    if !all_digits(t)
+        || !all_digits(digits)
+        || !(unit.is_empty() || PowerUnit::strip_suffix(unit).is_some_and(|(r, _)| r.is_empty()))
+    {
+        return None;
+    }
+    let t_s: f64 = t.parse().ok()?;
+    let prev = prev_t_s?;
+    if t_s > prev {
+        return None;
+    }
+    Some(format!(
+        "`{s}` reads as t_s {t} and value {digits}{sep}{unit}, but that t_s does not increase on the previous line's ({prev}): \
+         a decimal comma (`{t}.{digits}` in a comma locale)? print a decimal point (run the meter with LC_ALL=C) \
+         or a T_S that increases",
+        sep = if unit.is_empty() { "" } else { " " },
+    ))
+}
+
+/// One line the reader passed on.
+#[derive(Debug)]
+enum Item {
+    /// A line that parses as a reading (parsed again, in the sensor's unit, when taken), and
+    /// when it arrived.
+    Reading(String, Instant),
+    /// A line that is not a reading: why, and its text (the first bytes of an over-long one).
+    Fault { detail: String, raw: String },
+}
+
+/// How the meter's stdout ended.
+#[derive(Debug)]
+enum End {
     Eof,
     ReadError(String),
+}
+
+/// What waits for the sampler, in order: at most [`QUEUE_CAPACITY`] lines (the oldest reading
+/// dropped when full, a fault only from a queue of faults), and a reading that arrived [`MIN_STREAM_SPACING`] or more before the newest
+/// waiting one is skipped when taken, so what the sampler takes is never more than about a
+/// millisecond stale; every skipped line counted.
+#[derive(Debug, Default)]
+struct Queue {
+    items: VecDeque<Item>,
+    /// When the newest reading in `items` arrived (readings arrive in order, so the last one).
+    newest_reading: Option<Instant>,
+    skipped: SkippedReadings,
+}
+
+impl Queue {
+    fn push(&mut self, item: Item) {
+        if let Item::Reading(_, at) = &item {
+            self.newest_reading = Some(*at);
+        }
+        if self.items.len() >= QUEUE_CAPACITY {
+            // The oldest reading goes first: a fault is dropped only from a queue of nothing
+            // but faults (a meter printing garbage as fast as it can, whose run the faults
+            // already passed on reject).
+            let at = self.items.iter().position(|i| matches!(i, Item::Reading(..))).unwrap_or(0);
+            if let Some(old) = self.items.remove(at) {
+                self.skip(old);
+            }
+        }
+        self.items.push_back(item);
+    }
+
+    /// The next line to take: the oldest, skipping readings superseded by one that arrived at
+    /// least [`MIN_STREAM_SPACING`] later.
+    fn take(&mut self) -> Option<Item> {
+        while let Some(item) = self.items.pop_front() {
+            let stale = match (&item, self.newest_reading) {
+                (Item::Reading(_, at), Some(newest)) => {
+                    newest.saturating_duration_since(*at) >= MIN_STREAM_SPACING
+                }
+                _ => false,
+            };
+            if !stale {
+                return Some(item);
+            }
+            self.skip(item);
+        }
+        None
+    }
+
+    fn skip(&mut self, item: Item) {
+        match item {
+            Item::Reading(..) => self.skipped.readings += 1,
+            Item::Fault { raw, .. } => {
+                self.skipped.faults += 1;
+                self.skipped.first_fault.get_or_insert(raw);
+            }
+        }
+    }
+
+    /// Move `other`'s lines and counts behind this queue's.
+    fn absorb(&mut self, other: Queue) {
+        self.skipped.readings += other.skipped.readings;
+        self.skipped.faults += other.skipped.faults;
+        if self.skipped.first_fault.is_none() {
+            self.skipped.first_fault = other.skipped.first_fault;
+        }
+        for item in other.items {
+            self.push(item);
+        }
+    }
+
+    /// Count every waiting line as skipped.
+    fn skip_all(&mut self) {
+        while let Some(item) = self.items.pop_front() {
+            self.skip(item);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Mailbox {
+    queue: Queue,
+    end: Option<End>,
+}
+
+/// The reader thread's mailbox and the bell it rings.
+#[derive(Debug, Default)]
+struct Shared {
+    mailbox: Mutex<Mailbox>,
+    ready: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Mailbox> {
+        // The reader never panics holding the lock; if it did, the counts are still usable.
+        self.mailbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Classify one line for the queue (`None` for a `#` comment); `prev_t_s` carries the meter's
+/// last `T_S` for the decimal-comma rule.
+fn classify(line: &[u8], at: Instant, prev_t_s: &mut Option<f64>) -> Option<Item> {
+    let text = raw_text(line);
+    // The unit only scales a value, never decides whether a line is one.
+    match parse_line_in(&text, PowerUnit::W) {
+        Ok(None) => None,
+        Ok(Some((t_s, _))) => {
+            let prev = std::mem::replace(prev_t_s, t_s);
+            match decimal_comma_suspect(&text, prev) {
+                Some(detail) => Some(Item::Fault { detail, raw: text }),
+                None => Some(Item::Reading(text, at)),
+            }
+        }
+        Err(detail) => Some(Item::Fault { detail, raw: text }),
+    }
+}
+
+fn overlong(head: &[u8]) -> Item {
+    Item::Fault {
+        detail: format!(
+            "line longer than {MAX_LINE_BYTES} bytes (no reading is that long; its first {} bytes are kept, \
+             the rest is discarded up to its newline): print one `VALUE` or `T_S,VALUE` per line",
+            head.len()
+        ),
+        raw: String::from_utf8_lossy(head).into_owned(),
+    }
+}
+
+/// The stdout reader: reads as fast as the meter prints (so a line's receive time is when it
+/// was printed, not when a backlog drained), splits lines at [`MAX_LINE_BYTES`] and hands them
+/// to the bounded queue, one lock per read.
+fn read_stdout(mut out: impl Read, shared: &Shared) {
+    let mut buf = vec![0u8; READ_CHUNK_BYTES];
+    let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
+    let mut prev_t_s = None;
+    loop {
+        let read = out.read(&mut buf);
+        let at = Instant::now();
+        let mut local = Queue::default();
+        let mut put = |piece: Piece<'_>| match piece {
+            Piece::Line(line) => {
+                if let Some(item) = classify(line, at, &mut prev_t_s) {
+                    local.push(item);
+                }
+            }
+            Piece::Overlong(head) => local.push(overlong(head)),
+        };
+        let end = match read {
+            Ok(0) => {
+                splitter.finish(&mut put);
+                Some(End::Eof)
+            }
+            Ok(n) => {
+                splitter.feed(&buf[..n], &mut put);
+                None
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
+            Err(e) => Some(End::ReadError(e.to_string())),
+        };
+        let done = end.is_some();
+        {
+            let mut mb = shared.lock();
+            mb.queue.absorb(local);
+            if end.is_some() {
+                mb.end = end;
+            }
+        }
+        shared.ready.notify_all();
+        if done {
+            return;
+        }
+    }
+}
+
+/// What a wait on the mailbox found.
+enum Taken {
+    Item(Item),
+    End(End),
+    Nothing,
 }
 
 /// The `exec:CMD` sensor.
@@ -146,11 +470,15 @@ pub struct ExecSensor {
     command: String,
     unit: PowerUnit,
     child: Option<Child>,
-    events: Receiver<Event>,
+    shared: Arc<Shared>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stream_timeout: Duration,
     stopped: Option<String>,
     exit_status: Option<ExitStatus>,
+    /// When the meter process was first seen to have exited while its stdout stayed open.
+    exited_seen: Option<Instant>,
+    /// Whether the skipped lines were written into the notes (once, at close).
+    skipped_noted: bool,
     info: SensorInfo,
 }
 
@@ -184,39 +512,22 @@ impl ExecSensor {
             })?;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let (tx, events) = mpsc::channel();
-        if let Some(out) = stdout {
-            let spawned =
-                std::thread::Builder::new().name("laya-exec-meter-stdout".into()).spawn(move || {
-                    let mut r = BufReader::new(out);
-                    let mut buf = Vec::new();
-                    loop {
-                        buf.clear();
-                        match r.read_until(b'\n', &mut buf) {
-                            Ok(0) => {
-                                let _ = tx.send(Event::Eof);
-                                return;
-                            }
-                            Ok(_) => {
-                                let line = String::from_utf8_lossy(&buf).into_owned();
-                                if tx.send(Event::Line(line)).is_err() {
-                                    return;
-                                }
-                            }
-                            Err(e) => {
-                                let _ = tx.send(Event::ReadError(e.to_string()));
-                                return;
-                            }
-                        }
-                    }
-                });
-            if let Err(e) = spawned {
-                let _ = kill_group_and_reap(&mut child);
-                return Err(SensorError::Unavailable {
-                    sensor: name,
-                    reason: format!("cannot start the stdout reader thread: {e}"),
-                });
+        let shared = Arc::new(Shared::default());
+        match stdout {
+            Some(out) => {
+                let mine = shared.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("laya-exec-meter-stdout".into())
+                    .spawn(move || read_stdout(out, &mine));
+                if let Err(e) = spawned {
+                    let _ = kill_group_and_reap(&mut child);
+                    return Err(SensorError::Unavailable {
+                        sensor: name,
+                        reason: format!("cannot start the stdout reader thread: {e}"),
+                    });
+                }
             }
+            None => shared.lock().end = Some(End::ReadError("no stdout pipe".into())),
         }
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(mut err) = stderr {
@@ -245,11 +556,13 @@ impl ExecSensor {
             command: command.to_string(),
             unit: PowerUnit::W,
             child: Some(child),
-            events,
+            shared,
             stderr_tail,
             stream_timeout,
             stopped: None,
             exit_status: None,
+            exited_seen: None,
+            skipped_noted: false,
             info: SensorInfo {
                 kind: SensorKind::Exec,
                 spec: name,
@@ -298,54 +611,105 @@ impl ExecSensor {
         }
     }
 
+    /// Whether the meter process has exited (not reaped, so its process-group id stays its own
+    /// until [`ExecSensor::reap_exited`]).
+    fn meter_exited(&self) -> bool {
+        self.child.as_ref().is_some_and(|c| has_exited(c.id()).unwrap_or(false))
+    }
+
+    /// Kill what is left of the exited meter's process group (a background child holding its
+    /// stdout), then reap the meter; its exit status.
+    fn reap_exited(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        match kill_group_and_reap(&mut child) {
+            Ok(s) => {
+                self.exit_status = Some(s);
+                Some(s)
+            }
+            Err(_) => None,
+        }
+    }
+
     /// The meter closed its stdout: find out whether it exited and build the stop fault.
     fn on_eof(&mut self, why: &str) -> SensorError {
-        let mut status = None;
-        if let Some(child) = self.child.as_mut() {
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_millis(300) {
-                match child.try_wait() {
-                    Ok(Some(s)) => {
-                        status = Some(s);
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                    Err(_) => break,
-                }
-            }
+        let t = Instant::now();
+        let mut exited = self.meter_exited();
+        while !exited && self.child.is_some() && t.elapsed() < Duration::from_millis(300) {
+            std::thread::sleep(Duration::from_millis(5));
+            exited = self.meter_exited();
         }
         // Give the stderr thread a moment to collect the last words.
         std::thread::sleep(Duration::from_millis(20));
+        let status = if exited { self.reap_exited() } else { None };
         let reason = match status {
-            Some(s) => {
-                self.exit_status = Some(s);
-                self.child = None;
-                format!("meter {why} and exited ({s}); {}", self.stderr_text())
-            }
+            Some(s) => format!("meter {why} and exited ({s}); {}", self.stderr_text()),
             None => format!("meter {why} but is still running; it will be killed; {}", self.stderr_text()),
         };
         self.stopped = Some(reason.clone());
         SensorError::Stopped { sensor: self.info.spec.clone(), reason }
     }
 
-    fn handle(&mut self, ev: Event) -> Result<Option<Reading>, SensorError> {
-        match ev {
-            Event::Line(line) => match parse_line_in(&line, self.unit) {
+    /// The meter process exited [`EXIT_GRACE`] ago and its stdout is still open: a process it
+    /// started holds the pipe. The meter has stopped; its group is killed, lines still queued
+    /// are counted as skipped.
+    fn check_exit(&mut self) -> Option<SensorError> {
+        if self.exited_seen.is_none() && self.meter_exited() {
+            self.exited_seen = Some(Instant::now());
+        }
+        if self.exited_seen.is_none_or(|t| t.elapsed() < EXIT_GRACE) {
+            return None;
+        }
+        self.shared.lock().queue.skip_all();
+        let status = self.reap_exited();
+        let status = status.map_or_else(|| "exit status unknown".to_string(), |s| s.to_string());
+        let reason = format!(
+            "meter exited ({status}) but its stdout stayed open (a process it started, e.g. a background \
+             child, still held it); the meter's process group was killed; {}",
+            self.stderr_text()
+        );
+        self.stopped = Some(reason.clone());
+        Some(SensorError::Stopped { sensor: self.info.spec.clone(), reason })
+    }
+
+    /// Wait up to `wait` for a line or the end of stdout.
+    fn take(&self, wait: Duration) -> Taken {
+        let mut mb = self.shared.lock();
+        let until = Instant::now() + wait;
+        loop {
+            if let Some(item) = mb.queue.take() {
+                return Taken::Item(item);
+            }
+            if let Some(end) = mb.end.take() {
+                return Taken::End(end);
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Taken::Nothing;
+            }
+            mb = match self.shared.ready.wait_timeout(mb, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    fn handle(&mut self, item: Item) -> Result<Option<Reading>, SensorError> {
+        match item {
+            Item::Reading(line, _) => match parse_line_in(&line, self.unit) {
                 Ok(None) => Ok(None),
                 Ok(Some((t_s, watts))) => {
                     let mut r = Reading::power_w("system", watts);
                     r.source_t_s = t_s;
-                    r.raw = Some(raw_text(&line));
+                    r.raw = Some(line);
                     Ok(Some(r))
                 }
-                Err(detail) => Err(SensorError::Malformed {
-                    sensor: self.info.spec.clone(),
-                    detail,
-                    raw: raw_text(&line),
-                }),
+                Err(detail) => {
+                    Err(SensorError::Malformed { sensor: self.info.spec.clone(), detail, raw: line })
+                }
             },
-            Event::Eof => Err(self.on_eof("closed its stdout")),
-            Event::ReadError(e) => Err(self.on_eof(&format!("stdout failed ({e})"))),
+            Item::Fault { detail, raw } => {
+                Err(SensorError::Malformed { sensor: self.info.spec.clone(), detail, raw })
+            }
         }
     }
 }
@@ -379,45 +743,74 @@ impl Sensor for ExecSensor {
         if let Some(reason) = &self.stopped {
             return Err(SensorError::Stopped { sensor: self.info.spec.clone(), reason: reason.clone() });
         }
-        match self.events.recv_timeout(timeout) {
-            Ok(ev) => self.handle(ev),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(self.on_eof("stdout reader ended")),
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(e) = self.check_exit() {
+                return Err(e);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.take(left.min(EXIT_POLL)) {
+                Taken::Item(item) => return self.handle(item),
+                Taken::End(End::Eof) => return Err(self.on_eof("closed its stdout")),
+                Taken::End(End::ReadError(e)) => return Err(self.on_eof(&format!("stdout failed ({e})"))),
+                Taken::Nothing if Instant::now() >= deadline => return Ok(None),
+                Taken::Nothing => {}
+            }
         }
     }
 
     fn begin(&mut self) -> Result<(), SensorError> {
-        let mut dropped = 0u64;
-        loop {
-            match self.events.try_recv() {
-                Ok(Event::Line(_)) => dropped += 1,
-                Ok(Event::Eof) => return Err(self.on_eof("closed its stdout before sampling began")),
-                Ok(Event::ReadError(e)) => {
-                    return Err(self.on_eof(&format!("stdout failed before sampling began ({e})")))
-                }
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
-            }
-        }
+        let (dropped, end) = {
+            let mut mb = self.shared.lock();
+            mb.queue.skip_all();
+            let skipped = std::mem::take(&mut mb.queue.skipped);
+            (skipped.readings + skipped.faults, mb.end.take())
+        };
         if dropped > 0 {
             self.info.notes.push(format!("{dropped} line(s) printed before sampling began were not used"));
         }
-        Ok(())
+        match end {
+            Some(End::Eof) => Err(self.on_eof("closed its stdout before sampling began")),
+            Some(End::ReadError(e)) => {
+                Err(self.on_eof(&format!("stdout failed before sampling began ({e})")))
+            }
+            None => Ok(()),
+        }
     }
 
     fn close(&mut self) -> Result<(), SensorError> {
-        if let Some(mut child) = self.child.take() {
-            let status = kill_group_and_reap(&mut child);
-            match status {
-                Ok(s) => self.exit_status = Some(s),
-                Err(e) => {
-                    return Err(SensorError::ReadFailed {
-                        sensor: sensor_name(&self.command),
-                        detail: format!("could not reap meter process {}: {e}", child.id()),
-                    })
+        let result = match self.child.take() {
+            Some(mut child) => match kill_group_and_reap(&mut child) {
+                Ok(s) => {
+                    self.exit_status = Some(s);
+                    Ok(())
                 }
+                Err(e) => Err(SensorError::ReadFailed {
+                    sensor: sensor_name(&self.command),
+                    detail: format!("could not reap meter process {}: {e}", child.id()),
+                }),
+            },
+            None => Ok(()),
+        };
+        if !self.skipped_noted {
+            self.skipped_noted = true;
+            let s = self.skipped();
+            if !s.is_empty() {
+                let first =
+                    s.first_fault.as_deref().map(|f| format!(" (the first: {f:?})")).unwrap_or_default();
+                self.info.notes.push(format!(
+                    "{} reading line(s) and {} faulty line(s) were received but not sampled{first}: at most one \
+                     line a millisecond is taken, the newest waiting one; a meter printing faster sheds the rest \
+                     (counted in the sampler record's `skipped`)",
+                    s.readings, s.faults
+                ));
             }
         }
-        Ok(())
+        result
+    }
+
+    fn skipped(&self) -> SkippedReadings {
+        self.shared.lock().queue.skipped.clone()
     }
 }
 
@@ -425,6 +818,24 @@ impl Drop for ExecSensor {
     fn drop(&mut self) {
         let _ = self.close();
     }
+}
+
+/// Whether child `pid` has exited, without reaping it (`waitid` with `WNOWAIT`): a zombie keeps
+/// its pid, so the process-group id stays the meter's until it is reaped.
+fn has_exited(pid: u32) -> std::io::Result<bool> {
+    let id = libc::id_t::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
+    // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid, writable siginfo_t that outlives the call; the flags make it
+    // return at once and leave the child waitable.
+    let rc =
+        unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: waitid filled `info` (or left it zeroed when nothing had exited); si_pid reads
+    // the pid field of that initialised struct.
+    Ok(unsafe { info.si_pid() } != 0)
 }
 
 /// SIGKILL the child's process group (it leads its own group) and wait for the child.
@@ -441,7 +852,158 @@ fn kill_group_and_reap(child: &mut Child) -> std::io::Result<ExitStatus> {
     child.wait()
 }
 
-/// Resolve the command's first word to an executable, hash it and ask for its version.
+/// The program a shell command line runs, as `sh` finds its name: the first word after any
+/// leading `NAME=value` assignments (and an `exec`), with `'…'`, `"…"` and `\` quoting
+/// removed and a leading `~/` expanded. Also the value of a leading `PATH=` assignment, which
+/// the shell searches instead of this process's PATH. An error says why no name can be known
+/// without running the shell (an expansion such as `$X`, a glob, shell syntax, only
+/// assignments).
+pub fn program_word(command: &str) -> Result<(String, Option<String>), String> {
+    let mut chars = command.chars().peekable();
+    let mut path = None;
+    let mut assigned = false;
+    let mut exec_seen = false;
+    loop {
+        while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+            chars.next();
+        }
+        let Some(word) = shell_word(&mut chars)? else {
+            return Err(if assigned || exec_seen {
+                "the command only sets variables; nothing names a program".into()
+            } else {
+                "the command names no program".into()
+            });
+        };
+        if let Some((name, value)) = word.assignment {
+            assigned = true;
+            if name == "PATH" {
+                path = Some(value);
+            }
+            continue;
+        }
+        if word.text == "exec" && !word.quoted && !exec_seen {
+            exec_seen = true;
+            continue;
+        }
+        return Ok((word.text, path));
+    }
+}
+
+struct ShellWord {
+    text: String,
+    quoted: bool,
+    assignment: Option<(String, String)>,
+}
+
+/// One shell word from `chars` (which start at it), or `None` at the end of the first simple
+/// command.
+fn shell_word(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Option<ShellWord>, String> {
+    let mut text = String::new();
+    let mut quoted = false;
+    // Where the first unquoted `=` is, and whether everything before it was unquoted.
+    let mut equals: Option<usize> = None;
+    let mut plain_prefix = true;
+    let mut started = false;
+    let expansion = |c: char| {
+        format!("the program's name uses shell expansion (`{c}`), so it is known only when the shell runs")
+    };
+    while let Some(&c) = chars.peek() {
+        match c {
+            ' ' | '\t' | '\n' => break,
+            ';' | '&' | '|' | '<' | '>' | '(' | ')' => {
+                if started {
+                    break;
+                }
+                return Err(format!("the command starts with shell syntax `{c}`, not a program"));
+            }
+            '#' if !started => return Ok(None),
+            '\'' => {
+                chars.next();
+                quoted = true;
+                if equals.is_none() {
+                    plain_prefix = false;
+                }
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(ch) => text.push(ch),
+                        None => return Err("unterminated `'` quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                chars.next();
+                quoted = true;
+                if equals.is_none() {
+                    plain_prefix = false;
+                }
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(e @ ('$' | '`' | '"' | '\\')) => text.push(e),
+                            Some('\n') => {}
+                            Some(other) => {
+                                text.push('\\');
+                                text.push(other);
+                            }
+                            None => return Err("unterminated `\"` quote".into()),
+                        },
+                        Some(e @ ('$' | '`')) => return Err(expansion(e)),
+                        Some(ch) => text.push(ch),
+                        None => return Err("unterminated `\"` quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                chars.next();
+                quoted = true;
+                if equals.is_none() {
+                    plain_prefix = false;
+                }
+                match chars.next() {
+                    Some('\n') | None => {}
+                    Some(ch) => text.push(ch),
+                }
+            }
+            '$' | '`' | '*' | '?' | '[' => return Err(expansion(c)),
+            '~' if !started => {
+                chars.next();
+                if chars.peek().is_none_or(|n| *n == '/' || *n == ' ' || *n == '\t') {
+                    match std::env::var("HOME") {
+                        Ok(home) => text.push_str(&home),
+                        Err(_) => return Err("the program's name starts with `~` and HOME is not set".into()),
+                    }
+                } else {
+                    return Err(expansion('~'));
+                }
+            }
+            '=' if equals.is_none() => {
+                chars.next();
+                equals = Some(text.len());
+                text.push('=');
+            }
+            _ => {
+                chars.next();
+                text.push(c);
+            }
+        }
+        started = true;
+    }
+    if !started {
+        return Ok(None);
+    }
+    let assignment = equals.filter(|_| plain_prefix).and_then(|at| {
+        let name = &text[..at];
+        let valid = name.chars().next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+            && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+        valid.then(|| (name.to_string(), text[at + 1..].to_string()))
+    });
+    Ok(Some(ShellWord { text, quoted, assignment }))
+}
+
+/// Resolve the command's program (see [`program_word`]) to an executable, hash it and ask for
+/// its version.
 pub fn provenance(command: &str) -> ProgramProvenance {
     let mut p = ProgramProvenance {
         command: command.to_string(),
@@ -450,13 +1012,16 @@ pub fn provenance(command: &str) -> ProgramProvenance {
         version: None,
         missing_reasons: Vec::new(),
     };
-    let Some(first) = command.split_whitespace().next() else {
-        p.missing_reasons.push("empty command".into());
-        return p;
+    let (word, path) = match program_word(command) {
+        Ok(found) => found,
+        Err(why) => {
+            p.missing_reasons.push(format!("executable: {why}; so no hash or version"));
+            return p;
+        }
     };
-    let Some(exe) = resolve_executable(first) else {
+    let Some(exe) = resolve_executable_in(&word, path.as_deref()) else {
         p.missing_reasons.push(format!(
-            "executable: `{first}` is not a file or on PATH (a shell builtin or syntax?), so no hash or version"
+            "executable: `{word}` is not a file or on PATH (a shell builtin or syntax?), so no hash or version"
         ));
         return p;
     };
@@ -479,12 +1044,21 @@ fn is_executable_file(p: &Path) -> bool {
 
 /// Find `word` the way `sh` would: a path if it contains `/`, else the first match on PATH.
 pub fn resolve_executable(word: &str) -> Option<PathBuf> {
+    resolve_executable_in(word, None)
+}
+
+/// [`resolve_executable`] searching `path` (a `PATH=` value the command sets) instead of this
+/// process's PATH when given.
+pub fn resolve_executable_in(word: &str, path: Option<&str>) -> Option<PathBuf> {
     if word.contains('/') {
         let p = PathBuf::from(word);
         let p = std::fs::canonicalize(&p).unwrap_or(p);
         return is_executable_file(&p).then_some(p);
     }
-    let path = std::env::var_os("PATH")?;
+    let path = match path {
+        Some(p) => std::ffi::OsString::from(p),
+        None => std::env::var_os("PATH")?,
+    };
     std::env::split_paths(&path)
         .map(|d| d.join(word))
         .find(|p| is_executable_file(p))
@@ -548,6 +1122,7 @@ mod tests {
     use super::*;
     use crate::power::sampler::{Sample, SampleOutcome, Sampler, SamplerConfig, StopReason};
     use crate::power::FaultKind;
+    use std::sync::mpsc;
 
     const T: Duration = Duration::from_secs(5);
 
@@ -770,5 +1345,249 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn split(max: usize, chunks: &[&[u8]]) -> Vec<String> {
+        let mut s = LineSplitter::new(max);
+        let mut out = Vec::new();
+        let mut put = |p: Piece<'_>| {
+            out.push(match p {
+                Piece::Line(l) => format!("L:{}", String::from_utf8_lossy(l)),
+                Piece::Overlong(h) => format!("O:{}", String::from_utf8_lossy(h)),
+            })
+        };
+        for c in chunks {
+            s.feed(c, &mut put);
+        }
+        s.finish(&mut put);
+        out
+    }
+
+    #[test]
+    fn the_splitter_joins_lines_across_reads_and_cuts_over_long_ones() {
+        assert_eq!(split(8, &[b"1\n2", b"2\n", b"3"]), ["L:1", "L:22", "L:3"]);
+        assert_eq!(split(8, &[b"\n\r\n"]), ["L:", "L:\r"]);
+        // Exactly 8 bytes is a line; 9 is over the limit, reported by its first bytes (all 9
+        // would be kept up to OVERLONG_HEAD_BYTES, but never more than the limit).
+        assert_eq!(split(8, &[b"12345678\n"]), ["L:12345678"]);
+        assert_eq!(split(8, &[b"123456789\n5\n"]), ["O:12345678", "L:5"]);
+        // Across reads, and without a newline for a long while: reported once, when the limit
+        // is crossed, and the rest skipped up to the newline.
+        assert_eq!(split(8, &[b"1234", b"5678", b"9abc", b"def\n7\n"]), ["O:12345678", "L:7"]);
+        // Never a newline: one fault, nothing at the end.
+        assert_eq!(split(8, &[b"xxxxxxxxxx", b"xxxxxxxx"]), ["O:xxxxxxxx"]);
+    }
+
+    #[test]
+    fn an_over_long_fault_keeps_the_first_120_bytes() {
+        let line = vec![b'y'; MAX_LINE_BYTES + 1];
+        let got = split(MAX_LINE_BYTES, &[&line, b"\n"]);
+        assert_eq!(got, [format!("O:{}", "y".repeat(OVERLONG_HEAD_BYTES))]);
+        let ok = vec![b'7'; MAX_LINE_BYTES];
+        assert_eq!(split(MAX_LINE_BYTES, &[&ok, b"\n"]).len(), 1);
+        assert!(split(MAX_LINE_BYTES, &[&ok, b"\n"])[0].starts_with("L:"));
+    }
+
+    #[test]
+    fn the_decimal_comma_rule_refuses_an_integer_time_that_does_not_increase() {
+        // `30,5` after a line at t_s 30: the time stood still; a comma locale's 30.5 W.
+        let m = decimal_comma_suspect("30,5", Some(30.0)).unwrap();
+        assert!(m.contains("`30,5`") && m.contains("`30.5`") && m.contains("decimal point"), "{m}");
+        assert!(decimal_comma_suspect("29,9", Some(30.0)).is_some());
+        assert!(decimal_comma_suspect("30,5 W\r", Some(31.0)).unwrap().contains("value 5 W"));
+        // The first line, a time that increases (whole seconds), or a line with a decimal
+        // point anywhere is not suspect.
+        assert_eq!(decimal_comma_suspect("30,5", None), None);
+        assert_eq!(decimal_comma_suspect("31,5", Some(30.0)), None);
+        assert_eq!(decimal_comma_suspect("30.0,5", Some(30.0)), None);
+        assert_eq!(decimal_comma_suspect("30,5.5", Some(30.0)), None);
+        assert_eq!(decimal_comma_suspect("30", Some(30.0)), None);
+        assert_eq!(decimal_comma_suspect("30,5 kW", Some(30.0)), None);
+        // Through the reader's classification: the second `30,5` is a fault naming the line.
+        let mut prev = None;
+        let now = Instant::now();
+        assert!(matches!(classify(b"30,5", now, &mut prev), Some(Item::Reading(..))));
+        assert_eq!(prev, Some(30.0));
+        match classify(b"30,5", now, &mut prev) {
+            Some(Item::Fault { detail, raw }) => {
+                assert_eq!(raw, "30,5");
+                assert!(detail.contains("decimal"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(classify(b"# note", now, &mut prev).is_none());
+    }
+
+    #[test]
+    fn the_queue_skips_stale_readings_and_counts_what_it_dropped() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let r = |s: &str, at: Duration| Item::Reading(s.into(), t0 + at);
+        let f = |s: &str| Item::Fault { detail: "bad".into(), raw: s.into() };
+        let text = |i: Option<Item>| match i {
+            Some(Item::Reading(s, _)) => s,
+            Some(Item::Fault { raw, .. }) => format!("!{raw}"),
+            None => "-".into(),
+        };
+        // Lines that arrived together are all taken, in order.
+        let mut q = Queue::default();
+        q.push(r("1", ms(0)));
+        q.push(r("2", ms(0)));
+        assert_eq!([text(q.take()), text(q.take()), text(q.take())], ["1", "2", "-"]);
+        // Readings 1 ms or more older than the newest waiting one are skipped; faults never.
+        let mut q = Queue::default();
+        q.push(r("1", ms(0)));
+        q.push(f("x"));
+        q.push(r("2", ms(1)));
+        q.push(r("3", ms(5)));
+        q.push(r("4", ms(5)));
+        let taken: Vec<String> = std::iter::from_fn(|| q.take().map(|i| text(Some(i)))).collect();
+        assert_eq!(taken, ["!x", "3", "4"]);
+        assert_eq!(q.skipped, SkippedReadings { readings: 2, faults: 0, first_fault: None });
+        // Full: the oldest goes, counted, and the first fault dropped is kept.
+        let mut q = Queue::default();
+        for i in 0..QUEUE_CAPACITY + 2 {
+            q.push(f(&i.to_string()));
+        }
+        assert_eq!(q.items.len(), QUEUE_CAPACITY);
+        assert_eq!(q.skipped.faults, 2);
+        assert_eq!(q.skipped.first_fault.as_deref(), Some("0"));
+        let mut total = Queue::default();
+        total.push(r("a", ms(0)));
+        total.absorb(q);
+        assert_eq!(total.items.len(), QUEUE_CAPACITY);
+        assert_eq!((total.skipped.readings, total.skipped.faults), (1, 2));
+        assert_eq!(total.skipped.first_fault.as_deref(), Some("0"));
+        total.skip_all();
+        assert_eq!((total.skipped.readings, total.skipped.faults), (1, 2 + QUEUE_CAPACITY as u64));
+        // Full with readings and a fault: the oldest reading goes, the fault stays.
+        let mut q = Queue::default();
+        q.push(f("bad"));
+        for i in 0..QUEUE_CAPACITY {
+            q.push(r(&i.to_string(), ms(0)));
+        }
+        assert_eq!(q.items.len(), QUEUE_CAPACITY);
+        assert_eq!((q.skipped.readings, q.skipped.faults), (1, 0));
+        assert_eq!(text(q.take()), "!bad");
+        assert_eq!(text(q.take()), "1");
+    }
+
+    #[test]
+    fn the_program_word_unquotes_and_skips_assignments() {
+        let w = |c: &str| program_word(c).map(|(w, _)| w);
+        assert_eq!(w("'/dir with space/my meter.sh' 30.5").unwrap(), "/dir with space/my meter.sh");
+        assert_eq!(w("\"/dir with space/m\\\"q\" -v").unwrap(), "/dir with space/m\"q");
+        assert_eq!(w("/dir\\ with\\ space/m x").unwrap(), "/dir with space/m");
+        assert_eq!(w("FOO=1 BAR='a b' meter --x").unwrap(), "meter");
+        assert_eq!(w("  FOO=1\tmeter").unwrap(), "meter");
+        assert_eq!(w("exec yes 30.5").unwrap(), "yes");
+        assert_eq!(w("FOO=1 exec ./m").unwrap(), "./m");
+        assert_eq!(
+            program_word("PATH=/opt/m/bin meter").unwrap(),
+            ("meter".to_string(), Some("/opt/m/bin".into()))
+        );
+        // A quoted `=` is no assignment; an invalid name neither.
+        assert_eq!(w("'A=1' x").unwrap(), "A=1");
+        assert_eq!(w("1A=1 x").unwrap(), "1A=1");
+        assert_eq!(w("nvidia-smi --format=csv").unwrap(), "nvidia-smi");
+        // What the shell alone can name.
+        assert!(w("$HOME/m").unwrap_err().contains("expansion"));
+        assert!(w("\"$M\" 1").unwrap_err().contains("expansion"));
+        assert!(w("FOO=1").unwrap_err().contains("only sets variables"));
+        assert!(w("").is_err() && w("# c").is_err());
+        assert!(w("'open").unwrap_err().contains("unterminated"));
+        assert!(w("(meter)").unwrap_err().contains("syntax"));
+        // A shell keyword comes out as a word that no file on PATH matches.
+        assert_eq!(w("for i in 1; do echo 1; done").unwrap(), "for");
+        if let Ok(home) = std::env::var("HOME") {
+            assert_eq!(w("~/bin/m").unwrap(), format!("{home}/bin/m"));
+        }
+    }
+
+    #[test]
+    fn provenance_finds_a_quoted_path_with_spaces_and_a_command_after_assignments() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let folder = d.path().join("dir with space");
+        std::fs::create_dir(&folder).unwrap();
+        let exe = folder.join("my meter.sh");
+        std::fs::write(&exe, "#!/bin/sh\necho 'meter 2.1'\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = std::fs::canonicalize(&exe).unwrap();
+        for cmd in [format!("'{}' 30.5", exe.display()), format!("FOO=1 '{}'", exe.display())] {
+            let p = provenance(&cmd);
+            assert_eq!(p.executable.as_deref(), Some(exe.as_path()), "{cmd}: {p:?}");
+            assert_eq!(p.sha256, Some(sha256_file(&exe).unwrap()));
+            assert_eq!(p.version.as_deref(), Some("meter 2.1"));
+        }
+        // A PATH the command sets is searched for a bare name.
+        let p = provenance(&format!("PATH='{}' 'my meter.sh'", folder.display()));
+        assert_eq!(p.executable.as_deref(), Some(exe.as_path()), "{p:?}");
+    }
+
+    #[test]
+    fn an_over_long_line_is_a_fault_and_the_stream_goes_on() {
+        let cmd = format!("head -c {} /dev/zero | tr '\\0' x; printf '\\n7\\n'; sleep 5", 3 * MAX_LINE_BYTES);
+        let mut s = ExecSensor::spawn(&cmd, T).unwrap();
+        match s.read().unwrap_err() {
+            SensorError::Malformed { detail, raw, .. } => {
+                assert!(detail.contains("longer than 4096 bytes"), "{detail}");
+                assert_eq!(raw, "x".repeat(OVERLONG_HEAD_BYTES));
+            }
+            e => panic!("{e}"),
+        }
+        assert_eq!(s.read().unwrap().total_power_w(), Some(7.0));
+    }
+
+    #[test]
+    fn a_meter_that_exits_while_a_child_holds_its_stdout_has_stopped() {
+        // The shell prints, starts a sleeper that inherits the pipe, and exits 4.
+        let mut s = ExecSensor::spawn("echo 5; sleep 60 & echo \"# $!\"; exit 4", T).unwrap();
+        let pid = s.pid().unwrap() as i32;
+        assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
+        let t = Instant::now();
+        let e = s.read().unwrap_err();
+        assert_eq!(e.kind(), FaultKind::Stopped, "{e}");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        let m = e.to_string();
+        assert!(m.contains("exit status: 4") && m.contains("stdout stayed open"), "{m}");
+        assert_eq!(s.exit_status().and_then(|st| st.code()), Some(4));
+        // The sleeper went with the group: the group is empty (kill -0 finds no one).
+        let deadline = Instant::now() + Duration::from_secs(3);
+        // SAFETY: signal 0 only checks whether the group exists.
+        while unsafe { libc::kill(-pid, 0) } == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        assert_ne!(unsafe { libc::kill(-pid, 0) }, 0, "the meter's group outlived it");
+    }
+
+    #[test]
+    fn a_meter_printing_as_fast_as_it_can_is_sampled_at_most_once_a_millisecond() {
+        let s = ExecSensor::spawn("yes 30.5", T).unwrap();
+        let (tx, rx) = mpsc::channel::<Sample>();
+        let sampler =
+            Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(50), Instant::now()), tx)
+                .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        let report = sampler.stop().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(2), "stop took {:?}", t.elapsed());
+        let samples: Vec<Sample> = rx.try_iter().collect();
+        assert_eq!(report.stop, StopReason::Requested);
+        assert!(!samples.is_empty());
+        // At most one a millisecond over the sampler's whole life (plus one).
+        assert!(
+            samples.len() as u64 <= report.wall_ns / 1_000_000 + 1,
+            "{} in {} ns",
+            samples.len(),
+            report.wall_ns
+        );
+        assert!(samples
+            .iter()
+            .all(|s| matches!(&s.outcome, SampleOutcome::Reading(r) if r.total_power_w() == Some(30.5))));
+        assert!(report.skipped.readings > samples.len() as u64, "{:?}", report.skipped);
+        assert_eq!(report.skipped.faults, 0);
+        assert!(report.sensor.notes.iter().any(|n| n.contains("not sampled")), "{:?}", report.sensor.notes);
     }
 }

@@ -395,6 +395,35 @@ pub trait Sensor: Send {
     fn close(&mut self) -> Result<(), SensorError> {
         Ok(())
     }
+
+    /// What a streamed sensor received since [`Sensor::begin`] but did not pass on (load
+    /// shedding: an exec meter printing faster than the sampler takes readings). Counted,
+    /// never turned into values. Nothing for the other sensors.
+    fn skipped(&self) -> SkippedReadings {
+        SkippedReadings::default()
+    }
+}
+
+/// Lines a streamed sensor received but did not pass on as samples, so that a meter printing
+/// faster than it can be sampled costs bounded memory. Counts only: a skipped line is never a
+/// reading, and a skipped fault is counted apart from the skipped readings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedReadings {
+    /// Readings superseded by a newer one before the sampler took them (at most one sample
+    /// a millisecond is taken from a streamed sensor), or left queued when the sensor stopped.
+    pub readings: u64,
+    /// Faulty lines dropped because the sensor's queue was full of unread faults, or left
+    /// queued when the sensor stopped (the faults passed on already reject the run).
+    pub faults: u64,
+    /// The first of those faulty lines as printed (its first bytes), for the audit.
+    pub first_fault: Option<String>,
+}
+
+impl SkippedReadings {
+    /// Whether nothing was skipped.
+    pub fn is_empty(&self) -> bool {
+        self.readings == 0 && self.faults == 0
+    }
 }
 
 impl<S: Sensor + ?Sized> Sensor for Box<S> {
@@ -418,6 +447,9 @@ impl<S: Sensor + ?Sized> Sensor for Box<S> {
     }
     fn close(&mut self) -> Result<(), SensorError> {
         (**self).close()
+    }
+    fn skipped(&self) -> SkippedReadings {
+        (**self).skipped()
     }
 }
 

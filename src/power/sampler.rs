@@ -3,14 +3,17 @@
 //! - Polled sensors are read at `t0 + k × interval` (absolute deadlines, so a slow read does
 //!   not shift later ticks); deadlines that passed during a slow read are skipped and counted,
 //!   never caught up in a burst.
-//! - Streamed sensors (exec meters) are waited on; each reading is stamped on arrival.
+//! - Streamed sensors (exec meters) are waited on; each reading is stamped on arrival, and at
+//!   most one is taken every [`MIN_STREAM_SPACING`] (1 ms): a meter printing faster sheds
+//!   load in the sensor (the newest pending line wins), and what was skipped is counted in
+//!   [`SamplerReport::skipped`], so memory and the raw record stay bounded.
 //! - Every sample carries the monotonic RECEIVE time (when the read returned) in nanoseconds
 //!   since an `Instant` origin the caller owns, so the caller's block boundaries and the
 //!   samples share one clock.
 //! - A fault is sent as a fault; a fatal fault (the sensor stopped) ends sampling.
 //! - The thread measures its own CPU time and reports it at stop.
 
-use super::{Measurement, Pacing, Reading, Sensor, SensorFault, SensorInfo};
+use super::{Measurement, Pacing, Reading, Sensor, SensorFault, SensorInfo, SkippedReadings};
 use serde::{Deserialize, Serialize};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
@@ -18,6 +21,12 @@ use std::time::{Duration, Instant};
 
 /// How long a streamed sensor is waited on before the stop flag is checked again.
 const STREAM_POLL: Duration = Duration::from_millis(50);
+
+/// The least time between two samples taken from a streamed sensor (at most 1000 a second):
+/// what a meter prints in between is left to the sensor, which keeps the newest line and
+/// counts the ones it skipped ([`Sensor::skipped`]). No real meter reports this fast; the
+/// bound keeps a runaway one (`yes 30.5`) from flooding the raw record and memory.
+pub const MIN_STREAM_SPACING: Duration = Duration::from_millis(1);
 
 /// One stamped sensor read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +143,10 @@ pub struct SamplerReport {
     pub cpu_time_missing_reason: Option<String>,
     /// Why sampling ended.
     pub stop: StopReason,
+    /// What a streamed sensor received but did not pass on (a meter printing faster than one
+    /// line a millisecond); zero for the other sensors and in records written before it.
+    #[serde(default)]
+    pub skipped: SkippedReadings,
     /// The error from closing the sensor (e.g. a meter that had to be killed), if any.
     pub close_error: Option<String>,
 }
@@ -336,6 +349,7 @@ fn run(
         cpu_time_ns,
         cpu_time_missing_reason,
         stop,
+        skipped: sensor.skipped(),
         close_error,
     }
 }
@@ -378,10 +392,24 @@ fn run_streamed(
     c: &mut Counters,
 ) -> StopReason {
     let mut waiting_since = Instant::now();
+    let mut last_sent: Option<Instant> = None;
     loop {
-        match stop_rx.try_recv() {
-            Ok(()) | Err(TryRecvError::Disconnected) => return StopReason::Requested,
-            Err(TryRecvError::Empty) => {}
+        // At most one sample a MIN_STREAM_SPACING; a stop request wakes the wait at once.
+        let pause = last_sent
+            .map_or(Duration::ZERO, |t| (t + MIN_STREAM_SPACING).saturating_duration_since(Instant::now()));
+        let stop = if pause.is_zero() {
+            match stop_rx.try_recv() {
+                Ok(()) | Err(TryRecvError::Disconnected) => true,
+                Err(TryRecvError::Empty) => false,
+            }
+        } else {
+            match stop_rx.recv_timeout(pause) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+                Err(RecvTimeoutError::Timeout) => false,
+            }
+        };
+        if stop {
+            return StopReason::Requested;
         }
         let outcome = match sensor.next(STREAM_POLL) {
             Ok(Some(r)) => SampleOutcome::Reading(r),
@@ -403,6 +431,7 @@ fn run_streamed(
         let received = Instant::now();
         let sent = send(tx, c, config.origin, waiting_since, received, outcome);
         waiting_since = received;
+        last_sent = Some(received);
         if let Sent::Stop(r) = sent {
             return r;
         }

@@ -100,6 +100,12 @@ impl Pace {
     }
 }
 
+/// When a paced block with time limit `d` ends even if calls of its schedule are still unmade
+/// (an arm that cannot keep the rate): twice its length plus one second.
+pub fn paced_overrun_limit(d: Duration) -> Duration {
+    d.saturating_mul(2).saturating_add(Duration::from_secs(1))
+}
+
 /// The run's schedule parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -437,6 +443,12 @@ pub struct RunOutcome {
 pub struct Controls<'c> {
     /// Raised (e.g. by a SIGINT handler) to stop cleanly between calls.
     pub stop: Option<&'c AtomicBool>,
+    /// Raised (by a second signal) to skip what takes time once stopping: the wait for the
+    /// sensor's reading after the end. The record is still closed.
+    pub hurry: Option<&'c AtomicBool>,
+    /// Raised when the run cannot go on (the raw writer failed): it stops between calls as on
+    /// `stop`, and the caller says why.
+    pub failed: Option<&'c AtomicBool>,
     /// A sensor to sample from before the first idle window to after the last.
     pub sampling: Option<Sampling>,
     /// An explicit block order of `(cycle, arm index)` pairs instead of the balanced one
@@ -677,6 +689,8 @@ struct Runner<'r, 'a, 't> {
     clock: &'r Clock,
     observer: &'r mut dyn Observer,
     stop: Option<&'r AtomicBool>,
+    /// [`Controls::failed`].
+    failed: Option<&'r AtomicBool>,
     tap: Option<&'a sampling::Tap>,
     totals: RunTotals,
     calls: Vec<CallRecord>,
@@ -698,7 +712,9 @@ impl Runner<'_, '_, '_> {
     /// Whether to stop now: two relaxed atomic loads, cheap enough to run between calls.
     #[inline]
     fn halt(&self) -> Option<Halt> {
-        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+            || self.failed.is_some_and(|s| s.load(Ordering::Relaxed))
+        {
             return Some(Halt::Interrupt);
         }
         if self.tap.is_some_and(|t| t.stopped()) {
@@ -823,6 +839,15 @@ impl Runner<'_, '_, '_> {
         loop {
             match (paced, self.plan.block) {
                 (Some((_, calls)), _) if k >= calls => break,
+                // A schedule the arm cannot keep ends by time all the same: past
+                // [`paced_overrun_limit`] the calls not yet made are left unmade (the block
+                // record keeps `scheduled_calls` beside the calls made), so an impossible
+                // --rate never leaves a block running for ever.
+                (Some(_), BlockLimit::Duration(d))
+                    if now.duration_since(block_start) >= paced_overrun_limit(d) =>
+                {
+                    break
+                }
                 (None, BlockLimit::Calls(limit)) if k >= limit => break,
                 (None, BlockLimit::Duration(d)) if now.duration_since(block_start) >= d => break,
                 _ => {}
@@ -1042,6 +1067,7 @@ pub fn run_with(
         clock,
         observer,
         stop: controls.stop,
+        failed: controls.failed,
         tap: None,
         totals: RunTotals {
             durations_ns: vec![Vec::new(); n_arms],
@@ -1071,6 +1097,7 @@ pub fn run_with(
     if let Some(end) = r.warmup()? {
         return outcome(r.totals, end, None, None);
     }
+    let controls_hurry = controls.hurry;
     let (tap, lead_timeout) = match controls.sampling {
         Some(s) => {
             let timeout = s.stream_timeout + Duration::from_secs(1);
@@ -1135,7 +1162,7 @@ pub fn run_with(
     // would read as a sensor that ended before the last window.
     let wait_stop = match &end {
         RunEnd::Completed => Some(r.stop),
-        RunEnd::Interrupted { .. } => Some(None),
+        RunEnd::Interrupted { .. } => Some(controls_hurry),
         RunEnd::SensorStopped { .. } | RunEnd::CallFailed { .. } => None,
     };
     if let (Some(t), Some((_, end_ns)), Some(stop)) = (r.tap, span, wait_stop) {

@@ -311,7 +311,7 @@ fn idle_windows_surround_every_block_and_the_samples_cover_the_run() {
     let (s, samples) = sampling(ConstSensor::boxed(42.0, None));
     let mut obs = Timeline::default();
     let clock = Clock::start();
-    let controls = Controls { stop: None, sampling: Some(s), order: None };
+    let controls = Controls { stop: None, hurry: None, failed: None, sampling: Some(s), order: None };
     let out = run_with(&mut arms, &workload(), &plan, &clock, &mut obs, controls).unwrap();
     assert!(matches!(out.end, RunEnd::Completed), "{:?}", out.end);
     // warm-up, then idle, block, idle, block, idle; each starting after the previous ended.
@@ -389,6 +389,40 @@ fn paced_blocks_make_every_scheduled_call_and_count_missed_deadlines() {
     assert_eq!(out.totals.missed_deadlines, flagged);
 }
 
+/// Issue 49, item 10: a rate no arm can keep (a million calls per second of 1 ms calls: 50,000
+/// scheduled in a 50 ms block) ends the block by time, at twice its length plus 1 s, with the
+/// calls made and the calls scheduled both recorded; before, block 0 never ended.
+#[test]
+fn an_impossible_rate_still_ends_each_block_by_time() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms: Vec<Arm<'_>> = vec![Arm {
+        name: "slow".into(),
+        spec: "mock".into(),
+        backend: Box::new(ScriptedBackend::new(
+            shapes(),
+            Script::Synthetic { num_actions: 2 },
+            Duration::from_millis(1),
+        )),
+        host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+    }];
+    let d = Duration::from_millis(50);
+    assert_eq!(super::paced_overrun_limit(d), Duration::from_millis(1100));
+    let plan = Plan { pace: Some(Pace { rate_hz: 1e6 }), ..Plan::saturated(1, BlockLimit::Duration(d), 1) };
+    let mut obs = Timeline::default();
+    let started = std::time::Instant::now();
+    let out =
+        run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, Controls::default()).unwrap();
+    assert!(matches!(out.end, RunEnd::Completed));
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert_eq!(obs.blocks.len(), 2);
+    for b in &obs.blocks {
+        assert_eq!(b.scheduled_calls, Some(50_000));
+        assert!(b.calls > 0 && b.calls < 50_000, "{}", b.calls);
+        assert!(b.end_ns - b.start_ns >= 1_100_000_000, "{}", b.end_ns - b.start_ns);
+        assert_eq!(b.missed_deadlines, b.calls, "every call made was late");
+    }
+}
+
 #[test]
 fn a_call_slower_than_the_pace_misses_every_deadline_and_still_runs() {
     let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
@@ -442,7 +476,7 @@ fn a_raised_stop_flag_ends_the_run_between_calls() {
     let flag = std::sync::Arc::new(AtomicBool::new(false));
     let mut obs = Timeline { raise_after_block: Some(flag.clone()), ..Timeline::default() };
     let (s, _samples) = sampling(ConstSensor::boxed(10.0, None));
-    let controls = Controls { stop: Some(&flag), sampling: Some(s), order: None };
+    let controls = Controls { stop: Some(&flag), hurry: None, failed: None, sampling: Some(s), order: None };
     let out = run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, controls).unwrap();
     match &out.end {
         RunEnd::Interrupted { during } => assert_eq!(during, "idle window 1"),
@@ -464,7 +498,7 @@ fn a_sensor_that_stops_ends_the_run_early() {
     };
     let (s, samples) = sampling(ConstSensor::boxed(10.0, Some(8)));
     let mut obs = Timeline::default();
-    let controls = Controls { stop: None, sampling: Some(s), order: None };
+    let controls = Controls { stop: None, hurry: None, failed: None, sampling: Some(s), order: None };
     let out = run_with(&mut arms, &workload(), &plan, &Clock::start(), &mut obs, controls).unwrap();
     assert!(matches!(out.end, RunEnd::SensorStopped { .. }), "{:?}", out.end);
     assert!(obs.blocks.len() < 40, "the remaining blocks were not run");

@@ -43,15 +43,74 @@ pub fn check_writable(folder: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Write `bytes` to `path` atomically (a temporary file in the same folder, then rename).
+/// Write `bytes` to `path` atomically: a new temporary file in the same folder, written and
+/// synced, then renamed over `path`. A symbolic link is written through (its target is
+/// replaced; the link stays); a path that is (or links to) a FIFO, a device or a socket is
+/// refused, never replaced by a regular file. On any failure the temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => path.canonicalize()?,
+        _ => path.to_path_buf(),
+    };
+    if let Ok(m) = std::fs::metadata(&target) {
+        // (a folder is left to the rename, which refuses it)
+        if !m.is_file() && !m.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file; laya-bench writes only regular files",
+            ));
+        }
     }
-    std::fs::rename(&tmp, path)
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let mut n = 0u32;
+    let (tmp, mut f) = loop {
+        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 64 => n += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    drop(f);
+    let result = written.and_then(|()| std::fs::rename(&tmp, &target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::write_atomic;
+
+    #[test]
+    fn an_atomic_write_replaces_a_link_s_target_and_keeps_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.json");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("l.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // a folder where the file should be: the rename fails after the temporary was written
+        let path = dir.path().join("out.json");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("x"), "keep").unwrap();
+        assert!(write_atomic(&path, b"data").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("out.json")], "{names:?}");
+        // a device is never replaced
+        assert!(write_atomic(std::path::Path::new("/dev/null"), b"x").is_err());
+        assert!(!std::fs::metadata("/dev/null").unwrap().file_type().is_file());
+    }
 }

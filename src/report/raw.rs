@@ -11,7 +11,7 @@
 //! so its records are unchanged.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -464,7 +464,19 @@ pub struct RawRun {
     pub truncated_tail: Option<String>,
 }
 
-/// A raw file that cannot be read.
+/// The longest line the raw reader accepts, in bytes (32 MiB), newline excluded. No line a run
+/// writes comes near it: a header is a few kB (4.7 kB in `docs/runs/`), a block or call well
+/// under 1 kB; the longest is a rejected energy run's footer, which lists every violation (about
+/// 500 bytes each: the committed first try's 2,225 make 1.09 MB), so 32 MiB holds some 65,000.
+/// A longer line is refused as soon as this many bytes are read without a newline (a file of
+/// zeros, `/dev/zero`), so the reader's memory stays bounded whatever it is given.
+pub const MAX_LINE_BYTES: usize = 32 << 20;
+
+/// The oldest raw schema version this build reads (1: the first one written).
+pub const MIN_SCHEMA_VERSION: u32 = 1;
+
+/// A raw file that cannot be read. Every variant is a fault of the input (exit 2), never of a
+/// run.
 #[derive(Debug, thiserror::Error)]
 pub enum RawError {
     /// I/O.
@@ -476,48 +488,132 @@ pub enum RawError {
     /// The file holds nothing.
     #[error("{path}: the file is empty; a raw record starts with its header line")]
     Empty { path: String },
-    /// A line in the middle does not parse.
+    /// A complete line (ended by its newline) does not parse.
     #[error("{path}: line {line} is not a valid record ({detail})")]
     BadLine { path: String, line: usize, detail: String },
-    /// A newer schema.
-    #[error("{path}: schema_version {found} is newer than this laya-bench reads ({SCHEMA_VERSION}); upgrade laya-bench")]
+    /// A line longer than any record, refused without reading the rest of the file.
+    #[error("{path}: line {line} runs past 32 MiB ({limit} bytes) without a newline, longer than any record a run writes (the longest, a rejected run's footer, takes about 500 bytes per rejection); the rest of the file was not read: is this the raw record (`--raw`) of `speed` or `energy`?", limit = MAX_LINE_BYTES)]
+    LineTooLong { path: String, line: usize },
+    /// A schema version this build does not read.
+    #[error("{path}: schema_version {found} is not one this laya-bench reads ({MIN_SCHEMA_VERSION} to {SCHEMA_VERSION}); {}", version_hint(*found))]
     Version { path: String, found: u32 },
 }
 
-/// Read a raw file. A last line cut mid-write is reported, not fatal; a file without footer is
-/// `complete: false`.
+impl RawError {
+    /// Whether the fault is the input's (always: a raw file that cannot be read is bad input,
+    /// exit 2); for callers that map errors to exit codes.
+    pub fn is_input_error(&self) -> bool {
+        true
+    }
+}
+
+fn version_hint(found: u32) -> &'static str {
+    if found > SCHEMA_VERSION {
+        "it was written by a newer laya-bench: upgrade laya-bench to read it"
+    } else {
+        "no laya-bench writes that version: the header is damaged or was edited"
+    }
+}
+
+/// How a line read by [`read_line`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineEnd {
+    /// Nothing left.
+    Eof,
+    /// Ended by its newline.
+    Newline,
+    /// The file ended without a newline after it (a write cut mid-line, or a hand edit).
+    Cut,
+    /// More than `limit` bytes without a newline: the rest was not read.
+    TooLong,
+}
+
+/// Read one line of at most `limit` bytes (newline excluded) into `buf` (cleared first), never
+/// buffering more than `limit + 1` bytes whatever the input holds.
+fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, limit: usize) -> std::io::Result<LineEnd> {
+    buf.clear();
+    let n = r.by_ref().take(limit as u64 + 1).read_until(b'\n', buf)?;
+    Ok(if n == 0 {
+        LineEnd::Eof
+    } else if buf.last() == Some(&b'\n') {
+        buf.pop();
+        LineEnd::Newline
+    } else if n > limit {
+        LineEnd::TooLong
+    } else {
+        LineEnd::Cut
+    })
+}
+
+/// Read a raw file, line by line (never more than [`MAX_LINE_BYTES`] of a line buffered). Only
+/// a last line without its newline that does not parse is a write cut mid-line: reported in
+/// `truncated_tail`, not fatal. Any complete line (ended by its newline) that does not parse is
+/// bad input naming its line, wherever it is, the end of the file included. A file without
+/// footer is `complete: false`.
 pub fn read(path: &Path) -> Result<RawRun, RawError> {
+    read_limited(path, MAX_LINE_BYTES)
+}
+
+fn read_limited(path: &Path, limit: usize) -> Result<RawRun, RawError> {
     let p = path.display().to_string();
-    let file = File::open(path).map_err(|source| RawError::Io { path: p.clone(), source })?;
-    let mut lines: Vec<String> = Vec::new();
-    for line in BufReader::new(file).lines() {
-        lines.push(line.map_err(|source| RawError::Io { path: p.clone(), source })?);
+    let io = |source| RawError::Io { path: p.clone(), source };
+    if std::fs::metadata(path).map_err(io)?.is_dir() {
+        return Err(io(std::io::Error::other("is a folder, not a raw record")));
     }
-    let mut iter = lines.iter().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
-    let header = match iter.next().map(|(_, l)| serde_json::from_str::<Record>(l)) {
-        Some(Ok(Record::Header(h))) => *h,
-        None => return Err(RawError::Empty { path: p }),
-        _ => return Err(RawError::NoHeader { path: p }),
-    };
-    if header.schema_version > SCHEMA_VERSION {
-        return Err(RawError::Version { path: p, found: header.schema_version });
-    }
+    let mut reader = BufReader::with_capacity(1 << 16, File::open(path).map_err(io)?);
+    let mut buf = Vec::new();
+    let mut header: Option<Header> = None;
     let mut records = Vec::new();
     let mut record_lines = Vec::new();
     let mut truncated_tail = None;
-    while let Some((i, line)) = iter.next() {
-        match serde_json::from_str::<Record>(line) {
+    let mut line = 0usize;
+    loop {
+        let end = read_line(&mut reader, &mut buf, limit).map_err(io)?;
+        if end == LineEnd::Eof {
+            break;
+        }
+        line += 1;
+        if end == LineEnd::TooLong {
+            return Err(RawError::LineTooLong { path: p, line });
+        }
+        // A write cut mid-line may end inside a UTF-8 character: only a complete line must be
+        // text.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => t,
+            Err(_) if header.is_none() => return Err(RawError::NoHeader { path: p }),
+            Err(_) if end == LineEnd::Cut => {
+                truncated_tail = Some(String::from_utf8_lossy(&buf).into_owned());
+                break;
+            }
+            Err(e) => {
+                return Err(RawError::BadLine { path: p, line, detail: format!("not UTF-8 text: {e}") })
+            }
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let Some(_) = &header else {
+            match serde_json::from_str::<Record>(text) {
+                Ok(Record::Header(h)) => {
+                    if !(MIN_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&h.schema_version) {
+                        return Err(RawError::Version { path: p, found: h.schema_version });
+                    }
+                    header = Some(*h);
+                }
+                _ => return Err(RawError::NoHeader { path: p }),
+            }
+            continue;
+        };
+        match serde_json::from_str::<Record>(text) {
             Ok(r) => {
                 records.push(r);
-                record_lines.push(i + 1);
+                record_lines.push(line);
             }
-            Err(e) if iter.peek().is_none() => {
-                let _ = e;
-                truncated_tail = Some(line.clone());
-            }
-            Err(e) => return Err(RawError::BadLine { path: p, line: i + 1, detail: e.to_string() }),
+            Err(_) if end == LineEnd::Cut => truncated_tail = Some(text.to_string()),
+            Err(e) => return Err(RawError::BadLine { path: p, line, detail: e.to_string() }),
         }
     }
+    let Some(header) = header else { return Err(RawError::Empty { path: p }) };
     // Corrections are appended after the footer; the run is complete when its last record
     // before them is the footer.
     let complete = matches!(
@@ -525,6 +621,21 @@ pub fn read(path: &Path) -> Result<RawRun, RawError> {
         Some(Record::Footer { .. })
     );
     Ok(RawRun { header, records, lines: record_lines, complete, truncated_tail })
+}
+
+/// The sha256 of a regular file's bytes, read in bounded pieces; `None` for anything else (a
+/// device, a pipe), whose bytes cannot be read twice or may never end.
+pub fn file_digest(path: &Path) -> Result<Option<String>, RawError> {
+    use sha2::{Digest, Sha256};
+    let p = path.display().to_string();
+    let io = |source| RawError::Io { path: p.clone(), source };
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Ok(None);
+    }
+    let mut file = File::open(path).map_err(io)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(io)?;
+    Ok(Some(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
 }
 
 /// Append a metadata correction to a raw file (its existing bytes are never rewritten) and
@@ -537,11 +648,35 @@ pub fn append_correction(
 ) -> Result<Record, RawError> {
     let p = path.display().to_string();
     let io = |source| RawError::Io { path: p.clone(), source };
-    let bytes = std::fs::read(path).map_err(io)?;
-    if bytes.last().is_some_and(|&b| b != b'\n') {
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(io(std::io::Error::other(
+            "is not a regular file; a correction is appended to a raw record on disk",
+        )));
+    }
+    let mut file = File::open(path).map_err(io)?;
+    let mut last = [0u8; 1];
+    if meta.len() > 0 {
+        file.seek(SeekFrom::End(-1)).map_err(io)?;
+        file.read_exact(&mut last).map_err(io)?;
+    }
+    if meta.len() > 0 && last[0] != b'\n' {
+        // Count the lines in bounded pieces to name the cut one.
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut newlines = 0usize;
+        let mut reader = BufReader::new(file);
+        loop {
+            let chunk = reader.fill_buf().map_err(io)?;
+            if chunk.is_empty() {
+                break;
+            }
+            newlines += chunk.iter().filter(|&&b| b == b'\n').count();
+            let n = chunk.len();
+            reader.consume(n);
+        }
         return Err(RawError::BadLine {
             path: p.clone(),
-            line: bytes.iter().filter(|&&b| b == b'\n').count() + 1,
+            line: newlines + 1,
             detail: "the last line is cut (no newline at its end); a correction cannot be appended after it"
                 .into(),
         });
@@ -864,6 +999,118 @@ mod tests {
             r#"{"record":"footer","status":"done","ended_unix_s":1,"total_calls":0}"#
         )
         .is_err());
+    }
+
+    /// A short record written by the real writer: header, one call, a complete footer.
+    fn short_record(path: &Path) -> String {
+        let mut w = RawWriter::create(path).unwrap();
+        w.write(&Record::Header(Box::new(header()))).unwrap();
+        w.write(&call(1)).unwrap();
+        w.write(&Record::Footer {
+            status: RunStatus::Complete,
+            ended_unix_s: 2.0,
+            total_calls: 1,
+            reason: None,
+            rejections: vec![],
+        })
+        .unwrap();
+        w.sync().unwrap();
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn a_line_is_read_up_to_its_limit_and_no_further() {
+        let mut buf = Vec::new();
+        let mut r = std::io::Cursor::new(b"abc\nabcd\nab".to_vec());
+        assert_eq!(read_line(&mut r, &mut buf, 3).unwrap(), LineEnd::Newline);
+        assert_eq!(buf, b"abc");
+        // Four bytes without a newline: refused having read limit + 1 bytes, not the rest.
+        assert_eq!(read_line(&mut r, &mut buf, 3).unwrap(), LineEnd::TooLong);
+        assert_eq!((buf.as_slice(), r.position()), (&b"abcd"[..], 8));
+        assert_eq!(read_line(&mut r, &mut buf, 3).unwrap(), LineEnd::Newline);
+        assert!(buf.is_empty());
+        assert_eq!(read_line(&mut r, &mut buf, 3).unwrap(), LineEnd::Cut);
+        assert_eq!(buf, b"ab");
+        assert_eq!(read_line(&mut r, &mut buf, 3).unwrap(), LineEnd::Eof);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw.jsonl");
+        let text = short_record(&path);
+        let longest = text.lines().map(str::len).max().unwrap();
+        assert!(read_limited(&path, longest).is_ok());
+        let n = text.lines().position(|l| l.len() == longest).unwrap() + 1;
+        let e = read_limited(&path, longest - 1).unwrap_err();
+        assert!(matches!(e, RawError::LineTooLong { line, .. } if line == n), "{e}");
+        assert!(e.to_string().starts_with(&format!("{}: line {n} runs past 32 MiB", path.display())), "{e}");
+        // A file of zeros without a newline: line 1.
+        std::fs::write(&path, vec![0u8; 100]).unwrap();
+        assert!(matches!(read_limited(&path, 64), Err(RawError::LineTooLong { line: 1, .. })));
+    }
+
+    #[test]
+    fn only_a_last_line_without_its_newline_is_a_cut_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw.jsonl");
+        let text = short_record(&path);
+        let n = text.lines().count();
+        // Garbage after the footer, ended by a newline: bad input naming its line.
+        std::fs::write(&path, format!("{text}garbage\n")).unwrap();
+        let e = read(&path).unwrap_err();
+        assert!(matches!(e, RawError::BadLine { line, .. } if line == n + 1), "{e}");
+        // The same without the newline: a cut write.
+        std::fs::write(&path, format!("{text}garbage")).unwrap();
+        assert_eq!(read(&path).unwrap().truncated_tail.as_deref(), Some("garbage"));
+        // A write cut inside a UTF-8 character is a cut write too; a complete line that is
+        // not UTF-8 is bad input.
+        let mut bytes = text.clone().into_bytes();
+        bytes.extend_from_slice(&"{\"record\":\"é".as_bytes()[..12]);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(read(&path).unwrap().truncated_tail.is_some());
+        bytes.push(b'\n');
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(e.contains(&format!("line {} is not a valid record (not UTF-8 text", n + 1)), "{e}");
+        // Blank lines are skipped, and a valid last line without its newline is read.
+        std::fs::write(&path, format!("\n{}", text.trim_end())).unwrap();
+        let run = read(&path).unwrap();
+        assert!(run.complete && run.truncated_tail.is_none());
+        assert_eq!(run.lines, [3, 4]);
+    }
+
+    #[test]
+    fn only_the_schema_versions_this_build_reads_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw.jsonl");
+        let text = short_record(&path);
+        let at = format!("\"schema_version\":{SCHEMA_VERSION}");
+        assert!(text.contains(&at));
+        for v in [0, SCHEMA_VERSION + 1] {
+            std::fs::write(&path, text.replacen(&at, &format!("\"schema_version\":{v}"), 1)).unwrap();
+            let e = read(&path).unwrap_err();
+            assert!(matches!(e, RawError::Version { found, .. } if found == v), "{e}");
+            assert!(
+                e.to_string().contains(&format!("reads ({MIN_SCHEMA_VERSION} to {SCHEMA_VERSION})")),
+                "{e}"
+            );
+        }
+        std::fs::write(&path, text.replacen(&at, "\"schema_version\":1", 1)).unwrap();
+        assert!(read(&path).is_ok());
+    }
+
+    #[test]
+    fn a_regular_files_digest_is_its_sha256_and_a_device_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x");
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(
+            file_digest(&path).unwrap().as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        #[cfg(unix)]
+        assert_eq!(file_digest(Path::new("/dev/zero")).unwrap(), None);
     }
 
     #[test]

@@ -381,6 +381,15 @@ fn kind_of(r: &Record) -> &'static str {
     }
 }
 
+/// "an" before a record kind that starts with a vowel, else "a".
+fn article(kind: &str) -> &'static str {
+    if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 type Problems = Vec<(usize, String)>;
 
 /// A timed span (warm-up, idle window, block) at line `n`: it must not end before it starts,
@@ -408,6 +417,92 @@ fn span(
     *previous = Some((end.max(start), n, kind));
 }
 
+/// Whether a record of this kind may appear in a record of the header's `kind`. Every kind of
+/// [`Record`] is listed: a `speed` run writes the header, warm-ups, blocks, calls, errors, its
+/// footer and appended corrections; an `energy` run writes those and, only it, `probe`,
+/// `sample`, `idle`, `sampler` and `block_energy` records. A record of another kind (`summary`
+/// refuses it before the audit) has no rule here.
+pub fn kind_allows(header_kind: &str, r: &Record) -> bool {
+    match r {
+        Record::Header(_)
+        | Record::Warmup { .. }
+        | Record::Block { .. }
+        | Record::Call { .. }
+        | Record::Error { .. }
+        | Record::Correction { .. }
+        | Record::Footer { .. } => true,
+        Record::Probe(_)
+        | Record::Sample(_)
+        | Record::Idle { .. }
+        | Record::Sampler(_)
+        | Record::BlockEnergy { .. } => header_kind != "speed",
+    }
+}
+
+/// Slack between the wall clock and the run's monotonic clock: the footer's `ended_unix_s`
+/// minus the header's `started_unix_s` may fall short of the last stamp on the run's clock by
+/// at most 2 s + 0.1 % (the wall clock slewed by NTP), and a `complete` footer, written right
+/// after the last record (10 ms in the committed H200 runs), may exceed it by at most
+/// 120 s + 5 %. Beyond either, the header or the footer is another run's.
+pub const WALL_CLOCK_SLACK: (f64, f64, f64, f64) = (2.0, 0.001, 120.0, 0.05);
+
+/// The problem, if any, with a footer that says the run ended `wall_s` after the header's start
+/// while its records run to `mono_s` on the run's clock (`complete`: the footer says so, and is
+/// written right after the last record).
+pub fn wall_clock_problem(wall_s: f64, mono_s: f64, complete: bool) -> Option<String> {
+    let (short_abs, short_rel, long_abs, long_rel) = WALL_CLOCK_SLACK;
+    if !wall_s.is_finite() {
+        return Some(format!("the run's wall-clock span {wall_s} s is not a number of seconds"));
+    }
+    if wall_s < mono_s - (short_abs + short_rel * mono_s) {
+        return Some(format!(
+            "the footer's ended_unix_s is {wall_s:.3} s after the header's started_unix_s, but the records run to {mono_s:.3} s on the run's clock: the header (or the footer) is not this run's, or the system clock was set back during the run"
+        ));
+    }
+    if complete && wall_s > mono_s + long_abs + long_rel * mono_s {
+        return Some(format!(
+            "the footer's ended_unix_s is {wall_s:.3} s after the header's started_unix_s, but the last record ends at {mono_s:.3} s on the run's clock and a complete run's footer is written right after it: the header (or the footer) is another run's, or the system clock was set forward during the run"
+        ));
+    }
+    None
+}
+
+/// The latest stamp a record holds on the run's clock, ns.
+fn latest_ns(r: &Record) -> Option<u64> {
+    match r {
+        Record::Warmup { end_ns, .. } | Record::Block { end_ns, .. } | Record::Idle { end_ns, .. } => {
+            Some(*end_ns)
+        }
+        Record::Call { start_ns, duration_ns, .. } => Some(start_ns.saturating_add(*duration_ns)),
+        Record::Sample(s) | Record::Probe(s) => Some(s.t_receive_ns.max(s.t_request_ns)),
+        _ => None,
+    }
+}
+
+/// Whether the header's own fields fit its kind: an energy run records its sensor and energy
+/// settings, a speed run neither.
+fn header_fields_problem(h: &Header) -> Option<String> {
+    let energy_fields: Vec<&str> = [
+        ("sensor", h.sensor.is_some()),
+        ("energy", h.energy.is_some()),
+        ("power_boundary", h.power_boundary.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(f, present)| present.then_some(f))
+    .collect();
+    match h.kind.as_str() {
+        "speed" if !energy_fields.is_empty() => Some(format!(
+            "line 1: the header says `speed` but carries an energy run's {}: the header's kind does not match the run",
+            energy_fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+        )),
+        "energy" if h.sensor.is_none() || h.energy.is_none() => Some(
+            "line 1: the header says `energy` but lacks the `sensor` or `energy` settings every energy run records"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
 /// Every invariant the raw writer guarantees, checked line by line, each problem naming its
 /// line (the first line that breaks one comes first): record order (probes and warm-ups before
 /// anything measured; each call among its own block's lines; the sampler's report and block
@@ -424,12 +519,51 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
     // End of the previous warm-up, idle window or block, and its line.
     let mut previous: Option<(u64, usize, &'static str)> = None;
     let mut problems: Problems = Vec::new();
+    let h = &run.header;
+    problems.extend(header_fields_problem(h).map(|p| (1, p)));
+    let arms: Vec<&str> = h.arms.iter().map(|a| a.name.as_str()).collect();
+    let arm_list = arms.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
+    // The arm of each block seen so far, and the latest stamp on the run's clock.
+    let mut block_arm: BTreeMap<u32, &str> = BTreeMap::new();
+    let mut latest: u64 = 0;
     for (i, r) in run.records.iter().enumerate() {
         let n = line(i);
         let kind = kind_of(r);
         if phase == Phase::Ended && !matches!(r, Record::Correction { .. }) {
             problems.push((n, format!("line {n}: a {kind} record after the footer")));
             continue;
+        }
+        if !kind_allows(&h.kind, r) {
+            problems.push((
+                n,
+                format!(
+                    "line {n}: {} {kind} record in a `{}` record: only energy runs write {kind} records (the header's kind does not match its records)",
+                    article(kind),
+                    h.kind
+                ),
+            ));
+        }
+        let named_arm = match r {
+            Record::Warmup { arm, .. }
+            | Record::Block { arm, .. }
+            | Record::Call { arm, .. }
+            | Record::Error { arm, .. }
+            | Record::BlockEnergy { arm, .. } => Some(arm.as_str()),
+            _ => None,
+        };
+        if let Some(arm) = named_arm.filter(|a| !arms.contains(a)) {
+            problems.push((
+                n,
+                format!(
+                    "line {n}: {} {kind} record of arm `{arm}`, which the header does not list (its arms: {arm_list})",
+                    article(kind)
+                ),
+            ));
+        }
+        if phase != Phase::Ended {
+            if let Some(t) = latest_ns(r) {
+                latest = latest.max(t);
+            }
         }
         let out_of_order = |allowed: bool, where_: &str, problems: &mut Problems| {
             if !allowed {
@@ -479,7 +613,7 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
                 open = None;
                 span(&mut previous, "idle window", n, (*start_ns, *end_ns), &mut problems);
             }
-            Record::Block { index, start_ns, end_ns, host_steal, .. } => {
+            Record::Block { index, start_ns, end_ns, host_steal, arm, .. } => {
                 out_of_order(
                     phase <= Phase::Measuring,
                     "after the sampler's report or block energies",
@@ -496,6 +630,7 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
                         ),
                     ));
                 }
+                block_arm.insert(*index, arm.as_str());
                 open = Some(OpenBlock {
                     index: *index,
                     start_ns: *start_ns,
@@ -503,7 +638,16 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
                     last_end_ns: None,
                 });
             }
-            Record::Call { block, start_ns, duration_ns, .. } => {
+            Record::Call { block, start_ns, duration_ns, state, .. } => {
+                if *state as usize >= h.workload.requests {
+                    problems.push((
+                        n,
+                        format!(
+                            "line {n}: a call of request {state}, but the header's workload has {} requests (numbered from 0)",
+                            h.workload.requests
+                        ),
+                    ));
+                }
                 let Some(b) = open.as_mut().filter(|b| b.index == *block && phase == Phase::Measuring) else {
                     problems.push((
                         n,
@@ -554,11 +698,30 @@ pub fn record_integrity(run: &RawRun) -> AuditCheck {
                 phase = Phase::Tail;
                 open = None;
             }
-            Record::BlockEnergy { .. } => {
+            Record::BlockEnergy { index, arm, .. } => {
+                if let Some(ran) = block_arm.get(index).filter(|ran| **ran != arm.as_str()) {
+                    problems.push((
+                        n,
+                        format!("line {n}: the block_energy of block {index} names arm `{arm}`, but block {index} ran `{ran}`"),
+                    ));
+                }
                 phase = Phase::Tail;
                 open = None;
             }
-            Record::Footer { .. } => {
+            Record::Footer { status, ended_unix_s, rejections, .. } => {
+                if h.kind == "speed" && (*status == RunStatus::Rejected || !rejections.is_empty()) {
+                    problems.push((
+                        n,
+                        format!(
+                            "line {n}: a footer with status `{status}` and {} rejections in a `speed` record: only energy runs are rejected (the header's kind does not match its records)",
+                            rejections.len()
+                        ),
+                    ));
+                }
+                let wall_s = ended_unix_s - h.started_unix_s;
+                if let Some(p) = wall_clock_problem(wall_s, seconds(latest), *status == RunStatus::Complete) {
+                    problems.push((n, format!("line {n}: {p}")));
+                }
                 phase = Phase::Ended;
                 open = None;
             }
@@ -1036,4 +1199,54 @@ fn audit_with(run: &RawRun, d: &RunData<'_>, first: AuditCheck, not_compared: Op
         }
     }
     Audit { checks, recomputed: Some(recomputed) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wall_clock_span_must_fit_the_runs_own_clock() {
+        // The committed H200 run: 152.150 s on the wall clock, its last stamp at 152.143 s.
+        assert_eq!(wall_clock_problem(152.150, 152.143, true), None);
+        // Short of the records by the slack (2 s + 0.1 % of 1000 s = 3 s) and no more.
+        assert_eq!(wall_clock_problem(997.0, 1000.0, true), None);
+        let short = wall_clock_problem(996.9, 1000.0, false).unwrap();
+        assert!(short.starts_with("the footer's ended_unix_s is 996.900 s after"), "{short}");
+        assert!(short.contains("records run to 1000.000 s") && short.contains("not this run's"), "{short}");
+        // Beyond 120 s + 5 % (of 1000 s: 170 s) after the last record, for a complete footer
+        // only: an interrupted or failed run's footer may follow a long unfinished call.
+        assert_eq!(wall_clock_problem(1170.0, 1000.0, true), None);
+        let long = wall_clock_problem(1170.1, 1000.0, true).unwrap();
+        assert!(long.contains("another run's"), "{long}");
+        assert_eq!(wall_clock_problem(4600.0, 1000.0, false), None);
+        assert!(wall_clock_problem(f64::NAN, 1.0, false).is_some());
+    }
+
+    #[test]
+    fn energy_only_records_are_illegal_in_a_speed_record() {
+        use crate::power::sampler::{Sample, SampleOutcome};
+        use crate::power::Reading;
+        let sample = || {
+            Box::new(Sample {
+                seq: 0,
+                t_request_ns: 1,
+                t_receive_ns: 2,
+                outcome: SampleOutcome::Reading(Reading::power_w("system", 1.0)),
+            })
+        };
+        let idle = Record::Idle { index: 0, start_ns: 0, end_ns: 1, ended_early: false };
+        let energy_only = [
+            Record::Sample(sample()),
+            Record::Probe(sample()),
+            idle,
+            Record::BlockEnergy { index: 0, arm: "a".into(), energy: None, missing_reason: None },
+        ];
+        for r in &energy_only {
+            assert!(!kind_allows("speed", r), "{}", kind_of(r));
+            assert!(kind_allows("energy", r), "{}", kind_of(r));
+        }
+        let error = Record::Error { arm: "a".into(), block: None, message: "m".into() };
+        assert!(kind_allows("speed", &error) && kind_allows("energy", &error));
+    }
 }

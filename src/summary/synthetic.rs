@@ -268,7 +268,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
     if !shape.energy {
         out.push(Record::Footer {
             status: RunStatus::Complete,
-            ended_unix_s: 1.8e9 + 600.0,
+            ended_unix_s: 1.8e9 + t as f64 / 1e9 + 0.01,
             total_calls,
             reason: None,
             rejections: vec![],
@@ -306,7 +306,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
     }
     out.push(Record::Footer {
         status,
-        ended_unix_s: 1.8e9 + 600.0,
+        ended_unix_s: 1.8e9 + t as f64 / 1e9 + 0.01,
         total_calls,
         reason: None,
         rejections: verdict.rejections,

@@ -807,3 +807,87 @@ fn the_side_by_side_mark_names_the_runs_where_an_arm_is_identical() {
     }
     assert!(rows.iter().any(|r| r.ends_with(",ane-fp16")));
 }
+
+/// Issue 49: a header that is not its records' own fails `record_integrity`, naming the line.
+#[test]
+fn records_that_do_not_fit_their_header_fail_the_audit_naming_the_line() {
+    // Untouched, both shapes pass.
+    for recs in [published(), records(&speed_shape())] {
+        let s = summarize_records(&recs, 0);
+        let c = s.audit.iter().find(|c| c.name == "record_integrity").unwrap();
+        assert_eq!(c.outcome, CheckOutcome::Pass, "{}", c.detail);
+    }
+    // An energy record relabelled `speed`, its energy settings dropped.
+    let mut recs = published();
+    if let Record::Header(h) = &mut recs[0] {
+        h.kind = "speed".into();
+        h.sensor = None;
+        h.energy = None;
+        h.power_boundary = None;
+    }
+    let first = recs.iter().position(|r| !kind_allows_speed(r)).unwrap();
+    let (status, detail, line) = integrity(&recs);
+    assert_eq!(status, SummaryStatus::AuditFailed);
+    assert_eq!(line, (first + 1) as f64, "{detail}");
+    assert!(detail.starts_with(&format!("line {}: an idle record", first + 1)), "{detail}");
+    assert!(detail.contains("record in a `speed` record: only energy runs write"), "{detail}");
+    // An energy header without its sensor.
+    let mut recs = published();
+    if let Record::Header(h) = &mut recs[0] {
+        h.sensor = None;
+    }
+    let (_, detail, line) = integrity(&recs);
+    assert_eq!(line, 1.0);
+    assert!(detail.starts_with("line 1: the header says `energy` but lacks"), "{detail}");
+    // A warm-up of an arm the header does not list.
+    let mut recs = records(&speed_shape());
+    let i = recs.iter().position(|r| matches!(r, Record::Warmup { .. })).unwrap();
+    if let Record::Warmup { arm, .. } = &mut recs[i] {
+        *arm = "ghost".into();
+    }
+    let (_, detail, line) = integrity(&recs);
+    assert_eq!(line, (i + 1) as f64);
+    assert!(detail.contains("a warmup record of arm `ghost`, which the header does not list"), "{detail}");
+    // A block energy naming another arm than its block ran.
+    let mut recs = published();
+    let i = recs.iter().position(|r| matches!(r, Record::BlockEnergy { index: 1, .. })).unwrap();
+    if let Record::BlockEnergy { arm, .. } = &mut recs[i] {
+        *arm = "mlx-fp16".into();
+    }
+    let (_, detail, line) = integrity(&recs);
+    assert_eq!(line, (i + 1) as f64);
+    assert!(
+        detail.contains("the block_energy of block 1 names arm `mlx-fp16`, but block 1 ran `ane-fp16`"),
+        "{detail}"
+    );
+    // A call of a request the workload does not have.
+    let mut recs = records(&speed_shape());
+    let i = first_call(&recs, 0);
+    let requests = match &recs[0] {
+        Record::Header(h) => h.workload.requests,
+        _ => unreachable!(),
+    };
+    if let Record::Call { state, .. } = &mut recs[i] {
+        *state = requests as u32;
+    }
+    let (_, detail, _) = integrity(&recs);
+    assert!(
+        detail.contains(&format!(
+            "line {}: a call of request {requests}, but the header's workload has {requests} requests",
+            i + 1
+        )),
+        "{detail}"
+    );
+    // The header of a run that started an hour before this record's footer's run.
+    let mut recs = records(&speed_shape());
+    if let Record::Header(h) = &mut recs[0] {
+        h.started_unix_s -= 3600.0;
+    }
+    let (_, detail, line) = integrity(&recs);
+    assert_eq!(line, recs.len() as f64, "the footer's line: {detail}");
+    assert!(detail.contains("is another run's"), "{detail}");
+}
+
+fn kind_allows_speed(r: &Record) -> bool {
+    audit::kind_allows("speed", r)
+}

@@ -982,3 +982,38 @@ fn a_meter_slower_than_the_requested_interval_rejects_a_block_it_leaves_unsample
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("realized median 0.0"));
 }
+
+/// Issue 49, item 10: `--rate 1e12` was accepted and block 0 never ended. A rate above one call
+/// per microsecond is refused before measuring (exit 2); a rate no arm can keep ends each block
+/// by time (twice its length plus 1 s) with the calls made and scheduled recorded and a
+/// WARNING, and the run completes.
+#[test]
+fn an_impossible_rate_is_refused_or_ends_its_blocks_by_time() {
+    let meter = "exec:while true; do echo 42.5; sleep 0.05; done";
+    let dir = tempfile::tempdir().unwrap();
+    let o = energy(dir.path(), &["a=mock:ok:delay-us=1000"], meter, &["--rate", "1e12"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("at most 1000000"), "{}", stderr(&o));
+    assert!(!dir.path().join("r.raw.jsonl").exists());
+    let started = std::time::Instant::now();
+    let o = energy(dir.path(), &["a=mock:ok:delay-us=1000"], meter, &["--rate", "1e6", "--seconds", "200ms"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("WARNING: arm `a` made "), "{out}");
+    assert!(out.contains("of its 400000 scheduled calls"), "{out}");
+    let (run, _) = samples(dir.path());
+    let blocks: Vec<(u64, Option<u64>)> = run
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Block { calls, scheduled_calls, .. } => Some((*calls, *scheduled_calls)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    assert!(
+        blocks.iter().all(|(made, scheduled)| *scheduled == Some(200_000) && *made < 200_000),
+        "{blocks:?}"
+    );
+}

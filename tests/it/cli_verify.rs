@@ -272,7 +272,7 @@ fn an_interrupted_verify_reports_the_cases_that_ran_and_no_verdict() {
     assert_exit(
         &o,
         1,
-        "verify INCOMPLETE: interrupted by a signal (Ctrl-C or SIGTERM) during backend mock:ok",
+        "verify INCOMPLETE: interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) during backend mock:ok",
     );
     let r = report(&dir.path().join("r.json"));
     assert_eq!((r["complete"].clone(), r["passed"].clone()), (json!(false), json!(false)));

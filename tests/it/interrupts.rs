@@ -297,3 +297,182 @@ fn sigterm_stops_snake_compare_with_its_report_saved() {
     let failures = report["failures"].to_string();
     assert!(failures.contains("stopped: interrupted by a signal"), "{failures}");
 }
+
+/// `timeout -s TERM N CMD` signals CMD and then its whole process group: two SIGTERMs at once.
+/// They are one press (issue 49, item 2): the run closes its record and exits 1. `-k 60` ends
+/// a regression (a hung or killed run) as a failure instead of a hang.
+fn under_timeout(d: &std::path::Path, after_s: u32, args: &[&str]) -> std::process::Output {
+    let o = std::process::Command::new("timeout")
+        .args(["--preserve-status", "-k", "60", "-s", "TERM", &after_s.to_string()])
+        .arg(env!("CARGO_BIN_EXE_laya-bench"))
+        .args(args)
+        .current_dir(d)
+        .output()
+        .expect("run timeout");
+    assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    o
+}
+
+#[test]
+fn timeout_s_term_ends_speed_and_trace_run_with_a_footer() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    under_timeout(d, 3, LONG_SPEED);
+    let run = raw::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
+    let (status, reason) = footer(&run);
+    assert_eq!(status, "incomplete");
+    assert!(reason.unwrap().contains("SIGTERM"));
+    assert!(d.join("r.json").exists(), "no report");
+    let trace = [
+        "trace",
+        "run",
+        "--arm",
+        "a=mock:ok:delay-us=1000",
+        "--seconds",
+        "30s",
+        "--warmup",
+        "3",
+        "--raw",
+        "t.raw.jsonl",
+    ];
+    under_timeout(d, 3, &trace);
+    assert_eq!(footer(&raw::read(&d.join("t.raw.jsonl")).unwrap()).0, "incomplete");
+}
+
+#[test]
+fn timeout_s_term_ends_energy_with_a_footer() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "energy",
+        "--no-progress",
+        "--arm",
+        "a=mock:ok:delay-us=1000",
+        "--sensor",
+        "exec:while true; do echo 42.5; sleep 0.05; done",
+        "--sample-interval",
+        "100ms",
+        "--seconds",
+        "20s",
+        "--idle-seconds",
+        "1s",
+        "--idle-discard",
+        "100ms",
+        "--cycles",
+        "2",
+        "--warmup",
+        "3",
+        "--raw",
+        "e.raw.jsonl",
+        "--output",
+        "e.json",
+    ];
+    under_timeout(d, 4, &args);
+    let run = raw::read(&d.join("e.raw.jsonl")).expect("the raw record stays readable");
+    assert_eq!(footer(&run).0, "incomplete");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("e.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "incomplete");
+}
+
+#[test]
+fn timeout_s_term_ends_convert_check_with_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "convert-check",
+        "--source",
+        "builtin:tiny",
+        "--candidate",
+        "portable:f16",
+        "--repeats",
+        "2000",
+        "--output",
+        "c.json",
+    ];
+    under_timeout(d, 4, &args);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
+    assert_eq!(report["verdict"], "incomplete");
+}
+
+/// A `speed` run whose every call takes 3 s, so that stopping takes a while: the call in
+/// flight (the tests signal during the first warm-up call) ends before the footer is written.
+const SLOW_CALLS: &[&str] = &[
+    "speed",
+    "--no-progress",
+    "--arm",
+    "a=mock:ok:delay-us=3000000",
+    "--seconds",
+    "60s",
+    "--cycles",
+    "1",
+    "--warmup",
+    "1",
+    "--raw",
+    "r.raw.jsonl",
+    "--output",
+    "r.json",
+];
+
+/// Issue 49, item 2: a second press (1.5 s after the first, so not the same one) no longer ends
+/// the run at once: the record is still closed with its footer and report, exit 1.
+#[test]
+fn a_second_ctrl_c_still_closes_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let child = spawn_laya_bench(d, SLOW_CALLS, false);
+    let pid = child.id();
+    // Inside the first 3 s warm-up call.
+    assert!(wait_for_text(d, "r.raw.jsonl", "\"record\":\"header\"", 60), "the run never started");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(send_signal("-INT", pid));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(send_signal("-INT", pid), "the run had already ended: the test did not test a second press");
+    let o = wait_with_limit(child, 30);
+    assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
+    assert!(stderr(&o).contains("closing the record now"), "{}", stderr(&o));
+    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    assert_eq!(footer(&run).0, "incomplete");
+    assert!(d.join("r.json").exists());
+}
+
+/// A third press ends the process at once by the signal (for a call that never returns); the
+/// raw record stays readable up to its last flushed record.
+#[test]
+fn a_third_ctrl_c_ends_the_run_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut args = SLOW_CALLS.to_vec();
+    args[3] = "a=mock:ok:delay-us=30000000";
+    let child = spawn_laya_bench(d, &args, false);
+    let pid = child.id();
+    // Inside the first 30 s warm-up call.
+    assert!(wait_for_text(d, "r.raw.jsonl", "\"record\":\"header\"", 60), "the run never started");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for _ in 0..3 {
+        assert!(send_signal("-INT", pid));
+        std::thread::sleep(std::time::Duration::from_millis(1300));
+    }
+    let o = wait_with_limit(child, 10);
+    assert_eq!(o.status.signal(), Some(libc::SIGINT), "{:?}: {}", o.status, stderr(&o));
+    let run = raw::read(&d.join("r.raw.jsonl")).expect("readable up to its last flushed record");
+    assert!(!matches!(run.records.last(), Some(Record::Footer { .. })));
+}
+
+/// SIGHUP (the terminal closed) stops a run like SIGTERM (issue 49, item 12).
+#[test]
+fn sighup_stops_speed_with_an_incomplete_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let child = spawn_laya_bench(d, LONG_SPEED, false);
+    let pid = child.id();
+    assert!(wait_for_text(d, "r.raw.jsonl", "\"record\":\"call\"", 60), "the run never started");
+    assert!(send_signal("-HUP", pid));
+    let o = wait_with_limit(child, 20);
+    assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
+    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let (status, reason) = footer(&run);
+    assert_eq!(status, "incomplete");
+    assert!(reason.unwrap().contains("SIGHUP"));
+}

@@ -31,4 +31,7 @@ mod interrupts;
 mod mlx_graph;
 mod precision;
 mod real_runs;
+mod reliability_files;
+mod reliability_inputs;
+mod reliability_meters;
 mod tokenizer_parity;

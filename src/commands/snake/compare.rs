@@ -38,7 +38,7 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     refuse_existing(&output, args.overwrite)?;
     check_folder("--output", &output)?;
     let created_utc = iso_utc_now();
-    // Ctrl-C or SIGTERM stops between steps; the report keeps what ran and fails (exit 1)
+    // Ctrl-C, SIGTERM or SIGHUP stops between steps; the report keeps what ran and fails (exit 1)
     let flag = crate::commands::interrupt::install_or_warn();
     let interrupted = || flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
     let bundle = load_bundle(&args.model.model)?;
@@ -60,6 +60,8 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     let mut runs = Vec::with_capacity(args.seeds.len());
     // An arm that fails stops the check; the seeds finished before it are still reported.
     let mut stopped: Option<String> = None;
+    // A seed's line that cannot be printed fails the command after the report is written.
+    let mut printed: Result<(), Failure> = Ok(());
     for &seed in &args.seeds {
         if interrupted() {
             stopped = Some(crate::commands::interrupt::reason(&format!("the run, before seed {seed}")));
@@ -67,7 +69,9 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         }
         match run_seed(seed, &settings, &mut a, &mut b, &interrupted) {
             Ok(run) => {
-                println!("{}", seed_line(&run));
+                if printed.is_ok() {
+                    printed = outln!("{}", seed_line(&run));
+                }
                 let steps = run.steps;
                 runs.push(run);
                 if interrupted() {
@@ -108,8 +112,9 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         failures,
     };
     write_report(&output, &report).map_err(Failure::run)?;
+    printed?;
     let t = &report.totals;
-    println!(
+    outln!(
         "total: executed agreement {}/{}, proposed agreement {}/{}, deaths {}, interventions A {} B {}, max move-probability difference {}",
         t.executed_agreement,
         t.steps,
@@ -119,8 +124,8 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
         t.interventions_a,
         t.interventions_b,
         t.max_move_probability_difference.map_or("n/a".into(), |d| format!("{d:.4}")),
-    );
-    println!("report: {}", output.display());
+    )?;
+    outln!("report: {}", output.display())?;
     for w in [&a, &b].into_iter().filter_map(|arm| truncation_warning(arm)) {
         eprintln!("{w}");
     }

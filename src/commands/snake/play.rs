@@ -87,7 +87,7 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     };
     let summary = session.finish().map_err(failure)?;
     drop(session);
-    println!("{}", crate::commands::versioned("laya-bench-snake-play", &summary)?);
+    outln!("{}", crate::commands::versioned("laya-bench-snake-play", &summary)?)?;
     if let Some(w) = truncation_warning(&arm) {
         eprintln!("{w}");
     }

@@ -109,7 +109,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
         };
         let mut sink = |report: &RateReport, phase: Phase, episode: &Episode| -> Result<(), ModelError> {
             write_report(&output, report).map_err(ModelError::from)?;
-            println!("{}", episode_line(phase, episode));
+            outln!("{}", episode_line(phase, episode)).map_err(|f| ModelError::from(f.error))?;
             Ok(())
         };
         let result = RateRun {
@@ -137,13 +137,13 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
             }
         }
     }
-    println!("report: {}", output.display());
+    outln!("report: {}", output.display())?;
     if let Some(w) = truncation_warning(&arm) {
         eprintln!("{w}");
     }
     match report.fastest_tested_stable_fps {
         Some(fps) => {
-            println!("fastest tested stable rate: {fps} decisions/s (every soak seed alive, ≤1% deadline misses)");
+            outln!("fastest tested stable rate: {fps} decisions/s (every soak seed alive, ≤1% deadline misses)")?;
             Ok(())
         }
         None => Err(Failure::run(anyhow!(

@@ -44,10 +44,10 @@ pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
         drop(tui);
         shown.map_err(|e| Failure::run(anyhow!(e).context("terminal view")))?;
     }
-    println!(
+    outln!(
         "{}",
         crate::commands::versioned("laya-bench-snake-replay", summary(path, &recording, &verified))?
-    );
+    )?;
     Ok(())
 }
 

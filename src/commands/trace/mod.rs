@@ -69,9 +69,9 @@ pub(super) fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<
 pub(super) fn print_summary(summary: &TraceSummary, json: bool) -> Outcome {
     if json {
         let text = serde_json::to_string_pretty(summary).map_err(|e| Failure::run(anyhow!(e)))?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
-        print!("{}", render_summary(summary));
+        crate::commands::write_stdout(&render_summary(summary))?;
     }
     Ok(())
 }

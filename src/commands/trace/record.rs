@@ -186,14 +186,14 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
         child.finish().map_err(|e| Failure::run(anyhow!(e).context("cannot wait for `trace run`")))?;
     print_summary(&summary, args.json)?;
     if !args.json {
-        println!("\nCompute plan: {plan_line}");
-        println!(
+        outln!("\nCompute plan: {plan_line}")?;
+        outln!(
             "\nArtifacts: {} (run.trace, toc.xml, ane-hw-intervals.xml{}, summary.json{}, trace-run.raw.jsonl, \
              trace-run.log, ready.json)",
             layout.dir.display(),
             if signpost_xml.is_some() { ", coreml-os-signpost.xml" } else { "" },
             if plan.is_some() { ", compute-plan.json" } else { "" }
-        );
+        )?;
     }
     if !status.success() {
         return Err(Failure::run(anyhow!(

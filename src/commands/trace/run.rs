@@ -109,7 +109,12 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
         &mut setup,
         &input,
         &plan,
-        RunIo { raw: &raw_path, overwrite: args.overwrite, stop },
+        RunIo {
+            raw: &raw_path,
+            overwrite: args.overwrite,
+            stop,
+            hurry: stop.map(|_| crate::commands::interrupt::hurry()),
+        },
         &mut watch,
     )?;
     let totals = measured.totals;
@@ -119,39 +124,39 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
     }
     let block_s = totals.block_ns[0] as f64 / 1e9;
     let mut latencies: Vec<f64> = totals.durations_ns[0].iter().map(|&d| d as f64 / 1e9).collect();
-    println!(
+    outln!(
         "trace run: arm `{}` ({}), one {:.2} s block after {} warm-up calls",
         arm.name,
         arm.spec,
         block_s,
         w.warmup.max(setup.workload.requests.len())
-    );
+    )?;
     match LatencySummary::from_latencies(&mut latencies) {
-        Some(l) => println!(
+        Some(l) => outln!(
             "  calls {} · {:.1} calls/s · latency mean {:.3} ms · p50 {:.3} ms · p95 {:.3} ms",
             l.calls,
             l.calls as f64 / block_s,
             l.mean_s * 1e3,
             l.p50_s * 1e3,
             l.p95_s * 1e3
-        ),
-        None => println!("  calls 0"),
+        )?,
+        None => outln!("  calls 0")?,
     }
-    println!("  raw record: {}", raw_path.display());
+    outln!("  raw record: {}", raw_path.display())?;
     if let Some((path, file)) = &watch.ready {
         match file.model_pid {
-            Some(model) => println!(
+            Some(model) => outln!(
                 "  ready file: {} (pid {}; the model runs in the worker, pid {model}: attach there)",
                 path.display(),
                 file.pid
-            ),
-            None => println!("  ready file: {} (pid {})", path.display(), file.pid),
+            )?,
+            None => outln!("  ready file: {} (pid {})", path.display(), file.pid)?,
         }
     }
-    println!(
+    outln!(
         "  note: this run is meant to be traced; an attached profiler perturbs its timing, so these \
          are not speed results (use `laya-bench speed`)"
-    );
+    )?;
     if let Some(r) = reason {
         return Err(Failure::run(anyhow!(
             "the run is INCOMPLETE ({r}); everything measured so far is in {}",
