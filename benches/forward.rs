@@ -56,7 +56,7 @@ use laya_bench::report::host;
 use laya_bench::report::steal::{self, StealTicks, StealWatch, STEAL_WARN_FRACTION};
 
 /// Multiply-adds ×2 of one decision's encoder and decision head, attention included (the
-/// performance-anchors count: 24.57 GFLOP at L96; scorer and action head, ≈0.04, left out).
+/// docs/methodology.md count: 24.57 GFLOP at L96; scorer and action head, ≈0.04, left out).
 fn flops(enc: &EncoderConfig, agent: &AgentConfig, l: usize) -> f64 {
     let (d, i_, n, h) = (
         enc.hidden_size as f64,
@@ -395,6 +395,8 @@ fn paired_share(ms: &[f64], peak: &[f64], gflop: f64) -> f64 {
 }
 
 fn main() {
+    // the environment's settings (LAYA_BENCH_ISA, LAYA_BENCH_BF16, ...), as the command line reads them
+    laya_bench::commands::settings::install_from_env();
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| -> usize {
         args.iter()

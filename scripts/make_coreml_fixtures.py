@@ -19,7 +19,7 @@ is checked here against laya-coreml's FP32 torch DecisionModel in PyTorch (same 
 before conversion. `--compare` rebuilds into another folder and reports every file that
 differs from the committed fixtures (see the README for the two that always do).
 
-The BC1L graph is written here from the published design (host-contract.md §1.7 and §2):
+The BC1L graph is written here from the published design (docs/host-path.md §1.7 and §2):
 activations `[1, C, 1, L]`, every Linear a 1x1 convolution, additive masks laid out
 `[1, key, 1, query]`, a one-hot marker map `[1, L, 1, 32]`, outputs logits `(1, 1, 1, 32)` and
 the pooled CLS `(1, D, 1, 1)`.
@@ -182,7 +182,7 @@ def make_bc1l(weights, enc, agent, length):
 
 
 def host_tensors(weights, enc, ids, valid, marker_pos, qtype, length):
-    """The five host tensors of host-contract.md §1.7 (numpy, FP32 values)."""
+    """The five host tensors of docs/host-path.md §1.7 (numpy, FP32 values)."""
     emb = weights["encoder.embeddings.tok_embeddings.weight"]
     e = emb[ids].T[None, :, None, :]
     half = enc.get("local_attention", 128) // 2

@@ -127,7 +127,7 @@ def case(name, covers, call, shape=None, patch=None, fake="hash", tok_patch=None
 
 
 # ------------------------------------------------------------------------------------------
-# A. question types and option rendering (host-contract §3.4-3.5)
+# A. question types and option rendering (docs/host-path.md §3.4-3.5)
 
 case("noul-default", "noul without criteria: default option texts, slot 0 = false, slot 1 = true; "
      "fixed L96 (ANE-like) shape", predict(TICKET, Q_NOUL))
@@ -464,7 +464,7 @@ errors = [
                                              min_confidence={"default": -0.1})),
 ]
 for name, call in errors:
-    case(name, "error message (host-contract §5)", call, shape=ERR_SHAPE)
+    case(name, "error message (docs/host-path.md §5)", call, shape=ERR_SHAPE)
 
 OPT34 = ["option %d" % i for i in range(34)]
 case("err-markers-cut-by-max_len", "34 options on the fixed L96 shape: markers past max_len=96 "

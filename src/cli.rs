@@ -5,6 +5,9 @@
 //! message; then each command builds a validated plan (`bench::speed::plan`,
 //! `bench::energy::settings`, ...) that checks how the flags fit together, before anything
 //! loads.
+// The doc comments below are clap's help texts, shown as written: `<UTC time>` is text there,
+// not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
 
 use std::ffi::OsStr;
 use std::time::Duration;

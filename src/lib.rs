@@ -8,6 +8,8 @@
 // as panics (an invariant that cannot fail uses `unreachable!` with its reason).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(test)]
+mod architecture;
 pub mod backend;
 pub mod bench;
 pub mod bounds;
@@ -21,8 +23,10 @@ pub mod model;
 pub mod power;
 pub mod protocol;
 pub mod report;
+pub mod settings;
 pub mod snake;
 pub mod stats;
 pub mod summary;
+pub mod time;
 pub mod trace;
 pub mod verify;

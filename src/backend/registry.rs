@@ -242,8 +242,7 @@ pub struct BackendStatus {
 
 /// Every backend spec kind: each portable precision, `coreml:`, `mlx:` and `mock:`.
 pub fn survey() -> Vec<BackendStatus> {
-    let (isa, isa_note) =
-        super::portable::isa::selection(std::env::var(super::portable::isa::ISA_ENV).ok().as_deref());
+    let (isa, isa_note) = super::portable::isa::selection(crate::settings::get().isa.as_deref());
     let (bf16, palette) = (Bf16Kernel::selected(isa), PaletteKernel::selected(isa));
     // how the BF16 and palette products were chosen
     let bf16_notes = super::portable::bf16_notes(isa);
@@ -315,7 +314,9 @@ fn reference_status() -> BackendStatus {
     let found = if python.components().count() > 1 {
         python.is_file()
     } else {
-        std::env::var_os("PATH")
+        crate::settings::get()
+            .path
+            .as_ref()
             .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(&python).is_file()))
     };
     let kinds = "laya-mlx, laya, laya-apple, laya-coreml, laya-coreml-ane, laya-cuda, laya-mnn, factory";

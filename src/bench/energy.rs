@@ -1,4 +1,4 @@
-//! The published energy protocol (energy-protocol.md) on any arms with any supported power
+//! The published energy protocol (docs/methodology.md) on any arms with any supported power
 //! sensor, as a library run.
 //!
 //! Flow: the settings are checked before anything loads ([`settings`], [`sensor_spec`]);

@@ -313,7 +313,7 @@ mod tests {
     fn zen4_fp32_compute_floor_matches_the_performance_anchor() {
         let (e, a) = shape("multilingual");
         let flop = flops_per_decision(&e, &a, 96, 32).unwrap().published_flop();
-        // performance-anchors.md: ≈ 107 ms FP32, ≈ 53 ms BF16.
+        // docs/methodology.md, development machines: ≈ 107 ms FP32, ≈ 53 ms BF16.
         assert!(close(compute_floor_ms(flop, 0.2286), 107.5, 0.5));
         assert!(close(compute_floor_ms(flop, 0.4572), 53.7, 0.5));
     }

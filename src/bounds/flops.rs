@@ -310,7 +310,7 @@ mod tests {
     fn multilingual_l96_is_24_57_gflop_with_published_parts() {
         let (e, a) = shape("multilingual");
         let b = flops_per_decision(&e, &a, 96, DEFAULT_MARKER_SLOTS).unwrap();
-        // energy-protocol.md: 10.589 G + 0.311 G + 1.359 G + 0.028 G MACs.
+        // docs/methodology.md, "Math bounds": 10.589 G + 0.311 G + 1.359 G + 0.028 G MACs.
         assert_eq!(b.encoder_projections_macs, 10_588_520_448);
         assert_eq!(b.encoder_attention_macs, 311_427_072);
         assert_eq!(b.head_projections_macs, 1_358_954_496);

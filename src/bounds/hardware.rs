@@ -118,9 +118,10 @@ pub const H200: Profile = Profile {
     ),
 };
 
-/// This development VM: 2 AMD EPYC Zen 4 cores. FP32 FMA peak 228.6 GFLOP/s measured
-/// (performance-anchors.md, 2026-11-29); BF16 dot products ≈ 2× that; no FP16 arithmetic
-/// (no avx512_fp16), so FP16 weights compute at the FP32 rate. Bandwidth not measured: the VM
+/// This development VM: 2 AMD EPYC Zen 4 cores. FP32 FMA peak 228.6 GFLOP/s measured on
+/// 2026-11-29 (docs/methodology.md, "Measurements on the development machines"); BF16 dot
+/// products ≈ 2× that; no FP16 arithmetic (no avx512_fp16), so FP16 weights compute at the FP32
+/// rate. Bandwidth not measured: the VM
 /// shares its host with other work, so `--bandwidth-gbs` is required.
 pub const ZEN4_2CORE: Profile = Profile {
     name: "zen4-2core",
@@ -128,12 +129,12 @@ pub const ZEN4_2CORE: Profile = Profile {
     bandwidth_gbs: unknown(
         "not measured: this VM shares memory bandwidth with other work, so a figure would not be reproducible",
     ),
-    peak_f32_tflops: known(0.2286, "measured FP32 FMA peak on 2 cores, 228.6 GFLOP/s (performance-anchors.md)"),
+    peak_f32_tflops: known(0.2286, "measured FP32 FMA peak on 2 cores, 228.6 GFLOP/s (docs/methodology.md)"),
     peak_f16_tflops: known(
         0.2286,
         "no FP16 arithmetic (no avx512_fp16): FP16 weights widen to FP32, 228.6 GFLOP/s measured",
     ),
-    peak_bf16_tflops: known(0.4572, "avx512_bf16 dot products measured at ~2x the FP32 rate (performance-anchors.md)"),
+    peak_bf16_tflops: known(0.4572, "avx512_bf16 dot products measured at ~2x the FP32 rate (docs/methodology.md)"),
 };
 
 /// No named hardware: both figures come from `--peak-tflops` and `--bandwidth-gbs`.

@@ -19,7 +19,7 @@ use crate::backend::portable::probe;
 use crate::backend::portable::{Bf16Kernel, Isa, PaletteKernel};
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::{ComputeType, Precision};
-use crate::report::steal::{self, StealTicks, StealWatch};
+use crate::stats::steal::{self, StealTicks, StealWatch};
 
 /// f32 elements per triad array (64 MiB each: far beyond any last-level cache here).
 pub const TRIAD_FLOATS: usize = 16 << 20;
@@ -328,9 +328,7 @@ fn run_kernel(k: Kernel, iters: u64) -> (f64, f32) {
         #[cfg(target_arch = "x86_64")]
         Kernel::Bf16Dot => (probe::DOT_FLOP_PER_ITER, unsafe { probe::dot_loop(iters) }),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Amx => (crate::backend::portable::amx::PEAK_FLOP_PER_ITER, unsafe {
-            crate::backend::portable::amx::peak_loop(iters)
-        }),
+        Kernel::Amx => (probe::AMX_FLOP_PER_ITER, unsafe { probe::amx_peak_loop(iters) }),
     }
 }
 

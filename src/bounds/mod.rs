@@ -1,4 +1,4 @@
-//! The math bounds of one decision (energy-protocol.md, "Math bounds"): FLOP per decision,
+//! The math bounds of one decision (docs/methodology.md, "Math bounds"): FLOP per decision,
 //! weight bytes streamed, compute and bandwidth floors, the latency a target speed-up needs and
 //! the throughput it implies, and Amdahl's law.
 //!

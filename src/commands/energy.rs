@@ -1,4 +1,4 @@
-//! `laya-bench energy`: the published energy protocol (energy-protocol.md) on any arms with any
+//! `laya-bench energy`: the published energy protocol (docs/methodology.md) on any arms with any
 //! supported power sensor. The run is [`crate::bench::energy`]; this file turns the arguments
 //! into its settings, shows progress, prints the report and maps the verdict to an exit code.
 

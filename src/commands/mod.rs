@@ -1,5 +1,5 @@
 //! One file per subcommand: turn arguments into a plan, call the layers below, print results.
-//! Standard output is written through [`write_stdout`] ([`outln!`]), never `println!`, so a
+//! Standard output is written through `write_stdout` (`outln!`), never `println!`, so a
 //! failed write is an error (exit 1), not a panic.
 
 /// `println!` that returns `Err(Failure)` (exit 1, "cannot write to standard output: …")
@@ -25,6 +25,7 @@ mod interrupt;
 pub mod palettize;
 pub mod predict;
 mod run_common;
+pub mod settings;
 pub mod snake;
 pub mod speed;
 pub mod summary;
@@ -122,17 +123,6 @@ pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// `ref:` arms' interpreter: `$LAYA_BENCH_PYTHON`, else the venv `scripts/setup-ref.sh` makes
-/// under `${XDG_CACHE_HOME:-~/.cache}/laya-bench/ref-venv`, else `python3`.
-fn install_reference_settings() {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
-    let cache_home = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")));
-    crate::backend::reference::install(crate::backend::reference::Settings {
-        python: var("LAYA_BENCH_PYTHON"),
-        cache_home,
-    });
-}
-
 /// A JSON document a command prints: `schema_version` (1) and `kind` first, then `body`'s
 /// own fields (an object); a body that is not an object is kept under `body`.
 pub(crate) fn versioned(kind: &str, body: impl serde::Serialize) -> Result<String, Failure> {
@@ -152,7 +142,7 @@ pub(crate) fn versioned(kind: &str, body: impl serde::Serialize) -> Result<Strin
 /// Run a parsed command line.
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     hub_progress::install();
-    install_reference_settings();
+    settings::install_from_env();
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args),
         crate::cli::Command::Speed(args) => speed::run(&args),

@@ -102,7 +102,7 @@ fn check_wrap(wrap_j: Option<f64>) -> Result<(), EnergyError> {
 }
 
 /// Energy between two counter readings, correcting one wrap:
-/// `cur ≥ prev ? cur − prev : cur + (wrap − prev)` (power-and-trace.md §B.1). Without a wrap
+/// `cur ≥ prev ? cur − prev : cur + (wrap − prev)` (docs/formats.md §2.1). Without a wrap
 /// range a decrease is an error, never a negative or zero energy.
 pub fn counter_delta_j(prev_j: f64, cur_j: f64, wrap_j: Option<f64>) -> Result<f64, EnergyError> {
     check_wrap(wrap_j)?;

@@ -1,4 +1,4 @@
-//! Energy math: pure functions over plain data (energy-protocol.md).
+//! Energy math: pure functions over plain data (docs/methodology.md).
 //!
 //! - [`reject`]: the run-rejection rules. The whole run is rejected on any missing,
 //!   non-positive, non-finite or above-cap reading, any gap longer than
@@ -28,6 +28,8 @@ pub mod idle;
 pub mod integrate;
 pub mod reject;
 pub mod run;
+#[cfg(test)]
+mod sampled_tests;
 pub mod sampling;
 
 pub use idle::{

@@ -1,4 +1,4 @@
-//! Run-rejection rules (energy-protocol.md "rejection").
+//! Run-rejection rules (docs/methodology.md, "Rejection rules").
 //!
 //! The whole run is rejected on any of: a missing reading (a fault, or a lost sequence
 //! number), a non-finite, non-positive or above-cap reading, a gap between consecutive

@@ -13,7 +13,7 @@ use crate::backend::coreml::description::DeclaredFeature;
 use crate::laya::bundle::{builtin, CoreMlBundle, ModelSpec};
 use crate::model::weights::DecisionWeights;
 
-/// The ANE host tensors compared with the source checkpoint, in host-contract.md §1.7 order.
+/// The ANE host tensors compared with the source checkpoint, in docs/host-path.md §1.7 order.
 pub use crate::laya::bundle::ANE_HOST_TENSORS as HOST_TENSORS;
 
 /// A candidate that is not the source's model, or a file that cannot be read.

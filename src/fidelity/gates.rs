@@ -12,7 +12,7 @@ pub const DEFAULT_GATE: f64 = 0.02;
 pub struct Decision {
     /// Calibrated option probabilities in label order (softmax of logits / temperature).
     pub probabilities: Vec<f32>,
-    /// softmax(action logits)[0].
+    /// `softmax(action logits)[0]`.
     pub act_probability: f32,
 }
 

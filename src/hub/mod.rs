@@ -281,7 +281,7 @@ impl HubConfig {
             None => DEFAULT_STALL_S as f64,
             Some(v) => match v.trim().parse::<f64>() {
                 // at most 7 days, like every duration the tool takes (2^64 s would not fit)
-                Ok(s) if s.is_finite() && s > 0.0 && s <= crate::bench::time::MAX_DURATION.as_secs_f64() => s,
+                Ok(s) if s.is_finite() && s > 0.0 && s <= crate::time::MAX_DURATION.as_secs_f64() => s,
                 _ => {
                     return Err(HubError::Config(format!(
                         "LAYA_BENCH_HUB_STALL_S `{v}` must be a positive number of seconds, at most 604800 (7 days)"

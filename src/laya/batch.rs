@@ -2,7 +2,7 @@
 //! engine accepts, and [`Forward`]: the one call the host makes. `backend/` implements
 //! [`Forward`] for every `Backend` and re-exports these types; `laya/` names no backend.
 
-/// Fixed graph shapes a backend can run (host-contract.md §3.9).
+/// Fixed graph shapes a backend can run (docs/host-path.md §3.9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShapeMode {
     /// One fixed length (the ANE bundle: B1/K32/L).

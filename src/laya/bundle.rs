@@ -1,4 +1,4 @@
-//! Model bundles on disk and built in (host-contract.md §1): the original checkpoint layout, the
+//! Model bundles on disk and built in (docs/host-path.md §1): the original checkpoint layout, the
 //! Core ML ANE bundle (`laya-coreml-ane`), the ordinary Core ML export (`laya-coreml`), the
 //! embedded `builtin:tiny` model, in-memory `synthetic:NAME` shapes, and `hub:NAME[@REVISION]`
 //! checkpoints (fetched and verified by [`crate::hub`], then read as a folder).
@@ -108,7 +108,7 @@ impl ModelSpec {
 /// Where a bundle's weights come from.
 #[derive(Debug, Clone)]
 pub enum Weights {
-    /// Bytes of a `model.safetensors` with every tensor of host-contract.md §1.4.
+    /// Bytes of a `model.safetensors` with every tensor of docs/host-path.md §1.4.
     Safetensors(std::sync::Arc<Vec<u8>>),
     /// Embedded bytes (`builtin:tiny`).
     Static(&'static [u8]),
@@ -486,7 +486,7 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), B
     Ok(())
 }
 
-/// The tensors an ANE bundle's `host_weights.safetensors` holds (host-contract.md §1.7).
+/// The tensors an ANE bundle's `host_weights.safetensors` holds (docs/host-path.md §1.7).
 pub const ANE_HOST_TENSORS: [&str; 6] = [
     "encoder.embeddings.tok_embeddings.weight",
     "type_emb.weight",

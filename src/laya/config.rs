@@ -1,6 +1,6 @@
 //! Serde mirrors of `encoder/config.json` and `rl_agent_config.json`, resolved and validated.
 //!
-//! Every key the reference host reads is here with its default (host-contract.md §1.2–§1.3).
+//! Every key the reference host reads is here with its default (docs/host-path.md §1.2–§1.3).
 //! Parsing goes through `serde_json::Value` so each error can name the file and the field.
 
 use serde_json::{Map, Value};
@@ -249,7 +249,7 @@ impl EncoderConfig {
 
 impl AgentConfig {
     /// `rl_agent_config.json` text that [`AgentConfig::from_json`] reads back to `self`.
-    /// Only the number of `act_costs` entries is part of the config (host-contract.md §1.3),
+    /// Only the number of `act_costs` entries is part of the config (docs/host-path.md §1.3),
     /// so the export names them `ask`, `action_2`, … with cost 0; `encoder` names where the
     /// weights came from (other runtimes require the key).
     pub fn to_json(&self, encoder: &str) -> String {
@@ -305,7 +305,7 @@ fn rope_theta(f: &Fields<'_>, kind: &str, fallback: f64) -> Result<f64, ConfigEr
     }
 }
 
-/// Sequential or parallel option layout (host-contract.md §3.10).
+/// Sequential or parallel option layout (docs/host-path.md §3.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptionLayout {
     /// Options follow each other; positions are token indices.

@@ -1,4 +1,4 @@
-//! Logits → typed answers (host-contract.md §4): temperature buckets with the [0.5, 5] clamp,
+//! Logits → typed answers (docs/host-path.md §4): temperature buckets with the [0.5, 5] clamp,
 //! f32 softmax as the reference computes it, per-type decoding, 4-decimal rounding, and the
 //! optional abstention gate.
 
@@ -254,7 +254,7 @@ pub struct Answer {
     pub confidence: f64,
     /// max(p).
     pub answer_confidence: f64,
-    /// softmax(action logits)[0].
+    /// `softmax(action logits)[0]`.
     pub act_probability: f64,
     /// Gate result and threshold, when `min_confidence` was given.
     pub gate: Option<(Abstention, f64)>,

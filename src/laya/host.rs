@@ -1,6 +1,6 @@
 //! The shared host path: request → rows → packed batches → backend forward → decoded results.
 //!
-//! Every backend is timed over this same code (host-contract.md §3.1, §3.8–§3.9, §4).
+//! Every backend is timed over this same code (docs/host-path.md §3.1, §3.8–§3.9, §4).
 
 use serde_json::{Map, Value};
 

@@ -1,4 +1,4 @@
-//! Prompt rows: question head, option spans, state and truncation (host-contract.md §3.4–§3.6,
+//! Prompt rows: question head, option spans, state and truncation (docs/host-path.md §3.4–§3.6,
 //! §3.10). Row layout: `[CLS] <t> question: <ins> [SEP] [MASK] opt0 [MASK] opt1 … [SEP] <state> [SEP]`.
 
 use super::question::{Question, RequestError};

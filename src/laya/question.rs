@@ -1,4 +1,4 @@
-//! Question validation, normalization and option rendering (host-contract.md §3.2, §3.5, §5).
+//! Question validation, normalization and option rendering (docs/host-path.md §3.2, §3.5, §5).
 //!
 //! Messages are the reference's, word for word, so a user moving between the two sees the same
 //! text; each names the question and says what to fix.

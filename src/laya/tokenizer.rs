@@ -1,5 +1,5 @@
 //! The checkpoint's tokenizer: `tokenizer.json` plus the special tokens named in
-//! `tokenizer_config.json` (host-contract.md §1.5). Encodes never add special tokens.
+//! `tokenizer_config.json` (docs/host-path.md §1.5). Encodes never add special tokens.
 
 use serde_json::Value;
 

@@ -58,8 +58,8 @@ fn row_lengths(
     Ok(rows.iter().map(|r| r.ids.len()).collect())
 }
 
-/// The invoice workload with every row exactly `tokens` long (host-contract rows: question
-/// head, options, state, separators). Fails, naming the state, when that is impossible.
+/// The invoice workload with every row exactly `tokens` long (rows as docs/host-path.md §3.6
+/// assembles them: question head, options, state, separators). Fails, naming the state, when that is impossible.
 pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
     let file = "builtin invoice workload";
     let w: Value = serde_json::from_str(INVOICE_JSON).map_err(|e| invalid(file, e.to_string()))?;

@@ -1,4 +1,4 @@
-//! A model written as a checkpoint folder in the original layout (host-contract.md §1.1):
+//! A model written as a checkpoint folder in the original layout (docs/host-path.md §1.1):
 //! `model.safetensors`, `encoder/config.json`, `rl_agent_config.json`, `tokenizer/`, so that
 //! other runtimes (laya-mlx, laya on PyTorch, laya-cuda) load exactly the weights laya-bench
 //! runs. `builtin:tiny` keeps its weight bytes; `synthetic:NAME` is built in memory from its

@@ -1,4 +1,4 @@
-//! Weight-only grouped k-means palettization (the W8 candidate of energy-protocol.md, NOT
+//! Weight-only grouped k-means palettization (the W8 candidate of docs/methodology.md, NOT
 //! W8A8): every projection matrix above [`DEFAULT_ABOVE_ELEMENTS`] elements gets, per group of
 //! output channels, a table of `2^bits` f32 centroids and a `bits`-wide index per weight;
 //! activations stay f32 (the portable engine's AMX product rounds 8-bit tables and activations
@@ -49,7 +49,7 @@ use crate::laya::config::{AgentConfig, EncoderConfig};
 
 /// Output rows per table.
 pub const DEFAULT_GROUP_SIZE: usize = 32;
-/// Matrices with more elements than this are palettized (host-contract.md §1.7: 65,536).
+/// Matrices with more elements than this are palettized (docs/host-path.md §1.7: 65,536).
 pub const DEFAULT_ABOVE_ELEMENTS: usize = 65_536;
 /// Seed of the stratified-quantile initialisation.
 pub const DEFAULT_SEED: u64 = 0x1A7A_BE7C_4000_0008;

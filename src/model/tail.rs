@@ -1,4 +1,4 @@
-//! The host tail (host-contract.md §2 steps 10–11): action features from the masked option
+//! The host tail (docs/host-path.md §2 steps 10–11): action features from the masked option
 //! logits and the action head, in f32 like PyTorch. Pure functions, shared by every backend
 //! that leaves the tail to the host (portable engine, Core ML ANE host).
 

@@ -970,9 +970,9 @@ fn shell_word(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Op
             '~' if !started => {
                 chars.next();
                 if chars.peek().is_none_or(|n| *n == '/' || *n == ' ' || *n == '\t') {
-                    match std::env::var("HOME") {
-                        Ok(home) => text.push_str(&home),
-                        Err(_) => return Err("the program's name starts with `~` and HOME is not set".into()),
+                    match crate::settings::get().home.as_ref().and_then(|h| h.to_str()) {
+                        Some(home) => text.push_str(home),
+                        None => return Err("the program's name starts with `~` and HOME is not set".into()),
                     }
                 } else {
                     return Err(expansion('~'));
@@ -1057,7 +1057,7 @@ pub fn resolve_executable_in(word: &str, path: Option<&str>) -> Option<PathBuf> 
     }
     let path = match path {
         Some(p) => std::ffi::OsString::from(p),
-        None => std::env::var_os("PATH")?,
+        None => crate::settings::get().path.clone()?,
     };
     std::env::split_paths(&path)
         .map(|d| d.join(word))

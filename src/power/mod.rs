@@ -455,7 +455,7 @@ impl<S: Sensor + ?Sized> Sensor for Box<S> {
 
 /// Open the sensor a spec names, on this platform and build.
 ///
-/// `pstr` opens the IOKit leaf ([`smc_iokit`]) on macOS and is [`SensorError::Unavailable`]
+/// `pstr` opens the IOKit leaf (`smc_iokit`) on macOS and is [`SensorError::Unavailable`]
 /// elsewhere.
 /// `replay` needs a raw-file reader and is built with [`replay::ReplaySensor::new`].
 pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Sensor>, SensorError> {

@@ -1,5 +1,5 @@
 //! NVIDIA NVML sensors, `nvml[:INDEX]`, `nvml-energy[:INDEX]`, `nvml-power[:INDEX]`
-//! (power-and-trace.md §C).
+//! (docs/formats.md §3).
 //!
 //! Two quantities, read at every sample where the GPU reports them:
 //! - the board's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since the
@@ -213,7 +213,7 @@ impl NvmlSensor {
         use nvml_wrapper::error::NvmlError;
         let sensor = Self::spec(index, read);
         let unavailable = |reason: String| SensorError::Unavailable { sensor: sensor.clone(), reason };
-        let lib = std::env::var_os(LIB_ENV).filter(|p| !p.is_empty());
+        let lib = crate::settings::get().nvml_lib.clone();
         let mut builder = nvml_wrapper::Nvml::builder();
         if let Some(path) = &lib {
             builder.lib_path(path);

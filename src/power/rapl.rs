@@ -1,4 +1,4 @@
-//! Linux powercap RAPL energy counters (power-and-trace.md §B).
+//! Linux powercap RAPL energy counters (docs/formats.md §2).
 //!
 //! Reads `<root>/intel-rapl:N` (package-N, or psys) and `<root>/intel-rapl:N:M` (sub-zones
 //! such as dram) where `<root>` is `/sys/class/powercap` unless injected. Each zone gives

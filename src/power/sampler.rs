@@ -606,52 +606,6 @@ mod tests {
         assert!(e.fatal && e.reason == "sensor stopped: x");
     }
 
-    /// Samples → energy rules → integration, the way the protocol layer will chain them.
-    fn to_raw_points(samples: &[Sample]) -> Vec<crate::energy::RawPoint> {
-        use crate::energy::RawPoint;
-        samples
-            .iter()
-            .map(|s| match s.measurement("system") {
-                Ok(Measurement::PowerW { watts }) => RawPoint::value(s.seq, s.t_receive_s(), watts),
-                Ok(Measurement::EnergyCounterJ { joules, .. }) => {
-                    RawPoint::value(s.seq, s.t_receive_s(), joules)
-                }
-                Err(m) => RawPoint::missing(s.seq, s.t_receive_s(), &m.reason, m.fatal),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn sampled_power_flows_into_the_energy_rules_and_integration() {
-        use crate::energy::{trapezoid_j, validate_power, Rules, Window};
-        let run = |steps: Vec<Step>| {
-            let (s, _) = Scripted::new(steps);
-            let (tx, rx) = mpsc::channel();
-            let sampler = Sampler::start(
-                Box::new(s),
-                SamplerConfig::new(Duration::from_millis(20), Instant::now()),
-                tx,
-            )
-            .unwrap();
-            std::thread::sleep(Duration::from_millis(200));
-            sampler.stop().unwrap();
-            to_raw_points(&collect(&rx))
-        };
-        let rules = Rules::new(500.0, 0.02);
-
-        let points = run(vec![Step::Watts(20.0)]);
-        let (t0, t1) = (points[0].t_s, points[points.len() - 1].t_s);
-        let window = Window::new(t0, t1).unwrap();
-        let watts = validate_power(&points, Some(window), &rules).unwrap();
-        let e = trapezoid_j(&watts, window).unwrap();
-        assert!((e - 20.0 * (t1 - t0)).abs() < 1e-9, "{e}");
-
-        let points = run(vec![Step::Watts(20.0), Step::Watts(40_089.0), Step::Fault, Step::Watts(20.0)]);
-        let rejected = validate_power(&points, None, &rules).unwrap_err();
-        let rules_hit: Vec<&str> = rejected.iter().map(|r| r.rule()).collect();
-        assert_eq!(rules_hit, ["missing_reading", "above_cap"]);
-    }
-
     #[test]
     fn deadline_arithmetic_skips_passed_deadlines_without_bursting() {
         let t0 = Instant::now();

@@ -1,4 +1,4 @@
-//! Apple SMC codec (power-and-trace.md §A): the 80-byte `SMCParamStruct`, FourCC keys and
+//! Apple SMC codec (docs/formats.md §1): the 80-byte `SMCParamStruct`, FourCC keys and
 //! types, value decoding, result and `IOReturn` codes, and the `PSTR` sensor over any
 //! [`SmcTransport`].
 //!
@@ -328,7 +328,7 @@ pub fn parse_key_from_index_reply(index: u32, out: &[u8]) -> Result<FourCc, SmcE
         .key)
 }
 
-/// SMC `result` codes (power-and-trace.md §A.1).
+/// SMC `result` codes (docs/formats.md §1.1).
 pub struct SmcResult;
 
 impl SmcResult {
@@ -831,7 +831,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    /// The C layout from power-and-trace.md §A.2, to pin the byte offsets used above.
+    /// The C layout from docs/formats.md §1.2, to pin the byte offsets used above.
     #[repr(C)]
     struct CVers {
         major: u8,

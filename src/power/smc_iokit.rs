@@ -1,5 +1,5 @@
 //! The macOS leaf of the `pstr` sensor: an [`SmcTransport`] over one read-only IOKit
-//! connection to `AppleSMCKeysEndpoint` (power-and-trace.md §A.1, §A.3).
+//! connection to `AppleSMCKeysEndpoint` (docs/formats.md §1.1, §1.3).
 //!
 //! Thin on purpose: find the endpoint (`IOServiceNameMatching` + `IOServiceGetMatchingService`;
 //! when that matches nothing, macmon's way: `IOServiceMatching("AppleSMC")` +
@@ -125,7 +125,7 @@ impl IoKitSmc {
         let mut conn: io_connect_t = 0;
         // SAFETY: `service` is a live service handle and `conn` a valid out-pointer.
         let kr = unsafe { IOServiceOpen(service, task_self(), 0, &mut conn) };
-        // The connection does not adopt the service reference (power-and-trace.md §A.1).
+        // The connection does not adopt the service reference (docs/formats.md §1.1).
         IOObjectRelease(service);
         check_kern_return("IOServiceOpen", kr)?;
         Ok((IoKitSmc { conn }, found))

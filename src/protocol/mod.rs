@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::backend::Backend;
 use crate::laya::decode::AnswerValue;
 use crate::laya::host::{CallOptions, Host, HostError, StateResult};
-use crate::report::steal::{StealTicks, StealWatch};
+use crate::stats::steal::{StealTicks, StealWatch};
 
 /// One arm under test: a name, its backend, and the host packed for that backend's shapes.
 pub struct Arm<'t> {

@@ -1,6 +1,6 @@
 //! The machine a run measured ([`HostInfo`]) and the resident memory of this process
 //! ([`current_rss_bytes`]), as the OS exposes them: Linux from `/proc`, macOS from
-//! `sysctlbyname` and `proc_pidinfo` (the leaf [`super::host_macos`]). What the OS does not
+//! `sysctlbyname` and `proc_pidinfo` (the leaf `super::host_macos`). What the OS does not
 //! say is `None`, never guessed. The parsing of what each source gives is portable and tested
 //! here; the leaves only ask.
 

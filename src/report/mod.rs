@@ -1,7 +1,7 @@
 //! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters
 //! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
 //! every document opens with ([`provenance`], [`host`]), the model ([`model`]), how a run
-//! ended ([`status`]) and the number and table formatting ([`format`]).
+//! ended (`status`) and the number and table formatting (`format`).
 //! Maps data to bytes and back; never measures.
 
 pub mod doctor;
@@ -16,7 +16,7 @@ pub mod provenance;
 pub mod raw;
 pub mod speed;
 pub mod status;
-pub mod steal;
+pub use crate::stats::steal;
 pub mod summary;
 
 pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad};

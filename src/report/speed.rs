@@ -215,7 +215,7 @@ pub const WORDS_RULE: &str = "A ratio reads faster or slower only when its whole
 /// What the bracket beside each ratio is, for a bootstrap over `cycles` whole cycles: a 95 %
 /// interval when `level_named`, else the range of its few possible resamples.
 fn interval_note(cycles: usize, level_named: bool) -> String {
-    use crate::summary::bootstrap::{distinct_resamples, interval_name};
+    use crate::stats::resamples::{distinct_resamples, interval_name};
     let method = "a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0)";
     if level_named {
         format!("The 95 % CI is {method}.")
@@ -304,7 +304,7 @@ impl SpeedReport {
             }
         ));
         let cycles = self.resampled_cycles();
-        let level_named = crate::summary::bootstrap::names_a_level_interval(cycles);
+        let level_named = crate::stats::resamples::names_a_level_interval(cycles);
         let any_interval = self.arms.iter().any(|a| a.speed_ratio_interval.is_some());
         let column = if level_named || !any_interval {
             "vs baseline (95 % CI)"

@@ -631,9 +631,9 @@ impl RunSummary {
         let mut out = String::new();
         let pct = format!("{:.0} %", level * 100.0);
         let few =
-            self.bootstrap.as_ref().filter(|b| !crate::summary::bootstrap::names_a_level_interval(b.cycles));
+            self.bootstrap.as_ref().filter(|b| !crate::stats::resamples::names_a_level_interval(b.cycles));
         let intervals = match (&self.bootstrap_missing_reason, few) {
-            (None, Some(b)) => format!("; [{}]", crate::summary::bootstrap::interval_name(b.cycles, level)),
+            (None, Some(b)) => format!("; [{}]", crate::stats::resamples::interval_name(b.cycles, level)),
             (None, None) => format!("; [{pct} bootstrap interval]"),
             (Some(_), _) => "; no intervals (see below)".to_string(),
         };

@@ -1,5 +1,5 @@
 //! Planner features: per-move legality, cycle advance and safety, the planner's preferred move,
-//! and flood-fill reachability (snake.md §2). Deterministic; no RNG.
+//! and flood-fill reachability (docs/snake.md §2). Deterministic; no RNG.
 
 use std::collections::VecDeque;
 

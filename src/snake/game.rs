@@ -1,5 +1,5 @@
 //! Snake rules: the board and its Hamiltonian cycle, legality, stepping, death, win and food
-//! placement with CPython's RNG (snake.md §1).
+//! placement with CPython's RNG (docs/snake.md §1).
 
 use std::collections::VecDeque;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The model behind the policy: the shared host path with one backend (snake.md §3.3–§3.4).
+//! The model behind the policy: the shared host path with one backend (docs/snake.md §3.3–§3.4).
 //!
 //! One decision is one `predict(state, questions)` call whose three questions become three
 //! batch rows. Rows are built by the shared host code (option cap of 48 tokens, head budget,

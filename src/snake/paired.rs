@@ -1,4 +1,4 @@
-//! The paired two-arm check on live states (snake.md §5.1): both arms decide on the same
+//! The paired two-arm check on live states (docs/snake.md §5.1): both arms decide on the same
 //! unmodified game, the order alternates every tick, arm A's executed move advances the game.
 //!
 //! Each arm's latency is its own `decide` call (features, the one predict call carrying all

@@ -1,8 +1,8 @@
 //! The policy: model probabilities → proposed move → (optional) cycle-safety shield → executed
-//! move, and the decision record (snake.md §4).
+//! move, and the decision record (docs/snake.md §4).
 //!
 //! The model sits behind [`Predictor`]: it receives the state and questions of
-//! [`build_prompt`] and returns the host's result JSON (host-contract.md §4.2). The probabilities
+//! [`build_prompt`] and returns the host's result JSON (docs/host-path.md §4.2). The probabilities
 //! in that result are already rounded to 4 decimals by the host; everything here sees those
 //! rounded values.
 
@@ -171,7 +171,7 @@ fn count(value: Option<&Value>, field: &str, default: Option<u64>) -> Result<u64
 }
 
 impl ModelAnswers {
-    /// Read and validate a host result (host-contract.md §4.2). All four move probabilities and
+    /// Read and validate a host result (docs/host-path.md §4.2). All four move probabilities and
     /// both noul values must be finite numbers in `[0, 1]`; otherwise no move is made.
     pub fn from_result(result: &Value) -> Result<Self, PolicyError> {
         let answers = result.get("answers").ok_or_else(|| malformed("answers", "missing"))?;

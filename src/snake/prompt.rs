@@ -1,4 +1,4 @@
-//! The state text and the three questions (move, risk, food) sent to the model (snake.md §3.1–3.2),
+//! The state text and the three questions (move, risk, food) sent to the model (docs/snake.md §3.1–3.2),
 //! built as JSON values byte-identical to the reference's (`serde_json` keeps key order).
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! CPython's `random.Random`, reproduced bit for bit (snake.md §1.5).
+//! CPython's `random.Random`, reproduced bit for bit (docs/snake.md §1.5).
 //!
 //! MT19937 with CPython's integer seeding (`init_by_array` over the 32-bit words of `|seed|`,
 //! least-significant first) and the derived draws the standard library builds on `getrandbits`:

@@ -1,4 +1,4 @@
-//! The rate/stability benchmark (snake.md §5.2): top-1 episodes without the shield, an
+//! The rate/stability benchmark (docs/snake.md §5.2): top-1 episodes without the shield, an
 //! uncapped episode, a paced sweep over target rates, uncapped soaks, and soak attempts from
 //! the fastest passing rate down until every seed passes: the fastest tested stable rate.
 //!
@@ -528,7 +528,7 @@ pub fn passing_rates_descending(sweep: &[Episode]) -> Vec<f64> {
 pub fn parse_rates(values: &[f64]) -> Result<Vec<f64>, String> {
     let mut out: Vec<f64> = Vec::with_capacity(values.len());
     for &v in values {
-        if crate::bench::time::period_of(v).is_none() {
+        if crate::time::period_of(v).is_none() {
             return Err(format!(
                 "--rates: {v:?} is not a positive finite rate of at least one per 7 days; give e.g. --rates 10,20,30"
             ));

@@ -1,4 +1,4 @@
-//! The `laya-coreml-snake-v1` recording (JSONL, snake.md §6.2): serde types, a line writer, a
+//! The `laya-coreml-snake-v1` recording (JSONL, docs/snake.md §6.2): serde types, a line writer, a
 //! validating reader, and a model-free replay check (§7 test 8).
 
 use std::io::{BufRead, Write};

@@ -1,4 +1,4 @@
-//! The Snake terminal view (snake.md §6.3) as pure drawing: board, move probabilities, shield,
+//! The Snake terminal view (docs/snake.md §6.3) as pure drawing: board, move probabilities, shield,
 //! risk and food bars, latency, score, and the key bindings, laid out into a ratatui
 //! [`Buffer`]; the keys the view reacts to; and the [`Screen`] a live session or a replay
 //! shows its frames on.

@@ -1,4 +1,8 @@
-//! Percentiles, means and ratios over plain numbers (pure functions).
+//! Percentiles, means and ratios over plain numbers (pure functions), and [`steal`], the
+//! hypervisor's steal counter over an interval (re-exported as `report::steal`).
+
+pub mod resamples;
+pub mod steal;
 
 /// numpy's default (`linear`) percentile of sorted data; `None` for no data.
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {

@@ -52,7 +52,7 @@ pub struct RunShape {
 }
 
 impl RunShape {
-    /// The published comparison: MLX FP16 compiled, ANE FP16, ANE W8 (energy-protocol.md).
+    /// The published comparison: MLX FP16 compiled, ANE FP16, ANE W8 (docs/methodology.md).
     /// t = 6.9841 / 5.0086 / 4.9084 ms, P = 61.3905 / 30.7475 / 27.3915 W, P50 / P95 =
     /// 6.94 / 7.39, 4.98 / 5.31, 4.88 / 5.23 ms; 2,864 + 3,993 + 4,076 calls per cycle and arm
     /// pair, 6 blocks each: 65,598 calls.

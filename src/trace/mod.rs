@@ -21,7 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod child;
-pub mod compute_plan;
+pub use crate::laya::coreml_format::compute_plan;
 mod error;
 pub mod plan_evidence;
 mod reader;

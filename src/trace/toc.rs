@@ -1,6 +1,6 @@
 //! Parser for the xctrace table of contents (`xctrace export --toc`).
 //!
-//! Layout (see `shared/spec/power-and-trace.md` §E): `trace-toc / run[@number] / info /
+//! Layout (see docs/formats.md §4): `trace-toc / run[@number] / info /
 //! {target / process[@type, @name, @pid] or all-processes, summary / {start-date, end-date,
 //! duration, end-reason, instruments-version, template-name, ...}}`, then
 //! `processes / process`, then `data / table[@schema, ...]`.

@@ -1,6 +1,6 @@
 //! Streaming parser for xctrace `trace-query-result` table exports.
 //!
-//! Layout (see `shared/spec/power-and-trace.md` §E and `fixtures/trace/README.md`):
+//! Layout (see docs/formats.md §4 and `fixtures/trace/README.md`):
 //! `trace-query-result / node[@xpath] / (schema[@name] / col / {mnemonic, name,
 //! engineering-type}) then row*`. Each row holds one child element per column, in column
 //! order; the element's tag is the column's engineering type. The first occurrence of a value

@@ -23,6 +23,7 @@ mod cli_speed_batch;
 mod cli_summary;
 mod cli_trace;
 mod cli_verify;
+mod docs_self_contained;
 mod forward_parity;
 mod host_parity;
 mod hub_server;

@@ -8,7 +8,7 @@ use super::{CoreMlError, HostWeights, ANE_SLOTS};
 use crate::backend::ForwardOutput;
 use crate::model::tail::action_features;
 
-/// Logit of an unused option slot (host-contract.md §2 step 9).
+/// Logit of an unused option slot (docs/host-path.md §2 step 9).
 pub const MASKED_LOGIT: f32 = -1e4;
 
 /// One output multi-array as Core ML returned it: raw bytes plus shape and strides (elements).

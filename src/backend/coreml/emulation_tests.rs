@@ -3,7 +3,7 @@
 //! the scores at `[key, query]`, type vectors added, markers gathered by multiplying with the
 //! one-hot marker map), then the host tail, must equal the portable engine's whole forward on
 //! the same prepared batch. Byte equality with the reference proves the layout; this proves
-//! its semantics (host-contract.md §1.7 "Graph internals", §2).
+//! its semantics (docs/host-path.md §1.7 "Graph internals", §2).
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! The ANE bundle's input tensors (host-contract.md §1.7), built from a [`PreparedBatch`] and the
+//! The ANE bundle's input tensors (docs/host-path.md §1.7), built from a [`PreparedBatch`] and the
 //! host weights exactly as laya-coreml 0.5.1's `ANEAgent.model_inputs` builds them.
 //!
 //! Every tensor is channel-first "BC1L" and stored as FP16 bits (`u16`, little-endian values):
@@ -119,7 +119,7 @@ fn py_shape(dims: &[usize]) -> String {
     }
 }
 
-/// The reference's `model_inputs` checks, in its order, with its messages (host-contract.md §5).
+/// The reference's `model_inputs` checks, in its order, with its messages (docs/host-path.md §5).
 pub fn validate(batch: &PreparedBatch, shape: AneShape) -> Result<(), CoreMlError> {
     let bad = |m: String| Err(CoreMlError::Batch(m));
     if batch.position_ids.is_some() || batch.option_ids.is_some() {

@@ -44,7 +44,7 @@ use crate::backend::{
 };
 use crate::laya::bundle::CoreMlBundle;
 use crate::laya::config::EncoderConfig;
-use crate::trace::compute_plan::{PlannedOp, PreferredDevice};
+use crate::laya::coreml_format::compute_plan::{build_compute_plan_report, PlannedOp, PreferredDevice};
 
 use super::ComputeUnits;
 
@@ -130,7 +130,7 @@ pub(super) fn compiled_model(source: &ModelSource) -> Result<PathBuf, CoreMlErro
 }
 
 fn compile_cached(package: &Path, sha256: &str, os: &OsInfo) -> Result<PathBuf, CoreMlError> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::settings::get().home.clone().map(PathBuf::from);
     let root = cache_root(home.as_deref(), &std::env::temp_dir());
     let dest = compiled_path(&root, &cache_key(sha256, os.build.as_deref()));
     if dest.is_dir() {
@@ -428,8 +428,7 @@ fn widen_into(src: &[u16], dst: &mut [f32]) {
 /// there is none (macOS before 14.4, a model that is not an ML program).
 fn plan_note(units: ComputeUnits, compiled: &Path) -> String {
     let report = compute_plan(compiled, units).and_then(|ops| {
-        crate::trace::compute_plan::build_compute_plan_report(&ops)
-            .map_err(|e| framework("summarize the compute plan", e.to_string()))
+        build_compute_plan_report(&ops).map_err(|e| framework("summarize the compute plan", e.to_string()))
     });
     match report {
         Ok(report) => format!("Core ML compute plan for `{}`: {}", units.name(), report.summary_line()),

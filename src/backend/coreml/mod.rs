@@ -36,9 +36,9 @@ use self::decode::RawArray;
 use self::layout::{AneInputs, AneShape};
 use super::{ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use crate::laya::bundle::tree_sha256;
+use crate::laya::coreml_format::compute_plan::ComputePlanReport;
 use crate::model::tail::ActionHead;
 use crate::model::weights::{Linear, Matrix};
-use crate::trace::compute_plan::ComputePlanReport;
 
 /// Why the Core ML adapter cannot load or run, naming the input, file or step.
 #[derive(Debug, thiserror::Error)]
@@ -181,7 +181,7 @@ impl ComputeUnits {
     }
 }
 
-/// The two Core ML bundle formats of host-contract.md §1.6/§1.7.
+/// The two Core ML bundle formats of docs/host-path.md §1.6/§1.7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BundleFormat {
     /// `laya-coreml-ane`: fixed B1/K32/L, FP16 BC1L inputs, host gather and action tail.
@@ -239,7 +239,7 @@ impl CoreMlSpec {
     }
 }
 
-/// The ANE host tensors of `host_weights.safetensors` (host-contract.md §1.7), ready to copy:
+/// The ANE host tensors of `host_weights.safetensors` (docs/host-path.md §1.7), ready to copy:
 /// the embedding and type tables as FP16 bits (numpy's `astype(float16)`, round to nearest
 /// even), the action head as FP32.
 #[derive(Debug, Clone, PartialEq)]
@@ -499,7 +499,7 @@ fn staging_name() -> String {
 }
 
 /// Move a freshly compiled `.mlmodelc` (Core ML's temporary folder) to `dest`, atomically: it
-/// lands beside `dest` under a name of its own ([`staging_name`]) and is renamed into place.
+/// lands beside `dest` under a name of its own (`staging_name`) and is renamed into place.
 /// Several processes or threads may compile the same package at once (parallel tests on a
 /// fresh machine): whichever rename lands first wins, and the others find `dest` installed,
 /// drop their copy and succeed. Falls back to a recursive copy across file systems.
@@ -593,16 +593,15 @@ pub fn resolve_model(path: &Path) -> Result<ModelSource, CoreMlError> {
 
 /// The `MLComputePlan` placement report of a Core ML model (bundle folder, `.mlpackage` or
 /// `.mlmodelc`) for `units`: per-operation preferred device and estimated cost, aggregated by
-/// [`crate::trace::compute_plan::build_compute_plan_report`]. Needs macOS 14.4+.
+/// [`crate::laya::coreml_format::compute_plan::build_compute_plan_report`]. Needs macOS 14.4+.
 pub fn compute_plan_for(bundle: &Path, units: ComputeUnits) -> Result<ComputePlanReport, CoreMlError> {
     let source = resolve_model(bundle)?;
     #[cfg(target_os = "macos")]
     {
         let compiled = macos::compiled_model(&source)?;
         let ops = macos::compute_plan(&compiled, units)?;
-        crate::trace::compute_plan::build_compute_plan_report(&ops).map_err(|e| CoreMlError::Framework {
-            step: "summarize the compute plan".into(),
-            detail: e.to_string(),
+        crate::laya::coreml_format::compute_plan::build_compute_plan_report(&ops).map_err(|e| {
+            CoreMlError::Framework { step: "summarize the compute plan".into(), detail: e.to_string() }
         })
     }
     #[cfg(not(target_os = "macos"))]

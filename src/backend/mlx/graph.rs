@@ -1,4 +1,4 @@
-//! MLX leaf (feature `mlx`): the DecisionModel forward (host-contract.md §2) as `mlx-rs` ops
+//! MLX leaf (feature `mlx`): the DecisionModel forward (docs/host-path.md §2) as `mlx-rs` ops
 //! on the original checkpoint's weights, compiled with `mlx_rs::transforms::compile`.
 //!
 //! Thin: the inputs of a call (bucket padding, masks, slots, RoPE tables) come from the
@@ -29,7 +29,7 @@ use mlx_rs::{fast, transforms, with_stream, Array, Device, DeviceType, Dtype, St
 use super::blas::{BlasKind, BlasProvider};
 use super::device::{
     choose_device, compare_products, doctor_line, probe_operands, require_gpu, DeviceChoice, MlxDevice,
-    PROBE_SHAPE, REQUIRE_GPU_ENV,
+    PROBE_SHAPE,
 };
 use super::{
     copy_outputs, default_shapes, fingerprint, host_hints, is_jit_race, parameter_names, MlxDtype, MlxInputs,
@@ -325,7 +325,7 @@ pub fn device_choice() -> Result<&'static DeviceChoice, String> {
                 Ok(DeviceType::Cpu) => false,
                 Err(e) => return Err(format!("MLX cannot tell its default device: {e}")),
             };
-            let require = require_gpu(std::env::var(REQUIRE_GPU_ENV).ok().as_deref());
+            let require = require_gpu(crate::settings::get().require_mlx_gpu.as_deref());
             let choice = choose_device(default_is_gpu, require, || product_check(MlxDevice::Gpu))?;
             if default_is_gpu && choice.device == MlxDevice::Cpu {
                 Device::set_default(&Device::cpu());

@@ -4,7 +4,7 @@
 //! ran it. See docs/mlx.md.
 //!
 //! Everything that can be portable is here and tested on Linux: the spec, bucket selection,
-//! the input arrays of one call (bucket padding, the attention masks of host-contract.md §2
+//! the input arrays of one call (bucket padding, the attention masks of docs/host-path.md §2
 //! step 2 built by the portable engine's mask code, marker slots padded to at least 2, RoPE
 //! tables for the parallel layout), the checkpoint → MLX parameter name mapping, the weight
 //! fingerprint, the output copy, switching on the host's prompt-prefix cache, and telling

@@ -1,5 +1,5 @@
 //! Attention pieces of the portable engine: RoPE tables, the per-request masks and the
-//! per-head masked attention (host-contract.md §2 steps 2, 3 and 6).
+//! per-head masked attention (docs/host-path.md §2 steps 2, 3 and 6).
 
 use rayon::prelude::*;
 
@@ -144,7 +144,7 @@ pub(crate) fn window_template(len: usize, half_window: usize) -> Vec<u8> {
 }
 
 impl Masks {
-    /// Build the masks for a batch (host-contract.md §2 step 2 and the parallel layout of
+    /// Build the masks for a batch (docs/host-path.md §2 step 2 and the parallel layout of
     /// `Encoder.forward`). `valid` is `[B, L]` (non-zero = real token); `parallel` holds
     /// `(position_ids, option_ids)`. Reuses the allocations.
     pub fn build(

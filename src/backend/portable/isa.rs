@@ -78,9 +78,10 @@ impl Isa {
         [Isa::Avx512, Isa::Avx2, Isa::Generic].into_iter().filter(|i| i.runs_here()).collect()
     }
 
-    /// The family the engine uses by default: [`Isa::detected`] capped by `LAYA_BENCH_ISA`.
+    /// The family the engine uses by default: [`Isa::detected`] capped by `LAYA_BENCH_ISA` (as the
+    /// command edge read it, [`crate::settings::Settings::isa`]).
     pub fn selected() -> Isa {
-        selection(std::env::var(ISA_ENV).ok().as_deref()).0
+        selection(crate::settings::get().isa.as_deref()).0
     }
 
     /// Whether the packed-panel kernels (FP32 and decoded weights) run on this family.
@@ -100,7 +101,7 @@ impl Isa {
         }
     }
 
-    /// Whether the AMX BF16 tile kernel ([`super::amx`]) runs on this family, CPU and OS
+    /// Whether the AMX BF16 tile kernel (`super::amx`) runs on this family, CPU and OS
     /// (AMX-TILE, AMX-BF16 and the OS's grant of the tile state; the AVX-512 family only, so
     /// `LAYA_BENCH_ISA=avx2` turns it off with the other AVX-512 kernels).
     pub fn has_amx_bf16(self) -> bool {

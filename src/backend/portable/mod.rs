@@ -1,4 +1,4 @@
-//! The portable CPU backend: the whole decision model (host-contract.md §2 steps 1–11) on the
+//! The portable CPU backend: the whole decision model (docs/host-path.md §2 steps 1–11) on the
 //! `gemm` crate, for any CPU. Activations are FP32; the projection weights may be FP32, FP16,
 //! BF16 or palettized ([`crate::model::weights::Matrix`]): FP16 and palettized weights (and BF16
 //! where the CPU lacks AVX-512 BF16) are decoded tile by tile into f32 and multiplied in f32;
@@ -9,7 +9,7 @@
 //! The matrix kernels are chosen at run time by CPU features ([`Isa`]; `LAYA_BENCH_ISA` caps
 //! them, e.g. `avx2` on an AVX-512 machine): FP32 weights are packed once at construction into
 //! 16-row panels read in place by the AVX-512 (8 × 48) or AVX2 (6 × 16) register tile
-//! ([`f32panel`]); without either (aarch64 included) they stay row-major for `gemm`.
+//! (`f32panel`); without either (aarch64 included) they stay row-major for `gemm`.
 //!
 //! Construction converts every Linear weight once to the layout its kernel streams fastest
 //! (packed panels, or [`WEIGHT_LAYOUT`] for `gemm`), builds the shape-only tables (RoPE cos/sin per layer kind) and a rayon
@@ -54,7 +54,7 @@ pub const WEIGHT_LAYOUT: Layout = Layout::RowMajor;
 /// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
 const HEAD_EPS: f32 = 1e-5;
 
-/// Masked option slots get this logit (host-contract.md §2 step 9).
+/// Masked option slots get this logit (docs/host-path.md §2 step 9).
 const MASKED_LOGIT: f32 = -1e4;
 
 /// Switches that deliberately break the model, so tests can show the parity check bites.
@@ -139,7 +139,7 @@ impl Bf16Kernel {
     /// The engine's BF16 product on `isa`: the one `LAYA_BENCH_BF16` names, else
     /// [`Bf16Kernel::default_for`].
     pub fn selected(isa: Isa) -> Self {
-        bf16_selection(std::env::var(BF16_ENV).ok().as_deref()).0.unwrap_or_else(|| Self::default_for(isa))
+        bf16_selection(crate::settings::get().bf16.as_deref()).0.unwrap_or_else(|| Self::default_for(isa))
     }
 }
 
@@ -178,7 +178,7 @@ pub fn bf16_selection(env: Option<&str>) -> (Option<Bf16Kernel>, Option<String>)
 /// the probe decided it (no value named one, and the pair-dot runs). The engine's notes, `doctor`
 /// and `bounds --measure` all say this.
 pub fn bf16_notes(isa: Isa) -> Vec<String> {
-    let (forced, note) = bf16_selection(std::env::var(BF16_ENV).ok().as_deref());
+    let (forced, note) = bf16_selection(crate::settings::get().bf16.as_deref());
     let probe = if forced.is_none() && isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
     note.into_iter().chain(probe.map(|p| p.describe())).collect()
 }
@@ -218,7 +218,7 @@ impl PaletteKernel {
     /// The engine's palette product on `isa`: decoded to FP32 where `LAYA_BENCH_BF16=decode`,
     /// the BF16 product where it names `amx` or `dot`, else [`PaletteKernel::default_for`].
     pub fn selected(isa: Isa) -> Self {
-        match bf16_selection(std::env::var(BF16_ENV).ok().as_deref()).0 {
+        match bf16_selection(crate::settings::get().bf16.as_deref()).0 {
             Some(Bf16Kernel::Decode) => PaletteKernel::Decode,
             Some(_) => PaletteKernel::Bf16,
             None => Self::default_for(isa),
@@ -522,7 +522,7 @@ impl PortableBackend {
             p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile}"),
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
-        let (_, isa_note) = isa::selection(std::env::var(isa::ISA_ENV).ok().as_deref());
+        let (_, isa_note) = isa::selection(crate::settings::get().isa.as_deref());
         // how its BF16 or palette product was chosen, for an engine with weights on it that runs
         // the products chosen (not a benchmark's variant)
         let concerned = !bf16_mats.is_empty() || w8_mats.iter().any(|&(amx, dot)| amx || dot);

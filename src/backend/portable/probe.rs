@@ -17,6 +17,10 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// The AMX-BF16 peak loop `bounds --measure` times beside these (kept with the tile code).
+#[cfg(target_arch = "x86_64")]
+pub(crate) use super::amx::{peak_loop as amx_peak_loop, PEAK_FLOP_PER_ITER as AMX_FLOP_PER_ITER};
+
 /// FLOP of one [`fma256_loop`] iteration: 12 chains × 8 lanes × 2.
 #[cfg(target_arch = "x86_64")]
 pub(crate) const FMA256_FLOP_PER_ITER: f64 = 192.0;

@@ -12,7 +12,6 @@ pub mod spec;
 pub mod worker;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
@@ -24,27 +23,11 @@ use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch};
 use crate::laya::decode::MinConfidence;
 use crate::laya::host::{CallOptions, HostError, StateResult};
 
-/// Where the worker's interpreter comes from, installed once per process by the command edge
-/// (`$LAYA_BENCH_PYTHON` and the cache folder; nothing below `commands/` reads the
-/// environment).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Settings {
-    /// `$LAYA_BENCH_PYTHON`, when set.
-    pub python: Option<PathBuf>,
-    /// `${XDG_CACHE_HOME:-~/.cache}`, where `scripts/setup-ref.sh` makes `laya-bench/ref-venv`.
-    pub cache_home: Option<PathBuf>,
-}
-
-static SETTINGS: OnceLock<Settings> = OnceLock::new();
-
-/// Install the settings (the first call wins).
-pub fn install(settings: Settings) {
-    let _ = SETTINGS.set(settings);
-}
-
-/// The interpreter a worker starts with now.
+/// The interpreter a worker starts with: `LAYA_BENCH_PYTHON`, else the venv under the cache
+/// folder, as the command edge read them ([`crate::settings::Settings`]; nothing below
+/// `commands/` reads the environment).
 pub fn python() -> PathBuf {
-    let s = SETTINGS.get().cloned().unwrap_or_default();
+    let s = crate::settings::get();
     worker::interpreter(s.python.as_deref(), s.cache_home.as_deref())
 }
 

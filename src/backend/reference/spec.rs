@@ -34,7 +34,7 @@ pub struct RefSpec {
 }
 
 fn seconds(key: &str, v: &str) -> Result<Duration, String> {
-    let max = crate::bench::time::MAX_DURATION;
+    let max = crate::time::MAX_DURATION;
     match v.trim_end_matches('s').parse::<f64>() {
         // at most 7 days, like every duration the tool takes (1e20 s does not fit a Duration)
         Ok(x) if x.is_finite() && x > 0.0 && x <= max.as_secs_f64() => Ok(Duration::from_secs_f64(x)),

@@ -1,4 +1,4 @@
-//! `laya-bench snake compare`: the paired check of snake.md §5.1 on two arms, written as a
+//! `laya-bench snake compare`: the paired check of docs/snake.md §5.1 on two arms, written as a
 //! JSON report; exit 1 when the executed moves ever differ or the snake dies.
 
 use anyhow::anyhow;

@@ -156,7 +156,7 @@ fn hardware() -> String {
     host.cpu_model.unwrap_or(host.arch)
 }
 
-/// Model metadata for recordings (snake.md §6.1), with the arm's identity.
+/// Model metadata for recordings (docs/snake.md §6.1), with the arm's identity.
 fn model_metadata(bundle: &Bundle, arm: &HostPredictor<'_>, prompt: PromptStyle) -> Map<String, Value> {
     let id = arm.identity();
     let value = json!({

@@ -1,4 +1,4 @@
-//! `laya-bench snake bench`: the rate/stability benchmark of snake.md §5.2, with the report
+//! `laya-bench snake bench`: the rate/stability benchmark of docs/snake.md §5.2, with the report
 //! rewritten atomically after every episode and `--resume` to continue it.
 //!
 //! Wording rule: the Snake frame time is the *active tick* (a whole decision carrying all three

@@ -1,10 +1,11 @@
-//! The Core ML bundle formats' package interface (host-contract.md §1.6/§1.7), read and
+//! The Core ML bundle formats' package interface (docs/host-path.md §1.6/§1.7), read and
 //! checked on every OS when a bundle loads: the package's declared inputs and outputs
 //! ([`description`]), multi-array element types, the ANE package's fixed shapes, and the
 //! signature checks against what the manifest and configs promise ([`signature`]). This is
 //! model-format knowledge; the Core ML backend (`backend::coreml`) re-exports it and adds the
 //! framework calls.
 
+pub mod compute_plan;
 pub mod description;
 pub mod signature;
 

@@ -272,7 +272,7 @@ pub fn check_ordinary_signature(
     Ok(())
 }
 
-/// The ordinary export's shapes from its `coreml_config.json` `shape` object (host-contract.md
+/// The ordinary export's shapes from its `coreml_config.json` `shape` object (docs/host-path.md
 /// §1.6): `mode` enumerated (with `lengths`), range, or fixed (also when `flexible` is false).
 pub fn ordinary_caps(manifest: &Value, file: &str) -> Result<ShapeCaps, FormatError> {
     let bad = |detail: &str| FormatError::Bundle { path: file.to_string(), detail: detail.to_string() };

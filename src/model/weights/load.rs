@@ -1,4 +1,4 @@
-//! Loading and writing `model.safetensors` (host-contract.md §1.4): the exact key set checked
+//! Loading and writing `model.safetensors` (docs/host-path.md §1.4): the exact key set checked
 //! against the configs (the `temperature` buffer accepted and ignored), shapes and dtypes
 //! checked before any conversion, F32/F16/BF16 converted to f32, and the per-layer structure
 //! assembled from named tensors; the checkpoint fingerprint.

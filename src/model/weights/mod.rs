@@ -1,4 +1,4 @@
-//! Decision-model weights (host-contract.md §1.4): every tensor as owned data, organised per
+//! Decision-model weights (docs/host-path.md §1.4): every tensor as owned data, organised per
 //! layer, and the exact key set the configs imply ([`tensor_specs`]). Reading and writing
 //! `model.safetensors` (key checks, dtype conversion, assembly) is in `load.rs`.
 //!
@@ -571,7 +571,7 @@ pub const ACT_HIDDEN: usize = 256;
 /// Name of the unused temperature buffer (accepted and ignored).
 pub const TEMPERATURE_BUFFER: &str = "temperature";
 
-/// The exact tensor set the configs imply (host-contract.md §1.4), without the ignored
+/// The exact tensor set the configs imply (docs/host-path.md §1.4), without the ignored
 /// `temperature` buffer, in a stable order.
 pub fn tensor_specs(enc: &EncoderConfig, agent: &AgentConfig) -> Vec<TensorSpec> {
     let d = enc.hidden_size;

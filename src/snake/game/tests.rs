@@ -1,4 +1,4 @@
-//! Game rule tests: snake.md §1 and the model-free conformance values of §1.5 and §7.1–7.5.
+//! Game rule tests: docs/snake.md §1 and the model-free conformance values of §1.5 and §7 tests 1–5.
 use super::*;
 use crate::snake::features::Features;
 use sha2::{Digest, Sha256};

@@ -1,4 +1,4 @@
-//! Policy and shield tests (snake.md §4, §7 test 7).
+//! Policy and shield tests (docs/snake.md §4, §7 test 7).
 use super::*;
 use crate::snake::pyrandom::PyRandom;
 use serde_json::json;

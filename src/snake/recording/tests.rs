@@ -1,4 +1,4 @@
-//! Recording format tests (snake.md §6.2, §7 test 8).
+//! Recording format tests (docs/snake.md §6.2, §7 test 8).
 use super::*;
 use crate::snake::game::Direction;
 use crate::snake::policy::{decide, ModelError, PolicyConfig};

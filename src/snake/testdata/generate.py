@@ -136,7 +136,7 @@ for g in games:
         for cut in (3, 40, len(g["actions"]) - 1):
             states.append({"width": 6, "height": 6, "seed": g["seed"], "initial_length": 2,
                            "actions": g["actions"][:cut]})
-# Hand-built positions: food walled in by the tail; the snake.md §7.2 legality board.
+# Hand-built positions: food walled in by the tail; the docs/snake.md §7 test 2 legality board.
 states.append({"width": 6, "height": 6, "seed": 0, "initial_length": 2, "actions": "",
                "position": {"body": [[0, 5], [1, 5], [4, 0], [5, 1]], "food": [5, 0]}})
 states.append({"width": 4, "height": 4, "seed": 7, "initial_length": 4, "actions": "",
@@ -173,7 +173,7 @@ decisions = []
 base = {"width": 24, "height": 16, "seed": 7, "initial_length": 6, "actions": ""}
 third = 0.1 / 3
 probability_sets = [
-    [0.9, third, third, third],  # §7.7: unsafe UP on the seed-7 board; DOWN/RIGHT tie
+    [0.9, third, third, third],  # docs/snake.md §7 test 7: unsafe UP on the seed-7 board; DOWN/RIGHT tie
     [third, 0.9, third, third],
     [third, third, 0.9, third],
     [0.1, 0.2, 0.3, 0.4],
