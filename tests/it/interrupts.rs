@@ -27,6 +27,33 @@ const LONG_SPEED: &[&str] = &[
     "r.json",
 ];
 
+/// A `trace run` of 30 s of 1 ms mock calls, unless stopped.
+const LONG_TRACE: &[&str] = &[
+    "trace",
+    "run",
+    "--arm",
+    "a=mock:ok:delay-us=1000",
+    "--seconds",
+    "30s",
+    "--warmup",
+    "3",
+    "--raw",
+    "t.raw.jsonl",
+];
+
+/// 67 questions × 2000 repeats on the tiny model: far longer than the tests wait.
+const LONG_CONVERT_CHECK: &[&str] = &[
+    "convert-check",
+    "--source",
+    "builtin:tiny",
+    "--candidate",
+    "portable:f16",
+    "--repeats",
+    "2000",
+    "--output",
+    "c.json",
+];
+
 /// Start `args` in `d` (as a background job with SIGINT ignored if asked), send `signal` after
 /// `after_s` seconds, and wait at most `limit_s` for it to exit 1.
 fn signal_after(
@@ -205,19 +232,7 @@ fn sigint_at_start_of_a_background_run_stops_it_before_it_measures() {
 fn ctrl_c_stops_trace_run_with_an_incomplete_record() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let args = [
-        "trace",
-        "run",
-        "--arm",
-        "a=mock:ok:delay-us=1000",
-        "--seconds",
-        "30s",
-        "--warmup",
-        "3",
-        "--raw",
-        "t.raw.jsonl",
-    ];
-    let child = spawn_laya_bench(d, &args, true);
+    let child = spawn_laya_bench(d, LONG_TRACE, true);
     let pid = child.id();
     assert!(wait_for_text(d, "t.raw.jsonl", "\"record\":\"warmup\"", 60), "the run never warmed up");
     assert!(send_signal("-INT", pid));
@@ -233,19 +248,7 @@ fn ctrl_c_stops_trace_run_with_an_incomplete_record() {
 fn ctrl_c_stops_convert_check_with_an_incomplete_report() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // 67 questions × 2000 repeats on the tiny model: far longer than the test waits.
-    let args = [
-        "convert-check",
-        "--source",
-        "builtin:tiny",
-        "--candidate",
-        "portable:f16",
-        "--repeats",
-        "2000",
-        "--output",
-        "c.json",
-    ];
-    let o = signal_after(d, &args, true, 3, "-TERM", 20);
+    let o = signal_after(d, LONG_CONVERT_CHECK, true, 3, "-TERM", 20);
     assert!(stderr(&o).contains("INCOMPLETE"), "{}", stderr(&o));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
     assert_eq!(report["verdict"], "incomplete");
@@ -324,19 +327,7 @@ fn timeout_s_term_ends_speed_and_trace_run_with_a_footer() {
     assert_eq!(status, "incomplete");
     assert!(reason.unwrap().contains("SIGTERM"));
     assert!(d.join("r.json").exists(), "no report");
-    let trace = [
-        "trace",
-        "run",
-        "--arm",
-        "a=mock:ok:delay-us=1000",
-        "--seconds",
-        "30s",
-        "--warmup",
-        "3",
-        "--raw",
-        "t.raw.jsonl",
-    ];
-    under_timeout(d, 3, &trace);
+    under_timeout(d, 3, LONG_TRACE);
     assert_eq!(footer(&raw::read(&d.join("t.raw.jsonl")).unwrap()).0, "incomplete");
 }
 
@@ -379,18 +370,7 @@ fn timeout_s_term_ends_energy_with_a_footer() {
 fn timeout_s_term_ends_convert_check_with_its_report() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let args = [
-        "convert-check",
-        "--source",
-        "builtin:tiny",
-        "--candidate",
-        "portable:f16",
-        "--repeats",
-        "2000",
-        "--output",
-        "c.json",
-    ];
-    under_timeout(d, 4, &args);
+    under_timeout(d, 4, LONG_CONVERT_CHECK);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
     assert_eq!(report["verdict"], "incomplete");
 }
