@@ -10,23 +10,7 @@ use laya_bench::report::energy::EnergyReport;
 use laya_bench::report::raw;
 use laya_bench::report::summary::{CheckOutcome, SummaryReport, SummaryStatus};
 
-use crate::common::{laya_bench, stderr};
-
-/// Short energy runs: 300 ms blocks, 200 ms idle windows, a reading every 50 ms.
-const ENERGY: &[&str] = &[
-    "energy",
-    "--no-progress",
-    "--sample-interval",
-    "50ms",
-    "--seconds",
-    "300ms",
-    "--idle-seconds",
-    "200ms",
-    "--idle-discard",
-    "50ms",
-    "--warmup",
-    "3",
-];
+use crate::common::{laya_bench, stderr, SHORT_ENERGY as ENERGY};
 
 /// A meter printing 31.5 … 37.5 W in turn every 50 ms.
 const METER: &str = "exec:i=0; while true; do i=$((i+1)); echo \"$((30 + i % 7)).5\"; sleep 0.05; done";

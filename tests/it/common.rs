@@ -199,3 +199,20 @@ pub fn one_cycle_progress_lines(err: &str) -> Vec<&str> {
     }
     lines
 }
+
+/// Short `energy` runs (`cli_summary`, `reliability_inputs`): 300 ms blocks, 200 ms idle
+/// windows, a reading every 50 ms.
+pub const SHORT_ENERGY: &[&str] = &[
+    "energy",
+    "--no-progress",
+    "--sample-interval",
+    "50ms",
+    "--seconds",
+    "300ms",
+    "--idle-seconds",
+    "200ms",
+    "--idle-discard",
+    "50ms",
+    "--warmup",
+    "3",
+];

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{laya_bench, stderr};
+use crate::common::{laya_bench, stderr, SHORT_ENERGY};
 
 /// The longest any bounded refusal below may take, on a loaded 2-core machine.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -157,23 +157,12 @@ fn speed_run(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(raw)).unwrap()
 }
 
-/// Short energy runs (copied from `cli_summary`): 300 ms blocks, 200 ms idle windows, a
-/// reading every 50 ms, the arms `base` and `slow` as in [`speed_run`].
+/// Short energy runs ([`SHORT_ENERGY`]): 300 ms blocks, 200 ms idle windows, a reading
+/// every 50 ms, the arms `base` and `slow` as in [`speed_run`].
 fn energy_run(dir: &Path, name: &str, meter: &str) -> (Output, String) {
     let (raw, out) = (format!("{name}.raw.jsonl"), format!("{name}.json"));
-    let args = [
-        "energy",
-        "--no-progress",
-        "--sample-interval",
-        "50ms",
-        "--seconds",
-        "300ms",
-        "--idle-seconds",
-        "200ms",
-        "--idle-discard",
-        "50ms",
-        "--warmup",
-        "2",
+    let mut args = SHORT_ENERGY.to_vec();
+    args.extend([
         "--sensor",
         meter,
         "--arm",
@@ -186,7 +175,7 @@ fn energy_run(dir: &Path, name: &str, meter: &str) -> (Output, String) {
         &raw,
         "--output",
         &out,
-    ];
+    ]);
     let o = laya_bench(dir, &args);
     let text = std::fs::read_to_string(dir.join(raw)).unwrap();
     (o, text)
