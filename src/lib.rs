@@ -16,6 +16,7 @@ pub mod bounds;
 pub mod cli;
 pub mod commands;
 pub mod energy;
+pub mod error;
 pub mod fidelity;
 pub mod hub;
 pub mod laya;
