@@ -48,11 +48,11 @@ use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, Isa, PaletteKerne
 use laya_bench::backend::registry::{portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::bounds::{measure, targets};
+use laya_bench::host;
 use laya_bench::laya::config::{AgentConfig, EncoderConfig};
 use laya_bench::model::loader::convert_weights;
 use laya_bench::model::synthetic::{published_shape, random_weights};
 use laya_bench::model::weights::Layout;
-use laya_bench::report::host;
 use laya_bench::report::steal::{self, StealTicks, StealWatch, STEAL_WARN_FRACTION};
 
 /// Multiply-adds ×2 of one decision's encoder and decision head, attention included (the

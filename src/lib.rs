@@ -18,6 +18,7 @@ pub mod commands;
 pub mod energy;
 pub mod error;
 pub mod fidelity;
+pub mod host;
 pub mod hub;
 pub mod laya;
 pub mod model;

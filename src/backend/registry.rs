@@ -409,11 +409,11 @@ fn build_coreml(
 /// Threads the portable engine uses: all available cores; on macOS, where the OS names its
 /// performance cores (`hw.perflevel0.logicalcpu`), as many as those (at most the available
 /// ones), so a product is not split into parts that wait for the slower efficiency cores
-/// ([`crate::report::host::default_worker_threads`]).
+/// ([`crate::host::default_worker_threads`]).
 pub fn default_threads() -> usize {
-    crate::report::host::default_worker_threads(
+    crate::host::default_worker_threads(
         std::thread::available_parallelism().map(|n| n.get()).ok(),
-        crate::report::host::performance_logical_cpus(),
+        crate::host::performance_logical_cpus(),
     )
 }
 

@@ -60,7 +60,7 @@ pub struct HeaderInput<'a> {
 /// The raw header (without sensor or energy settings, which `energy` adds); its start time is
 /// set when the run's clock starts. Built on the thread that then runs the timed loop (`speed`,
 /// `energy`, `trace run`), right before it: it readies that thread for measuring
-/// ([`crate::report::host::prepare_measuring_thread`]: QoS user-interactive on macOS, nothing
+/// ([`crate::host::prepare_measuring_thread`]: QoS user-interactive on macOS, nothing
 /// elsewhere) and records the outcome.
 pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan: &Plan) -> Header {
     let arms = &setup.arms;
@@ -107,7 +107,7 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
         sensor: None,
         energy: None,
         power_boundary: None,
-        measuring_thread: crate::report::host::prepare_measuring_thread(),
+        measuring_thread: crate::host::prepare_measuring_thread(),
     }
 }
 
@@ -154,7 +154,7 @@ pub fn block_records(
         end_ns: rec.end_ns,
         calls: rec.calls,
         unstable_calls: rec.unstable_calls,
-        rss_bytes: crate::report::host::current_rss_bytes(),
+        rss_bytes: crate::host::current_rss_bytes(),
         scheduled_calls: rec.scheduled_calls,
         missed_deadlines: rec.scheduled_calls.map(|_| rec.missed_deadlines),
         ended_early: rec.ended_early,

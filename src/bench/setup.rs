@@ -156,7 +156,7 @@ impl<'b> Setup<'b> {
                 workers,
             )
         };
-        check_memory(batch, specs.len(), bytes, crate::report::host::available_memory_bytes())?;
+        check_memory(batch, specs.len(), bytes, crate::host::available_memory_bytes())?;
         let rows = batch.checked_mul(per_request).ok_or_else(|| {
             BenchError::Input(format!(
                 "--batch {batch}: {batch} requests of {per_request} question row(s) are more rows than this machine can count; pass a smaller --batch"

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::host::HostInfo;
 use crate::power::{self, SensorSpec};
 use crate::report::doctor::{compute_plan_supported, AppleReport, Probe};
-use crate::report::host::HostInfo;
 
 /// Core ML's framework bundle on every macOS that has Core ML.
 const CORE_ML_FRAMEWORK: &str = "/System/Library/Frameworks/CoreML.framework";

@@ -97,9 +97,9 @@ fn endpoint_by_class() -> Result<Result<io_service_t, Vec<String>>, SmcError> {
 
 /// Whether macOS reports a hypervisor (`kern.hv_vmm_present`), `None` where unreadable.
 fn virtual_machine() -> Option<bool> {
-    crate::report::host_macos::sysctl("kern.hv_vmm_present")
+    crate::host::macos::sysctl("kern.hv_vmm_present")
         .as_deref()
-        .and_then(crate::report::host::sysctl_u64)
+        .and_then(crate::host::sysctl_u64)
         .map(|v| v != 0)
 }
 

@@ -1,15 +1,12 @@
 //! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters
 //! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
-//! every document opens with ([`provenance`], [`host`]), the model ([`model`]), how a run
+//! every document opens with ([`provenance`], [`crate::host`]), the model ([`model`]), how a run
 //! ended (`status`) and the number and table formatting (`format`).
 //! Maps data to bytes and back; never measures.
 
 pub mod doctor;
 pub mod energy;
 pub mod format;
-pub mod host;
-#[cfg(target_os = "macos")]
-pub mod host_macos;
 pub mod model;
 pub mod plots;
 pub mod provenance;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::host::HostInfo;
+use crate::host::HostInfo;
 
 /// The tool that wrote a record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

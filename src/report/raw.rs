@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use super::host::{current_rss_bytes, HostInfo, MeasuringThread};
 use super::model::ModelInfo;
 use super::provenance::Provenance;
 pub use super::provenance::ToolInfo;
 use super::status::RunStatus;
 use crate::energy::idle::BlockEnergy;
 use crate::energy::run::RejectionDetail;
+pub use crate::host::{current_rss_bytes, HostInfo, MeasuringThread};
 use crate::power::sampler::{Sample, SamplerReport};
 use crate::power::{PowerBoundary, SensorInfo};
 

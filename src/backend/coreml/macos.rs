@@ -81,7 +81,7 @@ struct OsInfo {
 impl OsInfo {
     fn read() -> Self {
         let text = |name: &str| {
-            crate::report::host_macos::sysctl(name)
+            crate::host::macos::sysctl(name)
                 .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').trim().to_string())
                 .filter(|s| !s.is_empty())
         };

@@ -2,7 +2,7 @@
 //! `proc_pidinfo(PROC_PIDTASKINFO)` for this process's resident size, and
 //! `pthread_set_qos_class_self_np` for the measuring thread's QoS class. Thin on purpose: what
 //! the bytes and return codes mean is parsed by the portable, tested functions of
-//! [`super::host`].
+//! [`crate::host`].
 //!
 //! Compiled on macOS only, against `libc`'s Darwin items; `.ci/run` type-checks and lints it
 //! for aarch64-apple-darwin.

@@ -1,8 +1,11 @@
 //! The machine a run measured ([`HostInfo`]) and the resident memory of this process
 //! ([`current_rss_bytes`]), as the OS exposes them: Linux from `/proc`, macOS from
-//! `sysctlbyname` and `proc_pidinfo` (the leaf `super::host_macos`). What the OS does not
+//! `sysctlbyname` and `proc_pidinfo` (the leaf `macos`). What the OS does not
 //! say is `None`, never guessed. The parsing of what each source gives is portable and tested
 //! here; the leaves only ask.
+
+#[cfg(target_os = "macos")]
+pub mod macos;
 
 use serde::{Deserialize, Serialize};
 
@@ -93,7 +96,7 @@ pub fn default_worker_threads(available: Option<usize>, performance_logical_cpus
 pub fn performance_logical_cpus() -> Option<u32> {
     #[cfg(target_os = "macos")]
     {
-        super::host_macos::sysctl("hw.perflevel0.logicalcpu").as_deref().and_then(sysctl_count)
+        macos::sysctl("hw.perflevel0.logicalcpu").as_deref().and_then(sysctl_count)
     }
     #[cfg(not(target_os = "macos"))]
     {
@@ -152,7 +155,7 @@ impl MeasuringThread {
 pub fn prepare_measuring_thread() -> MeasuringThread {
     #[cfg(target_os = "macos")]
     {
-        MeasuringThread::from_qos_return(super::host_macos::set_qos_user_interactive())
+        MeasuringThread::from_qos_return(macos::set_qos_user_interactive())
     }
     #[cfg(not(target_os = "macos"))]
     {
@@ -208,7 +211,7 @@ fn probe() -> Facts {
 
 #[cfg(target_os = "macos")]
 fn probe() -> Facts {
-    use super::host_macos::sysctl;
+    use macos::sysctl;
     Facts {
         hostname: sysctl("kern.hostname").as_deref().and_then(sysctl_string),
         cpu_model: sysctl("machdep.cpu.brand_string").as_deref().and_then(sysctl_string),
@@ -230,7 +233,7 @@ pub fn current_rss_bytes() -> Option<u64> {
 /// pages × the page size), macOS `proc_pidinfo` (bytes).
 #[cfg(target_os = "macos")]
 pub fn current_rss_bytes() -> Option<u64> {
-    super::host_macos::resident_bytes()
+    macos::resident_bytes()
 }
 
 /// The size of a memory page, bytes (`sysconf(_SC_PAGESIZE)`: 4 KiB on most x86-64 Linux,
