@@ -71,7 +71,10 @@ fn declared(spec: &str) -> Option<(Vec<DeclaredFeature>, Vec<DeclaredFeature>)> 
 
 /// The model `doctor --model` names, loaded as every command loads it, or the error chain.
 fn load_model(model: &str) -> Result<Bundle, String> {
-    let spec = ModelSpec::parse(model).map_err(|e| super::chain("", &e))?;
+    let spec = match model.strip_prefix("hub:") {
+        Some(rest) => ModelSpec::Dir(crate::hub::resolve_installed(rest).map_err(|e| super::chain("", &e))?),
+        None => ModelSpec::parse(model).map_err(|e| super::chain("", &e))?,
+    };
     Bundle::load(&spec, published_shape).map_err(|e| super::chain("cannot load the model", &e))
 }
 

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::anyhow;
 
+use super::hub_progress::model_spec;
 use super::{Failure, Outcome};
 use crate::bench::arm::fixed_shapes;
 use crate::bench::setup::{build_workload, WorkloadPlan};
@@ -12,7 +13,7 @@ use crate::bench::speed;
 use crate::bounds::{self, BoundBy, BoundsInput, BoundsReport, Precision};
 use crate::cli::BoundsArgs;
 use crate::laya::batch::ShapeCaps;
-use crate::laya::bundle::{Bundle, ModelSpec};
+use crate::laya::bundle::Bundle;
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::laya::host::Host;
 use crate::model::synthetic::published_shape;
@@ -84,9 +85,9 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
 /// padded to the length `speed`'s arms run (one request per call), counted by the same
 /// [`speed::rows_run`] and [`bounds::workload_flops`] as `speed`'s `gflop_per_decision`.
 fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopReport, Failure> {
-    let bundle = ModelSpec::parse(&args.model)
-        .and_then(|parsed| Bundle::load(&parsed, published_shape))
-        .map_err(|e| Failure::input(anyhow!(e).context(format!("cannot load model `{}`", args.model))))?;
+    let bundle = model_spec(&args.model)
+        .and_then(|parsed| Ok(Bundle::load(&parsed, published_shape)?))
+        .map_err(|e| Failure::input(e.context(format!("cannot load model `{}`", args.model))))?;
     let plan = WorkloadPlan::checked(name, args.tokens, args.length)?;
     if args.length > bundle.agent.max_len {
         return Err(Failure::input(anyhow!(
@@ -112,9 +113,9 @@ fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopRe
 
 /// The two configs of a model spec; a checkpoint folder's weights and tokenizer are not read.
 fn load_configs(spec: &str) -> Result<(EncoderConfig, AgentConfig), Failure> {
-    ModelSpec::parse(spec)
-        .and_then(|parsed| Bundle::read_configs(&parsed, published_shape))
-        .map_err(|e| Failure::input(anyhow!(e).context(format!("cannot read the shape of model `{spec}`"))))
+    model_spec(spec)
+        .and_then(|parsed| Ok(Bundle::read_configs(&parsed, published_shape)?))
+        .map_err(|e| Failure::input(e.context(format!("cannot read the shape of model `{spec}`"))))
 }
 
 fn yes_no(v: bool) -> &'static str {

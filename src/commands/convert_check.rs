@@ -25,7 +25,7 @@ use crate::fidelity::report::{
 };
 use crate::fidelity::setup::{self, Candidate};
 use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
-use crate::laya::bundle::{Bundle, ModelSpec, Weights};
+use crate::laya::bundle::{Bundle, Weights};
 use crate::laya::host::CallOptions;
 use crate::report::format::num;
 use crate::report::raw::ToolInfo;
@@ -158,8 +158,8 @@ fn load_candidate_model(spec: &str, source_spec: &str, source: &Bundle) -> Resul
     let bundle =
         load_bundle(spec).map_err(|f| Failure::input(f.error.context(format!("--candidate {spec}"))))?;
     let files = |s: &str| {
-        ModelSpec::parse(s)
-            .map_err(|e| Failure::input(anyhow!(e)))
+        super::hub_progress::model_spec(s)
+            .map_err(Failure::input)
             .and_then(|m| ModelFiles::load(&m).map_err(|e| Failure::input(anyhow!(e))))
     };
     check_same_model(

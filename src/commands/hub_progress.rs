@@ -1,11 +1,13 @@
-//! The command edge of `hub:` checkpoints: the hub settings read from the environment and a
-//! download progress bar on stderr (hidden when stderr is not a terminal).
+//! The command edge of `hub:` checkpoints: the hub settings read from the environment, a
+//! download progress bar on stderr (hidden when stderr is not a terminal), and [`model_spec`],
+//! where a command's `hub:` model spec becomes its snapshot folder.
 
 use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::hub::{self, FileProgress, HubConfig, Observer};
+use crate::laya::bundle::ModelSpec;
 
 struct Bars;
 
@@ -42,4 +44,14 @@ pub(crate) fn install() {
     let cwd = std::env::current_dir().unwrap_or_default();
     let config = HubConfig::from_env(|k| std::env::var(k).ok(), &cwd);
     hub::install(config, Arc::new(Bars));
+}
+
+/// A model spec as the libraries take it: a `hub:NAME[@REVISION]` spec resolved to its
+/// verified snapshot folder ([`hub::resolve_installed`], downloading it once with the progress
+/// bar), every other spec parsed without I/O ([`ModelSpec::parse`]).
+pub(crate) fn model_spec(text: &str) -> anyhow::Result<ModelSpec> {
+    match text.strip_prefix("hub:") {
+        Some(rest) => Ok(ModelSpec::Dir(hub::resolve_installed(rest)?)),
+        None => Ok(ModelSpec::parse(text)?),
+    }
 }

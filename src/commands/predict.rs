@@ -9,7 +9,7 @@ use super::{Failure, Outcome};
 use crate::backend::registry::{self, BackendSpec};
 use crate::backend::{Backend, PreparedBatch};
 use crate::cli::PredictArgs;
-use crate::laya::bundle::{Bundle, ModelSpec};
+use crate::laya::bundle::Bundle;
 use crate::laya::decode::MinConfidence;
 use crate::laya::host::{CallOptions, Trace};
 use crate::laya::pyjson::dumps_indent;
@@ -25,7 +25,7 @@ struct Request {
 
 /// Load a model spec into a bundle (exit 2 on any problem).
 pub fn load_bundle(spec: &str) -> Result<Bundle, Failure> {
-    let spec = ModelSpec::parse(spec).map_err(Failure::input)?;
+    let spec = super::hub_progress::model_spec(spec).map_err(Failure::input)?;
     Bundle::load(&spec, published_shape)
         .map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
 }

@@ -1,7 +1,8 @@
 //! Model bundles on disk and built in (docs/host-path.md §1): the original checkpoint layout, the
 //! Core ML ANE bundle (`laya-coreml-ane`), the ordinary Core ML export (`laya-coreml`), the
-//! embedded `builtin:tiny` model, in-memory `synthetic:NAME` shapes, and `hub:NAME[@REVISION]`
-//! checkpoints (fetched and verified by [`crate::hub`], then read as a folder).
+//! embedded `builtin:tiny` model and in-memory `synthetic:NAME` shapes. A `hub:NAME[@REVISION]`
+//! checkpoint reaches this module as a folder: the caller (the command edge, or the MLX backend
+//! for its source) resolves it to its verified snapshot folder first.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -38,9 +39,10 @@ pub enum BundleError {
     /// The model spec is not one we know.
     #[error("unknown model `{0}`: use builtin:tiny, synthetic:multilingual, synthetic:english, hub:NAME[@REVISION], or a checkpoint folder")]
     UnknownSpec(String),
-    /// A `hub:` checkpoint could not be fetched or verified.
-    #[error(transparent)]
-    Hub(Box<crate::hub::HubError>),
+    /// A `hub:` spec reached [`ModelSpec::parse`] unresolved: its caller resolves `hub:`
+    /// specs to their snapshot folders first.
+    #[error("model `hub:{0}`: a hub checkpoint is resolved to its folder before it is parsed")]
+    HubUnresolved(String),
     /// A required file is missing or unreadable.
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },
@@ -59,12 +61,6 @@ pub enum BundleError {
     Package(String),
 }
 
-impl From<crate::hub::HubError> for BundleError {
-    fn from(e: crate::hub::HubError) -> Self {
-        Self::Hub(Box::new(e))
-    }
-}
-
 /// How a model spec names a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSpec {
@@ -77,12 +73,12 @@ pub enum ModelSpec {
 }
 
 impl ModelSpec {
-    /// Parse `builtin:tiny`, `synthetic:NAME`, `hub:NAME[@REVISION]` or a path. A `hub:` spec
-    /// resolves to its verified snapshot folder in the hub cache, downloading it once
-    /// ([`crate::hub::resolve_installed`]); every other spec is parsed without I/O.
+    /// Parse `builtin:tiny`, `synthetic:NAME` or a path, without I/O. A `hub:` spec is
+    /// refused ([`BundleError::HubUnresolved`]): the caller resolves it to its snapshot folder
+    /// ([`ModelSpec::Dir`]) first.
     pub fn parse(spec: &str) -> Result<Self, BundleError> {
         if let Some(rest) = spec.strip_prefix("hub:") {
-            return Ok(Self::Dir(crate::hub::resolve_installed(rest)?));
+            return Err(BundleError::HubUnresolved(rest.into()));
         }
         if let Some(name) = spec.strip_prefix("builtin:") {
             return if name == "tiny" {
@@ -537,6 +533,8 @@ mod tests {
         assert!(ModelSpec::parse("builtin:huge").is_err());
         assert!(ModelSpec::parse("synthetic:xl").is_err());
         assert_eq!(ModelSpec::parse("ckpt").unwrap(), ModelSpec::Dir("ckpt".into()));
+        // a hub: spec is resolved to its folder by the caller, never parsed as a path
+        assert!(matches!(ModelSpec::parse("hub:laya"), Err(BundleError::HubUnresolved(n)) if n == "laya"));
     }
 
     #[test]

@@ -450,7 +450,13 @@ impl MlxBackend {
         shapes: Option<ShapeCaps>,
         compile: Compile,
     ) -> Result<Self, RegistryError> {
-        let model = ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?;
+        // a `hub:` source resolves to its snapshot folder ([`crate::hub::resolve_installed`])
+        let model = match spec.source.strip_prefix("hub:") {
+            Some(rest) => {
+                ModelSpec::Dir(crate::hub::resolve_installed(rest).map_err(|e| weights_err(spec_text, e))?)
+            }
+            None => ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?,
+        };
         let src = Bundle::load(&model, published_shape).map_err(|e| weights_err(spec_text, e))?;
         // what differs, by name (the model is --model, or convert-check's --source)
         let mut differs = Vec::new();
