@@ -17,12 +17,12 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
 use crate::bench::arm::ArmSpec;
-use crate::bench::BenchError;
+use crate::error::Error;
 
 /// A value parser from a function of (flag, text): its error becomes clap's message as is
 /// (the function names the flag), exit 2.
 #[derive(Clone, Copy)]
-pub struct FlagParser<T>(fn(&str, &str) -> Result<T, BenchError>);
+pub struct FlagParser<T>(fn(&str, &str) -> Result<T, Error>);
 
 impl<T: Clone + Send + Sync + 'static> TypedValueParser for FlagParser<T> {
     type Value = T;
@@ -35,8 +35,10 @@ impl<T: Clone + Send + Sync + 'static> TypedValueParser for FlagParser<T> {
     ) -> Result<T, clap::Error> {
         let flag =
             arg.and_then(|a| a.get_long()).map(|l| format!("--{l}")).unwrap_or_else(|| "the value".into());
-        (self.0)(&flag, &value.to_string_lossy())
-            .map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("{e}\n")).with_cmd(cmd))
+        (self.0)(&flag, &value.to_string_lossy()).map_err(|e| {
+            clap::Error::raw(ErrorKind::ValueValidation, format!("{}\n", crate::error::chain(&e)))
+                .with_cmd(cmd)
+        })
     }
 }
 

@@ -48,6 +48,11 @@ pub struct Error {
 }
 
 impl Error {
+    /// A failure of `kind`.
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), source: None }
+    }
+
     /// A bad input: `message` says what is wrong and what to do.
     pub fn input(message: impl Into<String>) -> Self {
         Error { kind: Kind::Input, message: message.into(), source: None }

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
             // (a stderr that cannot be written loses the message, never the exit code)
             use std::io::Write;
             let _ = writeln!(std::io::stderr(), "error: {failure}");
-            ExitCode::from(failure.code)
+            ExitCode::from(failure.kind.exit_code())
         }
     }
 }

@@ -42,11 +42,14 @@ pub enum RegistryError {
     Reference { spec: String, error: super::reference::ReferenceError },
 }
 
-impl RegistryError {
-    /// Whether the arm failed while its runtime loaded (a worker that died, hung or wrote
-    /// garbage while loading): a run failure (exit 1), not a bad invocation.
-    pub fn is_run_failure(&self) -> bool {
-        matches!(self, RegistryError::Reference { error: super::reference::ReferenceError::Worker(e), .. } if !e.is_setup_error())
+impl crate::error::Classify for RegistryError {
+    /// A bad invocation, except an arm that failed while its runtime loaded (a worker that
+    /// died, hung or wrote garbage while loading): a failed run.
+    fn kind(&self) -> crate::error::Kind {
+        match self {
+            RegistryError::Reference { error: super::reference::ReferenceError::Worker(e), .. } => e.kind(),
+            _ => crate::error::Kind::Input,
+        }
     }
 }
 

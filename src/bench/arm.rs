@@ -8,7 +8,7 @@ use crate::backend::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::protocol::Arm;
 
-use super::BenchError;
+use crate::error::{Classify, Error};
 
 /// An arm as the user named it: `NAME=SPEC`, the spec parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,23 +23,23 @@ pub struct ArmSpec {
 
 /// `NAME=SPEC` as (name, spec); exit 2 naming the flag when either side is empty or there is
 /// no `=`.
-pub fn split_named(text: &str) -> Result<(String, String), BenchError> {
+pub fn split_named(text: &str) -> Result<(String, String), Error> {
     let (name, spec) =
         text.split_once('=').filter(|(n, s)| !n.is_empty() && !s.is_empty()).ok_or_else(|| {
-            BenchError::Input(format!("--arm `{text}`: write it as NAME=SPEC, e.g. --arm f32=portable:f32"))
+            Error::input(format!("--arm `{text}`: write it as NAME=SPEC, e.g. --arm f32=portable:f32"))
         })?;
     Ok((name.to_string(), spec.to_string()))
 }
 
 /// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec. A name has
 /// no `:`, so `mock:fail-after=3` is a spec, not a name.
-pub fn split_single(text: &str) -> Result<(String, String), BenchError> {
+pub fn split_single(text: &str) -> Result<(String, String), Error> {
     let (name, spec) = match text.split_once('=') {
         Some((n, s)) if !n.contains(':') => (n, s),
         _ => (text, text),
     };
     if name.is_empty() || spec.is_empty() {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--arm `{text}`: give a backend spec, e.g. --arm portable:f32 (or NAME=SPEC)"
         )));
     }
@@ -47,11 +47,11 @@ pub fn split_single(text: &str) -> Result<(String, String), BenchError> {
 }
 
 /// Exit 2 when a name is given to two arms.
-fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), BenchError> {
+fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), Error> {
     let mut seen: Vec<&str> = Vec::new();
     for name in names {
         if seen.contains(&name) {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "--arm: the name `{name}` is used twice; give every arm its own name"
             )));
         }
@@ -61,7 +61,7 @@ fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), Benc
 }
 
 /// Several `NAME=SPEC` texts as (name, spec) pairs; exit 2 on a malformed or repeated name.
-pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, BenchError> {
+pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, Error> {
     let out = texts.iter().map(|t| split_named(t)).collect::<Result<Vec<_>, _>>()?;
     unique_names(out.iter().map(|(n, _)| n.as_str()))?;
     Ok(out)
@@ -69,14 +69,14 @@ pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, BenchError> 
 
 impl ArmSpec {
     /// A named arm from its spec text (exit 2 when the spec is not one this build knows).
-    pub fn new(name: String, spec: String) -> Result<Self, BenchError> {
-        let parsed = BackendSpec::parse(&spec).map_err(BenchError::input)?;
+    pub fn new(name: String, spec: String) -> Result<Self, Error> {
+        let parsed = BackendSpec::parse(&spec).map_err(|e| Error::input(e.to_string()))?;
         Ok(Self { name, spec, parsed })
     }
 
     /// The arms given (each name once, exit 2 otherwise), or every default portable precision
     /// when none is given.
-    pub fn defaults_or(given: &[ArmSpec]) -> Result<Vec<Self>, BenchError> {
+    pub fn defaults_or(given: &[ArmSpec]) -> Result<Vec<Self>, Error> {
         if given.is_empty() {
             return portable_precisions()
                 .iter()
@@ -93,10 +93,10 @@ impl ArmSpec {
     }
 
     /// One `--arm NAME=SPEC` (a single-arm command), the spec error naming the flag.
-    pub fn parse_named(text: &str) -> Result<Self, BenchError> {
+    pub fn parse_named(text: &str) -> Result<Self, Error> {
         let (name, spec) = split_named(text)?;
         let parsed =
-            BackendSpec::parse(&spec).map_err(|e| BenchError::input_chain(&format!("--arm `{text}`"), &e))?;
+            BackendSpec::parse(&spec).map_err(|e| Error::input(format!("--arm `{text}`")).because(e))?;
         Ok(Self { name, spec, parsed })
     }
 }
@@ -113,15 +113,10 @@ pub fn fixed_shapes(length: usize) -> ShapeCaps {
     }
 }
 
-/// An arm that cannot be built: exit 2, except a reference runtime that died, hung or wrote
-/// garbage while it loaded (exit 1: the run failed).
-pub fn build_error(name: &str, e: &RegistryError) -> BenchError {
-    let context = format!("arm `{name}`");
-    if e.is_run_failure() {
-        BenchError::run_chain(&context, e)
-    } else {
-        BenchError::input_chain(&context, e)
-    }
+/// An arm that cannot be built, of its error's kind (a reference runtime that died, hung or
+/// wrote garbage while it loaded failed the run; anything else is a bad input).
+pub fn build_error(name: &str, e: RegistryError) -> Error {
+    Error::new(e.kind(), format!("arm `{name}`")).because(e)
 }
 
 impl<'b> Arm<'b> {
@@ -155,7 +150,7 @@ impl<'b> Arm<'b> {
     }
 
     /// Build an arm that runs exactly `length` tokens per row (exit 2 when it cannot).
-    pub fn build_fixed(bundle: &'b Bundle, arm: &ArmSpec, length: usize) -> Result<Self, BenchError> {
+    pub fn build_fixed(bundle: &'b Bundle, arm: &ArmSpec, length: usize) -> Result<Self, Error> {
         Self::build_fixed_rows(bundle, arm, length, 1)
     }
 
@@ -166,15 +161,15 @@ impl<'b> Arm<'b> {
         arm: &ArmSpec,
         length: usize,
         rows: usize,
-    ) -> Result<Self, BenchError> {
+    ) -> Result<Self, Error> {
         let shapes = ShapeCaps { batch_size: rows.max(1), ..fixed_shapes(length) };
         let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(shapes))
-            .map_err(|e| build_error(&arm.name, &e))?;
+            .map_err(|e| build_error(&arm.name, e))?;
         let caps = &built.backend.info().shapes;
         if caps.max_length != length
             || caps.mode != ShapeMode::Fixed && !matches!(caps.mode, ShapeMode::Range)
         {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "arm `{}` cannot run length {length} (it runs {})",
                 arm.name, caps.max_length
             )));
@@ -220,7 +215,11 @@ mod tests {
         let twice = ArmSpec::defaults_or(&[a.clone(), a]).unwrap_err();
         assert!(twice.to_string().contains("`a` is used twice"), "{twice}");
         let e = ArmSpec::parse_named("a=nope:x").unwrap_err();
-        assert!(matches!(e, BenchError::Input(_)) && e.to_string().starts_with("--arm `a=nope:x`: "), "{e}");
+        assert!(
+            e.kind() == crate::error::Kind::Input
+                && crate::error::chain(&e).starts_with("--arm `a=nope:x`: "),
+            "{e}"
+        );
     }
 
     #[test]

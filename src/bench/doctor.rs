@@ -4,6 +4,7 @@
 //! (`commands/doctor_apple.rs`), passed in; nothing here prints.
 
 use crate::backend::registry::{self, BackendSpec};
+use crate::error::{chain, Error};
 use crate::laya::bundle::{Bundle, ModelSpec, Weights};
 use crate::laya::coreml_format::description::DeclaredFeature;
 use crate::model::synthetic::published_shape;
@@ -72,10 +73,10 @@ fn declared(spec: &str) -> Option<(Vec<DeclaredFeature>, Vec<DeclaredFeature>)> 
 /// The model `doctor --model` names, loaded as every command loads it, or the error chain.
 fn load_model(model: &str) -> Result<Bundle, String> {
     let spec = match model.strip_prefix("hub:") {
-        Some(rest) => ModelSpec::Dir(crate::hub::resolve_installed(rest).map_err(|e| super::chain("", &e))?),
-        None => ModelSpec::parse(model).map_err(|e| super::chain("", &e))?,
+        Some(rest) => ModelSpec::Dir(crate::hub::resolve_installed(rest).map_err(|e| chain(&e))?),
+        None => ModelSpec::parse(model).map_err(|e| chain(&e))?,
     };
-    Bundle::load(&spec, published_shape).map_err(|e| super::chain("cannot load the model", &e))
+    Bundle::load(&spec, published_shape).map_err(|e| chain(&Error::input("cannot load the model").because(e)))
 }
 
 /// Try to build every spec for `model` (nothing is run).
@@ -89,9 +90,9 @@ pub fn load_checks(model: &str, specs: &[String]) -> Vec<LoadCheck> {
         .map(|spec| {
             let result = match &bundle {
                 Err(e) => Err(e.clone()),
-                Ok(b) => BackendSpec::parse(spec).map_err(|e| super::chain("", &e)).and_then(|parsed| {
-                    registry::build(&parsed, spec, b, None).map_err(|e| super::chain("", &e))
-                }),
+                Ok(b) => BackendSpec::parse(spec)
+                    .map_err(|e| chain(&e))
+                    .and_then(|parsed| registry::build(&parsed, spec, b, None).map_err(|e| chain(&e))),
             };
             let (loaded, detail) = match result {
                 Ok(backend) => {

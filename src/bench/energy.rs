@@ -37,7 +37,7 @@ use super::record::{
 use super::setup::Setup;
 use super::speed::{interrupted_reason, raised};
 use super::time::positive;
-use super::BenchError;
+use crate::error::{Classify, Error, Kind};
 
 /// The energy flags as given.
 #[derive(Debug, Clone)]
@@ -83,14 +83,14 @@ pub struct Settings {
 }
 
 /// Check every energy flag before anything loads (exit 2).
-pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
+pub fn settings(f: &EnergyFlags) -> Result<Settings, Error> {
     super::speed::check_cycles(f.cycles)?;
     let block = positive("--seconds", f.seconds)?;
     let interval = positive("--sample-interval", f.sample_interval.unwrap_or(DEFAULT_INTERVAL))?;
     let idle = positive("--idle-seconds", f.idle_seconds)?;
     let idle_discard = f.idle_discard;
     if idle_discard >= idle {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--idle-discard {idle_discard:?} leaves nothing of the {idle:?} idle window; shorten --idle-discard or lengthen --idle-seconds"
         )));
     }
@@ -99,7 +99,7 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
         check_interval(interval, block, idle - idle_discard, "--sample-interval")?;
     }
     if !(f.max_watts.is_finite() && f.max_watts > 0.0) {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--max-watts must be a positive number of watts, got {}",
             f.max_watts
         )));
@@ -107,7 +107,7 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
     let pace = match f.rate {
         Some(r) if super::time::period_of(r).is_some() && r <= MAX_RATE_HZ => Some(Pace { rate_hz: r }),
         Some(r) => {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "--rate must be a positive number of requests per second, at least one per 7 days and at most {MAX_RATE_HZ:.0} (one every microsecond: no schedule finer can be kept), got {r:?}"
             )))
         }
@@ -146,13 +146,13 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, BenchError> {
 /// A block or idle window needs samples inside it, not only interpolation from outside: the
 /// requested interval must leave [`crate::energy::sampling::MIN_SAMPLES_IN_WINDOW`] (what the
 /// meter really delivered is checked on the samples afterwards, `too_few_samples_in_block`).
-fn check_interval(interval: Duration, block: Duration, idle: Duration, name: &str) -> Result<(), BenchError> {
+fn check_interval(interval: Duration, block: Duration, idle: Duration, name: &str) -> Result<(), Error> {
     for (what, span, flag) in
         [("block", block, "--seconds"), ("idle window after the discard", idle, "--idle-seconds")]
     {
         let min = crate::energy::sampling::MIN_SAMPLES_IN_WINDOW;
         if interval * min as u32 > span {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "{name} {interval:?} gives fewer than {min} samples in a {span:?} {what}; shorten --sample-interval or lengthen {flag}"
             )));
         }
@@ -170,7 +170,7 @@ impl Settings {
     /// otherwise unchanged.
     /// Without `--sample-interval`, the interval is checked here against the block and idle
     /// lengths (exit 2, before anything is recorded).
-    pub fn for_sensor(&self, update_period: Option<Duration>) -> Result<Settings, BenchError> {
+    pub fn for_sensor(&self, update_period: Option<Duration>) -> Result<Settings, Error> {
         if self.interval_given {
             return Ok(self.clone());
         }
@@ -197,19 +197,19 @@ impl Settings {
 }
 
 /// `--sensor` and `--sensor-unit` as a sensor spec (`None`: the platform's default), exit 2.
-pub fn sensor_spec(sensor: Option<&str>, unit: Option<&str>) -> Result<Option<SensorSpec>, BenchError> {
+pub fn sensor_spec(sensor: Option<&str>, unit: Option<&str>) -> Result<Option<SensorSpec>, Error> {
     let mut spec: Option<SensorSpec> = match sensor {
-        Some(s) => Some(s.parse().map_err(|e| BenchError::Input(format!("--sensor: {e}")))?),
+        Some(s) => Some(s.parse().map_err(|e| Error::input(format!("--sensor: {e}")))?),
         None => None,
     };
     if let Some(text) = unit {
         let wanted: power::exec::PowerUnit =
-            text.parse().map_err(|e| BenchError::Input(format!("--sensor-unit: {e}; give W, mW or uW")))?;
+            text.parse().map_err(|e| Error::input(format!("--sensor-unit: {e}; give W, mW or uW")))?;
         match spec.as_mut() {
             Some(SensorSpec::Exec { unit, .. }) => *unit = wanted,
             _ => {
-                return Err(BenchError::Input(
-                    "--sensor-unit applies to exec: meters only (other sensors report their own unit)".into(),
+                return Err(Error::input(
+                    "--sensor-unit applies to exec: meters only (other sensors report their own unit)",
                 ))
             }
         }
@@ -223,13 +223,13 @@ pub fn sensor_spec(sensor: Option<&str>, unit: Option<&str>) -> Result<Option<Se
 pub fn declared_boundary(
     spec: Option<&SensorSpec>,
     boundary: Option<&str>,
-) -> Result<Option<PowerBoundary>, BenchError> {
+) -> Result<Option<PowerBoundary>, Error> {
     let Some(text) = boundary else { return Ok(None) };
-    let b: PowerBoundary = text.parse().map_err(|e| BenchError::Input(format!("--boundary: {e}")))?;
+    let b: PowerBoundary = text.parse().map_err(|e| Error::input(format!("--boundary: {e}")))?;
     match spec {
         Some(SensorSpec::Exec { .. }) => Ok(Some(b)),
-        _ => Err(BenchError::Input(
-            "--boundary applies to exec: meters only (pstr, rapl and nvml declare their own boundary; a replay keeps the replayed record's)".into(),
+        _ => Err(Error::input(
+            "--boundary applies to exec: meters only (pstr, rapl and nvml declare their own boundary; a replay keeps the replayed record's)",
         )),
     }
 }
@@ -239,20 +239,20 @@ type Opened = (Box<dyn Sensor>, String, Option<PowerBoundary>);
 
 /// Open the sensor `spec` names, or the platform's default; exit 2 with every reason. Also
 /// says how it was chosen and, for a replay, the boundary the replayed record gives.
-fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Opened, BenchError> {
+fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Opened, Error> {
     match spec {
         None => power::open_default(stream_timeout)
             .map(|s| {
                 let names: Vec<String> = power::default_specs().iter().map(|s| s.to_string()).collect();
                 (s, format!("sensor chosen by default (the first usable of {})", names.join(", ")), None)
             })
-            .map_err(BenchError::input),
+            .map_err(|e| Error::input(e.to_string())),
         Some(SensorSpec::Replay { path }) => {
             let run = raw::read(path)
-                .map_err(|e| BenchError::input_chain(&format!("--sensor replay:{}", path.display()), &e))?;
+                .map_err(|e| Error::input(format!("--sensor replay:{}", path.display())).because(e))?;
             let samples = raw::samples(&run);
             if samples.is_empty() {
-                return Err(BenchError::Input(format!(
+                return Err(Error::input(format!(
                     "--sensor replay:{}: the raw file holds no power samples; replay needs the raw record of an energy run",
                     path.display()
                 )));
@@ -263,7 +263,7 @@ fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Op
             Ok((Box::new(sensor), "replayed samples: NOT A LIVE MEASUREMENT".into(), Some(replayed)))
         }
         Some(s) => power::open(s, stream_timeout).map(|x| (x, format!("sensor given: {s}"), None)).map_err(|e| {
-            BenchError::Input(format!(
+            Error::input(format!(
                 "--sensor {s}: {e}\n(`laya-bench doctor` lists every sensor and why it is or is not usable here)"
             ))
         }),
@@ -274,8 +274,9 @@ fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Op
 pub struct EnergyOutcome {
     /// The report (also when the run was rejected, incomplete or failed: then without energy).
     pub report: EnergyReport,
-    /// Whether a failed run failed on its input during warm-up (exit 2 rather than 1).
-    pub failed_on_input: bool,
+    /// The kind of a failure, should the run have failed: the input's when a call failed on
+    /// its input during warm-up, else the run's.
+    pub failure_kind: Kind,
 }
 
 fn seconds(ns: u64) -> f64 {
@@ -298,7 +299,7 @@ pub fn run(
     sensor_spec: Option<&SensorSpec>,
     io: RunIo<'_>,
     watch: &mut dyn Watch,
-) -> Result<EnergyOutcome, BenchError> {
+) -> Result<EnergyOutcome, Error> {
     let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
     let stream_timeout = max_gap(settings.interval);
     let (mut sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout)?;
@@ -332,9 +333,8 @@ pub fn run(
     let (tx, rx) = mpsc::channel::<Msg>();
     let write_failed = Arc::new(AtomicBool::new(false));
     let writer = spawn_writer(writer, rx, write_failed.clone())
-        .map_err(|e| BenchError::run_chain("cannot start the raw writer", &e))?;
-    let fail_early =
-        |e: mpsc::SendError<Msg>| BenchError::Run(format!("raw record: {}: {e}", raw_path.display()));
+        .map_err(|e| Error::run("cannot start the raw writer").because(e))?;
+    let fail_early = |e: mpsc::SendError<Msg>| Error::run(format!("raw record: {}: {e}", raw_path.display()));
     tx.send(Msg::Record(Record::Header(Box::new(header.clone())))).map_err(fail_early)?;
     // Two readings before anything is measured prove the sensor works and keeps working (a
     // one-shot meter command gives one reading and exits). They go to the raw record and are
@@ -353,7 +353,7 @@ pub fn run(
         let _ = sensor.close();
         let refused = refuse_probe(&probes, settings, &opened.spec, raw_path);
         drop(tx);
-        let written = writer.join().map_err(|_| BenchError::Run("the raw writer thread panicked".into()))?;
+        let written = writer.join().map_err(|_| Error::run("the raw writer thread panicked"))?;
         let Written { raw: mut raw_file, error, .. } = written;
         // (nothing is written after a failed write: a record after a cut line hides the cut)
         let finished = match error {
@@ -361,9 +361,9 @@ pub fn run(
             Some(e) => Err(e),
         };
         if let Err(e) = finished {
-            return Err(BenchError::run_chain(&record::cut_note(raw_path), &e));
+            return Err(Error::run(record::cut_note(raw_path)).because(e));
         }
-        return Err(BenchError::Input(refused.error));
+        return Err(Error::input(refused.error));
     }
     let sample_tx = tx.clone();
     let sampling = Sampling {
@@ -383,7 +383,7 @@ pub fn run(
         protocol::run_with(&mut setup.arms, &setup.workload, &settings.plan, &clock, &mut rec, controls);
     let Recorder { sink, rss, total_calls, .. } = rec;
     drop(sink);
-    let written = writer.join().map_err(|_| BenchError::Run("the raw writer thread panicked".into()))?;
+    let written = writer.join().map_err(|_| Error::run("the raw writer thread panicked"))?;
     let Written { raw: mut raw_file, samples, error: write_error } = written;
     let finish = |raw_file: &mut RawWriter, records: Vec<Record>| -> std::io::Result<()> {
         for r in &records {
@@ -402,12 +402,12 @@ pub fn run(
                 }
                 Some(_) => record::cut_note(raw_path),
             };
-            return Err(BenchError::run_chain(&format!("the run stopped; {kept}"), &e));
+            return Err(Error::run(format!("the run stopped; {kept}")).because(e));
         }
     };
     if let Some(e) = write_error {
         // The run stopped between calls when the writer failed; nothing more is written.
-        return Err(BenchError::run_chain(&format!("the run stopped; {}", record::cut_note(raw_path)), &e));
+        return Err(Error::run(format!("the run stopped; {}", record::cut_note(raw_path))).because(e));
     }
 
     // Judge the samples.
@@ -463,10 +463,10 @@ pub fn run(
             (RunStatus::Failed, Some(format!("arm `{arm}` failed during {phase}: {error}")))
         }
     };
-    let failed_on_input = matches!(
-        &outcome.end,
-        RunEnd::CallFailed { error, phase, .. } if *phase == Phase::Warmup && error.is_input_error()
-    );
+    let failure_kind = match &outcome.end {
+        RunEnd::CallFailed { error, phase, .. } if *phase == Phase::Warmup => error.kind(),
+        _ => Kind::Run,
+    };
 
     // Append the verdict; nothing written before is touched.
     let arms = &setup.arms;
@@ -486,9 +486,8 @@ pub fn run(
         }
     }
     tail.push(footer(status, total_calls, status_reason.clone(), verdict.rejections.clone()));
-    finish(&mut raw_file, tail).map_err(|e| {
-        BenchError::run_chain(&format!("cannot finish the raw record {}", raw_path.display()), &e)
-    })?;
+    finish(&mut raw_file, tail)
+        .map_err(|e| Error::run(format!("cannot finish the raw record {}", raw_path.display())).because(e))?;
 
     let context = ReportContext {
         header: &header,
@@ -548,7 +547,7 @@ pub fn run(
             (status, status_reason),
         ),
     };
-    Ok(EnergyOutcome { report, failed_on_input })
+    Ok(EnergyOutcome { report, failure_kind })
 }
 
 /// A run refused because a reading before measuring broke a rule: its footer and the error.

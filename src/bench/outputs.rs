@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::report::write_atomic;
 
 use super::time::timestamp_stem;
-use super::BenchError;
+use crate::error::Error;
 
 /// A run's raw record, its report and the optional exports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl OutputFiles {
     /// name follows). `None` for a raw path given on the command line (it is opened, checked
     /// and locked when the run starts). The claimed file is empty until the run writes its
     /// header; dropping the claim removes it if it is still empty (a run that never started).
-    pub fn claim(&mut self) -> Result<Option<ClaimedRaw>, BenchError> {
+    pub fn claim(&mut self) -> Result<Option<ClaimedRaw>, Error> {
         let Some(stem) = self.stem.clone() else { return Ok(None) };
         let default_report = self.report == report_path_for(&self.raw);
         let mut n = 1;
@@ -79,10 +79,9 @@ impl OutputFiles {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => continue,
                 Err(e) => {
-                    return Err(BenchError::input_chain(
-                        &format!("cannot create the raw file {}", raw.display()),
-                        &e,
-                    ))
+                    return Err(
+                        Error::input(format!("cannot create the raw file {}", raw.display())).because(e)
+                    )
                 }
             }
         }
@@ -92,7 +91,7 @@ impl OutputFiles {
     /// and exports are the same file, none is one of the `inputs` the run reads (a workload
     /// file, the model's files), none exists unless `overwrite`, and each one's folder exists
     /// and can be written in.
-    pub fn check(&self, inputs: &[&Path]) -> Result<(), BenchError> {
+    pub fn check(&self, inputs: &[&Path]) -> Result<(), Error> {
         let mut files: Vec<(&str, &Path)> = vec![("--raw", &self.raw), ("--output", &self.report)];
         if let Some(p) = &self.markdown {
             files.push(("--export-markdown", p));
@@ -104,10 +103,9 @@ impl OutputFiles {
     }
 
     /// Write the JSON report and the requested Markdown and CSV exports (each atomically).
-    pub fn write(&self, json: &[u8], markdown: &str, csv: &str) -> Result<(), BenchError> {
+    pub fn write(&self, json: &[u8], markdown: &str, csv: &str) -> Result<(), Error> {
         let write = |p: &Path, bytes: &[u8]| {
-            write_atomic(p, bytes)
-                .map_err(|e| BenchError::run_chain(&format!("cannot write {}", p.display()), &e))
+            write_atomic(p, bytes).map_err(|e| Error::run(format!("cannot write {}", p.display())).because(e))
         };
         write(&self.report, json)?;
         if let Some(p) = &self.markdown {
@@ -123,31 +121,31 @@ impl OutputFiles {
 /// The folder `path` will be written in (`.` for a bare file name); exit 2 naming `flag` when
 /// it does not exist or cannot be written in (a probe file is created and removed), so a run
 /// never measures first and then fails to save.
-pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, BenchError> {
+pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, Error> {
     refuse_special(Some(flag), path)?;
     let folder = match path.parent() {
         Some(f) if !f.as_os_str().is_empty() => f,
         _ => Path::new("."),
     };
     if folder.exists() && !folder.is_dir() {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "{flag} {}: {} is a file, not a folder; choose another path",
             path.display(),
             folder.display()
         )));
     }
     if !folder.is_dir() {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "{flag} {}: the folder {} does not exist; create it or choose another path",
             path.display(),
             folder.display()
         )));
     }
     if path.is_dir() {
-        return Err(BenchError::Input(format!("{flag} {}: is a folder; give a file path", path.display())));
+        return Err(Error::input(format!("{flag} {}: is a folder; give a file path", path.display())));
     }
     crate::report::check_writable(folder).map_err(|e| {
-        BenchError::Input(format!(
+        Error::input(format!(
             "{flag} {}: cannot write in the folder {} ({e}); choose a folder you can write in",
             path.display(),
             folder.display()
@@ -159,7 +157,7 @@ pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, BenchErr
 /// Check the files a command will write before it reads or measures anything (exit 2): each
 /// one's folder exists and can be written in, no two are the same file, none is one of the
 /// `inputs` the command reads (never even with `overwrite`), and none exists unless `overwrite`.
-pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: bool) -> Result<(), BenchError> {
+pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: bool) -> Result<(), Error> {
     // the same file however it is named: its device and inode, else its folder and name
     let inputs: Vec<(FileId, &Path)> = inputs.iter().map(|p| (file_id(p), *p)).collect();
     let mut seen: Vec<(&str, FileId)> = Vec::new();
@@ -167,13 +165,13 @@ pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: boo
         check_folder(flag, path)?;
         let k = file_id(path);
         if let Some((other, _)) = seen.iter().find(|(_, s)| *s == k) {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "{other} and {flag} both name {}: each output needs its own file",
                 path.display()
             )));
         }
         if let Some((_, given)) = inputs.iter().find(|(i, _)| *i == k) {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "{flag} {} is the input {}: an output never replaces what it is made from; choose another path",
                 path.display(),
                 given.display()
@@ -187,10 +185,10 @@ pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: boo
 
 /// Refuse to replace an existing measurement unless `overwrite`, and a special file even with
 /// it (exit 2).
-pub fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), BenchError> {
+pub fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), Error> {
     refuse_special(None, path)?;
     if path.exists() && !overwrite {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "{} exists; laya-bench never replaces a measurement silently: choose another path or pass --overwrite",
             path.display()
         )));
@@ -269,7 +267,7 @@ fn special_kind(kind: std::fs::FileType) -> Option<&'static str> {
 /// laya-bench replaces outputs by renaming a finished file over them, which would put a
 /// regular file where a FIFO, a device or a link was, so it never writes to one. A symbolic
 /// link to a regular file is written through (its target is replaced; the link stays).
-pub fn refuse_special(flag: Option<&str>, path: &Path) -> Result<(), BenchError> {
+pub fn refuse_special(flag: Option<&str>, path: &Path) -> Result<(), Error> {
     let named = match flag {
         Some(f) => format!("{f} {}", path.display()),
         None => path.display().to_string(),
@@ -279,12 +277,12 @@ pub fn refuse_special(flag: Option<&str>, path: &Path) -> Result<(), BenchError>
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(path).unwrap_or_default();
         return match std::fs::metadata(path) {
-            Err(_) => Err(BenchError::Input(format!(
+            Err(_) => Err(Error::input(format!(
                 "{named} is a symbolic link to {}, which does not exist; {fix}",
                 target.display()
             ))),
             Ok(m) => match special_kind(m.file_type()) {
-                Some(kind) => Err(BenchError::Input(format!(
+                Some(kind) => Err(Error::input(format!(
                     "{named} is a symbolic link to {}, which is not a regular file ({kind}); {fix}",
                     target.display()
                 ))),
@@ -293,7 +291,7 @@ pub fn refuse_special(flag: Option<&str>, path: &Path) -> Result<(), BenchError>
         };
     }
     match special_kind(meta.file_type()) {
-        Some(kind) => Err(BenchError::Input(format!("{named} is not a regular file ({kind}); {fix}"))),
+        Some(kind) => Err(Error::input(format!("{named} is not a regular file ({kind}); {fix}"))),
         None => Ok(()),
     }
 }
@@ -340,7 +338,7 @@ pub struct RawLock {
 /// loses the lock leaves the other run's record untouched. A bad path, a special file, an
 /// existing file without `replace` or a file another run holds is a bad input (exit 2) naming
 /// the file (and the holder's process id).
-pub fn lock_raw(path: &Path, replace: bool) -> Result<RawLock, BenchError> {
+pub fn lock_raw(path: &Path, replace: bool) -> Result<RawLock, Error> {
     refuse_special(Some("--raw"), path)?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
@@ -358,35 +356,35 @@ pub fn lock_raw(path: &Path, replace: bool) -> Result<RawLock, BenchError> {
     let file = match options.open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "{} exists; laya-bench never replaces a measurement silently: choose another path or pass --overwrite",
                 path.display()
             )))
         }
         Err(e) => {
-            return Err(BenchError::input_chain(&format!("cannot create the raw file {}", path.display()), &e))
+            return Err(Error::input(format!("cannot create the raw file {}", path.display())).because(e))
         }
     };
-    let meta = file.metadata().map_err(|e| {
-        BenchError::input_chain(&format!("cannot create the raw file {}", path.display()), &e)
-    })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::input(format!("cannot create the raw file {}", path.display())).because(e))?;
     if let Some(kind) = special_kind(meta.file_type()) {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--raw {} is not a regular file ({kind}); laya-bench writes only regular files: choose another path",
             path.display()
         )));
     }
     lock_file(&file).map_err(|holder| match holder {
-        LockRefused::Held(Some(pid)) => BenchError::Input(format!(
+        LockRefused::Held(Some(pid)) => Error::input(format!(
             "--raw {} is being written by another run (process {pid}); two runs never write one record: wait for it to end or choose another path",
             path.display()
         )),
-        LockRefused::Held(None) => BenchError::Input(format!(
+        LockRefused::Held(None) => Error::input(format!(
             "--raw {} is being written by another run; two runs never write one record: wait for it to end or choose another path",
             path.display()
         )),
         LockRefused::Io(e) => {
-            BenchError::input_chain(&format!("cannot lock the raw file {}", path.display()), &e)
+            Error::input(format!("cannot lock the raw file {}", path.display())).because(e)
         }
     })?;
     Ok(RawLock { _file: file })

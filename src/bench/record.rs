@@ -23,7 +23,7 @@ use crate::report::status::RunStatus;
 use super::outputs::{lock_raw, RawLock};
 use super::setup::{Setup, WorkloadPlan};
 use super::time::unix_now;
-use super::BenchError;
+use crate::error::Error;
 
 /// Where a run records itself and what may stop it.
 #[derive(Clone, Copy)]
@@ -213,12 +213,11 @@ impl Sink for RawWriter {
 /// file no other run holds; an existing one only with `replace`), then emptied for this run.
 /// Keep the lock until the footer is written. Every failure is a bad input (exit 2) naming the
 /// file.
-pub fn open_raw(path: &Path, replace: bool) -> Result<(RawLock, RawWriter), BenchError> {
+pub fn open_raw(path: &Path, replace: bool) -> Result<(RawLock, RawWriter), Error> {
     let lock = lock_raw(path, replace)?;
     // Ours now (created or locked by this run): empty it.
-    let writer = RawWriter::open(path, true).map_err(|e| {
-        BenchError::input_chain(&format!("cannot create the raw file {}", path.display()), &e)
-    })?;
+    let writer = RawWriter::open(path, true)
+        .map_err(|e| Error::input(format!("cannot create the raw file {}", path.display())).because(e))?;
     Ok((lock, writer))
 }
 

@@ -9,7 +9,7 @@ use crate::laya::workload::{self, Built};
 use crate::protocol::{self, Arm};
 
 use super::arm::{fixed_shapes, ArmSpec};
-use super::BenchError;
+use crate::error::Error;
 
 /// What a `speed`, `energy` or `trace run` arm is asked: the workload and the padded length.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,13 +32,13 @@ impl WorkloadPlan {
     }
 
     /// The plan, checked ([`Self::check`]).
-    pub fn checked(name: &str, tokens: Option<usize>, length: usize) -> Result<Self, BenchError> {
+    pub fn checked(name: &str, tokens: Option<usize>, length: usize) -> Result<Self, Error> {
         if name.trim().is_empty() {
-            return Err(BenchError::Input("--workload is empty: give `invoice` or a request file".into()));
+            return Err(Error::input("--workload is empty: give `invoice` or a request file"));
         }
         if name != "invoice" {
             if let Some(t) = tokens {
-                return Err(BenchError::Input(format!(
+                return Err(Error::input(format!(
                     "--tokens {t} applies to the invoice workload only; the rows of --workload {name} are as long as its requests (drop --tokens)"
                 )));
             }
@@ -49,12 +49,12 @@ impl WorkloadPlan {
     }
 
     /// `length` must be positive and, for the invoice workload, hold `tokens` (exit 2).
-    pub fn check(&self) -> Result<(), BenchError> {
+    pub fn check(&self) -> Result<(), Error> {
         if self.length == 0 {
-            return Err(BenchError::Input("--length must be at least 1".into()));
+            return Err(Error::input("--length must be at least 1"));
         }
         if self.is_invoice() && self.tokens > self.length {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "--tokens {} does not fit --length {}: rows are padded up to the length, never cut; raise --length or lower --tokens",
                 self.tokens, self.length
             )));
@@ -80,7 +80,7 @@ pub struct Setup<'b> {
 impl<'b> Setup<'b> {
     /// Build every arm at the plan's length and the workload (exit 2 for anything that cannot
     /// run).
-    pub fn build(bundle: &'b Bundle, specs: &[ArmSpec], plan: &WorkloadPlan) -> Result<Self, BenchError> {
+    pub fn build(bundle: &'b Bundle, specs: &[ArmSpec], plan: &WorkloadPlan) -> Result<Self, Error> {
         Self::build_batched(bundle, specs, plan, 1)
     }
 
@@ -94,14 +94,12 @@ impl<'b> Setup<'b> {
         specs: &[ArmSpec],
         plan: &WorkloadPlan,
         batch: usize,
-    ) -> Result<Self, BenchError> {
+    ) -> Result<Self, Error> {
         if batch == 0 {
-            return Err(BenchError::Input(
-                "--batch must be at least 1: a call answers 1 or more requests".into(),
-            ));
+            return Err(Error::input("--batch must be at least 1: a call answers 1 or more requests"));
         }
         if plan.length > bundle.agent.max_len {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "--length {} is longer than the model's max_len {}: the host never builds a row that long; pass --length {} or less",
                 plan.length, bundle.agent.max_len, bundle.agent.max_len
             )));
@@ -116,7 +114,7 @@ impl<'b> Setup<'b> {
             notes.extend(arm.notes().iter().map(|n| format!("arm `{}` ({}): {n}", spec.name, spec.spec)));
             arms.push(arm);
         }
-        let first = arms.first().ok_or_else(|| BenchError::Input("a run needs at least one arm".into()))?;
+        let first = arms.first().ok_or_else(|| Error::input("a run needs at least one arm"))?;
         let (built, workload) = build_workload(&first.host, plan)?;
         let warnings = first.host.load_warnings();
         Ok(Setup { arms, built, workload, notes, warnings })
@@ -128,16 +126,16 @@ impl<'b> Setup<'b> {
         specs: &[ArmSpec],
         plan: &WorkloadPlan,
         batch: usize,
-    ) -> Result<Self, BenchError> {
+    ) -> Result<Self, Error> {
         if specs.is_empty() {
-            return Err(BenchError::Input("a run needs at least one arm".into()));
+            return Err(Error::input("a run needs at least one arm"));
         }
         // The rows per request come from the workload, so it is built first, on a plain host
         // at the run's length (the rows do not depend on the arm).
         let host = Host::new(&bundle.tokenizer, &bundle.agent, fixed_shapes(plan.length));
         let (built, workload) = build_workload(&host, plan)?;
         if let Some(k) = protocol::batch_mismatch(&workload) {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "--batch {batch}: request {k} of workload `{}` asks other questions or options than request 0, and one packed forward answers one set of questions; run this workload with --batch 1, or give --batch a workload whose requests share their questions",
                 workload.name
             )));
@@ -158,7 +156,7 @@ impl<'b> Setup<'b> {
         };
         check_memory(batch, specs.len(), bytes, crate::host::available_memory_bytes())?;
         let rows = batch.checked_mul(per_request).ok_or_else(|| {
-            BenchError::Input(format!(
+            Error::input(format!(
                 "--batch {batch}: {batch} requests of {per_request} question row(s) are more rows than this machine can count; pass a smaller --batch"
             ))
         })?;
@@ -167,7 +165,7 @@ impl<'b> Setup<'b> {
         for spec in specs {
             let mut arm = Arm::build_fixed_rows(bundle, spec, plan.length, rows)?;
             if arm.backend.answers_requests().is_some() {
-                return Err(BenchError::Input(format!(
+                return Err(Error::input(format!(
                     "--batch {batch}: arm `{}` ({}) answers one request per call in its worker, so it cannot answer {batch} requests in one forward; run it with --batch 1",
                     spec.name, spec.spec
                 )));
@@ -190,7 +188,7 @@ pub fn check_memory(
     arms: usize,
     bytes: impl Fn(usize) -> Option<u64>,
     available: Option<u64>,
-) -> Result<(), BenchError> {
+) -> Result<(), Error> {
     let Some(available) = available else { return Ok(()) };
     // half of it: the rest is for the weights, the host path and everything else running
     let budget = available / 2;
@@ -215,7 +213,7 @@ pub fn check_memory(
     }
     let instead =
         advice(fits, "even one request per call does not fit: free memory or run fewer arms", "run");
-    Err(BenchError::Input(format!(
+    Err(Error::input(format!(
         "--batch {batch}: one packed forward needs {needs} of working memory for its activations and attention masks ({arms} arm(s), each holding its own), more than half of the {:.1} GiB available (the rest is for the weights, the host and the system); {instead}",
         gib(available)
     )))
@@ -234,14 +232,14 @@ fn advice(most: usize, none: &str, run: &str) -> String {
 /// Exit 2 when an arm whose forward holds `holds` rows cannot answer `batch` requests of
 /// `per_request` question rows in one forward (its shape is the backend's own, not the one
 /// asked for); never a silent fall-back to fewer requests per forward.
-pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize) -> Result<(), BenchError> {
+pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize) -> Result<(), Error> {
     let rows = batch.saturating_mul(per_request);
     if holds >= rows {
         return Ok(());
     }
     let most = holds / per_request.max(1);
     let instead = advice(most, "it cannot answer even one request in one forward", "run it with");
-    Err(BenchError::Input(format!(
+    Err(Error::input(format!(
         "--batch {batch}: arm `{}` ({}) holds {holds} row(s) per forward, and {batch} requests of {per_request} question row(s) need {rows}; its shape is fixed by the backend, so {instead}",
         spec.name, spec.spec
     )))
@@ -249,24 +247,19 @@ pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize
 
 /// The invoice workload at exactly `tokens` real tokens per row, or the requests of a file;
 /// refused (exit 2) when a row is longer than the length.
-pub fn build_workload(
-    host: &Host<'_>,
-    plan: &WorkloadPlan,
-) -> Result<(Built, protocol::Workload), BenchError> {
+pub fn build_workload(host: &Host<'_>, plan: &WorkloadPlan) -> Result<(Built, protocol::Workload), Error> {
     let built = if plan.is_invoice() {
-        workload::invoice(host, plan.tokens).map_err(|e| BenchError::input_chain("--workload invoice", &e))?
+        workload::invoice(host, plan.tokens).map_err(|e| Error::input("--workload invoice").because(e))?
     } else {
         workload::from_file(Path::new(&plan.name), host).map_err(|e| {
             // the host's max_len in its messages is --length here
-            BenchError::input_chain(
-                &format!("--workload (rows built with max_len = --length {})", plan.length),
-                &e,
-            )
+            Error::input(format!("--workload (rows built with max_len = --length {})", plan.length))
+                .because(e)
         })?
     };
     let longest = built.tokens_per_row.iter().flatten().copied().max().unwrap_or(0);
     if longest > plan.length {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "the workload has a row of {longest} tokens, longer than --length {}; raise --length",
             plan.length
         )));
@@ -278,6 +271,7 @@ pub fn build_workload(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Classify;
     use crate::laya::bundle::ModelSpec;
 
     fn plan(tokens: usize, length: usize) -> WorkloadPlan {
@@ -315,7 +309,7 @@ mod tests {
         assert!(check_rows(&spec, 12, 4, 3).is_ok());
         assert!(check_rows(&spec, 16, 4, 3).is_ok());
         let e = check_rows(&spec, 8, 4, 3).unwrap_err();
-        assert!(matches!(e, BenchError::Input(_)), "{e}");
+        assert!(e.kind() == crate::error::Kind::Input, "{e}");
         let text = e.to_string();
         assert!(text.contains("--batch 4: arm `ane` (portable:f32) holds 8 row(s)"), "{text}");
         assert!(text.contains("need 12") && text.contains("--batch 2 or less"), "{text}");
@@ -332,7 +326,7 @@ mod tests {
         assert!(check_memory(9, 2, mib, Some(32 << 20)).is_err(), "18 MiB is over half of 32");
         assert!(check_memory(1 << 40, 2, mib, None).is_ok(), "no figure from the OS: not checked");
         let e = check_memory(100, 2, mib, Some(32 << 20)).unwrap_err();
-        assert!(matches!(e, BenchError::Input(_)), "{e}");
+        assert!(e.kind() == crate::error::Kind::Input, "{e}");
         let text = e.to_string();
         // 100 requests × 2 arms = 200 MiB; 8 × 2 MiB = 16 MiB is the most within half of 32.
         assert!(text.starts_with("--batch 100: one packed forward needs about 0.2 GiB"), "{text}");
@@ -365,7 +359,7 @@ mod tests {
             length: 256.min(bundle.agent.max_len),
         };
         let e = Setup::build_batched(&bundle, &specs, &mixed, 2).err().unwrap();
-        assert!(matches!(e, BenchError::Input(_)), "{e}");
+        assert!(e.kind() == crate::error::Kind::Input, "{e}");
         assert!(
             e.to_string().contains("request 1 of workload") && e.to_string().contains("--batch 1"),
             "{e}"
@@ -384,6 +378,6 @@ mod tests {
         assert!(setup.notes.iter().any(|n| n.starts_with("arm `b` (portable:w8): ")), "{:?}", setup.notes);
         let long = plan(91, bundle.agent.max_len + 1);
         let e = Setup::build(&bundle, &specs, &long).err().unwrap();
-        assert!(e.to_string().contains("longer than the model's max_len"), "{e}");
+        assert!(crate::error::chain(&e).contains("longer than the model's max_len"), "{e}");
     }
 }

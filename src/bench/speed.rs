@@ -23,7 +23,7 @@ use crate::summary::FEW_CYCLES;
 
 use super::record::{self, footer, FileSink, HeaderInput, Recorder, RunIo, Sink, Watch};
 use super::setup::Setup;
-use super::BenchError;
+use crate::error::{chain, Classify, Error, Kind};
 
 /// A saturated run, measured and recorded.
 pub struct Measured {
@@ -44,10 +44,10 @@ pub fn plan(
     calls: Option<u64>,
     seconds: std::time::Duration,
     warmup: usize,
-) -> Result<Plan, BenchError> {
+) -> Result<Plan, Error> {
     check_cycles(cycles)?;
     let block = match calls {
-        Some(0) => return Err(BenchError::Input("--calls must be at least 1".into())),
+        Some(0) => return Err(Error::input("--calls must be at least 1")),
         Some(k) => BlockLimit::Calls(k),
         None => BlockLimit::Duration(super::time::positive("--seconds", seconds)?),
     };
@@ -60,12 +60,12 @@ pub fn plan(
 pub const MAX_CYCLES: usize = 100_000;
 
 /// `--cycles` of `speed` and `energy`: at least 1 and at most [`MAX_CYCLES`] (exit 2).
-pub fn check_cycles(cycles: usize) -> Result<(), BenchError> {
+pub fn check_cycles(cycles: usize) -> Result<(), Error> {
     if cycles == 0 {
-        return Err(BenchError::Input("--cycles must be at least 1".into()));
+        return Err(Error::input("--cycles must be at least 1"));
     }
     if cycles > MAX_CYCLES {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--cycles {cycles} is more than {MAX_CYCLES}, the most a run schedules; {FEW_CYCLES} or more give a bootstrap interval worth reading, so pass a smaller count"
         )));
     }
@@ -73,10 +73,10 @@ pub fn check_cycles(cycles: usize) -> Result<(), BenchError> {
 }
 
 /// `plan` with `batch` requests per call (`speed --batch N`; exit 2 naming the flag for 0).
-pub fn batched(plan: Plan, batch: usize) -> Result<Plan, BenchError> {
+pub fn batched(plan: Plan, batch: usize) -> Result<Plan, Error> {
     if batch == 0 {
-        return Err(BenchError::Input(
-            "--batch must be at least 1: a call answers 1 or more requests (1, the default, is one request per call)".into(),
+        return Err(Error::input(
+            "--batch must be at least 1: a call answers 1 or more requests (1, the default, is one request per call)",
         ));
     }
     Ok(Plan { batch, ..plan })
@@ -106,7 +106,7 @@ pub fn measure(
     plan: &Plan,
     io: RunIo<'_>,
     watch: &mut dyn Watch,
-) -> Result<Measured, BenchError> {
+) -> Result<Measured, Error> {
     let RunIo { raw: raw_path, overwrite, stop, .. } = io;
     let mut header = record::header(input, bundle, setup, plan);
     // Held until the footer is written: a second run on this file refuses before measuring.
@@ -119,11 +119,11 @@ pub fn measure(
         .record(Record::Header(Box::new(header.clone())))
         .and_then(|()| Sink::sync(&mut rec.sink))
         .map_err(|e| {
-            BenchError::run_chain(&format!("nothing was measured; {}", record::cut_note(raw_path)), &e)
+            Error::run(format!("nothing was measured; {}", record::cut_note(raw_path))).because(e)
         })?;
     let controls = Controls { stop, order: input.order, ..Controls::default() };
     let outcome = protocol::run_with(&mut setup.arms, &setup.workload, plan, &clock, &mut rec, controls);
-    let stopped = |rec: &mut Recorder<'_, FileSink>, reason: String, code: u8, message: String| {
+    let stopped = |rec: &mut Recorder<'_, FileSink>, reason: String, kind: Kind, message: String| {
         // (nothing is written after a failed write: the sink refuses)
         let _ = rec.sink.record(footer(RunStatus::Failed, rec.total_calls, Some(reason), vec![]));
         let _ = Sink::sync(&mut rec.sink);
@@ -132,16 +132,11 @@ pub fn measure(
             None => format!("everything measured so far is in {}", raw_path.display()),
             Some(_) => record::cut_note(raw_path),
         };
-        let text = format!("the run stopped; {kept}: {message}");
-        if code == 2 {
-            BenchError::Input(text)
-        } else {
-            BenchError::Run(text)
-        }
+        Error::new(kind, format!("the run stopped; {kept}: {message}"))
     };
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) => return Err(stopped(&mut rec, e.to_string(), 1, super::chain("", &e))),
+        Err(e) => return Err(stopped(&mut rec, e.to_string(), Kind::Run, chain(&e))),
     };
     let (status, reason) = match outcome.end {
         RunEnd::Completed => (RunStatus::Complete, None),
@@ -149,23 +144,20 @@ pub fn measure(
             (RunStatus::Incomplete, Some(interrupted_reason(&during, raised(stop))))
         }
         RunEnd::CallFailed { arm, phase, error } => {
-            let code = if phase == Phase::Warmup && error.is_input_error() { 2 } else { 1 };
+            let kind = if phase == Phase::Warmup { error.kind() } else { Kind::Run };
             let e = RunError::Call { arm, phase, error };
-            return Err(stopped(&mut rec, e.to_string(), code, super::chain("", &e)));
+            return Err(stopped(&mut rec, e.to_string(), kind, chain(&e)));
         }
         RunEnd::SensorStopped { during } => {
             let e = format!("the run stopped during {during}");
-            return Err(stopped(&mut rec, e.clone(), 1, e));
+            return Err(stopped(&mut rec, e.clone(), Kind::Run, e));
         }
     };
     rec.sink
         .record(footer(status, rec.total_calls, reason.clone(), vec![]))
         .and_then(|_| Sink::sync(&mut rec.sink))
         .map_err(|e| {
-            BenchError::run_chain(
-                &format!("cannot finish the raw record; {}", record::cut_note(raw_path)),
-                &e,
-            )
+            Error::run(format!("cannot finish the raw record; {}", record::cut_note(raw_path))).because(e)
         })?;
     Ok(Measured { header, totals: outcome.totals, status, reason })
 }
@@ -696,10 +688,12 @@ mod tests {
     fn the_cycle_count_is_refused_outside_1_to_the_maximum() {
         assert!(check_cycles(1).is_ok() && check_cycles(MAX_CYCLES).is_ok());
         let zero = check_cycles(0).unwrap_err();
-        assert!(matches!(zero, BenchError::Input(_)) && zero.to_string() == "--cycles must be at least 1");
+        assert!(
+            zero.kind() == crate::error::Kind::Input && zero.to_string() == "--cycles must be at least 1"
+        );
         // 2^32 + 1 cycles once asked for a 137 GB block order and aborted.
         let huge = check_cycles(4_294_967_297).unwrap_err();
-        assert!(matches!(huge, BenchError::Input(_)), "{huge}");
+        assert!(huge.kind() == crate::error::Kind::Input, "{huge}");
         assert!(huge.to_string().starts_with("--cycles 4294967297 is more than 100000"), "{huge}");
         assert!(plan(MAX_CYCLES + 1, Some(1), std::time::Duration::from_secs(1), 0).is_err());
     }

@@ -5,21 +5,21 @@ pub use crate::time::*;
 
 /// A positive duration flag (`--seconds 2s`, `--idle-seconds 500ms`; a plain number is
 /// seconds), exit 2 naming the flag.
-pub fn positive_duration(flag: &str, value: &str) -> Result<std::time::Duration, super::BenchError> {
+pub fn positive_duration(flag: &str, value: &str) -> Result<std::time::Duration, crate::error::Error> {
     positive(flag, duration(flag, value)?)
 }
 
 /// A duration flag's value, refused when zero (exit 2 naming the flag).
-pub fn positive(flag: &str, d: std::time::Duration) -> Result<std::time::Duration, super::BenchError> {
+pub fn positive(flag: &str, d: std::time::Duration) -> Result<std::time::Duration, crate::error::Error> {
     if d.is_zero() {
-        return Err(super::BenchError::Input(format!("{flag} must be longer than zero")));
+        return Err(crate::error::Error::input(format!("{flag} must be longer than zero")));
     }
     Ok(d)
 }
 
 /// A duration flag that may be zero, exit 2 naming the flag.
-pub fn duration(flag: &str, value: &str) -> Result<std::time::Duration, super::BenchError> {
-    parse_duration(value).map_err(|e| super::BenchError::Input(format!("{flag} `{value}`: {e}")))
+pub fn duration(flag: &str, value: &str) -> Result<std::time::Duration, crate::error::Error> {
+    parse_duration(value).map_err(|e| crate::error::Error::input(format!("{flag} `{value}`: {e}")))
 }
 
 #[cfg(test)]

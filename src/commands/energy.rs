@@ -57,7 +57,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         &mut bar,
     );
     bar.finish();
-    let energy::EnergyOutcome { report, failed_on_input } = outcome?;
+    let energy::EnergyOutcome { report, failure_kind } = outcome?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;
@@ -108,7 +108,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
             Err(Failure::run(anyhow!(msg)))
         }
         RunStatus::Failed => Err(Failure {
-            code: if failed_on_input { 2 } else { 1 },
+            kind: failure_kind,
             error: anyhow!(
                 "the run FAILED: {reason}; everything measured so far is in {}",
                 files.raw.display()

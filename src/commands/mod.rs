@@ -35,57 +35,57 @@ pub mod verify;
 
 use std::fmt;
 
-/// How a command failed, which decides the exit code.
+use crate::error::{Classify, Kind};
+
+/// How a command failed: its [`Kind`] (which `main` alone turns into the exit code, by
+/// [`Kind::exit_code`]) and the error with its causes.
 #[derive(Debug)]
 pub struct Failure {
-    /// 1: the run failed or was rejected; 2: bad invocation or input.
-    pub code: u8,
+    /// Whether the input or the run failed.
+    pub kind: Kind,
     /// What happened, with context.
     pub error: anyhow::Error,
 }
 
 impl fmt::Display for Failure {
-    /// The error and its causes joined by ": ", leaving out a cause whose text the message
-    /// already holds (library errors often quote their source in their own text).
+    /// The error and its causes as [`crate::error::chain`] prints them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&error_chain(&self.error))
+        f.write_str(&crate::error::chain(self.error.as_ref()))
     }
-}
-
-fn error_chain(error: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if out.contains(&text) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&text);
-    }
-    out
 }
 
 impl Failure {
-    /// Bad invocation or input (exit 2).
-    pub fn input(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 2, error: error.into() }
+    /// A library error, of the kind it says it is: the one way a classified error becomes a
+    /// failure (`?` uses it through `From`).
+    pub fn of<E>(error: E) -> Self
+    where
+        E: Classify + std::error::Error + Send + Sync + 'static,
+    {
+        Self { kind: error.kind(), error: error.into() }
     }
 
-    /// The run failed (exit 1).
+    /// Bad invocation or input, found by the command itself (exit 2).
+    pub fn input(error: impl Into<anyhow::Error>) -> Self {
+        Self { kind: Kind::Input, error: error.into() }
+    }
+
+    /// The run failed, as the command itself found (exit 1).
     pub fn run(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 1, error: error.into() }
+        Self { kind: Kind::Run, error: error.into() }
+    }
+
+    /// The same failure with `context` before its message (`--backend x: …`).
+    pub fn context(self, context: impl fmt::Display + Send + Sync + 'static) -> Self {
+        Self { kind: self.kind, error: self.error.context(context) }
     }
 }
 
-impl From<crate::bench::BenchError> for Failure {
-    /// A bad input exits 2, a failed run 1.
-    fn from(e: crate::bench::BenchError) -> Self {
-        match e {
-            crate::bench::BenchError::Input(_) => Failure::input(e),
-            crate::bench::BenchError::Run(_) => Failure::run(e),
-        }
+impl<E> From<E> for Failure
+where
+    E: Classify + std::error::Error + Send + Sync + 'static,
+{
+    fn from(e: E) -> Self {
+        Failure::of(e)
     }
 }
 

@@ -72,15 +72,13 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
             ),
         };
         let result = answered.map_err(|e| {
-            let code = if e.is_input_error() { 2 } else { 1 };
             // which request, and of which file, the message is about
             let which = if requests.len() > 1 { format!("request {i}") } else { "the request".to_string() };
             let hint = over(req).unwrap_or_default();
-            let error = anyhow!(e).context(match &args.request {
+            Failure::of(e).context(match &args.request {
                 Some(file) => format!("--request {}: {which} failed{hint}", file.display()),
                 None => format!("{which} failed{hint}"),
-            });
-            Failure { code, error }
+            })
         })?;
         let explain = args.explain.then(|| explain_json(&bundle.tokenizer, &trace, &req.questions));
         outputs.push((result.to_json(), explain));

@@ -11,7 +11,7 @@ use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
-use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance, VerifyError};
+use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     // Ctrl-C, SIGTERM or SIGHUP stops between cases; the report then says what ran
@@ -108,10 +108,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         };
         let cases =
             verify::check_backend(&host, backend.as_mut(), &goldens, &prompts, &decodes, tol, &stopped)
-                .map_err(|e| {
-                    let code = if matches!(e, VerifyError::Input(_)) { 2 } else { 1 };
-                    Failure { code, error: anyhow!(e).context(format!("--backend {spec}")) }
-                })?;
+                .map_err(|e| Failure::of(e).context(format!("--backend {spec}")))?;
         if cases.len() < goldens.cases.len() {
             incomplete = Some(format!(
                 "{}, after {} of {} cases",

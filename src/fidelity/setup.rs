@@ -13,7 +13,7 @@ use super::package::{coreml_side, manifest_quantization, missing_side, portable_
 use super::report::SideInfo;
 use crate::backend::registry::{self, build_portable, default_threads, BackendSpec, Precision, SpecKind};
 use crate::backend::{Backend, BackendInfo, BackendKind, ShapeCaps, ShapeMode};
-use crate::bench::BenchError;
+use crate::error::{Classify, Error};
 use crate::laya::bundle::{sha256_hex, Bundle, CoreMlBundle, Weights};
 use crate::laya::host::Host;
 use crate::model::palettize::{read_palette_meta, PaletteReport};
@@ -80,10 +80,10 @@ pub fn candidate_model(spec: &str, kind: &SpecKind) -> Option<String> {
 
 /// The folder a `coreml:` candidate names must be a Core ML bundle (exit 2 before anything
 /// loads).
-pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), BenchError> {
+pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), Error> {
     let SpecKind::CoreMl(path) = kind else { return Ok(()) };
     if path.is_empty() {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--candidate {spec}: name the Core ML bundle folder, e.g. --candidate coreml:bundles/laya-ane"
         )));
     }
@@ -98,7 +98,7 @@ pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), BenchError
     } else {
         "does not exist"
     };
-    Err(BenchError::Input(format!(
+    Err(Error::input(format!(
         "--candidate {spec}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json)",
         dir.display()
     )))
@@ -110,14 +110,14 @@ pub fn check_shapes(
     max_len: Option<usize>,
     cand: &Bundle,
     coreml: Option<&CoreMlBundle>,
-) -> Result<ShapeCaps, BenchError> {
+) -> Result<ShapeCaps, Error> {
     if max_len == Some(0) {
-        return Err(BenchError::Input("--max-len must be at least 1".into()));
+        return Err(Error::input("--max-len must be at least 1"));
     }
     if let Some(c) = coreml {
         let ane = c.format == "laya-coreml-ane";
         if let Some(n) = max_len.filter(|&n| n > c.max_length || (ane && n != c.max_length)) {
-            return Err(BenchError::Input(format!(
+            return Err(Error::input(format!(
                 "--max-len {n}: Requested length does not match the bundle ({} tokens{}); omit --max-len or pass {}",
                 c.max_length,
                 if ane { ", fixed" } else { " at most" },
@@ -134,7 +134,7 @@ pub fn check_shapes(
     }
     let model_max = cand.agent.max_len;
     if let Some(n) = max_len.filter(|&n| n > model_max) {
-        return Err(BenchError::Input(format!(
+        return Err(Error::input(format!(
             "--max-len {n} is longer than the model's max_len {model_max}; pass at most {model_max}"
         )));
     }
@@ -162,14 +162,10 @@ fn portable<'b>(
 }
 
 /// The FP32 source on the portable engine (its host has no hints: rows are decoded plainly).
-pub fn build_source<'b>(
-    bundle: &'b Bundle,
-    spec: &str,
-    shapes: &ShapeCaps,
-) -> Result<Source<'b>, BenchError> {
+pub fn build_source<'b>(bundle: &'b Bundle, spec: &str, shapes: &ShapeCaps) -> Result<Source<'b>, Error> {
     let (arm, weight_bytes, _) =
         portable(bundle, &BackendSpec::Portable(Precision::F32), "portable:f32", shapes)
-            .map_err(|e| BenchError::input_chain(&format!("--source {spec}"), &e))?;
+            .map_err(|e| Error::input(format!("--source {spec}")).because(e))?;
     Ok(Source { arm, weight_bytes })
 }
 
@@ -197,12 +193,7 @@ impl<'b> Candidate<'b> {
     /// Build the candidate on its model `bundle` (the source's for a backend spec) at the
     /// check's `shapes`. A Core ML bundle or an `mlx:` spec this build or machine cannot run
     /// is [`Engine::Unavailable`] (static checks still run); any other bad spec is exit 2.
-    pub fn build(
-        spec: &str,
-        kind: SpecKind,
-        bundle: &'b Bundle,
-        shapes: &ShapeCaps,
-    ) -> Result<Self, BenchError> {
+    pub fn build(spec: &str, kind: SpecKind, bundle: &'b Bundle, shapes: &ShapeCaps) -> Result<Self, Error> {
         let coreml = match &bundle.weights {
             Weights::CoreMl(c) => Some(c.clone()),
             _ => None,
@@ -217,15 +208,9 @@ impl<'b> Candidate<'b> {
         cand: &'b Bundle,
         is_coreml: bool,
         shapes: &ShapeCaps,
-    ) -> Result<Engine<'b>, BenchError> {
-        let context = |e: registry::RegistryError| {
-            let at = format!("--candidate {text}");
-            if e.is_run_failure() {
-                BenchError::run_chain(&at, &e)
-            } else {
-                BenchError::input_chain(&at, &e)
-            }
-        };
+    ) -> Result<Engine<'b>, Error> {
+        let context =
+            |e: registry::RegistryError| Error::new(e.kind(), format!("--candidate {text}")).because(e);
         let unavailable = |reason: String| Engine::Unavailable {
             reason,
             host: Box::new(Host::new(&cand.tokenizer, &cand.agent, shapes.clone())),
@@ -297,17 +282,17 @@ impl<'b> Candidate<'b> {
 
     /// The static checks of a Core ML candidate against the source (`None` for other
     /// candidates; exit 2 when they cannot be made).
-    pub fn static_checks(&self, source: &Bundle) -> Result<Option<BundleChecks>, BenchError> {
+    pub fn static_checks(&self, source: &Bundle) -> Result<Option<BundleChecks>, Error> {
         let Some(c) = &self.coreml else { return Ok(None) };
         let weights = match c.host_weights {
             Some(_) => Some(
                 crate::model::loader::load_source("portable:f32", source)
-                    .map_err(|e| BenchError::input_chain("--source", &e))?
+                    .map_err(|e| Error::input("--source").because(e))?
                     .0,
             ),
             None => None,
         };
-        bundle_checks(c, weights.as_ref()).map(Some).map_err(|e| BenchError::input_chain("--candidate", &e))
+        bundle_checks(c, weights.as_ref()).map(Some).map_err(|e| Error::input("--candidate").because(e))
     }
 
     /// What the report says about the candidate, with the notes a reader must see.
@@ -439,7 +424,8 @@ mod tests {
         assert_eq!(caps.max_options, 255);
         let e = check_shapes(Some(b.agent.max_len + 1), &b, None).unwrap_err();
         assert!(
-            matches!(e, BenchError::Input(_)) && e.to_string().contains("longer than the model's max_len")
+            e.kind() == crate::error::Kind::Input
+                && crate::error::chain(&e).contains("longer than the model's max_len")
         );
         assert_eq!(check_shapes(Some(0), &b, None).unwrap_err().to_string(), "--max-len must be at least 1");
     }
@@ -464,7 +450,9 @@ mod tests {
         let mock = Candidate::build("mock:ok", registry::classify("mock:ok"), &b, &caps).unwrap();
         assert_eq!(mock.package().missing_reason.as_deref(), Some("a scripted backend has no weights"));
         let bad = Candidate::build("portable:w3", registry::classify("portable:w3"), &b, &caps);
-        assert!(bad.err().unwrap().to_string().starts_with("--candidate portable:w3: unknown backend"));
+        assert!(
+            crate::error::chain(&bad.err().unwrap()).starts_with("--candidate portable:w3: unknown backend")
+        );
     }
 
     #[test]

@@ -32,10 +32,13 @@ pub enum HostError {
     NonFinite(String),
 }
 
-impl HostError {
-    /// Whether the fault lies in the caller's input (exit 2) rather than the run (exit 1).
-    pub fn is_input_error(&self) -> bool {
-        matches!(self, HostError::Request(_) | HostError::Shape(_))
+impl crate::error::Classify for HostError {
+    /// A request or shape the host refuses is the caller's input; anything else failed the run.
+    fn kind(&self) -> crate::error::Kind {
+        match self {
+            HostError::Request(_) | HostError::Shape(_) => crate::error::Kind::Input,
+            _ => crate::error::Kind::Run,
+        }
     }
 }
 

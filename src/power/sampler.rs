@@ -335,7 +335,7 @@ fn run(
     let wall_ns = ns_since(wall_start, Instant::now());
     let (cpu_time_ns, cpu_time_missing_reason) = match (cpu_start, thread_cpu_time_ns()) {
         (Ok(a), Ok(b)) => (Some(b.saturating_sub(a)), None),
-        (Err(e), _) | (_, Err(e)) => (None, Some(e)),
+        (Err(e), _) | (_, Err(e)) => (None, Some(e.to_string())),
     };
     SamplerReport {
         sensor: sensor.info().clone(),
@@ -466,26 +466,27 @@ pub fn probe(sensor: &mut dyn Sensor, origin: Instant, n: u64) -> Vec<Sample> {
 
 /// CPU time consumed so far by the calling thread, ns.
 #[cfg(unix)]
-pub fn thread_cpu_time_ns() -> Result<u64, String> {
+pub fn thread_cpu_time_ns() -> Result<u64, crate::error::Error> {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec that outlives the call, and
     // CLOCK_THREAD_CPUTIME_ID is a clock id both Linux and macOS define.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     if rc != 0 {
-        return Err(format!(
+        return Err(crate::error::Error::run(format!(
             "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed: {}",
             std::io::Error::last_os_error()
-        ));
+        )));
     }
-    let secs = u64::try_from(ts.tv_sec).map_err(|_| "negative thread CPU time".to_string())?;
-    let nanos = u64::try_from(ts.tv_nsec).map_err(|_| "negative thread CPU time".to_string())?;
+    let secs = u64::try_from(ts.tv_sec).map_err(|_| crate::error::Error::run("negative thread CPU time"))?;
+    let nanos =
+        u64::try_from(ts.tv_nsec).map_err(|_| crate::error::Error::run("negative thread CPU time"))?;
     Ok(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
 }
 
 /// CPU time consumed so far by the calling thread, ns (unsupported on this OS).
 #[cfg(not(unix))]
-pub fn thread_cpu_time_ns() -> Result<u64, String> {
-    Err("thread CPU time is unavailable on this OS (no per-thread CPU clock)".to_string())
+pub fn thread_cpu_time_ns() -> Result<u64, crate::error::Error> {
+    Err(crate::error::Error::run("thread CPU time is unavailable on this OS (no per-thread CPU clock)"))
 }
 
 #[cfg(test)]

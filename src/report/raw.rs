@@ -499,11 +499,10 @@ pub enum RawError {
     Version { path: String, found: u32 },
 }
 
-impl RawError {
-    /// Whether the fault is the input's (always: a raw file that cannot be read is bad input,
-    /// exit 2); for callers that map errors to exit codes.
-    pub fn is_input_error(&self) -> bool {
-        true
+impl crate::error::Classify for RawError {
+    /// Always the input's: a raw file that cannot be read is a bad input.
+    fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Input
     }
 }
 

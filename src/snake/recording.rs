@@ -66,6 +66,17 @@ pub enum RecordingError {
     },
 }
 
+impl crate::error::Classify for RecordingError {
+    /// A stream that cannot be read or written failed the run; a recording that does not
+    /// parse is a bad input.
+    fn kind(&self) -> crate::error::Kind {
+        match self {
+            RecordingError::Io(_) => crate::error::Kind::Run,
+            _ => crate::error::Kind::Input,
+        }
+    }
+}
+
 /// The first line: what was recorded and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metadata {

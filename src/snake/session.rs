@@ -79,10 +79,13 @@ pub enum SessionError {
     Keys(#[source] io::Error),
 }
 
-impl SessionError {
-    /// A bad input (exit 2) rather than a failed run.
-    pub fn is_input(&self) -> bool {
-        matches!(self, SessionError::NewRound(_))
+impl crate::error::Classify for SessionError {
+    /// A bad next board is a bad input; anything else failed the run.
+    fn kind(&self) -> crate::error::Kind {
+        match self {
+            SessionError::NewRound(_) => crate::error::Kind::Input,
+            _ => crate::error::Kind::Run,
+        }
     }
 }
 

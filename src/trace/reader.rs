@@ -11,6 +11,7 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 
 use super::error::{shorten, TraceError};
+use crate::error::Error;
 
 /// Deepest element nesting accepted; real exports nest about eight levels.
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -71,11 +72,11 @@ impl<R: BufRead> XmlEvents<R> {
         }
         self.depth += 1;
         self.root_seen = true;
-        let name = utf8(start.name().as_ref()).map_err(|m| self.malformed(m))?;
+        let name = utf8(start.name().as_ref()).map_err(|m| self.malformed(m.to_string()))?;
         let mut attrs = Vec::new();
         for attr in start.attributes() {
             let attr = attr.map_err(|e| self.malformed(format!("attribute: {e}")))?;
-            let key = utf8(attr.key.as_ref()).map_err(|m| self.malformed(m))?;
+            let key = utf8(attr.key.as_ref()).map_err(|m| self.malformed(m.to_string()))?;
             let value = attr
                 .normalized_value(XmlVersion::Implicit1_0)
                 .map_err(|e| self.malformed(format!("attribute `{key}`: {e}")))?;
@@ -142,7 +143,7 @@ impl<R: BufRead> XmlEvents<R> {
                 Event::GeneralRef(reference) => {
                     let resolved = resolve_reference(&reference).map_err(|what| TraceError::Forbidden {
                         position: self.reader.buffer_position(),
-                        what,
+                        what: what.to_string(),
                     })?;
                     if let Some(event) = self.text(Cow::Owned(resolved.to_string()))? {
                         return Ok(event);
@@ -187,12 +188,14 @@ impl<R: BufRead> XmlEvents<R> {
 }
 
 /// Resolves a character reference or one of the five predefined entities.
-fn resolve_reference(reference: &quick_xml::events::BytesRef<'_>) -> Result<char, String> {
-    let name = reference.decode().map_err(|e| format!("entity reference: {e}"))?;
+fn resolve_reference(reference: &quick_xml::events::BytesRef<'_>) -> Result<char, Error> {
+    let name = reference.decode().map_err(|e| Error::input(format!("entity reference: {e}")))?;
     if reference.is_char_ref() {
         return match reference.resolve_char_ref() {
             Ok(Some(c)) => Ok(c),
-            Ok(None) | Err(_) => Err(format!("invalid character reference &{};", shorten(&name))),
+            Ok(None) | Err(_) => {
+                Err(Error::input(format!("invalid character reference &{};", shorten(&name))))
+            }
         };
     }
     match name.as_ref() {
@@ -201,12 +204,12 @@ fn resolve_reference(reference: &quick_xml::events::BytesRef<'_>) -> Result<char
         "amp" => Ok('&'),
         "apos" => Ok('\''),
         "quot" => Ok('"'),
-        other => Err(format!("the custom entity reference &{};", shorten(other))),
+        other => Err(Error::input(format!("the custom entity reference &{};", shorten(other)))),
     }
 }
 
-fn utf8(bytes: &[u8]) -> Result<String, String> {
-    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| "a name that is not UTF-8".to_owned())
+fn utf8(bytes: &[u8]) -> Result<String, Error> {
+    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| Error::input("a name that is not UTF-8"))
 }
 
 /// Looks up an attribute by name.

@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::backend::Backend;
+use crate::error::{Classify, Kind};
 use crate::laya::decode::{decode_answer, softmax_f32};
 use crate::laya::host::{CallOptions, Host, HostError};
 use crate::laya::prompt::{OptionStats, Row, StateStats};
@@ -77,6 +78,15 @@ pub enum VerifyError {
         /// What failed.
         detail: String,
     },
+}
+
+impl Classify for VerifyError {
+    fn kind(&self) -> Kind {
+        match self {
+            VerifyError::Input(_) => Kind::Input,
+            VerifyError::Run { .. } => Kind::Run,
+        }
+    }
 }
 
 /// What of the model the goldens must fit.
@@ -456,7 +466,7 @@ pub fn check_backend(
             continue;
         }
         let run = |e: HostError| -> VerifyError {
-            if e.is_input_error() {
+            if e.kind() == Kind::Input {
                 VerifyError::Input(GoldensError::Case {
                     file: g.file.clone(),
                     case: c.name.clone(),

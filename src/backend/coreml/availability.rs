@@ -272,7 +272,7 @@ mod tests {
         assert!(text.contains("specification version 9"), "{text}");
         assert!(text.contains("fixtures/coreml/ane/model.mlpackage"), "{text}");
         assert!(text.contains("minimum_deployment_target"), "{text}");
-        assert!(e.is_input_error());
+        assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Input);
         // the same package on macOS 15.0 and 26 passes with nothing to say
         assert_eq!(check_spec_version("p", 9, Some(MacOsVersion::new(15, 0, 0))).unwrap(), None);
         assert_eq!(check_spec_version("p", 9, Some(MacOsVersion::new(26, 1, 0))).unwrap(), None);

@@ -243,7 +243,7 @@ fn the_fixtures_need_macos_15_and_are_refused_on_macos_14() {
         let package = fixture(name).join("model.mlpackage");
         // macOS 14 (GitHub's macos-14 runner) reads specification version 8 at most
         let e = super::check_package_for_os(&package, Some(MacOsVersion::new(14, 6, 1))).unwrap_err();
-        assert!(e.is_input_error());
+        assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Input);
         let text = e.to_string();
         assert!(text.contains("needs macOS 15 or newer; this Mac runs macOS 14.6.1"), "{text}");
         assert!(text.contains("model.mlpackage (Core ML specification version 9)"), "{text}");

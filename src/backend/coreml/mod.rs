@@ -96,18 +96,20 @@ pub enum CoreMlError {
     },
 }
 
-impl CoreMlError {
-    /// Whether the input (spec, bundle, package, or a package this macOS cannot read) is at
-    /// fault, exit 2, rather than a Core ML call that failed while running, exit 1.
-    pub fn is_input_error(&self) -> bool {
+impl crate::error::Classify for CoreMlError {
+    /// The input (spec, bundle, package, or a package this macOS cannot read) is at fault,
+    /// rather than a Core ML call that failed while running.
+    fn kind(&self) -> crate::error::Kind {
         match self {
             CoreMlError::Units(_)
             | CoreMlError::Spec(_)
             | CoreMlError::Bundle { .. }
             | CoreMlError::Signature(_)
             | CoreMlError::NeedsMacOs(_)
-            | CoreMlError::NeedsNewerMacOs { .. } => true,
-            CoreMlError::Batch(_) | CoreMlError::Output { .. } | CoreMlError::Framework { .. } => false,
+            | CoreMlError::NeedsNewerMacOs { .. } => crate::error::Kind::Input,
+            CoreMlError::Batch(_) | CoreMlError::Output { .. } | CoreMlError::Framework { .. } => {
+                crate::error::Kind::Run
+            }
         }
     }
 }

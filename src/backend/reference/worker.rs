@@ -112,10 +112,16 @@ pub enum WorkerError {
     },
 }
 
-impl WorkerError {
-    /// Whether the fault lies in the set-up (exit 2 before measuring) rather than the run.
-    pub fn is_setup_error(&self) -> bool {
-        matches!(self, WorkerError::Spawn { .. } | WorkerError::Missing { .. } | WorkerError::Load { .. })
+impl crate::error::Classify for WorkerError {
+    /// A worker that cannot start, is missing or cannot load its model is the set-up's fault
+    /// (an input, found before measuring); anything later failed the run.
+    fn kind(&self) -> crate::error::Kind {
+        match self {
+            WorkerError::Spawn { .. } | WorkerError::Missing { .. } | WorkerError::Load { .. } => {
+                crate::error::Kind::Input
+            }
+            _ => crate::error::Kind::Run,
+        }
     }
 }
 

@@ -189,8 +189,8 @@ mod tests {
         assert_eq!(single_arm("b=portable:f16").unwrap(), ("b".into(), "portable:f16".into()));
         let mock = "mock:fail-after=3".to_string();
         assert_eq!(single_arm(&mock).unwrap(), (mock.clone(), mock));
-        assert_eq!(single_arm("=portable:f16").unwrap_err().code, 2);
-        assert_eq!(single_arm("").unwrap_err().code, 2);
+        assert_eq!(single_arm("=portable:f16").unwrap_err().kind, crate::error::Kind::Input);
+        assert_eq!(single_arm("").unwrap_err().kind, crate::error::Kind::Input);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::cli::SnakePlayArgs;
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::snake::host_predictor::HostPredictor;
 use crate::snake::recording::{Metadata, Record, RecordingWriter, RECORDING_FORMAT};
-use crate::snake::session::{PlayPlan, Session, SessionError};
+use crate::snake::session::{PlayPlan, Session};
 use crate::snake::view::Screen;
 use crate::snake::PolicyConfig;
 
@@ -85,22 +85,13 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
         drop(tui);
         result
     };
-    let summary = session.finish().map_err(failure)?;
+    let summary = session.finish()?;
     drop(session);
     outln!("{}", crate::commands::versioned("laya-bench-snake-play", &summary)?)?;
     if let Some(w) = truncation_warning(&arm) {
         eprintln!("{w}");
     }
-    played.map_err(failure)
-}
-
-/// A session that stopped: a bad next board exits 2, anything else 1.
-fn failure(e: SessionError) -> Failure {
-    if e.is_input() {
-        Failure::input(e)
-    } else {
-        Failure::run(e)
-    }
+    played.map_err(Failure::of)
 }
 
 fn open_recording(

@@ -155,7 +155,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
 /// Settings of a new run with rows of `row_length_tokens` (exit 2 for a bad rate list or no
 /// seeds).
 fn settings_from_args(args: &SnakeBenchArgs, row_length_tokens: u64) -> Result<RateSettings, Failure> {
-    let rates_fps = parse_rates(&args.rates).map_err(|e| Failure::input(anyhow!(e)))?;
+    let rates_fps = parse_rates(&args.rates)?;
     if args.seeds.is_empty() {
         return Err(Failure::input(anyhow!("--seeds needs at least one seed, e.g. --seeds 101,102")));
     }

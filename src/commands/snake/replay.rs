@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 use super::tui::Tui;
 use crate::cli::SnakeReplayArgs;
 use crate::commands::{interrupt, Failure, Outcome};
+use crate::error::Classify;
 use crate::snake::playback::show;
-use crate::snake::recording::{read_recording, replay, Frame, Recording, RecordingError, ReplaySummary};
+use crate::snake::recording::{read_recording, replay, Frame, Recording, ReplaySummary};
 
 /// Run `snake replay`.
 pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
@@ -26,12 +27,9 @@ pub(crate) fn run(args: &SnakeReplayArgs) -> Outcome {
     let file = File::open(path)
         .with_context(|| format!("cannot open the recording {}", path.display()))
         .map_err(Failure::input)?;
-    let recording = read_recording(BufReader::new(file)).map_err(|e| {
-        let code = if matches!(e, RecordingError::Io(_)) { 1 } else { 2 };
-        Failure {
-            code,
-            error: anyhow!("{e}").context(format!("{} is not a valid recording", path.display())),
-        }
+    let recording = read_recording(BufReader::new(file)).map_err(|e| Failure {
+        kind: e.kind(),
+        error: anyhow!("{e}").context(format!("{} is not a valid recording", path.display())),
     })?;
     let verified = replay(&recording)
         .map_err(|e| Failure::run(anyhow!("{e}").context(format!("{} does not replay", path.display()))))?;

@@ -272,7 +272,7 @@ mod tests {
         assert!(ArmSpec::parse_named("m=mock:drift-after=3").is_ok());
         for bad in ["portable:f32", "=portable:f32", "x=", "x=nope:1"] {
             let err = Failure::from(ArmSpec::parse_named(bad).err().unwrap());
-            assert_eq!(err.code, 2, "{bad}");
+            assert_eq!(err.kind, crate::error::Kind::Input, "{bad}");
         }
     }
 }
