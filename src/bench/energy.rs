@@ -24,14 +24,14 @@ use crate::power::replay::{IterSource, ReplaySensor};
 use crate::power::sampler::{max_gap, Sample};
 use crate::power::{self, FaultKind, PowerBoundary, Sensor, SensorSpec};
 use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Pace, Phase, Plan, RunEnd, Sampling};
+use crate::record::{self, EnergyPlanInfo, Header, RawWriter, Record};
 use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RATIO_RULE};
 use crate::report::provenance::Provenance;
-use crate::report::raw::{self, EnergyPlanInfo, Header, RawWriter, Record};
 use crate::report::status::RunStatus;
 use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
 
-use super::record::{
+use super::recorder::{
     self, footer, spawn_writer, ChannelSink, HeaderInput, Msg, Recorder, RunIo, Watch, Written,
 };
 use super::setup::Setup;
@@ -248,9 +248,9 @@ fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Op
             })
             .map_err(BenchError::input),
         Some(SensorSpec::Replay { path }) => {
-            let run = raw::read(path)
+            let run = record::read(path)
                 .map_err(|e| BenchError::input_chain(&format!("--sensor replay:{}", path.display()), &e))?;
-            let samples = raw::samples(&run);
+            let samples = record::samples(&run);
             if samples.is_empty() {
                 return Err(BenchError::Input(format!(
                     "--sensor replay:{}: the raw file holds no power samples; replay needs the raw record of an energy run",
@@ -309,7 +309,7 @@ pub fn run(
             return Err(e);
         }
     };
-    let mut header = record::header(input, bundle, setup, &settings.plan);
+    let mut header = recorder::header(input, bundle, setup, &settings.plan);
     let opened = sensor.info().clone();
     header.sensor = Some(opened.clone());
     // Declared (`--boundary`), else the replayed record's, else the sensor kind's own.
@@ -319,7 +319,7 @@ pub fn run(
     header.energy = Some(settings.info.clone());
     // The lock is held until the footer is written: a second run on this file refuses
     // before measuring.
-    let (_lock, writer) = match record::open_raw(raw_path, overwrite) {
+    let (_lock, writer) = match recorder::open_raw(raw_path, overwrite) {
         Ok(w) => w,
         Err(e) => {
             let _ = sensor.close();
@@ -361,7 +361,7 @@ pub fn run(
             Some(e) => Err(e),
         };
         if let Err(e) = finished {
-            return Err(BenchError::run_chain(&record::cut_note(raw_path), &e));
+            return Err(BenchError::run_chain(&crate::record::cut_note(raw_path), &e));
         }
         return Err(BenchError::Input(refused.error));
     }
@@ -400,14 +400,17 @@ pub fn run(
                     let _ = finish(&mut raw_file, vec![footer]);
                     format!("everything measured so far is in {}", raw_path.display())
                 }
-                Some(_) => record::cut_note(raw_path),
+                Some(_) => crate::record::cut_note(raw_path),
             };
             return Err(BenchError::run_chain(&format!("the run stopped; {kept}"), &e));
         }
     };
     if let Some(e) = write_error {
         // The run stopped between calls when the writer failed; nothing more is written.
-        return Err(BenchError::run_chain(&format!("the run stopped; {}", record::cut_note(raw_path)), &e));
+        return Err(BenchError::run_chain(
+            &format!("the run stopped; {}", crate::record::cut_note(raw_path)),
+            &e,
+        ));
     }
 
     // Judge the samples.

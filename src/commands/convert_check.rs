@@ -28,7 +28,7 @@ use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
 use crate::laya::bundle::{Bundle, ModelSpec, Weights};
 use crate::laya::host::CallOptions;
 use crate::report::format::num;
-use crate::report::raw::ToolInfo;
+use crate::report::provenance::ToolInfo;
 use crate::report::write_atomic;
 
 pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {

@@ -7,7 +7,7 @@ use anyhow::anyhow;
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::bench::energy::{self, EnergyFlags};
-use crate::bench::record::RunIo;
+use crate::bench::recorder::RunIo;
 use crate::cli::EnergyArgs;
 use crate::report::status::RunStatus;
 

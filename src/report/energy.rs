@@ -9,14 +9,16 @@
 use serde::{Deserialize, Serialize};
 
 use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
+use super::host::HostInfo;
 use super::model::ModelInfo;
-use super::raw::{ArmInfo, EnergyPlanInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
+use super::provenance::ToolInfo;
 use super::speed::identical_mark;
 pub use super::status::RunStatus;
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
 use crate::power::sampler::SamplerReport;
 use crate::power::{PowerBoundary, SensorInfo};
+use crate::record::{ArmInfo, EnergyPlanInfo, PlanInfo, WorkloadInfo};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.

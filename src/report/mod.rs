@@ -13,7 +13,6 @@ pub mod host_macos;
 pub mod model;
 pub mod plots;
 pub mod provenance;
-pub mod raw;
 pub mod speed;
 pub mod status;
 pub use crate::stats::steal;

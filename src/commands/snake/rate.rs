@@ -202,7 +202,7 @@ fn read_report(path: &Path) -> Result<RateReport, Failure> {
 fn check_identity(
     report: &RateReport,
     model: &ModelInfo,
-    arm: &crate::report::raw::ArmInfo,
+    arm: &crate::record::ArmInfo,
 ) -> Result<(), Failure> {
     let old = &report.arm;
     let mut changed = Vec::new();
