@@ -13,10 +13,11 @@
 //!
 //! - this file: the record types ([`Header`], [`Record`], …), the schema version, and the
 //!   block order a header's plan records ([`balanced_order`]);
-//! - [`write`]: the writer ([`RawWriter`]), the raw file as a sink that stops at its first
-//!   error ([`FileSink`]), what a cut record holds ([`cut_note`]), and [`append_correction`];
-//! - [`read`]: the streaming reader ([`read()`], [`RawRun`], [`RawError`]), the file digest,
-//!   the samples and probes of a run;
+//! - [`write`](mod@write): the writer ([`RawWriter`]), the raw file as a sink that stops at
+//!   its first error ([`FileSink`]), what a cut record holds ([`cut_note`]), and
+//!   [`append_correction`];
+//! - [`read`](mod@read): the streaming reader ([`read()`], [`RawRun`], [`RawError`]), the file
+//!   digest, the samples and probes of a run;
 //! - [`check`]: every invariant the writer guarantees, checked on the records themselves
 //!   (record kinds legal for the header's kind, arms and requests the header lists, order,
 //!   spans on the run's clock, the footer's wall clock);
@@ -25,8 +26,8 @@
 //! - [`synthetic`]: a record shaped like the published run, for tests and benches.
 //!
 //! No other module parses these lines: everything else reads and writes them through this one
-//! (a test of this module fails on code elsewhere that deserializes the raw types or picks
-//! records by their tag).
+//! (`architecture.rs`'s test `only_the_record_module_parses_raw_records` fails on code
+//! elsewhere that deserializes the raw types or picks lines by their tag).
 
 pub mod check;
 pub mod read;

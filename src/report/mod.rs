@@ -1,4 +1,4 @@
-//! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters
+//! Serde types with `schema_version`, atomic final files and exporters
 //! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
 //! every document opens with ([`provenance`], [`host`]), the model ([`model`]), how a run
 //! ended (`status`) and the number and table formatting (`format`).
