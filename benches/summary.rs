@@ -8,8 +8,8 @@
 use std::process::Command;
 use std::time::Instant;
 
-use laya_bench::report::raw::{self, RawWriter};
-use laya_bench::summary::synthetic::{records, RunShape};
+use laya_bench::record::synthetic::{records, RunShape};
+use laya_bench::record::{self, RawWriter};
 use laya_bench::summary::{summarize, Options};
 
 /// Peak resident set of this process, bytes (`VmHWM`, Linux).
@@ -47,7 +47,7 @@ fn main() {
     let mut best = f64::INFINITY;
     for _ in 0..3 {
         let t = Instant::now();
-        let run = raw::read(&path).expect("read");
+        let run = record::read(&path).expect("read");
         let s = summarize(&run, "published", &opts).expect("summarize");
         assert_eq!(s.arms[1].intervals.energy_gain.map(|i| i.valid_resamples), Some(10_000));
         std::hint::black_box(&s);

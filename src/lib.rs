@@ -24,6 +24,7 @@ pub mod laya;
 pub mod model;
 pub mod power;
 pub mod protocol;
+pub mod record;
 pub mod report;
 pub mod settings;
 pub mod snake;

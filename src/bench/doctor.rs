@@ -10,8 +10,8 @@ use crate::laya::coreml_format::description::DeclaredFeature;
 use crate::model::synthetic::published_shape;
 use crate::power::sampler::max_gap;
 use crate::power::{self, SensorStatus};
+use crate::record::provenance::Provenance;
 use crate::report::doctor::{split, AppleReport, DoctorReport, LoadCheck, SCHEMA_VERSION};
-use crate::report::provenance::Provenance;
 
 /// Survey this machine, in this order: sensors (and the default one), the host, backends,
 /// `apple` (the probes, or why there are none), and a load check of every spec in `specs` for

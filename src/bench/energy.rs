@@ -24,14 +24,14 @@ use crate::power::replay::{IterSource, ReplaySensor};
 use crate::power::sampler::{max_gap, Sample};
 use crate::power::{self, FaultKind, PowerBoundary, Sensor, SensorSpec};
 use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Pace, Phase, Plan, RunEnd, Sampling};
+use crate::record::provenance::Provenance;
+use crate::record::status::RunStatus;
+use crate::record::{self, EnergyPlanInfo, Header, RawWriter, Record};
 use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RATIO_RULE};
-use crate::report::provenance::Provenance;
-use crate::report::raw::{self, EnergyPlanInfo, Header, RawWriter, Record};
-use crate::report::status::RunStatus;
 use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
 
-use super::record::{
+use super::recorder::{
     self, footer, spawn_writer, ChannelSink, HeaderInput, Msg, Recorder, RunIo, Watch, Written,
 };
 use super::setup::Setup;
@@ -248,9 +248,9 @@ fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Op
             })
             .map_err(|e| Error::input(e.to_string())),
         Some(SensorSpec::Replay { path }) => {
-            let run = raw::read(path)
+            let run = record::read(path)
                 .map_err(|e| Error::input(format!("--sensor replay:{}", path.display())).because(e))?;
-            let samples = raw::samples(&run);
+            let samples = record::samples(&run);
             if samples.is_empty() {
                 return Err(Error::input(format!(
                     "--sensor replay:{}: the raw file holds no power samples; replay needs the raw record of an energy run",
@@ -310,7 +310,7 @@ pub fn run(
             return Err(e);
         }
     };
-    let mut header = record::header(input, bundle, setup, &settings.plan);
+    let mut header = recorder::header(input, bundle, setup, &settings.plan);
     let opened = sensor.info().clone();
     header.sensor = Some(opened.clone());
     // Declared (`--boundary`), else the replayed record's, else the sensor kind's own.
@@ -320,7 +320,7 @@ pub fn run(
     header.energy = Some(settings.info.clone());
     // The lock is held until the footer is written: a second run on this file refuses
     // before measuring.
-    let (_lock, writer) = match record::open_raw(raw_path, overwrite) {
+    let (_lock, writer) = match recorder::open_raw(raw_path, overwrite) {
         Ok(w) => w,
         Err(e) => {
             let _ = sensor.close();
@@ -361,7 +361,7 @@ pub fn run(
             Some(e) => Err(e),
         };
         if let Err(e) = finished {
-            return Err(Error::run(record::cut_note(raw_path)).because(e));
+            return Err(Error::run(crate::record::cut_note(raw_path)).because(e));
         }
         return Err(Error::input(refused.error));
     }
@@ -400,14 +400,14 @@ pub fn run(
                     let _ = finish(&mut raw_file, vec![footer]);
                     format!("everything measured so far is in {}", raw_path.display())
                 }
-                Some(_) => record::cut_note(raw_path),
+                Some(_) => crate::record::cut_note(raw_path),
             };
             return Err(Error::run(format!("the run stopped; {kept}")).because(e));
         }
     };
     if let Some(e) = write_error {
         // The run stopped between calls when the writer failed; nothing more is written.
-        return Err(Error::run(format!("the run stopped; {}", record::cut_note(raw_path))).because(e));
+        return Err(Error::run(format!("the run stopped; {}", crate::record::cut_note(raw_path))).because(e));
     }
 
     // Judge the samples.

@@ -11,17 +11,17 @@ use crate::laya::bundle::Bundle;
 use crate::protocol::{
     self, answer_label, probabilities, BlockLimit, Clock, Controls, Phase, Plan, RunEnd, RunError, RunTotals,
 };
-use crate::report::raw::{Header, Record};
+use crate::record::status::RunStatus;
+use crate::record::{FileSink, Header, Record};
 use crate::report::speed::{
     self as speed_report, direction, ratio_in_words, ArmResult, OutlierCall, SpeedReport,
 };
-use crate::report::status::RunStatus;
 use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
 use crate::summary::bootstrap::{distinct_resamples, interval_name, speed_gain_intervals};
 use crate::summary::FEW_CYCLES;
 
-use super::record::{self, footer, FileSink, HeaderInput, Recorder, RunIo, Sink, Watch};
+use super::recorder::{self, footer, HeaderInput, Recorder, RunIo, Sink, Watch};
 use super::setup::Setup;
 use crate::error::{chain, Classify, Error, Kind};
 
@@ -108,9 +108,9 @@ pub fn measure(
     watch: &mut dyn Watch,
 ) -> Result<Measured, Error> {
     let RunIo { raw: raw_path, overwrite, stop, .. } = io;
-    let mut header = record::header(input, bundle, setup, plan);
+    let mut header = recorder::header(input, bundle, setup, plan);
     // Held until the footer is written: a second run on this file refuses before measuring.
-    let (_lock, writer) = record::open_raw(raw_path, overwrite)?;
+    let (_lock, writer) = recorder::open_raw(raw_path, overwrite)?;
     let clock = Clock::start();
     header.started_unix_s = super::time::unix_now();
     watch.started(header.started_unix_s);
@@ -119,7 +119,7 @@ pub fn measure(
         .record(Record::Header(Box::new(header.clone())))
         .and_then(|()| Sink::sync(&mut rec.sink))
         .map_err(|e| {
-            Error::run(format!("nothing was measured; {}", record::cut_note(raw_path))).because(e)
+            Error::run(format!("nothing was measured; {}", crate::record::cut_note(raw_path))).because(e)
         })?;
     let controls = Controls { stop, order: input.order, ..Controls::default() };
     let outcome = protocol::run_with(&mut setup.arms, &setup.workload, plan, &clock, &mut rec, controls);
@@ -130,7 +130,7 @@ pub fn measure(
         let message = rec.watch_error.take().unwrap_or(message);
         let kept = match rec.sink.failed() {
             None => format!("everything measured so far is in {}", raw_path.display()),
-            Some(_) => record::cut_note(raw_path),
+            Some(_) => crate::record::cut_note(raw_path),
         };
         Error::new(kind, format!("the run stopped; {kept}: {message}"))
     };
@@ -157,7 +157,8 @@ pub fn measure(
         .record(footer(status, rec.total_calls, reason.clone(), vec![]))
         .and_then(|_| Sink::sync(&mut rec.sink))
         .map_err(|e| {
-            Error::run(format!("cannot finish the raw record; {}", record::cut_note(raw_path))).because(e)
+            Error::run(format!("cannot finish the raw record; {}", crate::record::cut_note(raw_path)))
+                .because(e)
         })?;
     Ok(Measured { header, totals: outcome.totals, status, reason })
 }

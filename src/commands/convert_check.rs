@@ -27,8 +27,8 @@ use crate::fidelity::setup::{self, Candidate};
 use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
 use crate::laya::bundle::{Bundle, Weights};
 use crate::laya::host::CallOptions;
+use crate::record::provenance::ToolInfo;
 use crate::report::format::num;
-use crate::report::raw::ToolInfo;
 use crate::report::write_atomic;
 
 pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {

@@ -7,9 +7,9 @@ use anyhow::anyhow;
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::bench::energy::{self, EnergyFlags};
-use crate::bench::record::RunIo;
+use crate::bench::recorder::RunIo;
 use crate::cli::EnergyArgs;
-use crate::report::status::RunStatus;
+use crate::record::status::RunStatus;
 
 pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run

@@ -12,7 +12,7 @@ use super::ticker::{clock_text, time_left};
 use super::Failure;
 use crate::bench::arm::ArmSpec;
 use crate::bench::outputs::{ClaimedRaw, OutputFiles};
-use crate::bench::record::{HeaderInput, Watch};
+use crate::bench::recorder::{HeaderInput, Watch};
 use crate::bench::setup::{Setup, WorkloadPlan};
 use crate::cli::RunArgs;
 use crate::laya::bundle::Bundle;
@@ -261,7 +261,7 @@ impl Bar {
 }
 
 impl Watch for Bar {
-    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), String> {
+    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), crate::error::Error> {
         if let Some(p) = &mut self.plain {
             if arm + 1 == arms {
                 eprintln!("warm-up done for {arms} arm(s); measuring {} blocks", p.blocks);

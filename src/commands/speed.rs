@@ -6,7 +6,7 @@ use anyhow::anyhow;
 
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
-use crate::bench::record::RunIo;
+use crate::bench::recorder::RunIo;
 use crate::bench::speed;
 use crate::cli::SpeedArgs;
 

@@ -14,7 +14,7 @@ use super::{Failure, Outcome};
 use crate::bench::outputs::{check_folder, check_new_files};
 use crate::bench::time::unix_now;
 use crate::cli::SummaryArgs;
-use crate::report::raw::{self, RawRun};
+use crate::record::{self, RawRun};
 use crate::report::summary::{PlotFile, RunSummary};
 use crate::report::write_atomic;
 use crate::summary::{self, correct::resolve, pictures::pictures, Options};
@@ -97,8 +97,8 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     let mut raws = Vec::with_capacity(args.raws.len());
     let mut runs = Vec::with_capacity(args.raws.len());
     for path in &args.raws {
-        let run =
-            raw::read(path).map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?;
+        let run = record::read(path)
+            .map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?;
         if !matches!(run.header.kind.as_str(), "speed" | "energy") {
             return Err(Failure::input(anyhow!(
                 "{} is a `{}` record; summary reads the raw records of `speed` and `energy`",
@@ -161,7 +161,7 @@ fn same_record(raws: &[PathBuf]) -> Result<Option<(&PathBuf, &PathBuf, &'static 
     for (i, path) in raws.iter().enumerate() {
         let twin = sizes[i].is_some() && sizes.iter().enumerate().any(|(j, s)| j != i && *s == sizes[i]);
         let digest = if twin {
-            raw::file_digest(path)
+            record::file_digest(path)
                 .map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?
         } else {
             None
@@ -194,8 +194,8 @@ fn correct(args: &SummaryArgs, raw_path: &Path) -> Outcome {
     if note.trim().is_empty() {
         return Err(Failure::input(anyhow!("--note is empty: say what is wrong and what is right")));
     }
-    let run =
-        raw::read(raw_path).map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?;
+    let run = record::read(raw_path)
+        .map_err(|e| Failure::input(anyhow!(e).context("cannot read the raw record")))?;
     let header = serde_json::to_value(&run.header).map_err(|e| Failure::run(anyhow!(e)))?;
     if let Err(why) = resolve(&header, field) {
         return Err(Failure::input(anyhow!(
@@ -203,7 +203,7 @@ fn correct(args: &SummaryArgs, raw_path: &Path) -> Outcome {
             raw_path.display()
         )));
     }
-    raw::append_correction(raw_path, field, note, unix_now()).map_err(|e| Failure::input(anyhow!(e)))?;
+    record::append_correction(raw_path, field, note, unix_now()).map_err(|e| Failure::input(anyhow!(e)))?;
     outln!(
         "appended a metadata_correction of `{field}` to {} (the original fields and measurements are unchanged)",
         raw_path.display()
@@ -237,7 +237,7 @@ fn write_plots(
         let prefix = if runs.len() > 1 { format!("run{i}-") } else { String::new() };
         // A run summarized by its whole cycles is drawn from them (every sample kept).
         let view =
-            s.whole_cycles.as_ref().filter(|w| w.usable).map(|w| summary::whole::cut(run, w.cycles_used));
+            s.whole_cycles.as_ref().filter(|w| w.usable).map(|w| record::whole::cut(run, w.cycles_used));
         for (kind, svg) in pictures(s, view.as_ref().unwrap_or(run)) {
             let svg = svg.map_err(|e| Failure::run(anyhow!(e)))?;
             let path: PathBuf = dir.join(format!("{prefix}{kind}.svg"));

@@ -10,7 +10,7 @@ use super::package::PackageAccounting;
 use super::suite::Suite;
 use crate::backend::{ShapeCaps, ShapeMode};
 use crate::laya::coreml_format::compute_plan::ComputePlanReport;
-use crate::report::raw::ToolInfo;
+use crate::record::provenance::ToolInfo;
 
 /// Version of the [`ConvertCheckReport`] layout.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;

@@ -136,16 +136,9 @@ impl Plan {
     }
 }
 
-/// Block order: per cycle the arms in order, then reversed (A B C C B A). Returns
-/// `(cycle, arm index)` pairs.
-pub fn balanced_order(arms: usize, cycles: usize) -> Vec<(usize, usize)> {
-    let mut out = Vec::with_capacity(arms * cycles * 2);
-    for c in 0..cycles {
-        out.extend((0..arms).map(|a| (c, a)));
-        out.extend((0..arms).rev().map(|a| (c, a)));
-    }
-    out
-}
+/// Block order: per cycle the arms in order, then reversed (A B C C B A); the raw record's
+/// header records it, so the format owns it.
+pub use crate::record::balanced_order;
 
 /// How many whole balanced cycles a run holds from its start: the longest run of leading
 /// blocks that are there in order (the block at position `i` has index `i`) and were not cut

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
-use super::provenance::Provenance;
 use crate::backend::registry::BackendStatus;
 use crate::laya::coreml_format::description::DeclaredFeature;
 use crate::power::SensorStatus;
+use crate::record::provenance::Provenance;
 
 /// Current report schema version.
 pub const SCHEMA_VERSION: u32 = 1;

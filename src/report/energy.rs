@@ -9,14 +9,16 @@
 use serde::{Deserialize, Serialize};
 
 use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
-use super::model::ModelInfo;
-use super::raw::{ArmInfo, EnergyPlanInfo, HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
 use super::speed::identical_mark;
-pub use super::status::RunStatus;
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
+use crate::host::HostInfo;
 use crate::power::sampler::SamplerReport;
 use crate::power::{PowerBoundary, SensorInfo};
+use crate::record::model::ModelInfo;
+use crate::record::provenance::ToolInfo;
+pub use crate::record::status::RunStatus;
+use crate::record::{ArmInfo, EnergyPlanInfo, PlanInfo, WorkloadInfo};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -85,7 +87,7 @@ pub struct EnergyBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
     /// Report schema version. With `tool` and `host` it is filled from one
-    /// [`super::provenance::Provenance`]; the status fields sit between them in the JSON, so
+    /// [`crate::record::provenance::Provenance`]; the status fields sit between them in the JSON, so
     /// they stay three fields rather than one flattened one.
     pub schema_version: u32,
     /// `complete`, `rejected`, `incomplete` or `failed`.

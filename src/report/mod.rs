@@ -1,4 +1,4 @@
-//! Serde types with `schema_version`, the raw JSONL stream, atomic final files and exporters
+//! Serde types with `schema_version`, atomic final files and exporters
 //! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
 //! every document opens with ([`provenance`], [`crate::host`]), the model ([`model`]), how a run
 //! ended (`status`) and the number and table formatting (`format`).
@@ -7,12 +7,11 @@
 pub mod doctor;
 pub mod energy;
 pub mod format;
-pub mod model;
+
 pub mod plots;
-pub mod provenance;
-pub mod raw;
+
 pub mod speed;
-pub mod status;
+
 pub use crate::stats::steal;
 pub mod summary;
 

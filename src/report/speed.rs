@@ -3,11 +3,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::format::{csv_field, csv_num, ms, num};
-use super::model::ModelInfo;
-use super::provenance::Provenance;
-use super::raw::{ArmInfo, PlanInfo, WorkloadInfo};
-use super::status::RunStatus;
 use super::summary::Interval;
+use crate::record::model::ModelInfo;
+use crate::record::provenance::Provenance;
+use crate::record::status::RunStatus;
+use crate::record::{ArmInfo, PlanInfo, WorkloadInfo};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -181,7 +181,7 @@ pub fn vs_baseline_cell(
 
 /// The warning for arm `arm`, the same model as the earlier arm `same` (speed and energy): its
 /// ratio stays in the tables, marked, because against the same model it is the run's noise.
-pub fn identical_warning(arm: &crate::report::raw::ArmInfo, same: &str) -> String {
+pub fn identical_warning(arm: &crate::record::ArmInfo, same: &str) -> String {
     format!(
         "WARNING: arm `{}` ({}) is IDENTICAL to `{same}`: the same weights (fingerprint {}) on the same engine, so it measures the same model twice{}; its ratio stays in the table, marked: against the same model it is the run's noise, not a difference between models",
         arm.name,

@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use super::energy::RATIO_RULE;
 use super::format::{count, csv_field, csv_num, missing_markdown, num};
-use super::raw::{HostInfo, PlanInfo, ToolInfo, WorkloadInfo};
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail};
 use crate::energy::BlockEnergy;
+use crate::host::HostInfo;
 use crate::power::PowerBoundary;
+use crate::record::provenance::ToolInfo;
+use crate::record::{PlanInfo, WorkloadInfo};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.

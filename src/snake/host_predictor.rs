@@ -15,7 +15,7 @@ use crate::laya::bundle::Bundle;
 use crate::laya::host::{CallOptions, Host, HostError};
 use crate::laya::question::compile_questions;
 use crate::protocol::Arm;
-use crate::report::raw::ArmInfo;
+use crate::record::ArmInfo;
 
 /// Rows per decision: move, risk, food.
 pub const SNAKE_BATCH: usize = 3;

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::game::{DeathReason, Direction, Game, GameError};
 use super::policy::{decide, Decision, PolicyConfig, PolicyError, Predictor};
-use crate::report::model::ModelInfo;
-use crate::report::provenance::ReportHead;
-use crate::report::raw::ArmInfo;
+use crate::record::model::ModelInfo;
+use crate::record::provenance::ReportHead;
+use crate::record::ArmInfo;
 use crate::stats::LatencySummary;
 
 /// Current schema version of the paired report.

@@ -15,9 +15,9 @@ use serde_json::{Map, Value};
 use super::game::{Cell, DeathReason, Direction, Game, GameError};
 use super::paired::LatencyMs;
 use super::policy::{decide, Decision, ModelError, MoveProbabilities, PolicyConfig, PolicyError, Predictor};
-use crate::report::model::ModelInfo;
-use crate::report::provenance::ReportHead;
-use crate::report::raw::ArmInfo;
+use crate::record::model::ModelInfo;
+use crate::record::provenance::ReportHead;
+use crate::record::ArmInfo;
 
 /// Current schema version of the rate report.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -10,9 +10,11 @@
 //! - [`pictures`]: the power timeline (with counter sensors' implied power), latency CDF and
 //!   energy per block of a run, as SVG text.
 //! - [`correct`]: the header field a metadata correction names (`--correct --field`).
-//! - [`whole`]: `--whole-cycles`, the whole balanced cycles of an interrupted record, cut out
-//!   as the record of a shorter plan.
-//! - [`synthetic`]: a raw record shaped like the published run, for tests and benches.
+//! - [`whole`]: `--whole-cycles`, whether the whole balanced cycles of an interrupted record
+//!   may be summarized (the cut itself is [`crate::record::whole`]).
+//!
+//! The records are read, checked line by line and cut through [`crate::record`], which owns
+//! their format.
 //!
 //! Pure: nothing here reads a file, a clock or the environment; the command does.
 #![warn(missing_docs)]
@@ -24,12 +26,12 @@ pub mod compare;
 pub mod correct;
 pub mod pictures;
 pub mod rng;
-pub mod synthetic;
 pub mod whole;
 
 use crate::energy::run::{aggregate, ratios, BlockFigures};
-use crate::report::raw::{RawRun, ToolInfo};
-use crate::report::status::RunStatus;
+use crate::record::provenance::ToolInfo;
+use crate::record::status::RunStatus;
+use crate::record::RawRun;
 use crate::report::steal::{self, StealTicks};
 use crate::report::summary::{
     ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryReport,
@@ -185,7 +187,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
     let mut whole_missing = None;
     let view = match (status, opts.whole_cycles) {
         (SummaryStatus::Incomplete, true) => match whole::eligible(&full, &audit) {
-            Ok(k) => Some((whole::cut(run, k), k)),
+            Ok(k) => Some((crate::record::whole::cut(run, k), k)),
             Err(why) => {
                 whole_missing = Some(why);
                 None

@@ -6,10 +6,10 @@
 use crate::energy::counter_delta_j;
 use crate::power::sampler::{Sample, SampleOutcome};
 use crate::power::Measurement;
+use crate::record::{RawRun, Record};
 use crate::report::plots::{
     self, ArmBand, BlockBand, BlockPoint, IdleBand, LatencySeries, PowerTimeline, RejectedPoint,
 };
-use crate::report::raw::{RawRun, Record};
 use crate::report::summary::RunSummary;
 
 /// One picture: its kind (the file's stem: `power_timeline`, `latency_cdf`,
@@ -60,9 +60,9 @@ pub fn sample_watts(run: &RawRun) -> Vec<(f64, Option<f64>, u64)> {
 }
 
 /// Each arm's name in the pictures: its name, and for an arm that is the same model as an
-/// earlier one ([`crate::report::raw::ArmInfo::same_model_as`]) the mark
+/// earlier one ([`crate::record::ArmInfo::same_model_as`]) the mark
 /// `w8 = IDENTICAL to f32 (same model: the run's noise)`.
-pub fn arm_labels(arms: &[crate::report::raw::ArmInfo]) -> Vec<String> {
+pub fn arm_labels(arms: &[crate::record::ArmInfo]) -> Vec<String> {
     arms.iter()
         .enumerate()
         .map(|(i, info)| match arms[..i].iter().find(|o| info.same_model_as(o)) {
@@ -174,8 +174,8 @@ mod tests {
     use super::*;
     use crate::power::{FaultKind, Reading, SensorFault};
 
-    fn header() -> crate::report::raw::Header {
-        crate::summary::synthetic::records(&crate::summary::synthetic::RunShape::published())
+    fn header() -> crate::record::Header {
+        crate::record::synthetic::records(&crate::record::synthetic::RunShape::published())
             .into_iter()
             .find_map(|r| match r {
                 Record::Header(h) => Some(*h),
@@ -259,12 +259,12 @@ mod tests {
         // Written and read back by the real writer and reader, so the record holds up as complete.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.raw.jsonl");
-        let mut w = crate::report::raw::RawWriter::create(&path).unwrap();
-        for r in crate::summary::synthetic::records(&crate::summary::synthetic::RunShape::published()) {
+        let mut w = crate::record::RawWriter::create(&path).unwrap();
+        for r in crate::record::synthetic::records(&crate::record::synthetic::RunShape::published()) {
             w.write(&r).unwrap();
         }
         w.sync().unwrap();
-        let run = crate::report::raw::read(&path).unwrap();
+        let run = crate::record::read(&path).unwrap();
         let opts = crate::summary::Options { bootstrap: 0, ..crate::summary::Options::default() };
         let s = crate::summary::summarize(&run, "run.raw.jsonl", &opts).unwrap();
         assert_eq!(s.status, crate::report::summary::SummaryStatus::Complete);

@@ -1,10 +1,10 @@
 //! The published table reproduced from a synthetic raw record, every audit failure detected,
 //! the rejected 40,089 W run, speed records, corrections, exports and the comparison.
 
-use super::synthetic::{records, RunShape};
 use super::*;
-use crate::report::raw::{self, RawWriter, Record};
-use crate::report::status::RunStatus;
+use crate::record::status::RunStatus;
+use crate::record::synthetic::{records, RunShape};
+use crate::record::{self, RawWriter, Record};
 use crate::report::summary::{SummaryReport, SummarySettings, SCHEMA_VERSION};
 
 /// Write the records with the real writer and read them back with the real reader.
@@ -16,7 +16,7 @@ fn round_trip(records: &[Record]) -> RawRun {
         w.write(r).unwrap();
     }
     w.sync().unwrap();
-    raw::read(&path).unwrap()
+    record::read(&path).unwrap()
 }
 
 fn opts(bootstrap: usize) -> Options {
@@ -315,7 +315,7 @@ fn corrections_are_appended_and_shown_and_the_original_bytes_kept() {
     w.sync().unwrap();
     drop(w);
     let before = std::fs::read(&path).unwrap();
-    raw::append_correction(&path, "host.cpu_model", "the machine was an M3 Max with 40 GPU cores", 1.9e9)
+    record::append_correction(&path, "host.cpu_model", "the machine was an M3 Max with 40 GPU cores", 1.9e9)
         .unwrap();
     let after = std::fs::read(&path).unwrap();
     assert_eq!(&after[..before.len()], &before[..], "the original bytes are unchanged");
@@ -326,7 +326,7 @@ fn corrections_are_appended_and_shown_and_the_original_bytes_kept() {
         ),
         "{tail}"
     );
-    let run = raw::read(&path).unwrap();
+    let run = record::read(&path).unwrap();
     assert!(run.complete, "a correction after the footer keeps the record complete");
     let s = summarize(&run, "run", &opts(0)).unwrap();
     assert_eq!(s.metadata_corrections.len(), 1);
@@ -339,13 +339,13 @@ fn corrections_are_appended_and_shown_and_the_original_bytes_kept() {
     );
     // A cut last line refuses the append.
     std::fs::write(&path, [before.as_slice(), b"{\"record\":\"ca"].concat()).unwrap();
-    assert!(raw::append_correction(&path, "host.os", "x", 1.0).is_err());
+    assert!(record::append_correction(&path, "host.os", "x", 1.0).is_err());
 }
 
 fn report(runs: Vec<RunSummary>) -> SummaryReport {
     SummaryReport {
         schema_version: SCHEMA_VERSION,
-        tool: crate::report::raw::ToolInfo::current(),
+        tool: crate::record::provenance::ToolInfo::current(),
         settings: SummarySettings {
             bootstrap_resamples: 100,
             seed: 1,
@@ -568,7 +568,7 @@ fn a_sample_without_its_raw_field_is_refused_naming_the_line() {
     lines[i] = before.replace(",\"raw\":\"12.5\"", "");
     assert_ne!(lines[i], before, "{before}");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let e = raw::read(&path).unwrap_err().to_string();
+    let e = record::read(&path).unwrap_err().to_string();
     assert!(e.contains(&format!("line {} is not a valid record", i + 1)) && e.contains("raw"), "{e}");
 }
 
@@ -601,7 +601,7 @@ fn whole(bootstrap: usize) -> Options {
 
 /// The published run stopped (Ctrl-C) inside block 13, the second block of cycle 2.
 fn stopped_in_cycle_2() -> Vec<Record> {
-    super::synthetic::interrupted(published(), 13)
+    crate::record::synthetic::interrupted(published(), 13)
 }
 
 #[test]
@@ -614,7 +614,7 @@ fn an_interrupted_record_names_its_whole_cycles_and_keeps_no_figure_without_the_
         Some("the record is incomplete: no figure is derived from it; its first 2 whole balanced cycles can be summarized with --whole-cycles")
     );
     // A record cut before its first cycle ended has none to offer.
-    let s = summarize_records(&super::synthetic::interrupted(published(), 5), 100);
+    let s = summarize_records(&crate::record::synthetic::interrupted(published(), 5), 100);
     assert_eq!(
         s.statistics_missing_reason.as_deref(),
         Some("the record is incomplete: no figure is derived from it")
@@ -708,17 +708,17 @@ fn whole_cycles_are_refused_when_the_record_does_not_hold_up() {
     // A reading that breaks a rule (the 40,089 W sample, in cycle 0), recorded by the footer.
     let mut shape = RunShape::published();
     shape.spike = Some((30, 40089.0));
-    let why = reason(&super::synthetic::interrupted(records(&shape), 13));
+    let why = reason(&crate::record::synthetic::interrupted(records(&shape), 13));
     assert!(why.contains("--whole-cycles: rule ") && why.contains("holds on the record's samples"), "{why}");
     // Stopped in the last block of cycle 0: nothing whole.
-    let why = reason(&super::synthetic::interrupted(published(), 5));
+    let why = reason(&crate::record::synthetic::interrupted(published(), 5));
     assert!(why.ends_with("--whole-cycles: no balanced cycle was finished (each block whole, between its two whole idle windows) before the run stopped, so there is nothing whole to summarize"), "{why}");
 }
 
 #[test]
 fn a_speed_record_stopped_early_gives_its_whole_cycles_time_figures() {
     // No idle windows: whole blocks are enough. Stopped in block 12, the first of cycle 2.
-    let recs = super::synthetic::interrupted(records(&speed_shape()), 12);
+    let recs = crate::record::synthetic::interrupted(records(&speed_shape()), 12);
     let s = summarize(&round_trip(&recs), "speed", &whole(300)).unwrap();
     assert_eq!(s.status, SummaryStatus::Incomplete);
     let w = s.whole_cycles.as_ref().unwrap();
@@ -889,5 +889,5 @@ fn records_that_do_not_fit_their_header_fail_the_audit_naming_the_line() {
 }
 
 fn kind_allows_speed(r: &Record) -> bool {
-    audit::kind_allows("speed", r)
+    crate::record::check::kind_allows("speed", r)
 }

@@ -4,13 +4,13 @@
 //! A balanced plan repeats the same cycle (the arms in order, then reversed), so the first `k`
 //! whole cycles of a run stopped early (Ctrl-C, SIGTERM, a crash) are exactly the run that
 //! `--cycles k` would have made: the same blocks, in the same order, each between its two idle
-//! windows. [`cut`] keeps them, with every reading the sensor gave (the rejection rules are
-//! re-checked on all of them), and leaves out what came after: the cut cycle's blocks and
-//! calls, later idle windows, and the footer. [`eligible`] says whether the record as a whole
-//! holds up well enough for its whole cycles to be used at all.
+//! windows. [`crate::record::whole::cut`] keeps them, with every reading the sensor gave (the
+//! rejection rules are re-checked on all of them), and leaves out what came after: the cut
+//! cycle's blocks and calls, later idle windows, and the footer. [`eligible`] says whether the
+//! record as a whole holds up well enough for its whole cycles to be used at all.
 
+use crate::error::{Classify, Kind};
 use crate::protocol::whole_cycles;
-use crate::report::raw::{RawRun, Record};
 use crate::report::summary::CheckOutcome;
 
 use super::audit::{Audit, RunData};
@@ -22,6 +22,45 @@ use super::audit::{Audit, RunData};
 /// lines were being written, and that block is never one of the whole cycles, whose own
 /// `call_counts` is checked on the cut record.
 pub const RECORD_CHECKS: [&str; 4] = ["record_integrity", "call_counts", "stable_calls", "rejection_rules"];
+
+/// Why the whole cycles of an incomplete record are not summarized: the reason the summary
+/// gives (`--whole-cycles: …`) for deriving no figure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WholeError {
+    /// A check of [`RECORD_CHECKS`] fails on the whole record.
+    #[error("the record fails `{check}` ({detail}), so no part of it is summarized")]
+    RecordFails {
+        /// The check's name.
+        check: &'static str,
+        /// Its detail.
+        detail: String,
+    },
+    /// Rejection rules hold on the record's samples, re-checked.
+    #[error("rule {} holds on the record's samples (re-checked), so none of its figures is used", rules.join(", "))]
+    RecordRejected {
+        /// Each rule once, in order of first violation.
+        rules: Vec<&'static str>,
+    },
+    /// The run stopped before its first cycle was whole.
+    #[error("no balanced cycle was finished (each block whole, between its two whole idle windows) before the run stopped, so there is nothing whole to summarize")]
+    NoWholeCycle,
+    /// Checks fail on the whole cycles themselves.
+    #[error("its whole cycles fail {}", failed.join("; "))]
+    CyclesFail {
+        /// Each failed check as `` `name` (detail) ``.
+        failed: Vec<String>,
+    },
+    /// A rejection rule holds on the samples of the whole cycles.
+    #[error("a rejection rule holds on the samples of its whole cycles (see the rejections)")]
+    CyclesRejected,
+}
+
+impl Classify for WholeError {
+    /// The record's: what it holds cannot be summarized.
+    fn kind(&self) -> Kind {
+        Kind::Input
+    }
+}
 
 /// How many whole balanced cycles the record holds from its start (see
 /// [`crate::protocol::whole_cycles`]): for an energy record, each block's two idle windows
@@ -36,13 +75,13 @@ pub fn count(d: &RunData<'_>) -> usize {
 /// Whether the whole cycles of an incomplete record may be summarized: there is at least one,
 /// every check in [`RECORD_CHECKS`] passes on the whole record, and no rejection rule holds
 /// on its samples. The number of whole cycles, or why not.
-pub fn eligible(d: &RunData<'_>, audit: &Audit) -> Result<usize, String> {
+pub fn eligible(d: &RunData<'_>, audit: &Audit) -> Result<usize, WholeError> {
     for name in RECORD_CHECKS {
         if name == "call_counts" && d.footer.is_none() {
             continue;
         }
         if let Some(c) = audit.check(name).filter(|c| c.outcome == CheckOutcome::Fail) {
-            return Err(format!("the record fails `{name}` ({}), so no part of it is summarized", c.detail));
+            return Err(WholeError::RecordFails { check: name, detail: c.detail.clone() });
         }
     }
     if let Some(r) = audit.recomputed.as_ref().filter(|r| r.rejected()) {
@@ -52,13 +91,10 @@ pub fn eligible(d: &RunData<'_>, audit: &Audit) -> Result<usize, String> {
                 rules.push(rule);
             }
         }
-        return Err(format!(
-            "rule {} holds on the record's samples (re-checked), so none of its figures is used",
-            rules.join(", ")
-        ));
+        return Err(WholeError::RecordRejected { rules });
     }
     match count(d) {
-        0 => Err("no balanced cycle was finished (each block whole, between its two whole idle windows) before the run stopped, so there is nothing whole to summarize".into()),
+        0 => Err(WholeError::NoWholeCycle),
         k => Ok(k),
     }
 }
@@ -66,58 +102,24 @@ pub fn eligible(d: &RunData<'_>, audit: &Audit) -> Result<usize, String> {
 /// Whether the audit of the whole cycles ([`super::audit::audit_whole_cycles`]) lets their
 /// figures be used: every check passes and no rejection rule holds on their samples; or why
 /// not.
-pub fn judge(audit: &Audit) -> Result<(), String> {
+pub fn judge(audit: &Audit) -> Result<(), WholeError> {
     let failed = audit.failed();
     if !failed.is_empty() {
         let list: Vec<String> = failed.iter().map(|c| format!("`{}` ({})", c.name, c.detail)).collect();
-        return Err(format!("its whole cycles fail {}", list.join("; ")));
+        return Err(WholeError::CyclesFail { failed: list });
     }
     if audit.recomputed.as_ref().is_some_and(|r| r.rejected()) {
-        return Err("a rejection rule holds on the samples of its whole cycles (see the rejections)".into());
+        return Err(WholeError::CyclesRejected);
     }
     Ok(())
-}
-
-/// The record of the first `cycles` whole cycles: the header with `plan.cycles = cycles` and
-/// the block order cut to them; the probes, warm-ups, every sample, the sampler's report and
-/// the corrections; the blocks (and their calls and errors) of those cycles and the idle
-/// windows around them. Left out: later blocks, calls and idle windows, block energies and
-/// the footer. Line numbers stay those of the file.
-pub fn cut(run: &RawRun, cycles: usize) -> RawRun {
-    let mut header = run.header.clone();
-    let blocks = cycles * 2 * header.arms.len();
-    header.plan.cycles = cycles;
-    header.plan.order.truncate(blocks);
-    let n = u32::try_from(blocks).unwrap_or(u32::MAX);
-    let keep = |r: &Record| match r {
-        Record::Block { index, .. } => *index < n,
-        Record::Call { block, .. } => *block < n,
-        Record::Idle { index, .. } => *index <= n,
-        Record::Error { block, .. } => block.is_none_or(|b| b < n),
-        Record::BlockEnergy { .. } | Record::Footer { .. } | Record::Header(_) => false,
-        Record::Probe(_)
-        | Record::Warmup { .. }
-        | Record::Sample(_)
-        | Record::Sampler(_)
-        | Record::Correction { .. } => true,
-    };
-    let mut records = Vec::new();
-    let mut lines = Vec::new();
-    for (i, r) in run.records.iter().enumerate() {
-        if keep(r) {
-            records.push(r.clone());
-            if let Some(l) = run.lines.get(i) {
-                lines.push(*l);
-            }
-        }
-    }
-    RawRun { header, records, lines, complete: false, truncated_tail: None }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::synthetic::{interrupted, records, RunShape};
+    use crate::record::synthetic::{interrupted, records, RunShape};
+    use crate::record::whole::cut;
+    use crate::record::{RawRun, Record};
 
     fn run_of(records: Vec<Record>) -> RawRun {
         let Some(Record::Header(h)) = records.first().cloned() else { panic!("no header") };
@@ -168,7 +170,7 @@ mod tests {
         recs.remove(call);
         let run = run_of(recs);
         let d = RunData::new(&run);
-        let why = eligible(&d, &crate::summary::audit::audit(&run, &d)).unwrap_err();
+        let why = eligible(&d, &crate::summary::audit::audit(&run, &d)).unwrap_err().to_string();
         assert!(why.starts_with("the record fails `call_counts`"), "{why}");
     }
 
@@ -183,44 +185,12 @@ mod tests {
         let d = RunData::new(&view);
         let first = crate::summary::audit::whole_cycles_check(&RunData::new(&run), 2, d.blocks.len());
         let a = crate::summary::audit::audit_whole_cycles(&view, &d, first);
-        let why = judge(&a).unwrap_err();
+        let why = judge(&a).unwrap_err().to_string();
         assert!(why.starts_with("its whole cycles fail `call_counts` (block 4 claims"), "{why}");
         let d = RunData::new(&run);
         let whole = cut(&run, 2);
         let dw = RunData::new(&whole);
         let first = crate::summary::audit::whole_cycles_check(&d, 2, dw.blocks.len());
         assert_eq!(judge(&crate::summary::audit::audit_whole_cycles(&whole, &dw, first)), Ok(()));
-    }
-
-    #[test]
-    fn the_cut_is_the_record_of_a_shorter_plan() {
-        let run = stopped_in(13);
-        let view = cut(&run, 2);
-        assert_eq!(view.header.plan.cycles, 2);
-        assert_eq!(view.header.plan.order.len(), 12);
-        assert_eq!(view.header.plan.order[..], run.header.plan.order[..12]);
-        let blocks: Vec<u32> = view
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::Block { index, .. } => Some(*index),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(blocks, (0..12).collect::<Vec<_>>());
-        let idles = view.records.iter().filter(|r| matches!(r, Record::Idle { .. })).count();
-        assert_eq!(idles, 13, "the idle window before each block and the one after the last");
-        assert!(view.records.iter().all(|r| match r {
-            Record::Call { block, .. } => *block < 12,
-            Record::Footer { .. } => false,
-            _ => true,
-        }));
-        // Every sample is kept, with its line.
-        let samples = |r: &RawRun| r.records.iter().filter(|r| matches!(r, Record::Sample(_))).count();
-        assert_eq!(samples(&view), samples(&run));
-        assert_eq!(view.lines.len(), view.records.len());
-        let first_block = view.records.iter().position(|r| matches!(r, Record::Block { .. })).unwrap();
-        let in_run = run.records.iter().position(|r| matches!(r, Record::Block { .. })).unwrap();
-        assert_eq!(view.lines[first_block], run.lines[in_run]);
     }
 }

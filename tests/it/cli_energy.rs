@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use laya_bench::energy::{idle_power, trapezoid_j, Series, WattPoint, Window};
 use laya_bench::power::sampler::{Sample, SampleOutcome};
+use laya_bench::record::{self, Record};
 use laya_bench::report::energy::EnergyReport;
-use laya_bench::report::raw::{self, Record};
 
 /// Short-run defaults as (flag, value); a test's own flags replace these.
 const FAST: &[(&str, &str)] = &[
@@ -73,13 +73,13 @@ fn report(dir: &Path) -> EnergyReport {
     serde_json::from_str(&text).expect("report parses into its mirror type")
 }
 
-fn samples(dir: &Path) -> (raw::RawRun, Vec<Sample>) {
-    let run = raw::read(&dir.join("r.raw.jsonl")).expect("raw file readable");
-    let s = raw::samples(&run);
+fn samples(dir: &Path) -> (record::RawRun, Vec<Sample>) {
+    let run = record::read(&dir.join("r.raw.jsonl")).expect("raw file readable");
+    let s = record::samples(&run);
     (run, s)
 }
 
-fn footer(run: &raw::RawRun) -> (String, Option<String>, Vec<String>) {
+fn footer(run: &record::RawRun) -> (String, Option<String>, Vec<String>) {
     match run.records.last() {
         Some(Record::Footer { status, reason, rejections, .. }) => (
             status.to_string(),
@@ -91,7 +91,7 @@ fn footer(run: &raw::RawRun) -> (String, Option<String>, Vec<String>) {
 }
 
 /// Every sample the sampler sent is in the file, numbered without a hole.
-fn assert_every_sample_kept(run: &raw::RawRun, samples: &[Sample]) {
+fn assert_every_sample_kept(run: &record::RawRun, samples: &[Sample]) {
     let sent = run
         .records
         .iter()
@@ -223,7 +223,7 @@ fn a_complete_run_is_re_derivable_from_its_raw_samples() {
     assert!(rep.blocks.iter().all(|b| b.rss_bytes.is_some()));
     // Linux counts stolen CPU time: every block of the report carries it, as the raw block does.
     if cfg!(target_os = "linux") {
-        let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+        let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
         let raw_steal: Vec<_> = run
             .records
             .iter()
@@ -460,8 +460,8 @@ fn no_usable_sensor_exits_2_before_measuring_and_says_why() {
     assert_eq!(files.len(), 3, "one raw record per opened meter: {files:?}");
     for f in files {
         assert!(f.to_string_lossy().ends_with(".raw.jsonl"), "{f:?}");
-        let run = raw::read(&f).unwrap();
-        assert!(!raw::probes(&run).is_empty(), "{f:?}");
+        let run = record::read(&f).unwrap();
+        assert!(!record::probes(&run).is_empty(), "{f:?}");
         let (status, _, rules) = footer(&run);
         assert_eq!(status, "rejected");
         assert!(rules.iter().any(|r| r == "missing_reading" || r == "sensor_stopped"), "{rules:?}");
@@ -602,7 +602,7 @@ fn live_members(group: i32) -> Vec<i32> {
 }
 
 /// The meter's process group, from the sensor notes in the header.
-fn meter_group(run: &raw::RawRun) -> i32 {
+fn meter_group(run: &record::RawRun) -> i32 {
     let notes = &run.header.sensor.as_ref().unwrap().notes;
     let note = notes.iter().find(|n| n.contains("process group")).expect("process group note");
     note.split("process group ").nth(1).unwrap().split(';').next().unwrap().trim().parse().unwrap()
@@ -739,8 +739,8 @@ fn a_bad_reading_before_measuring_is_recorded_and_refuses_the_run() {
         assert_eq!(o.status.code(), Some(2), "{first}: {err}");
         assert!(err.contains("before measuring") && err.contains(rule), "{first}: {err}");
         assert!(err.contains(&format!("{raw_value:?}")), "the raw value is named: {err}");
-        let run = raw::read(&dir.path().join("r.raw.jsonl")).expect("the raw record is written");
-        let probes = raw::probes(&run);
+        let run = record::read(&dir.path().join("r.raw.jsonl")).expect("the raw record is written");
+        let probes = record::probes(&run);
         assert!(!probes.is_empty());
         let raws: Vec<String> = raw_lines(&probes);
         assert!(raws.iter().any(|r| r == raw_value), "{raws:?}");
@@ -760,8 +760,8 @@ fn the_probe_readings_of_a_complete_run_are_in_its_raw_record() {
     let meter = "exec:echo 41.5; echo 42.5; while true; do echo 43.5; sleep 0.05; done";
     let o = energy(dir.path(), &["a=mock:ok"], meter, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
-    let probes = raw::probes(&run);
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let probes = record::probes(&run);
     assert_eq!(raw_lines(&probes), vec!["41.5", "42.5"]);
     assert!(matches!(run.records[0], Record::Probe(_)), "the probe follows the header");
 }

@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use laya_bench::report::raw::{self, Record};
+use laya_bench::record::{self, Record};
 use serde_json::Value;
 
 use crate::common::{laya_bench, stderr, stdout};
@@ -91,7 +91,7 @@ fn speed_runs_portable_and_mlx_side_by_side_with_the_same_answers() {
         ],
     );
     ok(&o);
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     assert!(run.complete);
     let m = &run.header.arms[1];
     assert_eq!((m.backend.as_str(), m.precision.as_str()), ("mlx", "fp32"));
@@ -150,7 +150,7 @@ fn energy_measures_an_mlx_arm_with_a_scripted_meter() {
         ],
     );
     ok(&o);
-    let run = raw::read(&dir.path().join("e.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("e.raw.jsonl")).unwrap();
     assert!(run.complete);
     assert_eq!(run.header.arms[1].backend, "mlx");
 }
@@ -277,7 +277,7 @@ fn trace_run_and_doctor_name_the_mlx_device_and_blas() {
         ],
     );
     ok(&o);
-    let run = raw::read(&dir.path().join("t.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("t.raw.jsonl")).unwrap();
     assert_eq!(run.header.arms[0].backend, "mlx");
     let o = laya_bench(dir.path(), &["doctor", "--backend", MLX32]);
     ok(&o);

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::common::{fixture, stderr, stdout};
-use laya_bench::report::raw::{self, Record};
+use laya_bench::record::{self, Record};
 
 fn fake(mode: &str) -> String {
     format!("ref:factory:{}:make:{mode}", fixture("fixtures/reference/fake_runtime.py").display())
@@ -40,7 +40,7 @@ fn assert_failed_with(dir: &Path, o: &Output, needles: &[&str]) {
     for n in needles {
         assert!(err.contains(n), "missing `{n}` in: {err}");
     }
-    let run = raw::read(&dir.join("r.raw.jsonl")).expect("the raw record is kept");
+    let run = record::read(&dir.join("r.raw.jsonl")).expect("the raw record is kept");
     assert!(matches!(run.records.last(), Some(Record::Footer { status, .. }) if status.as_str() == "failed"));
     assert!(run.records.iter().any(|r| matches!(r, Record::Error { .. })));
 }
@@ -61,7 +61,7 @@ fn a_reference_arm_runs_beside_ours_with_its_own_time_recorded() {
     assert!(report["arms"][0]["round_trip_mean_s"].is_null());
     // A factory callable's arithmetic is its own: no FLOP rate is made up for it.
     assert!(r["achieved_gflops"].is_null() && r["gflop_per_decision"].is_number(), "{r}");
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let mut ours = 0;
     let mut theirs = 0;
     for rec in &run.records {
@@ -209,7 +209,7 @@ fn energy_runs_a_reference_arm_with_an_exec_meter() {
     ];
     let o = run(dir.path(), &[], &args);
     assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", stderr(&o));
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     assert!(run
         .records
         .iter()
@@ -510,7 +510,7 @@ fn summary_times_a_reference_arm_by_its_runtime_as_speed_does() {
     let summary = read_json(&dir.path().join("s.json"));
     let speed_report = read_json(&dir.path().join("r.json"));
     let run_summary = &summary["runs"][0];
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let runtime_ns: u64 = run
         .records
         .iter()

@@ -3,7 +3,7 @@
 
 use std::process::Output;
 
-use laya_bench::report::raw::{self, Record};
+use laya_bench::record::{self, Record};
 use serde_json::Value;
 
 use crate::common::{laya_bench, one_cycle_progress_lines, stderr};
@@ -43,7 +43,7 @@ fn two_arms_write_raw_report_and_exports() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     assert!(run.complete);
     assert_eq!(run.header.arms.len(), 2);
     assert_eq!(run.header.workload.tokens_per_row, vec![vec![91]; 8]);
@@ -104,7 +104,7 @@ fn a_failing_call_exits_1_and_the_raw_file_keeps_the_measurements() {
     let dir = tempfile::tempdir().unwrap();
     let o = one_scripted_arm(dir.path(), "m=mock:fail-after=15");
     assert_exit(&o, 1, "scripted failure");
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let calls = run.records.iter().filter(|r| matches!(r, Record::Call { .. })).count();
     assert_eq!(calls, 7, "8 warm-up calls, 5 in block 0 and 2 in block 1 succeed before call 16 fails");
     assert!(run
@@ -221,7 +221,7 @@ fn a_request_file_workload_runs_as_given() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     assert_eq!(run.header.workload.requests, 2);
     assert_eq!(run.header.workload.target_tokens, None);
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use laya_bench::report::raw::{self, Record};
+use laya_bench::record::{self, Record};
 use serde_json::Value;
 
 use crate::common::{fixture, laya_bench, stderr};
@@ -75,7 +75,7 @@ fn batch_4_counts_four_decisions_per_call_and_answers_as_batch_1() {
         let cells: Vec<&str> = line.split(',').collect();
         assert_eq!((cells[calls_col], cells[decisions_col]), ("8", "32"), "{line}");
     }
-    let run = raw::read(&d.join("b4.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("b4.raw.jsonl")).unwrap();
     assert!(run.complete);
     assert_eq!(run.header.plan.batch, 4);
     let calls: Vec<(u32, Option<u32>, &str, bool)> = run
@@ -170,7 +170,7 @@ fn requests_sharing_several_questions_pack_into_one_forward() {
     assert_eq!(a["unstable_calls"], 0);
     assert_eq!(a["unbatched_identical"], true);
     // 3 requests in calls of 2 cycle: 0-1, 2-0, 1-2, 0-1.
-    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("r.raw.jsonl")).unwrap();
     let starts: Vec<u32> = run
         .records
         .iter()
@@ -205,7 +205,7 @@ fn every_request_of_a_batch_is_checked_against_its_warm_up() {
     let report = json(&dir.path().join("r.json"));
     assert_eq!(report["arms"][0]["unstable_calls"], 8);
     assert_eq!(report["arms"][0]["decisions"], 20);
-    let run = raw::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let unstable: Vec<&str> = run
         .records
         .iter()

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::Output;
 
+use laya_bench::record;
 use laya_bench::report::energy::EnergyReport;
-use laya_bench::report::raw;
 use laya_bench::report::summary::{CheckOutcome, SummaryReport, SummaryStatus};
 
 use crate::common::{laya_bench, stderr, SHORT_ENERGY as ENERGY};
@@ -263,7 +263,7 @@ fn corrections_are_appended_and_shown() {
     let after = std::fs::read(d.join("r.raw.jsonl")).unwrap();
     assert_eq!(&after[..before.len()], &before[..], "original bytes unchanged");
     assert!(String::from_utf8_lossy(&after[before.len()..]).contains("\"record\":\"metadata_correction\""));
-    assert!(raw::read(&d.join("r.raw.jsonl")).unwrap().complete);
+    assert!(record::read(&d.join("r.raw.jsonl")).unwrap().complete);
     let o = laya_bench(d, &["summary", "--correct", "r.raw.jsonl", "--field", "host.gpu", "--note", "x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("`gpu` is not a key of `host`"), "{}", stderr(&o));
@@ -567,10 +567,10 @@ fn an_energy_run_stopped_in_its_third_cycle_is_summarized_by_its_two_whole_cycle
     assert_eq!(s.bootstrap.as_ref().map(|b| b.cycles), Some(2));
     assert_eq!(s.arms.len(), 2);
     // The figures are those of the first 8 blocks of the raw record.
-    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("r.raw.jsonl")).unwrap();
     let mut decisions = [0u64; 2];
     for r in &run.records {
-        if let raw::Record::Block { index, arm, calls, .. } = r {
+        if let record::Record::Block { index, arm, calls, .. } = r {
             if *index < 8 {
                 decisions[usize::from(arm == "slow")] += calls;
             }
@@ -629,12 +629,12 @@ fn an_unstable_call_left_out_with_an_energy_runs_cut_cycle_still_makes_it_unstab
         "call(s) of the cut cycle, left out of the figures, did not reproduce their arm's warm-up result";
     assert!(rep.notes.iter().any(|n| n.contains(warning)), "{:?}", rep.notes);
     // every call the record marks unstable lies in cycle 2
-    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("r.raw.jsonl")).unwrap();
     let cycle_of: std::collections::HashMap<u32, u32> = run
         .records
         .iter()
         .filter_map(|r| match r {
-            raw::Record::Block { index, cycle, .. } => Some((*index, *cycle)),
+            record::Record::Block { index, cycle, .. } => Some((*index, *cycle)),
             _ => None,
         })
         .collect();
@@ -642,7 +642,7 @@ fn an_unstable_call_left_out_with_an_energy_runs_cut_cycle_still_makes_it_unstab
         .records
         .iter()
         .filter_map(|r| match r {
-            raw::Record::Call { block, stable: false, .. } => Some(*block),
+            record::Record::Call { block, stable: false, .. } => Some(*block),
             _ => None,
         })
         .collect();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use laya_bench::report::raw::{self, Record};
+use laya_bench::record::{self as raw, Record};
 use laya_bench::trace::recorder::ReadyFile;
 use laya_bench::trace::TraceSummary;
 

@@ -2,7 +2,7 @@
 //! to a run started in the background (SIGINT ignored by its shell): the run stops between
 //! calls, its raw record or report is readable and marked incomplete, and it exits 1.
 
-use laya_bench::report::raw::{self, Record};
+use laya_bench::record::{self, Record};
 use serde_json::Value;
 
 use crate::common::{send_signal, spawn_laya_bench, stderr, stdout, wait_for_text, wait_with_limit};
@@ -73,7 +73,7 @@ fn signal_after(
     o
 }
 
-fn footer(run: &raw::RawRun) -> (String, Option<String>) {
+fn footer(run: &record::RawRun) -> (String, Option<String>) {
     match run.records.last() {
         Some(Record::Footer { status, reason, .. }) => (status.to_string(), reason.clone()),
         other => panic!("no footer: {other:?}"),
@@ -94,7 +94,7 @@ fn interrupted_speed(signal: &str, ignore_sigint: bool) {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{signal}: {err}");
     assert!(err.contains("INCOMPLETE"), "{err}");
-    let run = raw::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
+    let run = record::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
     assert!(run.truncated_tail.is_none());
     let (status, reason) = footer(&run);
     assert_eq!(status, "incomplete");
@@ -157,7 +157,7 @@ fn an_interrupted_speed_run_reports_its_whole_cycles() {
     // A block line of cycle 1 (only block lines carry a cycle): cycle 0 is whole.
     let (o, report) = speed_stopped_at(d, &args, "\"cycle\":1");
     assert_eq!((report["status"].as_str(), report["whole_cycles"].as_u64()), (Some("incomplete"), Some(1)));
-    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("r.raw.jsonl")).unwrap();
     let mut calls = [0u64; 2];
     let mut blocks = 0;
     for r in &run.records {
@@ -224,7 +224,7 @@ fn sigint_at_start_of_a_background_run_stops_it_before_it_measures() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("INCOMPLETE") && err.contains("interrupted by a signal"), "{err}");
     assert!(err.contains("laya-bench: stopping cleanly"), "the handler says so: {err}");
-    let run = raw::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
+    let run = record::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
     assert_eq!(footer(&run).0, "incomplete");
 }
 
@@ -239,7 +239,7 @@ fn ctrl_c_stops_trace_run_with_an_incomplete_record() {
     let o = wait_with_limit(child, 10);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("INCOMPLETE"), "{}", stderr(&o));
-    let run = raw::read(&d.join("t.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("t.raw.jsonl")).unwrap();
     assert_eq!(footer(&run).0, "incomplete");
     assert!(run.records.iter().any(|r| matches!(r, Record::Block { ended_early: true, .. })));
 }
@@ -322,13 +322,13 @@ fn timeout_s_term_ends_speed_and_trace_run_with_a_footer() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     under_timeout(d, 3, LONG_SPEED);
-    let run = raw::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
+    let run = record::read(&d.join("r.raw.jsonl")).expect("the raw record stays readable");
     let (status, reason) = footer(&run);
     assert_eq!(status, "incomplete");
     assert!(reason.unwrap().contains("SIGTERM"));
     assert!(d.join("r.json").exists(), "no report");
     under_timeout(d, 3, LONG_TRACE);
-    assert_eq!(footer(&raw::read(&d.join("t.raw.jsonl")).unwrap()).0, "incomplete");
+    assert_eq!(footer(&record::read(&d.join("t.raw.jsonl")).unwrap()).0, "incomplete");
 }
 
 #[test]
@@ -360,7 +360,7 @@ fn timeout_s_term_ends_energy_with_a_footer() {
         "e.json",
     ];
     under_timeout(d, 4, &args);
-    let run = raw::read(&d.join("e.raw.jsonl")).expect("the raw record stays readable");
+    let run = record::read(&d.join("e.raw.jsonl")).expect("the raw record stays readable");
     assert_eq!(footer(&run).0, "incomplete");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(d.join("e.json")).unwrap()).unwrap();
     assert_eq!(report["status"], "incomplete");
@@ -411,7 +411,7 @@ fn a_second_ctrl_c_still_closes_the_record() {
     let o = wait_with_limit(child, 30);
     assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
     assert!(stderr(&o).contains("closing the record now"), "{}", stderr(&o));
-    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("r.raw.jsonl")).unwrap();
     assert_eq!(footer(&run).0, "incomplete");
     assert!(d.join("r.json").exists());
 }
@@ -436,7 +436,7 @@ fn a_third_ctrl_c_ends_the_run_at_once() {
     }
     let o = wait_with_limit(child, 10);
     assert_eq!(o.status.signal(), Some(libc::SIGINT), "{:?}: {}", o.status, stderr(&o));
-    let run = raw::read(&d.join("r.raw.jsonl")).expect("readable up to its last flushed record");
+    let run = record::read(&d.join("r.raw.jsonl")).expect("readable up to its last flushed record");
     assert!(!matches!(run.records.last(), Some(Record::Footer { .. })));
 }
 
@@ -451,7 +451,7 @@ fn sighup_stops_speed_with_an_incomplete_record() {
     assert!(send_signal("-HUP", pid));
     let o = wait_with_limit(child, 20);
     assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
-    let run = raw::read(&d.join("r.raw.jsonl")).unwrap();
+    let run = record::read(&d.join("r.raw.jsonl")).unwrap();
     let (status, reason) = footer(&run);
     assert_eq!(status, "incomplete");
     assert!(reason.unwrap().contains("SIGHUP"));

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{laya_bench, spawn_laya_bench, stderr, wait_for_text, wait_with_limit};
-use laya_bench::report::raw;
+use laya_bench::record;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_laya-bench"))
@@ -73,7 +73,7 @@ fn assert_stdout_failure(o: &Output, what: &str) {
 }
 
 fn complete(path: &Path) -> bool {
-    raw::read(path).map(|r| r.complete).unwrap_or(false)
+    record::read(path).map(|r| r.complete).unwrap_or(false)
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn a_second_run_on_a_raw_record_in_use_refuses_and_names_the_other_process() {
     assert!(t.elapsed() < Duration::from_secs(30));
     let o = wait_with_limit(first, 120);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run = raw::read(&d.join("same.raw.jsonl")).expect("the first run's record is intact");
+    let run = record::read(&d.join("same.raw.jsonl")).expect("the first run's record is intact");
     assert!(run.complete && run.truncated_tail.is_none());
     assert_eq!(run.header.command_line.iter().filter(|a| a.contains("delay-us")).count(), 1);
 }
@@ -314,7 +314,7 @@ fn assert_cut_record(o: &Output, raw_name: &str, dir: &Path) {
     let text = std::fs::read(dir.join(raw_name)).unwrap();
     let note = if text.ends_with(b"\n") { "has no footer" } else { "ends with a cut line" };
     assert!(err.contains(note), "{err}");
-    let run = raw::read(&dir.join(raw_name)).expect("readable up to its last whole record");
+    let run = record::read(&dir.join(raw_name)).expect("readable up to its last whole record");
     assert!(!run.complete);
     let leftovers: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

@@ -11,8 +11,8 @@ use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::SnakeCompareArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
-use crate::report::model::ModelInfo;
-use crate::report::provenance::ReportHead;
+use crate::record::model::ModelInfo;
+use crate::record::provenance::ReportHead;
 use crate::snake::game::RNG_IDENTITY;
 use crate::snake::host_predictor::HostPredictor;
 use crate::snake::paired::{

@@ -17,8 +17,8 @@ use super::{
 use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
-use crate::report::model::ModelInfo;
-use crate::report::provenance::ReportHead;
+use crate::record::model::ModelInfo;
+use crate::record::provenance::ReportHead;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
 use crate::snake::rate::{
@@ -202,7 +202,7 @@ fn read_report(path: &Path) -> Result<RateReport, Failure> {
 fn check_identity(
     report: &RateReport,
     model: &ModelInfo,
-    arm: &crate::report::raw::ArmInfo,
+    arm: &crate::record::ArmInfo,
 ) -> Result<(), Failure> {
     let old = &report.arm;
     let mut changed = Vec::new();

@@ -6,7 +6,7 @@ use anyhow::anyhow;
 
 use super::workload_plan;
 use crate::bench::outputs::{check_folder, refuse_existing};
-use crate::bench::record::{HeaderInput, RunIo, Watch};
+use crate::bench::recorder::{HeaderInput, RunIo, Watch};
 use crate::bench::setup::Setup;
 use crate::bench::speed;
 use crate::bench::time::{positive, timestamp_stem, unix_now};
@@ -30,14 +30,15 @@ impl Watch for ReadyWatch {
         }
     }
 
-    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), String> {
+    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), crate::error::Error> {
         if arm + 1 < arms {
             return Ok(());
         }
         if let Some((path, ready)) = &mut self.ready {
             ready.ready_unix_s = unix_now();
-            write_atomic(path, &ready.to_bytes())
-                .map_err(|e| format!("cannot write the ready file {}: {e}", path.display()))?;
+            write_atomic(path, &ready.to_bytes()).map_err(|e| {
+                crate::error::Error::run(format!("cannot write the ready file {}", path.display())).because(e)
+            })?;
         }
         Ok(())
     }

@@ -6,14 +6,16 @@
 
 use crate::energy::run::{analyze, BlockSpan, IdleSpan, RunInput};
 use crate::energy::{Rules, Window};
+use crate::host::HostInfo;
 use crate::power::sampler::{Sample, SampleOutcome};
 use crate::power::{PowerBoundary, Reading, SensorInfo, SensorKind};
-use crate::protocol::balanced_order;
-use crate::report::model::ModelInfo;
-use crate::report::raw::{
-    ArmInfo, EnergyPlanInfo, Header, HostInfo, PlanInfo, Record, ToolInfo, WorkloadInfo, SCHEMA_VERSION,
+use crate::record::model::ModelInfo;
+use crate::record::provenance::ToolInfo;
+use crate::record::status::RunStatus;
+
+use super::{
+    balanced_order, ArmInfo, EnergyPlanInfo, Header, PlanInfo, Record, WorkloadInfo, SCHEMA_VERSION,
 };
-use crate::report::status::RunStatus;
 
 /// One arm of the synthetic run.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,8 @@
-//! The raw record of a run: its header and footer, the warm-up and per-block records, and the
-//! one [`Recorder`] every run (`speed`, `energy`, `trace run`) writes through. A recorder
-//! writes to a [`Sink`]: the raw file itself, or the channel of the writer thread that owns
-//! the file while a sampler streams readings into it ([`spawn_writer`]).
+//! A run recording itself: the raw header and footer, the warm-up and per-block records built
+//! from the run's state (the types and the file are [`crate::record`]'s), and the one
+//! [`Recorder`] every run (`speed`, `energy`, `trace run`) writes through. A recorder writes to
+//! a [`Sink`]: the raw file itself ([`FileSink`]), or the channel of the writer thread that
+//! owns the file while a sampler streams readings into it ([`spawn_writer`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,10 +16,11 @@ use crate::laya::bundle::Bundle;
 use crate::laya::host::{HostError, StateResult};
 use crate::power::sampler::Sample;
 use crate::protocol::{self, answer_label, Arm, BlockLimit, Observer, Plan, Progress};
-use crate::report::model::ModelInfo;
-use crate::report::provenance::Provenance;
-use crate::report::raw::{self, ArmInfo, Header, PlanInfo, RawWriter, Record, WorkloadInfo};
-use crate::report::status::RunStatus;
+use crate::record::model::ModelInfo;
+use crate::record::provenance::Provenance;
+use crate::record::status::RunStatus;
+use crate::record::write::named;
+use crate::record::{self, ArmInfo, FileSink, Header, PlanInfo, RawWriter, Record, WorkloadInfo};
 
 use super::outputs::{lock_raw, RawLock};
 use super::setup::{Setup, WorkloadPlan};
@@ -72,7 +74,7 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
             .collect(),
     };
     // The header's own field order puts `kind` and `command_line` between these three.
-    let Provenance { schema_version, tool, host } = Provenance::current(raw::SCHEMA_VERSION);
+    let Provenance { schema_version, tool, host } = Provenance::current(record::SCHEMA_VERSION);
     Header {
         schema_version,
         kind: input.kind.into(),
@@ -221,83 +223,13 @@ pub fn open_raw(path: &Path, replace: bool) -> Result<(RawLock, RawWriter), Erro
     Ok((lock, writer))
 }
 
-/// A raw write error that names the file.
-fn named(path: &Path, e: std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-}
-
-/// What a raw record whose writing failed holds, in words, for the error that ends the run:
-/// a record cut mid-line (a full disk) is read by `summary` up to its last whole record; one
-/// that ends on a whole line lacks only what was not written.
-pub fn cut_note(path: &Path) -> String {
-    let last_byte = || -> std::io::Result<Option<u8>> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut f = std::fs::File::open(path)?;
-        if f.metadata()?.len() == 0 {
-            return Ok(None);
-        }
-        f.seek(SeekFrom::End(-1))?;
-        let mut b = [0u8];
-        f.read_exact(&mut b)?;
-        Ok(Some(b[0]))
-    };
-    let ends_whole = matches!(last_byte(), Ok(None | Some(b'\n')));
-    if ends_whole {
-        format!(
-            "{} has no footer: it holds the records written before the failure, which `laya-bench summary {}` reads as an incomplete run",
-            path.display(),
-            path.display()
-        )
-    } else {
-        format!(
-            "{} ends with a cut line: `laya-bench summary {}` reads it up to its last whole record",
-            path.display(),
-            path.display()
-        )
-    }
-}
-
-/// The raw file as a recorder's sink: every error names the file, and after the first one
-/// nothing more is written (a record after a cut line would hide the cut in the middle of the
-/// file), so the record stays readable up to its last whole line.
-pub struct FileSink {
-    raw: RawWriter,
-    failed: Option<String>,
-}
-
-impl FileSink {
-    /// A sink writing to `raw`.
-    pub fn new(raw: RawWriter) -> Self {
-        Self { raw, failed: None }
-    }
-
-    /// The first write error, if a write failed.
-    pub fn failed(&self) -> Option<&str> {
-        self.failed.as_deref()
-    }
-
-    fn guard(&mut self, write: impl FnOnce(&mut RawWriter) -> std::io::Result<()>) -> std::io::Result<()> {
-        if let Some(first) = &self.failed {
-            return Err(std::io::Error::other(format!(
-                "the raw record {} could not be written earlier ({first})",
-                self.raw.path().display()
-            )));
-        }
-        write(&mut self.raw).map_err(|e| {
-            let e = named(self.raw.path(), e);
-            self.failed = Some(e.to_string());
-            e
-        })
-    }
-}
-
 impl Sink for FileSink {
     fn record(&mut self, record: Record) -> std::io::Result<()> {
-        self.guard(|raw| raw.write(&record))
+        self.write(&record)
     }
 
     fn sync(&mut self) -> std::io::Result<()> {
-        self.guard(RawWriter::sync)
+        FileSink::sync(self)
     }
 }
 
@@ -382,7 +314,7 @@ pub trait Watch {
     /// The run's clock started at `started_unix_s` (the raw header's start), before warm-up.
     fn started(&mut self, _started_unix_s: f64) {}
     /// Every arm's warm-up is done when `arm` is the last one; an error stops the run.
-    fn warmed_up(&mut self, _arm: usize, _arms: usize) -> Result<(), String> {
+    fn warmed_up(&mut self, _arm: usize, _arms: usize) -> Result<(), crate::error::Error> {
         Ok(())
     }
     /// A block finished.
@@ -425,7 +357,8 @@ impl<S: Sink> Observer for Recorder<'_, S> {
         self.sink.record(record)?;
         self.answers.push(answers);
         self.sink.sync()?;
-        if let Err(message) = self.watch.warmed_up(rec.arm, arms.len()) {
+        if let Err(e) = self.watch.warmed_up(rec.arm, arms.len()) {
+            let message = crate::error::chain(&e);
             self.watch_error = Some(message.clone());
             return Err(std::io::Error::other(message));
         }
@@ -474,38 +407,5 @@ impl<S: Sink> Observer for Recorder<'_, S> {
             ended_early: rec.ended_early,
         })?;
         self.sink.sync()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cut_record_is_told_from_one_that_ends_on_a_whole_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("r.raw.jsonl");
-        std::fs::write(&p, "{\"record\":\"header\"}\n{\"rec").unwrap();
-        let note = cut_note(&p);
-        assert!(
-            note.contains("r.raw.jsonl ends with a cut line") && note.contains("last whole record"),
-            "{note}"
-        );
-        std::fs::write(&p, "{\"record\":\"header\"}\n").unwrap();
-        assert!(cut_note(&p).contains("has no footer"), "{}", cut_note(&p));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_file_sink_writes_nothing_after_its_first_failure() {
-        let raw = RawWriter::open(Path::new("/dev/full"), true).unwrap();
-        let mut sink = FileSink::new(raw);
-        let record = footer(RunStatus::Failed, 0, None, vec![]);
-        // buffered, then the flush fails: the error names the file
-        let first = sink.record(record.clone()).and_then(|()| sink.sync()).unwrap_err().to_string();
-        assert!(first.starts_with("/dev/full: "), "{first}");
-        assert!(sink.failed().is_some());
-        let next = sink.record(record).unwrap_err().to_string();
-        assert!(next.contains("could not be written earlier"), "{next}");
     }
 }
