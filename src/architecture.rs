@@ -590,7 +590,6 @@ mod tests {
         "backend/mlx/graph.rs",
         "backend/mlx/mod.rs",
         "backend/reference/spec.rs",
-        "run/survey.rs",
         "fidelity/check.rs",
         "fidelity/setup.rs",
         "hub/mod.rs",

@@ -88,11 +88,14 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
 }
 
 #[cfg(target_os = "macos")]
-fn apple_report() -> Result<AppleReport, String> {
+fn apple_report() -> Result<AppleReport, crate::error::Error> {
     Ok(super::doctor_apple::probe())
 }
 
 #[cfg(not(target_os = "macos"))]
-fn apple_report() -> Result<AppleReport, String> {
-    Err(format!("the Apple probes run only on macOS; this is {}", std::env::consts::OS))
+fn apple_report() -> Result<AppleReport, crate::error::Error> {
+    Err(crate::error::Error::run(format!(
+        "the Apple probes run only on macOS; this is {}",
+        std::env::consts::OS
+    )))
 }
