@@ -11,8 +11,8 @@ use laya_bench::backend::mock::{Script, ScriptedBackend};
 use laya_bench::backend::{ShapeCaps, ShapeMode};
 use laya_bench::laya::bundle::{Bundle, ModelSpec};
 use laya_bench::laya::host::{CallOptions, Host};
-use laya_bench::protocol::{CallRecord, Clock};
 use laya_bench::record::{RawWriter, Record};
+use laya_bench::run::{CallRecord, Clock};
 use serde_json::Value;
 
 fn main() {

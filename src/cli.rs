@@ -2,8 +2,8 @@
 //!
 //! Arguments are taken in two stages (the ripgrep habit): clap's value parsers turn each flag
 //! into its type here (a duration, an arm with its parsed spec), naming the flag in every
-//! message; then each command builds a validated plan (`bench::speed::plan`,
-//! `bench::energy::settings`, ...) that checks how the flags fit together, before anything
+//! message; then each command builds a validated plan (`run::measure_speed::plan`,
+//! `run::measure_energy::settings`, ...) that checks how the flags fit together, before anything
 //! loads.
 // The doc comments below are clap's help texts, shown as written: `<UTC time>` is text there,
 // not an HTML tag.
@@ -16,8 +16,8 @@ use clap::builder::TypedValueParser;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use crate::bench::arm::ArmSpec;
 use crate::error::Error;
+use crate::run::arm::ArmSpec;
 
 /// A value parser from a function of (flag, text): its error becomes clap's message as is
 /// (the function names the flag), exit 2.
@@ -44,7 +44,7 @@ impl<T: Clone + Send + Sync + 'static> TypedValueParser for FlagParser<T> {
 
 /// `500ms`, `2s`, `1m`, or a plain number of seconds (zero allowed here; plans refuse it where
 /// a zero makes no sense).
-pub const DURATION: FlagParser<Duration> = FlagParser(crate::bench::time::duration);
+pub const DURATION: FlagParser<Duration> = FlagParser(crate::run::duration_flags::duration);
 
 /// `NAME=SPEC`, the spec parsed.
 pub const NAMED_ARM: FlagParser<ArmSpec> = FlagParser(|_, text| ArmSpec::parse_named(text));

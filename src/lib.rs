@@ -11,7 +11,6 @@
 #[cfg(test)]
 mod architecture;
 pub mod backend;
-pub mod bench;
 pub mod bounds;
 pub mod cli;
 pub mod commands;
@@ -23,9 +22,9 @@ pub mod hub;
 pub mod laya;
 pub mod model;
 pub mod power;
-pub mod protocol;
 pub mod record;
 pub mod report;
+pub mod run;
 pub mod settings;
 pub mod snake;
 pub mod stats;

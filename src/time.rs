@@ -1,8 +1,8 @@
 //! Wall-clock names and stamps (`speed-20261129T151500Z` file stems, ISO-8601 UTC times, Unix
-//! seconds; timed intervals never use these, the protocol's monotonic clock does) and the
+//! seconds; timed intervals never use these, the run's monotonic clock does) and the
 //! duration grammar (`500ms`, `2s`, `1m`) with its bound and rate periods. A bottom module:
-//! it depends on nothing in the crate, so every layer may use it (`bench::time` re-exports it
-//! beside the duration flags).
+//! it depends on nothing in the crate, so every layer may use it (the duration flags, which
+//! name the crate's error, are `run::duration_flags`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

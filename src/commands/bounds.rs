@@ -7,9 +7,6 @@ use anyhow::anyhow;
 
 use super::hub_progress::model_spec;
 use super::{Failure, Outcome};
-use crate::bench::arm::fixed_shapes;
-use crate::bench::setup::{build_workload, WorkloadPlan};
-use crate::bench::speed;
 use crate::bounds::{self, BoundBy, BoundsInput, BoundsReport, Precision};
 use crate::cli::BoundsArgs;
 use crate::laya::batch::ShapeCaps;
@@ -17,6 +14,9 @@ use crate::laya::bundle::Bundle;
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::laya::host::Host;
 use crate::model::synthetic::published_shape;
+use crate::run::arm::fixed_shapes;
+use crate::run::measure_speed;
+use crate::run::workload::WorkloadPlan;
 
 pub(crate) fn run(args: &BoundsArgs) -> Outcome {
     if args.measure {
@@ -83,7 +83,7 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
 /// FLOP per decision of `speed --workload NAME` at `--length` and `--marker-slots`: the rows
 /// its requests run, built with the model's tokenizer exactly as `speed` builds them, each
 /// padded to the length `speed`'s arms run (one request per call), counted by the same
-/// [`speed::rows_run`] and [`bounds::workload_flops`] as `speed`'s `gflop_per_decision`.
+/// [`measure_speed::rows_run`] and [`bounds::workload_flops`] as `speed`'s `gflop_per_decision`.
 fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopReport, Failure> {
     let bundle = model_spec(&args.model)
         .and_then(|parsed| Ok(Bundle::load(&parsed, published_shape)?))
@@ -98,8 +98,8 @@ fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopRe
     }
     let shapes = ShapeCaps { max_options: args.marker_slots, ..fixed_shapes(args.length) };
     let host = Host::new(&bundle.tokenizer, &bundle.agent, shapes.clone());
-    let (built, _) = build_workload(&host, &plan)?;
-    let (lengths, decisions) = speed::rows_run(&built.tokens_per_row, &shapes, 1);
+    let (built, _) = plan.build(&host)?;
+    let (lengths, decisions) = measure_speed::rows_run(&built.tokens_per_row, &shapes, 1);
     let flop = bounds::workload_flops(&bundle.encoder, &bundle.agent, &lengths, decisions, args.marker_slots)
         .map_err(|e| Failure::input(anyhow!(e).context("cannot count the workload's FLOP")))?;
     Ok(bounds::WorkloadFlopReport::new(

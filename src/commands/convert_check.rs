@@ -13,8 +13,6 @@ use super::predict::load_bundle;
 use super::ticker::Ticker;
 use super::{interrupt, Failure, Outcome};
 use crate::backend::registry;
-use crate::bench::outputs::{check_folder, refuse_existing};
-use crate::bench::time::timestamp_stem;
 use crate::cli::ConvertCheckArgs;
 use crate::fidelity::bundle_checks::{check_same_model, ModelFiles};
 use crate::fidelity::check::{run_suite, Plan};
@@ -30,6 +28,8 @@ use crate::laya::host::CallOptions;
 use crate::record::provenance::ToolInfo;
 use crate::report::format::num;
 use crate::report::write_atomic;
+use crate::run::outputs::{check_folder, refuse_existing};
+use crate::time::timestamp_stem;
 
 pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     // From the start, so a signal while the models load is not lost (a background run inherits

@@ -4,17 +4,17 @@
 //! spec loads for `--model`. Exits 0 whatever it finds (it reports, it does not judge a
 //! machine or a bundle), and 2 only for what cannot be asked: a `--backend` that is not a spec
 //! (an unknown kind, a bad precision word) or a `--model` folder that does not exist. The
-//! survey is [`crate::bench::doctor::survey`]; this file prints it.
+//! survey is [`crate::run::survey::survey`]; this file prints it.
 
 use anyhow::anyhow;
 
 use super::{Failure, Outcome};
 use crate::backend::coreml::description::DeclaredFeature;
 use crate::backend::registry::{BackendSpec, RegistryError};
-use crate::bench::doctor::survey;
 use crate::cli::DoctorArgs;
 use crate::laya::bundle::ModelSpec;
 use crate::report::doctor::{mark, AppleReport};
+use crate::run::survey::survey;
 
 pub(crate) fn run(args: &DoctorArgs) -> Outcome {
     for spec in &args.backends {
@@ -88,11 +88,14 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
 }
 
 #[cfg(target_os = "macos")]
-fn apple_report() -> Result<AppleReport, String> {
+fn apple_report() -> Result<AppleReport, crate::error::Error> {
     Ok(super::doctor_apple::probe())
 }
 
 #[cfg(not(target_os = "macos"))]
-fn apple_report() -> Result<AppleReport, String> {
-    Err(format!("the Apple probes run only on macOS; this is {}", std::env::consts::OS))
+fn apple_report() -> Result<AppleReport, crate::error::Error> {
+    Err(crate::error::Error::run(format!(
+        "the Apple probes run only on macOS; this is {}",
+        std::env::consts::OS
+    )))
 }

@@ -1,15 +1,15 @@
 //! `laya-bench energy`: the published energy protocol (docs/methodology.md) on any arms with any
-//! supported power sensor. The run is [`crate::bench::energy`]; this file turns the arguments
+//! supported power sensor. The run is [`crate::run::measure_energy`]; this file turns the arguments
 //! into its settings, shows progress, prints the report and maps the verdict to an exit code.
 
 use anyhow::anyhow;
 
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
-use crate::bench::energy::{self, EnergyFlags};
-use crate::bench::recorder::RunIo;
 use crate::cli::EnergyArgs;
 use crate::record::status::RunStatus;
+use crate::run::measure_energy::{self, EnergyFlags};
+use crate::run::recorder::RunIo;
 
 pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
@@ -17,7 +17,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let stop = interrupt::install_or_warn();
     let common = &args.run;
     let arms = run_common::arms(common)?;
-    let settings = energy::settings(&EnergyFlags {
+    let settings = measure_energy::settings(&EnergyFlags {
         cycles: args.cycles,
         seconds: args.seconds,
         sample_interval: args.sample_interval,
@@ -28,9 +28,9 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         warmup: common.warmup,
         boundary: None,
     })?;
-    let sensor = energy::sensor_spec(args.sensor.as_deref(), args.sensor_unit.as_deref())?;
-    let settings = energy::Settings {
-        boundary: energy::declared_boundary(sensor.as_ref(), args.boundary.as_deref())?,
+    let sensor = measure_energy::sensor_spec(args.sensor.as_deref(), args.sensor_unit.as_deref())?;
+    let settings = measure_energy::Settings {
+        boundary: measure_energy::declared_boundary(sensor.as_ref(), args.boundary.as_deref())?,
         ..settings
     };
     // A replayed record is read by the run: no output may replace it, even with --overwrite.
@@ -42,7 +42,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
-    let outcome = energy::run(
+    let outcome = measure_energy::run(
         bundle,
         &mut setup,
         &input,
@@ -57,7 +57,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         &mut bar,
     );
     bar.finish();
-    let energy::EnergyOutcome { report, failure_kind } = outcome?;
+    let measure_energy::EnergyOutcome { report, failure_kind } = outcome?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;

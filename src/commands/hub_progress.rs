@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::hub::{self, FileProgress, HubConfig, Observer};
+use crate::hub::{self, FileProgress, HubConfig, Progress};
 use crate::laya::bundle::ModelSpec;
 
 struct Bars;
@@ -22,7 +22,7 @@ impl FileProgress for Bar {
     }
 }
 
-impl Observer for Bars {
+impl Progress for Bars {
     fn file_started(&self, file: &str, bytes: u64) -> Box<dyn FileProgress> {
         let bar = ProgressBar::with_draw_target(Some(bytes), ProgressDrawTarget::stderr());
         bar.set_style(

@@ -146,7 +146,7 @@ pub(crate) fn install_or_warn() -> Option<&'static AtomicBool> {
 
 /// Why a run stopped by the flag is incomplete, for its footer and report.
 pub(crate) fn reason(during: &str) -> String {
-    crate::bench::speed::interrupted_reason(during, raised())
+    crate::run::measure_speed::interrupted_reason(during, raised())
 }
 
 #[cfg(test)]

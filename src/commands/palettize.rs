@@ -17,7 +17,7 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
         )));
     }
     // the folder is checked before the palettization, which takes minutes on a large model
-    crate::bench::outputs::check_folder("--output", &args.output)?;
+    crate::run::outputs::check_folder("--output", &args.output)?;
     let bundle = load_bundle(&args.model.model)?;
     let spec = format!("portable:w{}", args.bits);
     let (weights, source) = load_source(&spec, &bundle).map_err(Failure::input)?;

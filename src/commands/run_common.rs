@@ -10,13 +10,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::predict::load_bundle;
 use super::ticker::{clock_text, time_left};
 use super::Failure;
-use crate::bench::arm::ArmSpec;
-use crate::bench::outputs::{ClaimedRaw, OutputFiles};
-use crate::bench::recorder::{HeaderInput, Watch};
-use crate::bench::setup::{Setup, WorkloadPlan};
 use crate::cli::RunArgs;
 use crate::laya::bundle::Bundle;
-use crate::protocol::BlockRecord;
+use crate::laya::host::StateResult;
+use crate::run::arm::ArmSpec;
+use crate::run::outputs::{ClaimedRaw, OutputFiles};
+use crate::run::recorder::HeaderInput;
+use crate::run::setup::Setup;
+use crate::run::workload::WorkloadPlan;
+use crate::run::{Arm, BlockRecord, CallRecord, Observer, Progress, RunError, WarmupRecord};
 
 /// `--arm NAME=SPEC…`, or every default portable precision (exit 2 on a bad name or spec).
 pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {
@@ -144,8 +146,8 @@ fn print_setup(setup: &Setup<'_>) {
 /// plan and its idle windows (one before the first block and one after each), where the block
 /// length is a time (or a paced call count); a block of a fixed count of saturated calls has no
 /// length known ahead, so only the count is said.
-fn plan_line(plan: &crate::protocol::Plan, blocks: u64) -> String {
-    use crate::protocol::BlockLimit;
+fn plan_line(plan: &crate::run::Plan, blocks: u64) -> String {
+    use crate::run::BlockLimit;
     let block_s = match (plan.block, plan.pace) {
         (limit, Some(pace)) => Some(pace.calls_per_block(limit) as f64 / pace.rate_hz),
         (BlockLimit::Duration(d), None) => Some(d.as_secs_f64()),
@@ -230,8 +232,8 @@ impl Bar {
     /// what the plan will take ([`plan_line`]) unless hidden, then draws a bar where stderr is
     /// a terminal, or plain lines where it is not. The bar's steady tick (a thread redrawing it
     /// five times a second) runs only where the bar is drawn.
-    pub(crate) fn for_run(setup: &Setup<'_>, plan: &crate::protocol::Plan, hidden: bool) -> Self {
-        let blocks = crate::protocol::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
+    pub(crate) fn for_run(setup: &Setup<'_>, plan: &crate::run::Plan, hidden: bool) -> Self {
+        let blocks = crate::run::balanced_order(setup.arms.len(), plan.cycles).len() as u64;
         let bar = ProgressBar::new(blocks);
         let terminal = std::io::stderr().is_terminal();
         if !hidden {
@@ -260,10 +262,11 @@ impl Bar {
     }
 }
 
-impl Watch for Bar {
-    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), crate::error::Error> {
+impl Observer for Bar {
+    fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
+        let arms = arms.len();
         if let Some(p) = &mut self.plain {
-            if arm + 1 == arms {
+            if rec.arm + 1 == arms {
                 eprintln!("warm-up done for {arms} arm(s); measuring {} blocks", p.blocks);
                 p.clock = Some(Instant::now());
             }
@@ -271,7 +274,13 @@ impl Watch for Bar {
         Ok(())
     }
 
-    fn block_done(&mut self, rec: &BlockRecord) {
+    fn block(
+        &mut self,
+        _arms: &[Arm<'_>],
+        rec: &BlockRecord,
+        _calls: &[CallRecord],
+        _unstable: &[(usize, StateResult)],
+    ) -> Result<(), RunError> {
         self.bar.inc(1);
         if self.idle_windows {
             self.bar.set_message(format!("idle window {}", rec.index + 1));
@@ -282,10 +291,12 @@ impl Watch for Bar {
             let name = p.arms.get(rec.arm).map_or("?", String::as_str);
             eprintln!("{}", plain_line(rec, name, p.done, p.blocks, elapsed, self.batch, self.idle_windows));
         }
+        Ok(())
     }
 
-    fn progress(&mut self, arm: &str, cycle: usize, calls_per_s: f64) {
-        self.bar.set_message(progress_message(arm, cycle, calls_per_s, self.batch));
+    fn progress(&mut self, arms: &[Arm<'_>], p: &Progress) {
+        let calls_per_s = if p.elapsed_s > 0.0 { p.calls as f64 / p.elapsed_s } else { 0.0 };
+        self.bar.set_message(progress_message(&arms[p.arm].name, p.cycle, calls_per_s, self.batch));
     }
 }
 
@@ -336,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_plain_line_names_the_block_and_estimates_the_rest() {
-        let rec = crate::protocol::BlockRecord {
+        let rec = crate::run::BlockRecord {
             index: 2,
             cycle: 1,
             arm: 0,
@@ -355,7 +366,7 @@ mod tests {
             line,
             "block 2 (3 of 12) done · arm f32 · cycle 1 · 27161 calls in 20.5 s · 0:01:35 elapsed · about 0:04:45 left · idle window 3 next"
         );
-        let last = crate::protocol::BlockRecord { ended_early: true, calls: 5, ..rec };
+        let last = crate::run::BlockRecord { ended_early: true, calls: 5, ..rec };
         let line = super::plain_line(&last, "w8", 12, 12, Duration::from_secs(3725), 4, false);
         assert_eq!(
             line,
@@ -368,7 +379,7 @@ mod tests {
 
     #[test]
     fn the_plan_line_says_how_long_the_measuring_takes() {
-        use crate::protocol::{BlockLimit, Pace, Plan};
+        use crate::run::{BlockLimit, Pace, Plan};
         // the energy defaults: 3 cycles of 8 blocks of 20 s, 25 idle windows of 10 s:
         // 480 + 250 = 730 s = 0:12:10
         let mut plan = Plan::saturated(3, BlockLimit::Duration(Duration::from_secs(20)), 20);

@@ -1,14 +1,14 @@
 //! `laya-bench speed`: balanced, audit-grade latency and throughput of one or more arms. The
-//! run itself is [`crate::bench::speed`]; this file turns the arguments into its plan, shows
+//! run itself is [`crate::run::measure_speed`]; this file turns the arguments into its plan, shows
 //! progress, prints the table and maps the verdict to an exit code.
 
 use anyhow::anyhow;
 
 use super::run_common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
-use crate::bench::recorder::RunIo;
-use crate::bench::speed;
 use crate::cli::SpeedArgs;
+use crate::run::measure_speed;
+use crate::run::recorder::RunIo;
 
 pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
@@ -16,13 +16,15 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     let stop = interrupt::install_or_warn();
     let common = &args.run;
     let arms = run_common::arms(common)?;
-    let plan =
-        speed::batched(speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?, args.batch)?;
+    let plan = measure_speed::batched(
+        measure_speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?,
+        args.batch,
+    )?;
     let prepared = run_common::prepare(common, "speed", &[])?;
     let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
-    let measured = speed::measure(
+    let measured = measure_speed::measure(
         bundle,
         &mut setup,
         &input,
@@ -40,9 +42,9 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     // Every arm is built at the same shapes (the run's length, K slots, the rows of a call),
     // so the rows the baseline's host packs are the rows every arm runs.
     let gflop = setup.arms.first().and_then(|a| {
-        speed::gflop_per_decision(bundle, &setup.built.tokens_per_row, &a.host.shapes, plan.batch)
+        measure_speed::gflop_per_decision(bundle, &setup.built.tokens_per_row, &a.host.shapes, plan.batch)
     });
-    let report = speed::report_measured(&measured, &files.raw, gflop);
+    let report = measure_speed::report_measured(&measured, &files.raw, gflop);
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.to_markdown();
     files.write(&json, &markdown, &report.to_csv())?;

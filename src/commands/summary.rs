@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 
 use super::{Failure, Outcome};
-use crate::bench::outputs::{check_folder, check_new_files};
-use crate::bench::time::unix_now;
 use crate::cli::SummaryArgs;
 use crate::record::{self, RawRun};
 use crate::report::summary::{PlotFile, RunSummary};
 use crate::report::write_atomic;
+use crate::run::outputs::{check_folder, check_new_files};
 use crate::summary::{self, correct::resolve, pictures::pictures, Options};
+use crate::time::unix_now;
 
 /// The most bootstrap resamples accepted.
 const MAX_RESAMPLES: usize = 10_000_000;

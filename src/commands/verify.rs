@@ -7,10 +7,10 @@ use serde_json::{json, Value};
 use super::predict::{build_backend, load_bundle};
 use super::{Failure, Outcome};
 use crate::backend::registry;
-use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
+use crate::run::outputs::{check_folder, refuse_existing};
 use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {

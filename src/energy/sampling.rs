@@ -2,7 +2,7 @@
 //! block and idle window, the largest gap between consecutive samples covering each, and the
 //! realized interval over the run (median and largest gap), beside the requested one.
 //!
-//! The requested `--sample-interval` is checked before the run (`bench::energy`): it must leave
+//! The requested `--sample-interval` is checked before the run (`run::measure_energy`): it must leave
 //! at least [`MIN_SAMPLES_IN_WINDOW`] samples in a block and in an idle window after its
 //! discard. A meter paces itself, so what it delivered is checked again afterwards on the
 //! samples' **receive** timestamps (the times integration uses): a block that ran to its end

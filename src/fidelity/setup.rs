@@ -18,7 +18,7 @@ use crate::laya::bundle::{sha256_hex, Bundle, CoreMlBundle, Weights};
 use crate::laya::host::Host;
 use crate::model::palettize::{read_palette_meta, PaletteReport};
 use crate::model::weights::WeightBytes;
-use crate::protocol::Arm;
+use crate::run::Arm;
 
 /// What a `ref:` candidate's judgement rests on (the report's candidate notes).
 pub const REFERENCE_NOTE: &str = "a reference runtime is judged on the result dict it returns: it builds its own rows (its tokenizer, padding and max_len) and rounds every probability to 4 decimals, which adds at most 5e-5 to each drift; its repeats are compared as whole result dicts";

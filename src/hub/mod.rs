@@ -15,7 +15,7 @@
 //!   leaves its `.part` file, and the next run resumes it (hf-hub's range requests).
 //!
 //! The command edge builds the [`HubConfig`] from the environment ([`HubConfig::from_env`]) and
-//! installs it with an [`Observer`] (the progress bar) once; [`resolve_installed`] then serves
+//! installs it with a [`Progress`] (the progress bar) once; [`resolve_installed`] then serves
 //! every `hub:` spec of the process, each at most once. Nothing here prints.
 
 pub mod pins;
@@ -304,7 +304,7 @@ impl HubConfig {
 }
 
 /// What the resolver reports while it works (the command edge draws it).
-pub trait Observer: Send + Sync {
+pub trait Progress: Send + Sync {
     /// A file transfer starts: `bytes` is its full size.
     fn file_started(&self, file: &str, bytes: u64) -> Box<dyn FileProgress>;
     /// Something the user must read (an unpinned checkpoint, a fetched revision).
@@ -319,7 +319,7 @@ pub trait FileProgress: Send {
     fn finish(&mut self);
 }
 
-/// An observer that shows nothing.
+/// Progress that shows nothing.
 pub struct Silent;
 
 struct NoProgress;
@@ -328,7 +328,7 @@ impl FileProgress for NoProgress {
     fn finish(&mut self) {}
 }
 
-impl Observer for Silent {
+impl Progress for Silent {
     fn file_started(&self, _file: &str, _bytes: u64) -> Box<dyn FileProgress> {
         Box::new(NoProgress)
     }
@@ -407,7 +407,7 @@ fn complete(dir: &Path) -> bool {
 }
 
 /// Resolve a `hub:` reference into a verified snapshot folder, downloading what is missing.
-pub fn resolve(cfg: &HubConfig, observer: Arc<dyn Observer>, href: &HubRef) -> Result<Resolved, HubError> {
+pub fn resolve(cfg: &HubConfig, observer: Arc<dyn Progress>, href: &HubRef) -> Result<Resolved, HubError> {
     let revision = href.effective_revision();
     let pinned = href.pin.and_then(|p| p.pinned(&revision)).copied();
     match (href.pin, pinned) {
@@ -670,7 +670,7 @@ fn remote_listing(cfg: &HubConfig, href: &HubRef, revision: &str) -> Result<(Str
 }
 
 struct Adapter {
-    observer: Arc<dyn Observer>,
+    observer: Arc<dyn Progress>,
     bar: Option<Box<dyn FileProgress>>,
     activity: Activity,
 }
@@ -698,7 +698,7 @@ impl hf_hub::api::Progress for Adapter {
 /// Download one file of `commit` into the cache; returns its snapshot path.
 fn download(
     cfg: &HubConfig,
-    observer: Arc<dyn Observer>,
+    observer: Arc<dyn Progress>,
     href: &HubRef,
     commit: &str,
     file: &str,
@@ -716,7 +716,7 @@ fn download(
 
 struct Installed {
     config: Result<HubConfig, String>,
-    observer: Arc<dyn Observer>,
+    observer: Arc<dyn Progress>,
     memo: Mutex<HashMap<String, PathBuf>>,
 }
 
@@ -724,7 +724,7 @@ static INSTALLED: OnceLock<Installed> = OnceLock::new();
 
 /// Install the process's hub settings and observer (the command edge does this once; later
 /// calls are ignored). A settings error is kept and reported when a `hub:` spec is used.
-pub fn install(config: Result<HubConfig, HubError>, observer: Arc<dyn Observer>) {
+pub fn install(config: Result<HubConfig, HubError>, observer: Arc<dyn Progress>) {
     let _ = INSTALLED.set(Installed {
         config: config.map_err(|e| e.to_string()),
         observer,

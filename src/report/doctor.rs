@@ -1,6 +1,6 @@
 //! The `doctor --json` report (schema_version 1): every power sensor and backend spec kind and
 //! whether each is usable here, the Apple probes, and whether each `--backend SPEC` loads for
-//! the model. Assembled by [`crate::bench::doctor::survey`]; `commands/doctor.rs` prints it.
+//! the model. Assembled by [`crate::run::survey::survey`]; `commands/doctor.rs` prints it.
 
 use serde::Serialize;
 

@@ -1,7 +1,8 @@
 //! Serde types with `schema_version`, atomic final files and exporters
 //! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
-//! every document opens with ([`provenance`], [`crate::host`]), the model ([`model`]), how a run
-//! ended (`status`) and the number and table formatting (`format`).
+//! every document opens with ([`crate::record::provenance`], [`crate::host`]), the model
+//! ([`crate::record::model`]), how a run ended (`status`) and the number and table formatting
+//! (`format`).
 //! Maps data to bytes and back; never measures.
 
 pub mod doctor;

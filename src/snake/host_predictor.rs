@@ -14,8 +14,8 @@ use crate::backend::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{CallOptions, Host, HostError};
 use crate::laya::question::compile_questions;
-use crate::protocol::Arm;
 use crate::record::ArmInfo;
+use crate::run::Arm;
 
 /// Rows per decision: move, risk, food.
 pub const SNAKE_BATCH: usize = 3;

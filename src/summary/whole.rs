@@ -10,7 +10,7 @@
 //! record as a whole holds up well enough for its whole cycles to be used at all.
 
 use crate::error::{Classify, Kind};
-use crate::protocol::whole_cycles;
+use crate::record::whole::whole_cycles;
 use crate::report::summary::CheckOutcome;
 
 use super::audit::{Audit, RunData};
@@ -63,7 +63,7 @@ impl Classify for WholeError {
 }
 
 /// How many whole balanced cycles the record holds from its start (see
-/// [`crate::protocol::whole_cycles`]): for an energy record, each block's two idle windows
+/// [`whole_cycles`]): for an energy record, each block's two idle windows
 /// must be there and whole too.
 pub fn count(d: &RunData<'_>) -> usize {
     let blocks: Vec<(u32, bool)> = d.blocks.iter().map(|b| (b.index, b.ended_early)).collect();

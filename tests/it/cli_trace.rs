@@ -318,7 +318,7 @@ esac
         let args = TraceRecordArgs {
             workload: TraceWorkloadArgs {
                 model: ModelArgs { model: "builtin:tiny".into() },
-                arm: laya_bench::bench::arm::ArmSpec::parse_named("m=mock:ok").unwrap(),
+                arm: laya_bench::run::arm::ArmSpec::parse_named("m=mock:ok").unwrap(),
                 workload: "invoice".into(),
                 tokens: Some(91),
                 length: 96,

@@ -6,13 +6,13 @@ use anyhow::anyhow;
 use super::{
     build_arm, iso_utc_now, output_path, policy, row_length, truncation_warning, warm_up_arm, write_report,
 };
-use crate::bench::arm::split_all as named_arms;
-use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::SnakeCompareArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::ReportHead;
+use crate::run::arm::split_all as named_arms;
+use crate::run::outputs::{check_folder, refuse_existing};
 use crate::snake::game::RNG_IDENTITY;
 use crate::snake::host_predictor::HostPredictor;
 use crate::snake::paired::{

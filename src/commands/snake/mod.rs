@@ -18,7 +18,6 @@ use serde_json::{json, Map, Value};
 
 use super::predict::load_bundle;
 use super::{Failure, Outcome};
-use crate::bench::time::{iso_utc_now, timestamp_stem};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::host::HostInfo;
 use crate::laya::bundle::Bundle;
@@ -28,6 +27,7 @@ use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::host_predictor::{self, HostPredictor};
 use crate::snake::rate::warm_up;
 use crate::snake::{PolicyConfig, PromptStyle};
+use crate::time::{iso_utc_now, timestamp_stem};
 
 /// What the policy says it is, in recordings and reports.
 const POLICY: &str = "Laya probabilities over planner features; optional cycle safety shield";
@@ -44,7 +44,7 @@ pub(crate) fn run(args: &SnakeArgs) -> Outcome {
 
 /// `SPEC` or `NAME=SPEC` as (name, spec) (exit 2 when either is empty).
 fn single_arm(text: &str) -> Result<(String, String), Failure> {
-    Ok(crate::bench::arm::split_single(text)?)
+    Ok(crate::run::arm::split_single(text)?)
 }
 
 /// Check the board and prompt before loading anything (exit 2) and return the policy.

@@ -16,9 +16,9 @@ use super::{
     build_arm, hardware, iso_utc_now, load_single, model_metadata, new_game, policy, row_length,
     truncation_warning, warm_up_arm,
 };
-use crate::bench::time::positive_duration;
 use crate::cli::SnakePlayArgs;
 use crate::commands::{interrupt, Failure, Outcome};
+use crate::run::duration_flags::positive_duration;
 use crate::snake::host_predictor::HostPredictor;
 use crate::snake::recording::{Metadata, Record, RecordingWriter, RECORDING_FORMAT};
 use crate::snake::session::{PlayPlan, Session};
@@ -33,7 +33,7 @@ type Recorder = RecordingWriter<BufWriter<File>>;
 /// Run `snake play`.
 pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     let policy = policy(&args.game, !args.unassisted)?;
-    if crate::bench::time::period_of(args.fps).is_none() {
+    if crate::time::period_of(args.fps).is_none() {
         return Err(Failure::input(anyhow!(
             "--fps {:?} must be a positive number of decisions per second, at least one per 7 days",
             args.fps
@@ -42,7 +42,7 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
     let limit = args.duration.as_deref().map(|d| positive_duration("--duration", d)).transpose()?;
     if let Some(path) = &args.record {
         // before the model loads and warms up: its folder must exist and take files
-        crate::bench::outputs::check_folder("--record", path)?;
+        crate::run::outputs::check_folder("--record", path)?;
         if path.exists() {
             return Err(Failure::input(anyhow!(
                 "--record {}: the file exists; recordings are never overwritten, choose a new path",

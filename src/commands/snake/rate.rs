@@ -14,11 +14,11 @@ use super::{
     build_arm, iso_utc_now, load_single, output_path, policy, row_length, truncation_warning, warm_up_arm,
     write_report,
 };
-use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::ReportHead;
+use crate::run::outputs::{check_folder, refuse_existing};
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
 use crate::snake::rate::{

@@ -13,10 +13,10 @@ use std::path::Path;
 use anyhow::{anyhow, Context};
 
 use super::{Failure, Outcome};
-use crate::bench::outputs::check_folder;
-use crate::bench::setup::WorkloadPlan;
 use crate::cli::{TraceArgs, TraceCommand, TraceSummarizeArgs, TraceWorkloadArgs};
 use crate::report::write_atomic;
+use crate::run::outputs::check_folder;
+use crate::run::workload::WorkloadPlan;
 pub use crate::trace::child::{RecordTools, RECORD_NEEDS_MACOS};
 use crate::trace::render::render_summary;
 use crate::trace::{summarize_files, SummarizeInputs, TraceSummary};

@@ -12,9 +12,10 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 
 use super::{print_summary, workload_plan, write_json, RecordTools};
-use crate::bench::time::{positive, timestamp_stem};
 use crate::cli::{TraceRecordArgs, TraceWorkloadArgs};
 use crate::commands::{Failure, Outcome};
+use crate::run::duration_flags::positive;
+use crate::time::timestamp_stem;
 #[cfg(not(target_os = "macos"))]
 use crate::trace::child::RECORD_NEEDS_MACOS;
 use crate::trace::child::{self, XcrunError};
@@ -208,8 +209,8 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::arm::ArmSpec;
     use crate::cli::{ModelArgs, TraceArgs, TraceCommand};
+    use crate::run::arm::ArmSpec;
 
     fn workload_args() -> TraceWorkloadArgs {
         TraceWorkloadArgs {

@@ -5,17 +5,18 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 
 use super::workload_plan;
-use crate::bench::outputs::{check_folder, refuse_existing};
-use crate::bench::recorder::{HeaderInput, RunIo, Watch};
-use crate::bench::setup::Setup;
-use crate::bench::speed;
-use crate::bench::time::{positive, timestamp_stem, unix_now};
 use crate::cli::TraceRunArgs;
 use crate::commands::predict::load_bundle;
 use crate::commands::{Failure, Outcome};
-use crate::protocol::{BlockLimit, Plan};
 use crate::report::write_atomic;
+use crate::run::duration_flags::positive;
+use crate::run::measure_speed;
+use crate::run::outputs::{check_folder, refuse_existing};
+use crate::run::recorder::{HeaderInput, RunIo};
+use crate::run::setup::Setup;
+use crate::run::{Arm, BlockLimit, Observer, Plan, RunError, WarmupRecord};
 use crate::stats::LatencySummary;
+use crate::time::{timestamp_stem, unix_now};
 use crate::trace::recorder::{ReadyFile, READY_SCHEMA_VERSION};
 
 /// Writes the ready file once the arm is warm, so a profiler attaches to the measured block only.
@@ -23,21 +24,24 @@ struct ReadyWatch {
     ready: Option<(PathBuf, ReadyFile)>,
 }
 
-impl Watch for ReadyWatch {
+impl Observer for ReadyWatch {
     fn started(&mut self, started_unix_s: f64) {
         if let Some((_, ready)) = &mut self.ready {
             ready.started_unix_s = started_unix_s;
         }
     }
 
-    fn warmed_up(&mut self, arm: usize, arms: usize) -> Result<(), crate::error::Error> {
-        if arm + 1 < arms {
+    fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
+        if rec.arm + 1 < arms.len() {
             return Ok(());
         }
         if let Some((path, ready)) = &mut self.ready {
             ready.ready_unix_s = unix_now();
             write_atomic(path, &ready.to_bytes()).map_err(|e| {
-                crate::error::Error::run(format!("cannot write the ready file {}", path.display())).because(e)
+                RunError::Observer(
+                    crate::error::Error::run(format!("cannot write the ready file {}", path.display()))
+                        .because(e),
+                )
             })?;
         }
         Ok(())
@@ -105,7 +109,7 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
         (path, file)
     });
     let mut watch = ReadyWatch { ready };
-    let measured = speed::measure(
+    let measured = measure_speed::measure(
         &bundle,
         &mut setup,
         &input,

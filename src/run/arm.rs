@@ -1,14 +1,58 @@
-//! The arms of a run: `NAME=SPEC` parsed once for every command, and [`Arm::build`], the one
+//! The arms of a run: [`Arm`], one arm under test, and [`Arm::answer`], the one request-level
+//! seam; `NAME=SPEC` parsed once for every command, and [`Arm::build`], the one
 //! place an arm is made: the backend from its spec, and the shared host path it runs behind,
 //! with the backend's host hints (the MLX prompt-prefix cache) applied by
 //! [`registry::host_for`] ([`Arm::around`] when the backend was built elsewhere).
 
+use serde_json::Value;
+
 use crate::backend::registry::{self, portable_precisions, BackendSpec, RegistryError};
 use crate::backend::{Backend, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
-use crate::protocol::Arm;
+use crate::laya::host::{CallOptions, Host, HostError, StateResult};
 
 use crate::error::{Classify, Error};
+
+/// One arm under test: a name, its backend, and the host packed for that backend's shapes.
+pub struct Arm<'t> {
+    /// User-given name (`A`, `ane`, `f32`).
+    pub name: String,
+    /// The spec it was built from.
+    pub spec: String,
+    /// The engine.
+    pub backend: Box<dyn Backend>,
+    /// The shared host path for this backend's shapes.
+    pub host: Host<'t>,
+}
+
+/// What one request returned: the result and, for an arm that answers whole requests in a
+/// worker (a reference runtime), the runtime's own duration in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    /// The result.
+    pub result: StateResult,
+    /// The runtime's own time, ns (`None` for our arms: the call is the boundary).
+    pub runtime_ns: Option<u64>,
+}
+
+impl Arm<'_> {
+    /// Answer one request: our host path around the backend, or the reference runtime's worker
+    /// when the backend answers whole requests. Every command answers a request through here.
+    #[inline]
+    pub fn answer(
+        &mut self,
+        state: &Value,
+        questions: &Value,
+        options: &CallOptions,
+    ) -> Result<Answered, HostError> {
+        if let Some(worker) = self.backend.answers_requests() {
+            let (result, runtime_ns) = worker.answer(state, questions, options)?;
+            return Ok(Answered { result, runtime_ns });
+        }
+        let result = self.host.predict(self.backend.as_mut(), state, questions, options, None)?;
+        Ok(Answered { result, runtime_ns: None })
+    }
+}
 
 /// An arm as the user named it: `NAME=SPEC`, the spec parsed.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@ use super::*;
 use crate::backend::mock::{Script, ScriptedBackend};
 use crate::backend::{ShapeCaps, ShapeMode};
 use crate::laya::bundle::{Bundle, ModelSpec};
+use crate::laya::host::{CallOptions, Host, HostError, StateResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn shapes() -> ShapeCaps {
@@ -31,7 +32,7 @@ struct Collect {
 }
 
 impl Observer for Collect {
-    fn warmup(&mut self, _: &[Arm<'_>], rec: &WarmupRecord) -> std::io::Result<()> {
+    fn warmup(&mut self, _: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
         self.warmups.push((rec.arm, rec.calls));
         Ok(())
     }
@@ -41,11 +42,11 @@ impl Observer for Collect {
         rec: &BlockRecord,
         calls: &[CallRecord],
         unstable: &[(usize, StateResult)],
-    ) -> std::io::Result<()> {
+    ) -> Result<(), RunError> {
         self.blocks.push((rec.clone(), calls.to_vec(), unstable.len()));
         Ok(())
     }
-    fn failure(&mut self, _: &[Arm<'_>], _: Option<u32>, _: usize, e: &HostError) -> std::io::Result<()> {
+    fn failure(&mut self, _: &[Arm<'_>], _: Option<u32>, _: usize, e: &HostError) -> Result<(), RunError> {
         self.failures.push(e.to_string());
         Ok(())
     }
@@ -62,41 +63,6 @@ fn arms<'t>(bundle: &'t Bundle, scripts: Vec<Script>) -> Vec<Arm<'t>> {
             host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
         })
         .collect()
-}
-
-#[test]
-fn whole_cycles_counts_leading_blocks_whole_with_their_idle_windows() {
-    let whole = |n: u32| -> Vec<(u32, bool)> { (0..n).map(|i| (i, false)).collect() };
-    // Two arms: 4 blocks a cycle. 9 whole blocks: 2 cycles.
-    assert_eq!(whole_cycles(2, 3, &whole(9), None), 2);
-    assert_eq!(whole_cycles(2, 3, &whole(7), None), 1);
-    assert_eq!(whole_cycles(2, 3, &whole(3), None), 0);
-    // Never more than planned (a complete run).
-    assert_eq!(whole_cycles(2, 3, &whole(12), None), 3);
-    assert_eq!(whole_cycles(2, 2, &whole(12), None), 2);
-    // Block 5 cut short: only cycle 0 is whole, though blocks 6 and 7 ran.
-    let mut cut = whole(8);
-    cut[5].1 = true;
-    assert_eq!(whole_cycles(2, 2, &cut, None), 1);
-    // The last block of cycle 0 cut short: none.
-    let mut cut = whole(8);
-    cut[3].1 = true;
-    assert_eq!(whole_cycles(2, 2, &cut, None), 0);
-    // A block out of place (index 2 missing) ends the count there.
-    let gap = vec![(0, false), (1, false), (3, false), (4, false)];
-    assert_eq!(whole_cycles(1, 4, &gap, None), 1);
-    // With idle windows: the one after block 3 (index 4) must be there and whole.
-    let idles: Vec<(u32, bool)> = (0..=4).map(|i| (i, false)).collect();
-    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&idles)), 1);
-    let mut short = idles.clone();
-    short[4].1 = true;
-    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&short)), 0);
-    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&idles[..4])), 0);
-    // An idle window recorded twice is not whole.
-    let mut twice = idles.clone();
-    twice.push((2, false));
-    assert_eq!(whole_cycles(2, 2, &whole(5), Some(&twice)), 0);
-    assert_eq!(whole_cycles(0, 2, &whole(5), None), 0);
 }
 
 #[test]
@@ -272,7 +238,7 @@ struct Timeline {
 }
 
 impl Observer for Timeline {
-    fn warmup(&mut self, _: &[Arm<'_>], rec: &WarmupRecord) -> std::io::Result<()> {
+    fn warmup(&mut self, _: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
         self.events.push(('w', rec.start_ns, rec.end_ns));
         Ok(())
     }
@@ -282,7 +248,7 @@ impl Observer for Timeline {
         rec: &BlockRecord,
         calls: &[CallRecord],
         _: &[(usize, StateResult)],
-    ) -> std::io::Result<()> {
+    ) -> Result<(), RunError> {
         self.events.push(('b', rec.start_ns, rec.end_ns));
         self.calls.extend_from_slice(calls);
         self.blocks.push(rec.clone());
@@ -291,10 +257,10 @@ impl Observer for Timeline {
         }
         Ok(())
     }
-    fn failure(&mut self, _: &[Arm<'_>], _: Option<u32>, _: usize, _: &HostError) -> std::io::Result<()> {
+    fn failure(&mut self, _: &[Arm<'_>], _: Option<u32>, _: usize, _: &HostError) -> Result<(), RunError> {
         Ok(())
     }
-    fn idle(&mut self, _: &[Arm<'_>], rec: &IdleRecord) -> std::io::Result<()> {
+    fn idle(&mut self, _: &[Arm<'_>], rec: &IdleRecord) -> Result<(), RunError> {
         self.events.push(('i', rec.start_ns, rec.end_ns));
         Ok(())
     }

@@ -6,11 +6,12 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::{
+    answer_label, probabilities, run_with, BlockLimit, BlockRecord, Clock, Controls, Observer, Observers,
+    Phase, Plan, RunEnd, RunError, RunTotals,
+};
 use crate::laya::batch::ShapeCaps;
 use crate::laya::bundle::Bundle;
-use crate::protocol::{
-    self, answer_label, probabilities, BlockLimit, Clock, Controls, Phase, Plan, RunEnd, RunError, RunTotals,
-};
 use crate::record::status::RunStatus;
 use crate::record::{FileSink, Header, Record};
 use crate::report::speed::{
@@ -21,7 +22,7 @@ use crate::stats::LatencySummary;
 use crate::summary::bootstrap::{distinct_resamples, interval_name, speed_gain_intervals};
 use crate::summary::FEW_CYCLES;
 
-use super::recorder::{self, footer, HeaderInput, Recorder, RunIo, Sink, Watch};
+use super::recorder::{self, footer, HeaderInput, Recorder, RunIo, Sink};
 use super::setup::Setup;
 use crate::error::{chain, Classify, Error, Kind};
 
@@ -49,7 +50,7 @@ pub fn plan(
     let block = match calls {
         Some(0) => return Err(Error::input("--calls must be at least 1")),
         Some(k) => BlockLimit::Calls(k),
-        None => BlockLimit::Duration(super::time::positive("--seconds", seconds)?),
+        None => BlockLimit::Duration(super::duration_flags::positive("--seconds", seconds)?),
     };
     Ok(Plan::saturated(cycles, block, warmup))
 }
@@ -105,16 +106,16 @@ pub fn measure(
     input: &HeaderInput<'_>,
     plan: &Plan,
     io: RunIo<'_>,
-    watch: &mut dyn Watch,
+    watch: &mut dyn Observer,
 ) -> Result<Measured, Error> {
     let RunIo { raw: raw_path, overwrite, stop, .. } = io;
     let mut header = recorder::header(input, bundle, setup, plan);
     // Held until the footer is written: a second run on this file refuses before measuring.
     let (_lock, writer) = recorder::open_raw(raw_path, overwrite)?;
     let clock = Clock::start();
-    header.started_unix_s = super::time::unix_now();
+    header.started_unix_s = crate::time::unix_now();
     watch.started(header.started_unix_s);
-    let mut rec = Recorder::new(FileSink::new(writer), watch);
+    let mut rec = Recorder::new(FileSink::new(writer));
     rec.sink
         .record(Record::Header(Box::new(header.clone())))
         .and_then(|()| Sink::sync(&mut rec.sink))
@@ -122,12 +123,13 @@ pub fn measure(
             Error::run(format!("nothing was measured; {}", crate::record::cut_note(raw_path))).because(e)
         })?;
     let controls = Controls { stop, order: input.order, ..Controls::default() };
-    let outcome = protocol::run_with(&mut setup.arms, &setup.workload, plan, &clock, &mut rec, controls);
-    let stopped = |rec: &mut Recorder<'_, FileSink>, reason: String, kind: Kind, message: String| {
+    let mut observers = Observers::new().with(&mut rec).with(watch);
+    let outcome = run_with(&mut setup.arms, &setup.workload, plan, &clock, &mut observers, controls);
+    drop(observers);
+    let stopped = |rec: &mut Recorder<FileSink>, reason: String, kind: Kind, message: String| {
         // (nothing is written after a failed write: the sink refuses)
         let _ = rec.sink.record(footer(RunStatus::Failed, rec.total_calls, Some(reason), vec![]));
         let _ = Sink::sync(&mut rec.sink);
-        let message = rec.watch_error.take().unwrap_or(message);
         let kept = match rec.sink.failed() {
             None => format!("everything measured so far is in {}", raw_path.display()),
             Some(_) => crate::record::cut_note(raw_path),
@@ -136,6 +138,17 @@ pub fn measure(
     };
     let outcome = match outcome {
         Ok(o) => o,
+        // A watcher's failure (the ready file) is recorded as the raw records of a failed
+        // write have always named it.
+        Err(RunError::Observer(e)) => {
+            let message = chain(&e);
+            return Err(stopped(
+                &mut rec,
+                format!("cannot write the raw record: {message}"),
+                Kind::Run,
+                message,
+            ));
+        }
         Err(e) => return Err(stopped(&mut rec, e.to_string(), Kind::Run, chain(&e))),
     };
     let (status, reason) = match outcome.end {
@@ -230,13 +243,12 @@ const RATIO_RESAMPLES: usize = 10_000;
 /// The (decisions, seconds) of every arm per balanced cycle that ran whole (both of its blocks
 /// on every arm, none cut short): what the ratio's bootstrap resamples. A call answers
 /// `batch` requests, so a block's decisions are its calls × `batch`.
-fn whole_cycles(totals: &protocol::RunTotals, arms: usize, batch: usize) -> Vec<Vec<(f64, f64)>> {
+fn whole_cycles(totals: &RunTotals, arms: usize, batch: usize) -> Vec<Vec<(f64, f64)>> {
     let runtime = runtime_block_seconds(totals, arms);
     let cycles = totals.blocks.iter().map(|b| b.cycle as usize + 1).max().unwrap_or(0);
     let mut out = Vec::new();
     for c in 0..cycles {
-        let blocks: Vec<&protocol::BlockRecord> =
-            totals.blocks.iter().filter(|b| b.cycle as usize == c).collect();
+        let blocks: Vec<&BlockRecord> = totals.blocks.iter().filter(|b| b.cycle as usize == c).collect();
         if blocks.len() != 2 * arms || blocks.iter().any(|b| b.ended_early) {
             continue;
         }
@@ -254,14 +266,14 @@ fn whole_cycles(totals: &protocol::RunTotals, arms: usize, batch: usize) -> Vec<
 }
 
 /// Whether arm `a` timed itself (a reference arm: every call has the runtime's own duration).
-fn timed_by_runtime(totals: &protocol::RunTotals, a: usize) -> bool {
+fn timed_by_runtime(totals: &RunTotals, a: usize) -> bool {
     let n = totals.runtime_ns.get(a).map_or(0, Vec::len);
     n > 0 && n == totals.durations_ns[a].len()
 }
 
 /// Block index → Σ the runtime's own durations of its calls, s, for the arms that timed
 /// themselves: a reference arm's block time is the runtime's, not the round trips'.
-fn runtime_block_seconds(totals: &protocol::RunTotals, arms: usize) -> std::collections::HashMap<u32, f64> {
+fn runtime_block_seconds(totals: &RunTotals, arms: usize) -> std::collections::HashMap<u32, f64> {
     let mut out = std::collections::HashMap::new();
     for a in (0..arms).filter(|&a| timed_by_runtime(totals, a)) {
         let mut first = 0usize;
@@ -276,7 +288,7 @@ fn runtime_block_seconds(totals: &protocol::RunTotals, arms: usize) -> std::coll
 
 /// The per-call durations the report reads for arm `a`: the runtime's own for a reference arm,
 /// else the calls'.
-fn call_durations(totals: &protocol::RunTotals, a: usize) -> &[u64] {
+fn call_durations(totals: &RunTotals, a: usize) -> &[u64] {
     if timed_by_runtime(totals, a) {
         &totals.runtime_ns[a]
     } else {
@@ -286,7 +298,7 @@ fn call_durations(totals: &protocol::RunTotals, a: usize) -> &[u64] {
 
 /// Arm `a`'s measured seconds: Σ its runtime's own durations for a reference arm, else Σ its
 /// block durations.
-fn arm_seconds(totals: &protocol::RunTotals, a: usize) -> f64 {
+fn arm_seconds(totals: &RunTotals, a: usize) -> f64 {
     if timed_by_runtime(totals, a) {
         totals.runtime_ns[a].iter().sum::<u64>() as f64 / 1e9
     } else {
@@ -295,7 +307,7 @@ fn arm_seconds(totals: &protocol::RunTotals, a: usize) -> f64 {
 }
 
 /// The calls of arm `a` that are statistical outliers, named by block and position.
-fn outlier_calls(totals: &protocol::RunTotals, a: usize) -> Vec<OutlierCall> {
+fn outlier_calls(totals: &RunTotals, a: usize) -> Vec<OutlierCall> {
     let durations = call_durations(totals, a);
     let xs: Vec<f64> = durations.iter().map(|&d| d as f64 / 1e9).collect();
     let mut found = crate::stats::outliers(&xs).into_iter().peekable();
@@ -547,9 +559,9 @@ mod tests {
 
     /// The workload as `speed` builds it for builtin:tiny at `--length 96`.
     fn tiny_workload(bundle: &Bundle, name: &str) -> crate::laya::workload::Built {
-        let plan = super::super::setup::WorkloadPlan::checked(name, None, 96).unwrap();
+        let plan = super::super::workload::WorkloadPlan::checked(name, None, 96).unwrap();
         let host = crate::laya::host::Host::new(&bundle.tokenizer, &bundle.agent, fixed_shapes_96());
-        super::super::setup::build_workload(&host, &plan).unwrap().0
+        plan.build(&host).unwrap().0
     }
 
     fn fixed_shapes_96() -> ShapeCaps {
@@ -639,15 +651,8 @@ mod tests {
         assert_eq!(few_cycles_warning(FEW_CYCLES), None);
     }
 
-    fn block(
-        index: u32,
-        cycle: u32,
-        arm: usize,
-        calls: u64,
-        start_ns: u64,
-        end_ns: u64,
-    ) -> protocol::BlockRecord {
-        protocol::BlockRecord::whole(index, cycle, arm, calls, start_ns, end_ns)
+    fn block(index: u32, cycle: u32, arm: usize, calls: u64, start_ns: u64, end_ns: u64) -> BlockRecord {
+        BlockRecord::whole(index, cycle, arm, calls, start_ns, end_ns)
     }
 
     #[test]
@@ -656,10 +661,10 @@ mod tests {
         let mut d: Vec<u64> = vec![7_800_000; 8];
         d[6] = 321_000_000;
         d[1] = 7_700_000;
-        let totals = protocol::RunTotals {
+        let totals = RunTotals {
             durations_ns: vec![d, vec![5_000_000; 4]],
             blocks: vec![block(0, 0, 0, 4, 0, 40), block(1, 0, 1, 4, 40, 80), block(3, 1, 0, 4, 90, 400)],
-            ..protocol::RunTotals::default()
+            ..RunTotals::default()
         };
         let found = outlier_calls(&totals, 0);
         assert_eq!(found, vec![OutlierCall { block: 3, call: 2, duration_s: 0.321 }]);
@@ -670,14 +675,14 @@ mod tests {
     fn only_whole_cycles_are_resampled() {
         let mut cut = block(3, 1, 0, 2, 60, 70);
         cut.ended_early = true;
-        let totals = protocol::RunTotals {
+        let totals = RunTotals {
             blocks: vec![
                 block(0, 0, 0, 10, 0, 1_000_000_000),
                 block(1, 0, 0, 30, 1_000_000_000, 3_000_000_000),
                 block(2, 1, 0, 5, 3_000_000_000, 3_500_000_000),
                 cut,
             ],
-            ..protocol::RunTotals::default()
+            ..RunTotals::default()
         };
         // One arm: cycle 0 has its two blocks (40 calls in 3 s); cycle 1 was cut short.
         assert_eq!(whole_cycles(&totals, 1, 1), vec![vec![(40.0, 3.0)]]);

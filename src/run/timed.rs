@@ -1,207 +1,22 @@
-//! Measurement: balanced schedules, warm-up, timed blocks over the full call boundary,
-//! per-call stability, idle windows, paced (equal-load) blocks and the sampler thread's
-//! lifetime. Owns every timer; depends on the `Backend` and `Sensor` traits, never on a
-//! concrete backend or sensor. Nothing here prints: observers receive records between blocks.
-
-mod sampling;
-
-pub use sampling::Sampling;
+//! The timed loop: warm-up, timed blocks over the full call boundary, per-call stability,
+//! idle windows, paced (equal-load) blocks and the sampler thread's lifetime. Owns every timer;
+//! depends on the `Backend` and `Sensor` traits, never on a concrete backend or sensor.
+//! Nothing here prints: observers receive records between blocks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::backend::Backend;
 use crate::laya::decode::AnswerValue;
-use crate::laya::host::{CallOptions, Host, HostError, StateResult};
+use crate::laya::host::{CallOptions, HostError, StateResult};
 use crate::stats::steal::{StealTicks, StealWatch};
 
-/// One arm under test: a name, its backend, and the host packed for that backend's shapes.
-pub struct Arm<'t> {
-    /// User-given name (`A`, `ane`, `f32`).
-    pub name: String,
-    /// The spec it was built from.
-    pub spec: String,
-    /// The engine.
-    pub backend: Box<dyn Backend>,
-    /// The shared host path for this backend's shapes.
-    pub host: Host<'t>,
-}
-
-/// What one request returned: the result and, for an arm that answers whole requests in a
-/// worker (a reference runtime), the runtime's own duration in ns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answered {
-    /// The result.
-    pub result: StateResult,
-    /// The runtime's own time, ns (`None` for our arms: the call is the boundary).
-    pub runtime_ns: Option<u64>,
-}
-
-impl Arm<'_> {
-    /// Answer one request: our host path around the backend, or the reference runtime's worker
-    /// when the backend answers whole requests. Every command answers a request through here.
-    #[inline]
-    pub fn answer(
-        &mut self,
-        state: &Value,
-        questions: &Value,
-        options: &CallOptions,
-    ) -> Result<Answered, HostError> {
-        if let Some(worker) = self.backend.answers_requests() {
-            let (result, runtime_ns) = worker.answer(state, questions, options)?;
-            return Ok(Answered { result, runtime_ns });
-        }
-        let result = self.host.predict(self.backend.as_mut(), state, questions, options, None)?;
-        Ok(Answered { result, runtime_ns: None })
-    }
-}
-
-/// The requests a run cycles through, in a fixed order.
-#[derive(Debug, Clone)]
-pub struct Workload {
-    /// Name for reports (`invoice`, a file path).
-    pub name: String,
-    /// (state, questions, per-call options) in cycle order.
-    pub requests: Vec<(Value, Value, CallOptions)>,
-}
-
-/// When a block ends.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BlockLimit {
-    /// Saturated for this long (the call that crosses the limit completes and counts).
-    Duration(Duration),
-    /// Exactly this many calls.
-    Calls(u64),
-}
-
-/// Equal-load pacing: every arm runs the same calls on the same absolute schedule.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pace {
-    /// Requests per second; call `k` of a block is due to start at `block start + k / rate`
-    /// and to finish before the next one is due.
-    pub rate_hz: f64,
-}
-
-impl Pace {
-    /// Calls in one paced block: `round(duration × rate)` (at least 1) for a time limit, `k`
-    /// for a call limit. Every arm gets the same number, so they do equal work.
-    pub fn calls_per_block(&self, block: BlockLimit) -> u64 {
-        match block {
-            BlockLimit::Calls(k) => k,
-            BlockLimit::Duration(d) => ((d.as_secs_f64() * self.rate_hz).round() as u64).max(1),
-        }
-    }
-
-    /// When call `k` is due, after the block start.
-    pub fn offset(&self, k: u64) -> Duration {
-        Duration::from_secs_f64(k as f64 / self.rate_hz)
-    }
-}
-
-/// When a paced block with time limit `d` ends even if calls of its schedule are still unmade
-/// (an arm that cannot keep the rate): twice its length plus one second.
-pub fn paced_overrun_limit(d: Duration) -> Duration {
-    d.saturating_mul(2).saturating_add(Duration::from_secs(1))
-}
-
-/// The run's schedule parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Balanced cycles (each visits the arms in order, then in reverse).
-    pub cycles: usize,
-    /// Block length.
-    pub block: BlockLimit,
-    /// Warm-up calls per arm, outside every measured interval.
-    pub warmup_calls: usize,
-    /// Idle window before the first block, between blocks and after the last (the benchmark
-    /// thread sleeps; no calls); `None`: blocks follow each other directly.
-    pub idle: Option<Duration>,
-    /// Equal-load pacing; `None`: saturated serial blocks (the next call starts when the
-    /// previous returns).
-    pub pace: Option<Pace>,
-    /// Requests per call (`speed --batch N`, at least 1): a call answers this many
-    /// consecutive requests (cycling through the workload) in one `Host::predict_batch`, so
-    /// their rows share one packed forward. Above 1, every request must ask the same questions
-    /// with the same options ([`batch_mismatch`]) and no arm may answer whole requests in a
-    /// worker (a reference runtime answers one request per call).
-    pub batch: usize,
-}
-
-impl Plan {
-    /// Saturated blocks without idle windows (the `speed` schedule).
-    pub fn saturated(cycles: usize, block: BlockLimit, warmup_calls: usize) -> Self {
-        Plan { cycles, block, warmup_calls, idle: None, pace: None, batch: 1 }
-    }
-}
-
-/// Block order: per cycle the arms in order, then reversed (A B C C B A); the raw record's
-/// header records it, so the format owns it.
-pub use crate::record::balanced_order;
-
-/// How many whole balanced cycles a run holds from its start: the longest run of leading
-/// blocks that are there in order (the block at position `i` has index `i`) and were not cut
-/// short, and, where the run has idle windows (`idles` is `Some`), whose idle windows before
-/// and after are there and were not cut short; in whole cycles of `2 × arms` blocks, at most
-/// `planned`. `blocks` are `(index, ended_early)` in file order; `idles` are `(index,
-/// ended_early)`, index `i` before block `i` and `i + 1` after it. An interrupted run's first
-/// `n` whole cycles are the run a plan of `n` cycles would have made (the order of each cycle
-/// does not depend on how many follow).
-pub fn whole_cycles(
-    arms: usize,
-    planned: usize,
-    blocks: &[(u32, bool)],
-    idles: Option<&[(u32, bool)]>,
-) -> usize {
-    if arms == 0 {
-        return 0;
-    }
-    let idle_ok = |i: u32| match idles {
-        None => true,
-        Some(list) => {
-            let mut found = list.iter().filter(|(index, _)| *index == i);
-            matches!((found.next(), found.next()), (Some((_, false)), None))
-        }
-    };
-    let whole_blocks = blocks
-        .iter()
-        .enumerate()
-        .take_while(|(pos, (index, ended_early))| {
-            *index as usize == *pos && !ended_early && idle_ok(*index) && idle_ok(*index + 1)
-        })
-        .count();
-    (whole_blocks / (2 * arms)).min(planned)
-}
-
-/// A monotonic clock with a fixed origin; all raw timestamps are ns since the origin.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    origin: Instant,
-}
-
-impl Clock {
-    /// A clock whose origin is now.
-    pub fn start() -> Self {
-        Self { origin: Instant::now() }
-    }
-
-    /// A clock with a given origin (shared with a sampler thread).
-    pub fn with_origin(origin: Instant) -> Self {
-        Self { origin }
-    }
-
-    /// The origin.
-    pub fn origin(&self) -> Instant {
-        self.origin
-    }
-
-    /// ns since the origin of an instant.
-    #[inline]
-    pub fn ns(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.origin).as_nanos() as u64
-    }
-}
+use super::arm::{Answered, Arm};
+use super::observe::{Observer, Progress};
+use super::sampling::{self, Sampling};
+use super::schedule::{balanced_order, paced_overrun_limit, whole_cycles, BlockLimit, Clock, Pace, Plan};
+use super::workload::{batch_mismatch, Workload};
 
 /// One timed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,52 +104,6 @@ pub struct WarmupRecord {
     pub unbatched: Vec<StateResult>,
 }
 
-/// Live progress, delivered at most every 200 ms and at block ends.
-#[derive(Debug, Clone, Copy)]
-pub struct Progress {
-    /// Block index.
-    pub block: usize,
-    /// Total blocks.
-    pub blocks: usize,
-    /// Cycle.
-    pub cycle: usize,
-    /// Arm index.
-    pub arm: usize,
-    /// Calls so far in this block.
-    pub calls: u64,
-    /// Seconds so far in this block.
-    pub elapsed_s: f64,
-}
-
-/// Receives everything a run measures, outside the timed intervals.
-pub trait Observer {
-    /// Warm-up of one arm finished.
-    fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> std::io::Result<()>;
-    /// A block finished; `unstable` holds (call index in `calls`, its result) for unstable calls
-    /// (a batched call that is unstable has one entry per request it answered, in order).
-    fn block(
-        &mut self,
-        arms: &[Arm<'_>],
-        rec: &BlockRecord,
-        calls: &[CallRecord],
-        unstable: &[(usize, StateResult)],
-    ) -> std::io::Result<()>;
-    /// A call failed; the run stops after this.
-    fn failure(
-        &mut self,
-        arms: &[Arm<'_>],
-        block: Option<u32>,
-        arm: usize,
-        error: &HostError,
-    ) -> std::io::Result<()>;
-    /// Live progress (cheap; called from the run loop between calls at most every 200 ms).
-    fn progress(&mut self, _arms: &[Arm<'_>], _p: &Progress) {}
-    /// An idle window finished.
-    fn idle(&mut self, _arms: &[Arm<'_>], _rec: &IdleRecord) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Where in a run a call failed or a run stopped. Its `Display` is the text errors, footers
 /// and reports use: `warm-up`, `block N (cycle C)`, `idle window N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -387,6 +156,9 @@ pub enum RunError {
     /// The sampler could not start or did not stop cleanly.
     #[error("power sampler: {0}")]
     Sampler(#[from] crate::power::sampler::SamplerError),
+    /// A watcher of the run could not do its part (the ready file could not be written).
+    #[error(transparent)]
+    Observer(crate::error::Error),
 }
 
 /// How a run ended.
@@ -585,14 +357,6 @@ fn call_group(arm: &mut Arm<'_>, req: &(Value, Value, CallOptions), g: &Group) -
         )));
     }
     Ok(Served::Many(results))
-}
-
-/// The first request whose questions or options differ from request 0's: such a workload
-/// cannot be batched, since one `predict_batch` asks one set of questions with one set of
-/// options.
-pub fn batch_mismatch(workload: &Workload) -> Option<usize> {
-    let first = workload.requests.first()?;
-    workload.requests.iter().position(|r| r.1 != first.1 || r.2 != first.2)
 }
 
 /// Batched calls of `batch` requests from request 0 that answer each of `n` requests at
@@ -1194,6 +958,3 @@ pub fn probabilities(r: &StateResult) -> Vec<f64> {
     }
     out
 }
-
-#[cfg(test)]
-mod tests;

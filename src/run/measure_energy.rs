@@ -17,13 +17,16 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::{
+    run_with, Arm, BlockLimit, BlockRecord, Clock, Controls, Observer, Observers, Pace, Phase, Plan, RunEnd,
+    RunTotals, Sampling,
+};
 use crate::energy::run::{self as energy_run, BlockFigures, BlockSpan, IdleSpan, RunEnergy, RunInput};
 use crate::energy::{Rules, Window};
 use crate::laya::bundle::Bundle;
 use crate::power::replay::{IterSource, ReplaySensor};
 use crate::power::sampler::{max_gap, Sample};
 use crate::power::{self, FaultKind, PowerBoundary, Sensor, SensorSpec};
-use crate::protocol::{self, Arm, BlockLimit, Clock, Controls, Pace, Phase, Plan, RunEnd, Sampling};
 use crate::record::provenance::Provenance;
 use crate::record::status::RunStatus;
 use crate::record::{self, EnergyPlanInfo, Header, RawWriter, Record};
@@ -31,12 +34,10 @@ use crate::report::energy::{EnergyArm, EnergyBlock, EnergyReport, RATIO_RULE};
 use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
 
-use super::recorder::{
-    self, footer, spawn_writer, ChannelSink, HeaderInput, Msg, Recorder, RunIo, Watch, Written,
-};
+use super::duration_flags::positive;
+use super::measure_speed::{interrupted_reason, raised};
+use super::recorder::{self, footer, spawn_writer, ChannelSink, HeaderInput, Msg, Recorder, RunIo, Written};
 use super::setup::Setup;
-use super::speed::{interrupted_reason, raised};
-use super::time::positive;
 use crate::error::{Classify, Error, Kind};
 
 /// The energy flags as given.
@@ -84,7 +85,7 @@ pub struct Settings {
 
 /// Check every energy flag before anything loads (exit 2).
 pub fn settings(f: &EnergyFlags) -> Result<Settings, Error> {
-    super::speed::check_cycles(f.cycles)?;
+    super::measure_speed::check_cycles(f.cycles)?;
     let block = positive("--seconds", f.seconds)?;
     let interval = positive("--sample-interval", f.sample_interval.unwrap_or(DEFAULT_INTERVAL))?;
     let idle = positive("--idle-seconds", f.idle_seconds)?;
@@ -105,7 +106,7 @@ pub fn settings(f: &EnergyFlags) -> Result<Settings, Error> {
         )));
     }
     let pace = match f.rate {
-        Some(r) if super::time::period_of(r).is_some() && r <= MAX_RATE_HZ => Some(Pace { rate_hz: r }),
+        Some(r) if crate::time::period_of(r).is_some() && r <= MAX_RATE_HZ => Some(Pace { rate_hz: r }),
         Some(r) => {
             return Err(Error::input(format!(
                 "--rate must be a positive number of requests per second, at least one per 7 days and at most {MAX_RATE_HZ:.0} (one every microsecond: no schedule finer can be kept), got {r:?}"
@@ -298,7 +299,7 @@ pub fn run(
     settings: &Settings,
     sensor_spec: Option<&SensorSpec>,
     io: RunIo<'_>,
-    watch: &mut dyn Watch,
+    watch: &mut dyn Observer,
 ) -> Result<EnergyOutcome, Error> {
     let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
     let stream_timeout = max_gap(settings.interval);
@@ -328,7 +329,7 @@ pub fn run(
         }
     };
     let clock = Clock::start();
-    header.started_unix_s = super::time::unix_now();
+    header.started_unix_s = crate::time::unix_now();
     watch.started(header.started_unix_s);
     let (tx, rx) = mpsc::channel::<Msg>();
     let write_failed = Arc::new(AtomicBool::new(false));
@@ -375,12 +376,14 @@ pub fn run(
             let _ = sample_tx.send(Msg::Sample(s));
         }),
     };
-    let mut rec = Recorder::new(ChannelSink(tx), watch);
+    let mut rec = Recorder::new(ChannelSink(tx));
     // Stops between calls on a signal or as soon as the raw writer fails.
     let controls =
         Controls { stop, hurry, failed: Some(&write_failed), sampling: Some(sampling), order: input.order };
+    let mut observers = Observers::new().with(&mut rec).with(watch);
     let outcome =
-        protocol::run_with(&mut setup.arms, &setup.workload, &settings.plan, &clock, &mut rec, controls);
+        run_with(&mut setup.arms, &setup.workload, &settings.plan, &clock, &mut observers, controls);
+    drop(observers);
     let Recorder { sink, rss, total_calls, .. } = rec;
     drop(sink);
     let written = writer.join().map_err(|_| Error::run("the raw writer thread panicked"))?;
@@ -633,7 +636,7 @@ enum Figures {
 
 fn build_report(
     cx: &ReportContext<'_>,
-    totals: &protocol::RunTotals,
+    totals: &RunTotals,
     sampler: Option<&crate::power::sampler::SamplerReport>,
     arms: &[Arm<'_>],
     verdict: &RunEnergy,
@@ -657,7 +660,7 @@ fn build_report(
             None => (None, "no energy was computed for this block".into()),
         }
     };
-    let figures = |b: &protocol::BlockRecord| {
+    let figures = |b: &BlockRecord| {
         let (energy, why) = energy_of(b.index);
         (BlockFigures { decisions: b.calls, duration_s: seconds(b.end_ns - b.start_ns), energy }, why)
     };

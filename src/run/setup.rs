@@ -1,67 +1,13 @@
 //! A fixed-length run's set-up: the workload it cycles through and its arms, every one built
 //! for the same padded length, checked before anything is measured.
 
-use std::path::Path;
-
 use crate::laya::bundle::Bundle;
 use crate::laya::host::Host;
-use crate::laya::workload::{self, Built};
-use crate::protocol::{self, Arm};
+use crate::laya::workload::Built;
 
-use super::arm::{fixed_shapes, ArmSpec};
+use super::arm::{fixed_shapes, Arm, ArmSpec};
+use super::workload::{batch_mismatch, Workload, WorkloadPlan};
 use crate::error::Error;
-
-/// What a `speed`, `energy` or `trace run` arm is asked: the workload and the padded length.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkloadPlan {
-    /// `invoice` or the path of a request file.
-    pub name: String,
-    /// Real tokens per row of the invoice workload.
-    pub tokens: usize,
-    /// Padded length every arm runs at.
-    pub length: usize,
-}
-
-/// Real tokens per row of the invoice workload when `--tokens` is not given.
-pub const DEFAULT_TOKENS: usize = 91;
-
-impl WorkloadPlan {
-    /// Whether this is the built-in invoice workload (token count exact).
-    pub fn is_invoice(&self) -> bool {
-        self.name == "invoice"
-    }
-
-    /// The plan, checked ([`Self::check`]).
-    pub fn checked(name: &str, tokens: Option<usize>, length: usize) -> Result<Self, Error> {
-        if name.trim().is_empty() {
-            return Err(Error::input("--workload is empty: give `invoice` or a request file"));
-        }
-        if name != "invoice" {
-            if let Some(t) = tokens {
-                return Err(Error::input(format!(
-                    "--tokens {t} applies to the invoice workload only; the rows of --workload {name} are as long as its requests (drop --tokens)"
-                )));
-            }
-        }
-        let plan = Self { name: name.to_string(), tokens: tokens.unwrap_or(DEFAULT_TOKENS), length };
-        plan.check()?;
-        Ok(plan)
-    }
-
-    /// `length` must be positive and, for the invoice workload, hold `tokens` (exit 2).
-    pub fn check(&self) -> Result<(), Error> {
-        if self.length == 0 {
-            return Err(Error::input("--length must be at least 1"));
-        }
-        if self.is_invoice() && self.tokens > self.length {
-            return Err(Error::input(format!(
-                "--tokens {} does not fit --length {}: rows are padded up to the length, never cut; raise --length or lower --tokens",
-                self.tokens, self.length
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// The arms, built for one fixed length, and the workload they run.
 pub struct Setup<'b> {
@@ -69,8 +15,8 @@ pub struct Setup<'b> {
     pub arms: Vec<Arm<'b>>,
     /// The workload as built (token counts per row).
     pub built: Built,
-    /// The workload the protocol cycles through.
-    pub workload: protocol::Workload,
+    /// The workload the timed loop cycles through.
+    pub workload: Workload,
     /// What a reader must see before the run: each arm's notes (`arm `a` (spec): note`).
     pub notes: Vec<String>,
     /// The checkpoint's load warnings.
@@ -115,7 +61,7 @@ impl<'b> Setup<'b> {
             arms.push(arm);
         }
         let first = arms.first().ok_or_else(|| Error::input("a run needs at least one arm"))?;
-        let (built, workload) = build_workload(&first.host, plan)?;
+        let (built, workload) = plan.build(&first.host)?;
         let warnings = first.host.load_warnings();
         Ok(Setup { arms, built, workload, notes, warnings })
     }
@@ -133,8 +79,8 @@ impl<'b> Setup<'b> {
         // The rows per request come from the workload, so it is built first, on a plain host
         // at the run's length (the rows do not depend on the arm).
         let host = Host::new(&bundle.tokenizer, &bundle.agent, fixed_shapes(plan.length));
-        let (built, workload) = build_workload(&host, plan)?;
-        if let Some(k) = protocol::batch_mismatch(&workload) {
+        let (built, workload) = plan.build(&host)?;
+        if let Some(k) = batch_mismatch(&workload) {
             return Err(Error::input(format!(
                 "--batch {batch}: request {k} of workload `{}` asks other questions or options than request 0, and one packed forward answers one set of questions; run this workload with --batch 1, or give --batch a workload whose requests share their questions",
                 workload.name
@@ -245,29 +191,6 @@ pub fn check_rows(spec: &ArmSpec, holds: usize, batch: usize, per_request: usize
     )))
 }
 
-/// The invoice workload at exactly `tokens` real tokens per row, or the requests of a file;
-/// refused (exit 2) when a row is longer than the length.
-pub fn build_workload(host: &Host<'_>, plan: &WorkloadPlan) -> Result<(Built, protocol::Workload), Error> {
-    let built = if plan.is_invoice() {
-        workload::invoice(host, plan.tokens).map_err(|e| Error::input("--workload invoice").because(e))?
-    } else {
-        workload::from_file(Path::new(&plan.name), host).map_err(|e| {
-            // the host's max_len in its messages is --length here
-            Error::input(format!("--workload (rows built with max_len = --length {})", plan.length))
-                .because(e)
-        })?
-    };
-    let longest = built.tokens_per_row.iter().flatten().copied().max().unwrap_or(0);
-    if longest > plan.length {
-        return Err(Error::input(format!(
-            "the workload has a row of {longest} tokens, longer than --length {}; raise --length",
-            plan.length
-        )));
-    }
-    let workload = protocol::Workload { name: built.name.clone(), requests: built.requests.clone() };
-    Ok((built, workload))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,30 +199,6 @@ mod tests {
 
     fn plan(tokens: usize, length: usize) -> WorkloadPlan {
         WorkloadPlan { name: "invoice".into(), tokens, length }
-    }
-
-    #[test]
-    fn the_length_must_hold_the_tokens() {
-        assert!(plan(91, 96).check().is_ok());
-        assert!(plan(96, 96).check().is_ok());
-        assert!(plan(97, 96)
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("--tokens 97 does not fit --length 96"));
-        assert!(plan(1, 0).check().unwrap_err().to_string().contains("--length must be at least 1"));
-        // A request file's rows are measured when it is read, not here.
-        let file = WorkloadPlan { name: "r.jsonl".into(), tokens: 500, length: 96 };
-        assert!(file.check().is_ok());
-        // --tokens given with a request file is refused; the default applies to invoice only
-        let e = WorkloadPlan::checked("r.json", Some(50), 96).unwrap_err().to_string();
-        assert!(e.contains("--tokens 50 applies to the invoice workload only"), "{e}");
-        assert!(WorkloadPlan::checked("r.json", None, 96).is_ok());
-        assert_eq!(WorkloadPlan::checked("invoice", None, 96).unwrap().tokens, DEFAULT_TOKENS);
-        assert!(WorkloadPlan::checked(" ", None, 96)
-            .unwrap_err()
-            .to_string()
-            .contains("--workload is empty"));
     }
 
     #[test]

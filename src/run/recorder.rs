@@ -11,11 +11,14 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::{
+    answer_label, balanced_order, Arm, BlockLimit, BlockRecord, CallRecord, IdleRecord, Observer, Plan,
+    RunError, WarmupRecord,
+};
 use crate::energy::run::RejectionDetail;
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{HostError, StateResult};
 use crate::power::sampler::Sample;
-use crate::protocol::{self, answer_label, Arm, BlockLimit, Observer, Plan, Progress};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::Provenance;
 use crate::record::status::RunStatus;
@@ -23,9 +26,10 @@ use crate::record::write::named;
 use crate::record::{self, ArmInfo, FileSink, Header, PlanInfo, RawWriter, Record, WorkloadInfo};
 
 use super::outputs::{lock_raw, RawLock};
-use super::setup::{Setup, WorkloadPlan};
-use super::time::unix_now;
+use super::setup::Setup;
+use super::workload::WorkloadPlan;
 use crate::error::Error;
+use crate::time::unix_now;
 
 /// Where a run records itself and what may stop it.
 #[derive(Clone, Copy)]
@@ -68,10 +72,7 @@ pub fn header(input: &HeaderInput<'_>, bundle: &Bundle, setup: &Setup<'_>, plan:
     let arms = &setup.arms;
     let order: Vec<String> = match input.order {
         Some(o) => o.iter().map(|&(_, a)| arms[a].name.clone()).collect(),
-        None => protocol::balanced_order(arms.len(), plan.cycles)
-            .iter()
-            .map(|&(_, a)| arms[a].name.clone())
-            .collect(),
+        None => balanced_order(arms.len(), plan.cycles).iter().map(|&(_, a)| arms[a].name.clone()).collect(),
     };
     // The header's own field order puts `kind` and `command_line` between these three.
     let Provenance { schema_version, tool, host } = Provenance::current(record::SCHEMA_VERSION);
@@ -124,7 +125,7 @@ pub fn footer(
 }
 
 /// The warm-up record and its reference answers per request.
-pub fn warmup_record(arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> (Record, Vec<String>) {
+pub fn warmup_record(arms: &[Arm<'_>], rec: &WarmupRecord) -> (Record, Vec<String>) {
     let answers: Vec<String> = rec.results.iter().map(answer_label).collect();
     let record = Record::Warmup {
         arm: arms[rec.arm].name.clone(),
@@ -141,8 +142,8 @@ pub fn warmup_record(arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> (Record,
 /// arm's warm-up answers; stable calls repeat them, unstable calls carry their own.
 pub fn block_records(
     arms: &[Arm<'_>],
-    rec: &protocol::BlockRecord,
-    calls: &[protocol::CallRecord],
+    rec: &BlockRecord,
+    calls: &[CallRecord],
     unstable: &[(usize, StateResult)],
     answers: &[Vec<String>],
 ) -> Vec<Record> {
@@ -275,7 +276,7 @@ pub struct Written {
 /// The thread that owns the raw file: samples are flushed as they arrive (a SIGKILL keeps
 /// them), records are synced when the recorder asks (after each block and idle window). On
 /// the first write error (naming the file) it raises `failed`, so the run stops between calls
-/// (`protocol::Controls::failed`), and writes nothing more (a record after a cut line would hide
+/// ([`Controls::failed`](super::Controls::failed)), and writes nothing more (a record after a cut line would hide
 /// the cut); the samples still arriving are kept in memory.
 pub fn spawn_writer(
     mut raw: RawWriter,
@@ -308,70 +309,43 @@ pub fn spawn_writer(
     })
 }
 
-/// Who watches a run live (a progress bar, a ready file); told between calls and blocks, never
-/// inside a timed interval.
-pub trait Watch {
-    /// The run's clock started at `started_unix_s` (the raw header's start), before warm-up.
-    fn started(&mut self, _started_unix_s: f64) {}
-    /// Every arm's warm-up is done when `arm` is the last one; an error stops the run.
-    fn warmed_up(&mut self, _arm: usize, _arms: usize) -> Result<(), crate::error::Error> {
-        Ok(())
-    }
-    /// A block finished.
-    fn block_done(&mut self, _rec: &protocol::BlockRecord) {}
-    /// Live progress in a block.
-    fn progress(&mut self, _arm: &str, _cycle: usize, _calls_per_s: f64) {}
-}
-
-/// A run nobody watches.
-pub struct Unwatched;
-
-impl Watch for Unwatched {}
-
-/// The observer of every run: each record goes to the sink as the protocol hands it over
-/// (between blocks), each block and idle window is synced.
-pub struct Recorder<'w, S: Sink> {
+/// The observer that records every run: each record goes to the sink as the timed loop hands
+/// it over (between blocks), each block and idle window is synced. The watchers of the run
+/// (progress bar, ready file) are observers beside it ([`super::Observers`]).
+pub struct Recorder<S: Sink> {
     /// Where the records go.
     pub sink: S,
-    watch: &'w mut dyn Watch,
     /// Warm-up answers per arm, as [`block_records`] reads them.
     answers: Vec<Vec<String>>,
     /// Each block's process RSS, bytes.
     pub rss: BTreeMap<u32, Option<u64>>,
     /// Timed calls recorded.
     pub total_calls: u64,
-    /// The watcher's error, if it stopped the run.
-    pub watch_error: Option<String>,
 }
 
-impl<'w, S: Sink> Recorder<'w, S> {
-    /// A recorder writing to `sink`, telling `watch`.
-    pub fn new(sink: S, watch: &'w mut dyn Watch) -> Self {
-        Self { sink, watch, answers: Vec::new(), rss: BTreeMap::new(), total_calls: 0, watch_error: None }
+impl<S: Sink> Recorder<S> {
+    /// A recorder writing to `sink`.
+    pub fn new(sink: S) -> Self {
+        Self { sink, answers: Vec::new(), rss: BTreeMap::new(), total_calls: 0 }
     }
 }
 
-impl<S: Sink> Observer for Recorder<'_, S> {
-    fn warmup(&mut self, arms: &[Arm<'_>], rec: &protocol::WarmupRecord) -> std::io::Result<()> {
+impl<S: Sink> Observer for Recorder<S> {
+    fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
         let (record, answers) = warmup_record(arms, rec);
         self.sink.record(record)?;
         self.answers.push(answers);
         self.sink.sync()?;
-        if let Err(e) = self.watch.warmed_up(rec.arm, arms.len()) {
-            let message = crate::error::chain(&e);
-            self.watch_error = Some(message.clone());
-            return Err(std::io::Error::other(message));
-        }
         Ok(())
     }
 
     fn block(
         &mut self,
         arms: &[Arm<'_>],
-        rec: &protocol::BlockRecord,
-        calls: &[protocol::CallRecord],
+        rec: &BlockRecord,
+        calls: &[CallRecord],
         unstable: &[(usize, StateResult)],
-    ) -> std::io::Result<()> {
+    ) -> Result<(), RunError> {
         for r in block_records(arms, rec, calls, unstable, &self.answers) {
             if let Record::Block { index, rss_bytes, .. } = &r {
                 self.rss.insert(*index, *rss_bytes);
@@ -379,8 +353,7 @@ impl<S: Sink> Observer for Recorder<'_, S> {
             self.sink.record(r)?;
         }
         self.total_calls += calls.len() as u64;
-        self.watch.block_done(rec);
-        self.sink.sync()
+        Ok(self.sink.sync()?)
     }
 
     fn failure(
@@ -389,23 +362,18 @@ impl<S: Sink> Observer for Recorder<'_, S> {
         block: Option<u32>,
         arm: usize,
         error: &HostError,
-    ) -> std::io::Result<()> {
+    ) -> Result<(), RunError> {
         self.sink.record(Record::Error { arm: arms[arm].name.clone(), block, message: error.to_string() })?;
-        self.sink.sync()
+        Ok(self.sink.sync()?)
     }
 
-    fn progress(&mut self, arms: &[Arm<'_>], p: &Progress) {
-        let rate = if p.elapsed_s > 0.0 { p.calls as f64 / p.elapsed_s } else { 0.0 };
-        self.watch.progress(&arms[p.arm].name, p.cycle, rate);
-    }
-
-    fn idle(&mut self, _arms: &[Arm<'_>], rec: &protocol::IdleRecord) -> std::io::Result<()> {
+    fn idle(&mut self, _arms: &[Arm<'_>], rec: &IdleRecord) -> Result<(), RunError> {
         self.sink.record(Record::Idle {
             index: rec.index,
             start_ns: rec.start_ns,
             end_ns: rec.end_ns,
             ended_early: rec.ended_early,
         })?;
-        self.sink.sync()
+        Ok(self.sink.sync()?)
     }
 }

@@ -1,25 +1,28 @@
-//! The duration flags (`--seconds 2s`, `--idle-seconds 500ms`: exit 2 naming the flag), and,
-//! re-exported from [`crate::time`], the wall-clock names and stamps and the duration grammar.
+//! The duration flags (`--seconds 2s`, `--idle-seconds 500ms`: exit 2 naming the flag), on the
+//! duration grammar of [`crate::time`] (a bottom module, which names no error type of the crate).
 
-pub use crate::time::*;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::time::parse_duration;
 
 /// A positive duration flag (`--seconds 2s`, `--idle-seconds 500ms`; a plain number is
 /// seconds), exit 2 naming the flag.
-pub fn positive_duration(flag: &str, value: &str) -> Result<std::time::Duration, crate::error::Error> {
+pub fn positive_duration(flag: &str, value: &str) -> Result<Duration, Error> {
     positive(flag, duration(flag, value)?)
 }
 
 /// A duration flag's value, refused when zero (exit 2 naming the flag).
-pub fn positive(flag: &str, d: std::time::Duration) -> Result<std::time::Duration, crate::error::Error> {
+pub fn positive(flag: &str, d: Duration) -> Result<Duration, Error> {
     if d.is_zero() {
-        return Err(crate::error::Error::input(format!("{flag} must be longer than zero")));
+        return Err(Error::input(format!("{flag} must be longer than zero")));
     }
     Ok(d)
 }
 
 /// A duration flag that may be zero, exit 2 naming the flag.
-pub fn duration(flag: &str, value: &str) -> Result<std::time::Duration, crate::error::Error> {
-    parse_duration(value).map_err(|e| crate::error::Error::input(format!("{flag} `{value}`: {e}")))
+pub fn duration(flag: &str, value: &str) -> Result<Duration, Error> {
+    parse_duration(value).map_err(|e| Error::input(format!("{flag} `{value}`: {e}")))
 }
 
 #[cfg(test)]

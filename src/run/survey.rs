@@ -5,7 +5,8 @@
 
 use crate::backend::registry::{self, BackendSpec};
 use crate::error::{chain, Error};
-use crate::laya::bundle::{Bundle, ModelSpec, Weights};
+use crate::hub::HubError;
+use crate::laya::bundle::{Bundle, BundleError, ModelSpec, Weights};
 use crate::laya::coreml_format::description::DeclaredFeature;
 use crate::model::synthetic::published_shape;
 use crate::power::sampler::max_gap;
@@ -19,14 +20,15 @@ use crate::report::doctor::{split, AppleReport, DoctorReport, LoadCheck, SCHEMA_
 pub fn survey(
     model: &str,
     specs: &[String],
-    apple: impl FnOnce() -> Result<AppleReport, String>,
+    apple: impl FnOnce() -> Result<AppleReport, Error>,
 ) -> DoctorReport {
     let timeout = max_gap(std::time::Duration::from_millis(500));
     let sensors = power::survey(timeout);
-    let (default_sensor, default_sensor_missing_reason) = split(default_sensor(&sensors));
+    let (default_sensor, default_sensor_missing_reason) =
+        split(default_sensor(&sensors).map_err(|e| chain(&e)));
     let provenance = Provenance::current(SCHEMA_VERSION);
     let backends = registry::survey();
-    let (apple, apple_missing_reason) = split(apple());
+    let (apple, apple_missing_reason) = split(apple().map_err(|e| chain(&e)));
     DoctorReport {
         provenance,
         default_sensor,
@@ -40,7 +42,7 @@ pub fn survey(
 }
 
 /// The first default sensor spec that is usable here, or why none is.
-fn default_sensor(sensors: &[SensorStatus]) -> Result<String, String> {
+fn default_sensor(sensors: &[SensorStatus]) -> Result<String, Error> {
     let defaults = power::default_specs();
     defaults
         .iter()
@@ -48,10 +50,10 @@ fn default_sensor(sensors: &[SensorStatus]) -> Result<String, String> {
         .map(|d| d.to_string())
         .ok_or_else(|| {
             let names: Vec<String> = defaults.iter().map(|d| d.to_string()).collect();
-            format!(
+            Error::run(format!(
                 "none of {} is usable here; pass --sensor exec:CMD with an external meter",
                 names.join(", ")
-            )
+            ))
         })
 }
 
@@ -70,13 +72,29 @@ fn declared(spec: &str) -> Option<(Vec<DeclaredFeature>, Vec<DeclaredFeature>)> 
     }
 }
 
-/// The model `doctor --model` names, loaded as every command loads it, or the error chain.
-fn load_model(model: &str) -> Result<Bundle, String> {
+/// Why the model `doctor --model` names did not load; each load check reports its chain.
+#[derive(Debug, thiserror::Error)]
+enum ModelUnavailable {
+    /// A `hub:` model did not resolve.
+    #[error(transparent)]
+    Hub(Box<HubError>),
+    /// The spec does not parse.
+    #[error(transparent)]
+    Spec(#[from] BundleError),
+    /// The checkpoint did not load.
+    #[error(transparent)]
+    Load(#[from] Error),
+}
+
+/// The model `doctor --model` names, loaded as every command loads it.
+fn load_model(model: &str) -> Result<Bundle, ModelUnavailable> {
     let spec = match model.strip_prefix("hub:") {
-        Some(rest) => ModelSpec::Dir(crate::hub::resolve_installed(rest).map_err(|e| chain(&e))?),
-        None => ModelSpec::parse(model).map_err(|e| chain(&e))?,
+        Some(rest) => ModelSpec::Dir(
+            crate::hub::resolve_installed(rest).map_err(|e| ModelUnavailable::Hub(Box::new(e)))?,
+        ),
+        None => ModelSpec::parse(model)?,
     };
-    Bundle::load(&spec, published_shape).map_err(|e| chain(&Error::input("cannot load the model").because(e)))
+    Ok(Bundle::load(&spec, published_shape).map_err(|e| Error::input("cannot load the model").because(e))?)
 }
 
 /// Try to build every spec for `model` (nothing is run).
@@ -84,7 +102,7 @@ pub fn load_checks(model: &str, specs: &[String]) -> Vec<LoadCheck> {
     if specs.is_empty() {
         return Vec::new();
     }
-    let bundle = load_model(model);
+    let bundle = load_model(model).map_err(|e| chain(&e));
     specs
         .iter()
         .map(|spec| {
@@ -139,7 +157,7 @@ mod tests {
 
     #[test]
     fn the_default_sensor_is_the_first_usable_default_or_why_none_is() {
-        let none = default_sensor(&[]).unwrap_err();
+        let none = default_sensor(&[]).unwrap_err().to_string();
         assert!(none.starts_with("none of ") && none.contains("--sensor exec:CMD"), "{none}");
         let first = power::default_specs()[0].to_string();
         let usable = SensorStatus {
@@ -148,6 +166,6 @@ mod tests {
             usable: true,
             detail: String::new(),
         };
-        assert_eq!(default_sensor(&[usable]), Ok(first));
+        assert_eq!(default_sensor(&[usable]).unwrap(), first);
     }
 }

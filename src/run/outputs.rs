@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::report::write_atomic;
 
-use super::time::timestamp_stem;
 use crate::error::Error;
+use crate::time::timestamp_stem;
 
 /// A run's raw record, its report and the optional exports.
 #[derive(Debug, Clone, PartialEq, Eq)]
