@@ -14,7 +14,7 @@ run() { # run NAME ARGS... (in a fresh folder $out/NAME.d, so written files are 
   (cd "$d" && "$bin" "$@" >"$out/$name.out" 2>"$out/$name.err"; echo $? >"$out/$name.rc")
 }
 normalize() { # what differs between two binaries of the same behaviour: paths, revision, clocks
-  find "$out" -type f \( -name '*.out' -o -name '*.err' -o -name '*.json' -o -name '*.md' -o -name '*.csv' \) \
+  find "$out" -type f \( -name '*.out' -o -name '*.err' -o -name '*.json' -o -name '*.md' -o -name '*.csv' -o -name '*.svg' \) \
     -exec sed -i -E "s#$bin#BIN#g; s#$out#OUT#g; s#$repo#REPO#g; \
       s#\"git_revision\": \"[0-9a-f]+(-dirty)?\"#\"git_revision\": \"REV\"#; \
       s#\"seconds\": [0-9.e-]+#\"seconds\": S#" {} +
