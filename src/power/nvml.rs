@@ -28,6 +28,7 @@
 //! which channel, the period) are the portable functions below; only [`NvmlSensor`] calls
 //! NVML, and only with the cargo feature `nvml` (on by default).
 
+use std::ffi::OsStr;
 use std::time::Duration;
 
 #[cfg(feature = "nvml")]
@@ -197,7 +198,8 @@ impl NvmlSensor {
 #[cfg(not(feature = "nvml"))]
 impl NvmlSensor {
     /// Always fails in this build: it was built without the `nvml` feature.
-    pub fn open(index: u32, read: NvmlRead) -> Result<Self, SensorError> {
+    pub fn open(index: u32, read: NvmlRead, lib: Option<&OsStr>) -> Result<Self, SensorError> {
+        let _ = lib;
         Err(SensorError::Unavailable {
             sensor: Self::spec(index, read),
             reason: "built without NVML support; rebuild with --features nvml (or use exec:nvidia-smi -i INDEX --query-gpu=power.draw --format=csv,noheader,nounits -lms 500)".into(),
@@ -208,12 +210,14 @@ impl NvmlSensor {
 #[cfg(feature = "nvml")]
 impl NvmlSensor {
     /// Load NVML, find GPU `index`, see what it offers, choose the total and measure the
-    /// driver's update period.
-    pub fn open(index: u32, read: NvmlRead) -> Result<Self, SensorError> {
+    /// driver's update period. `lib` is the NVML library to load ([`Settings::nvml_lib`],
+    /// `LAYA_BENCH_NVML_LIB`); `None`: `libnvidia-ml.so.1`.
+    ///
+    /// [`Settings::nvml_lib`]: crate::settings::Settings::nvml_lib
+    pub fn open(index: u32, read: NvmlRead, lib: Option<&OsStr>) -> Result<Self, SensorError> {
         use nvml_wrapper::error::NvmlError;
         let sensor = Self::spec(index, read);
         let unavailable = |reason: String| SensorError::Unavailable { sensor: sensor.clone(), reason };
-        let lib = crate::settings::get().nvml_lib.clone();
         let mut builder = nvml_wrapper::Nvml::builder();
         if let Some(path) = &lib {
             builder.lib_path(path);
@@ -505,7 +509,7 @@ mod tests {
     #[cfg(not(feature = "nvml"))]
     #[test]
     fn without_the_feature_open_says_how_to_rebuild() {
-        let e = NvmlSensor::open(0, NvmlRead::Auto).err().unwrap();
+        let e = NvmlSensor::open(0, NvmlRead::Auto, None).err().unwrap();
         assert_eq!(e.kind(), crate::power::FaultKind::Unavailable);
         let m = e.to_string();
         assert!(
