@@ -186,13 +186,13 @@ fn parse_mlx(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
     }
     super::mlx::MlxSpec::parse(rest)
         .map(BackendSpec::Mlx)
-        .map_err(|reason| RegistryError::BadSpec { spec: spec.into(), reason })
+        .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() })
 }
 
 fn parse_ref(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
     super::reference::RefSpec::parse(rest)
         .map(BackendSpec::Reference)
-        .map_err(|reason| RegistryError::BadSpec { spec: spec.into(), reason })
+        .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() })
 }
 
 /// The row of a spec text's kind prefix, if it names one.

@@ -261,7 +261,7 @@ fn open_sensor(
                     path.display()
                 )));
             }
-            let source = IterSource(samples.into_iter().map(Ok::<Sample, String>));
+            let source = IterSource(samples.into_iter().map(Ok::<Sample, Error>));
             let sensor = ReplaySensor::new(path, Box::new(source), run.header.sensor.as_ref());
             let replayed = run.header.power_boundary();
             Ok((Box::new(sensor), "replayed samples: NOT A LIVE MEASUREMENT".into(), Some(replayed)))

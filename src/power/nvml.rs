@@ -57,17 +57,29 @@ pub struct Offered {
     pub power: bool,
 }
 
+/// What a GPU lacks that the spec asks for ([`choose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Missing {
+    /// `nvml-energy` on a GPU without the counter.
+    #[error("the GPU has no total-energy counter (Volta and newer have one); use nvml-power")]
+    EnergyCounter,
+    /// `nvml-power` on a GPU without power reads.
+    #[error("the GPU reports no board power; use nvml-energy")]
+    Power,
+    /// `nvml` on a GPU with neither.
+    #[error("the GPU reports neither an energy counter nor power")]
+    Both,
+}
+
 /// The total a spec asks for, given what the GPU offers, and whether the other quantity is
 /// recorded beside it; `Err` says what is missing.
-pub fn choose(read: NvmlRead, offered: Offered) -> Result<(NvmlMode, bool), String> {
+pub fn choose(read: NvmlRead, offered: Offered) -> Result<(NvmlMode, bool), Missing> {
     match (read, offered.energy, offered.power) {
         (NvmlRead::Auto | NvmlRead::Energy, true, power) => Ok((NvmlMode::EnergyCounter, power)),
         (NvmlRead::Auto | NvmlRead::Power, energy, true) => Ok((NvmlMode::Power, energy)),
-        (NvmlRead::Energy, false, _) => {
-            Err("the GPU has no total-energy counter (Volta and newer have one); use nvml-power".into())
-        }
-        (NvmlRead::Power, _, false) => Err("the GPU reports no board power; use nvml-energy".into()),
-        (NvmlRead::Auto, false, false) => Err("the GPU reports neither an energy counter nor power".into()),
+        (NvmlRead::Energy, false, _) => Err(Missing::EnergyCounter),
+        (NvmlRead::Power, _, false) => Err(Missing::Power),
+        (NvmlRead::Auto, false, false) => Err(Missing::Both),
     }
 }
 
@@ -460,8 +472,8 @@ mod tests {
         assert_eq!(choose(NvmlRead::Power, both), Ok((NvmlMode::Power, true)));
         assert_eq!(choose(NvmlRead::Auto, power_only), Ok((NvmlMode::Power, false)));
         assert_eq!(choose(NvmlRead::Auto, energy_only), Ok((NvmlMode::EnergyCounter, false)));
-        assert!(choose(NvmlRead::Energy, power_only).unwrap_err().contains("nvml-power"));
-        assert!(choose(NvmlRead::Power, energy_only).unwrap_err().contains("nvml-energy"));
+        assert!(choose(NvmlRead::Energy, power_only).unwrap_err().to_string().contains("nvml-power"));
+        assert!(choose(NvmlRead::Power, energy_only).unwrap_err().to_string().contains("nvml-energy"));
         assert!(choose(NvmlRead::Auto, Offered { energy: false, power: false }).is_err());
     }
 
