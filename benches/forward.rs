@@ -396,7 +396,7 @@ fn paired_share(ms: &[f64], peak: &[f64], gflop: f64) -> f64 {
 
 fn main() {
     // the environment's settings (LAYA_BENCH_ISA, LAYA_BENCH_BF16, ...), as the command line reads them
-    laya_bench::commands::settings::install_from_env();
+    let settings = &laya_bench::commands::settings::from_env();
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| -> usize {
         args.iter()
@@ -437,9 +437,9 @@ fn main() {
         eprintln!("unknown --shape {shape}; use multilingual or english");
         std::process::exit(2);
     };
-    let peak = measure::measure(threads);
+    let peak = measure::measure(threads, settings);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let floors = measure::arm_floors(&peak, &enc, &agent, l, k).unwrap_or_default();
+    let floors = measure::arm_floors(&peak, &enc, &agent, l, k, settings).unwrap_or_default();
     println!("{}", measure::render(&peak, &format!("synthetic:{shape}"), l, &floors).trim_end());
     println!("load average at start: {}", load.trim());
     let t = Instant::now();
@@ -469,56 +469,56 @@ fn main() {
     // every (precision, variant) to time, with its precision's converted weights
     let mut entries: Vec<(Precision, &'static str, Tuning)> = Vec::new();
     for &precision in &precisions {
-        entries.push((precision, "default", Tuning::default()));
+        entries.push((precision, "default", Tuning::new(settings)));
         if compare && precision == Precision::F32 {
-            let other = match Tuning::default().weight_layout {
+            let other = match Tuning::new(settings).weight_layout {
                 Layout::RowMajor => Layout::ColMajor,
                 _ => Layout::RowMajor,
             };
-            entries.push((precision, "gemm crate", Tuning { f32_gemm: true, ..Tuning::default() }));
+            entries.push((precision, "gemm crate", Tuning { f32_gemm: true, ..Tuning::new(settings) }));
             entries.push((
                 precision,
                 "gemm other layout",
-                Tuning { f32_gemm: true, weight_layout: other, ..Tuning::default() },
+                Tuning { f32_gemm: true, weight_layout: other, ..Tuning::new(settings) },
             ));
-            entries.push((precision, "panels copied", Tuning { f32_panel: true, ..Tuning::default() }));
+            entries.push((precision, "panels copied", Tuning { f32_panel: true, ..Tuning::new(settings) }));
             for (name, gemm) in [
                 ("gemm rayon", GemmThreading::Rayon),
                 ("column split", GemmThreading::Columns),
                 ("1-thread gemm", GemmThreading::Single),
             ] {
-                if gemm != Tuning::default().gemm {
-                    entries.push((precision, name, Tuning { gemm, ..Tuning::default() }));
+                if gemm != Tuning::new(settings).gemm {
+                    entries.push((precision, name, Tuning { gemm, ..Tuning::new(settings) }));
                 }
             }
         }
         if compare && precision == Precision::Bf16 {
-            let isa = Tuning::default().isa;
+            let isa = Tuning::new(settings).isa;
             for (name, bf16, runs) in [
                 ("bf16 amx", Bf16Kernel::Amx, isa.has_amx_bf16()),
                 ("bf16 pair-dot", Bf16Kernel::Dot, isa.has_bf16_dot()),
                 ("bf16 decode", Bf16Kernel::Decode, true),
             ] {
                 // a kernel this CPU lacks falls back to the next, already a row
-                if runs && bf16 != Tuning::default().bf16 {
-                    entries.push((precision, name, Tuning { bf16, ..Tuning::default() }));
+                if runs && bf16 != Tuning::new(settings).bf16 {
+                    entries.push((precision, name, Tuning { bf16, ..Tuning::new(settings) }));
                 }
             }
         }
         if compare && precision == Precision::W8 {
             // the other palette product: decoded to f32, or (where the probe decoded by default)
             // the BF16 product on whichever BF16 kernel runs here
-            let isa = Tuning::default().isa;
-            let (name, palette) = match Tuning::default().palette {
+            let isa = Tuning::new(settings).isa;
+            let (name, palette) = match Tuning::new(settings).palette {
                 PaletteKernel::Bf16 => ("w8 f32 decode", PaletteKernel::Decode),
                 PaletteKernel::Decode => ("w8 bf16 product", PaletteKernel::Bf16),
             };
             if palette == PaletteKernel::Decode || (isa.has_lut8() && isa.has_bf16_dot()) {
-                entries.push((precision, name, Tuning { palette, ..Tuning::default() }));
+                entries.push((precision, name, Tuning { palette, ..Tuning::new(settings) }));
             }
         }
-        if compare && Tuning::default().isa == Isa::Avx512 {
-            entries.push((precision, "avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::default() }));
+        if compare && Tuning::new(settings).isa == Isa::Avx512 {
+            entries.push((precision, "avx2 forced", Tuning { isa: Isa::Avx2, ..Tuning::new(settings) }));
         }
     }
     let mut converted: Vec<(Precision, laya_bench::model::weights::DecisionWeights, f64)> = Vec::new();
@@ -553,6 +553,7 @@ fn main() {
             "synthetic".into(),
             threads,
             tuning,
+            settings,
         );
         (backend, t.elapsed().as_secs_f64())
     };
@@ -568,7 +569,7 @@ fn main() {
                        paired: Option<(f64, Option<f64>)>| {
         let (med, min, max, cpu, steal) = timing;
         // PyTorch's FP32 products run on the FMA of the widest family the engine may use
-        let kernel = backend.as_deref().map_or(measure::fma_kernel(Isa::selected()), peak_kernel);
+        let kernel = backend.as_deref().map_or(measure::fma_kernel(Isa::selected(settings)), peak_kernel);
         let (bytes, model_bytes) = match backend {
             Some(be) => {
                 if profile {
@@ -635,7 +636,7 @@ fn main() {
             let (backend, build_s) = build(weights, tuning);
             built.push((precision, name, backend, (convert_s, build_s)));
         }
-        let probe = measure::PeakProbe::new(Isa::selected(), threads, PROBE_SECONDS);
+        let probe = measure::PeakProbe::new(Isa::selected(settings), threads, PROBE_SECONDS);
         let torch = torch_python.as_deref().map(|py| {
             Torch::spawn(py, threads, l).unwrap_or_else(|e| {
                 eprintln!("{e}");
@@ -796,7 +797,7 @@ fn main() {
             paired: r.paired,
         })
         .collect();
-    let verdict = targets::check(&timed, Isa::selected() == Isa::Avx2);
+    let verdict = targets::check(&timed, Isa::selected(settings) == Isa::Avx2);
     println!();
     if verdict.is_empty() {
         println!("speed targets (docs/PERFORMANCE.md): every one is relative to f32's default row; add f32 to --precision");
@@ -808,7 +809,7 @@ fn main() {
                 .as_deref()
                 .and_then(host::cpu_identity_from_cpuinfo)
                 .unwrap_or_else(|| "this CPU".into()),
-            Isa::selected().name()
+            Isa::selected(settings).name()
         );
         for t in verdict {
             println!("  {:<8} {}: {}", if t.met { "met" } else { "NOT MET" }, t.target, t.observed);

@@ -1,14 +1,14 @@
 //! The process's settings from its environment, read once at the command edge
-//! (`commands::settings::from_env`, called by `commands::dispatch`) into one [`Settings`] value;
-//! nothing below `commands/` reads an environment variable. This module depends on no other
-//! module of the crate, so every layer may take a `Settings` (or one of its fields).
+//! (`commands::settings::from_env`, called by `commands::dispatch`) into one [`Settings`] value
+//! that the commands pass down, as `&Settings` or the one field needed, to what uses it;
+//! nothing below `commands/` reads an environment variable, and there is no global copy. This
+//! module depends on no other module of the crate, so every layer may take a `Settings`.
 //!
 //! The hub's variables (`HF_HOME`, `HF_ENDPOINT`, `LAYA_BENCH_HUB_STALL_S`, …) are read at the
 //! edge too, into `hub::HubConfig` (`commands/hub_progress.rs`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// Every environment variable the libraries use, as read once at start-up. A field is `None`
 /// where its variable is unset (or, for the text fields, not valid Unicode); each field says
@@ -74,30 +74,12 @@ impl Settings {
     }
 }
 
-static INSTALLED: OnceLock<Settings> = OnceLock::new();
-
-/// Install the process's settings (the command edge does this once, before any command runs;
-/// later calls are ignored).
-pub fn install(settings: Settings) {
-    let _ = INSTALLED.set(settings);
-}
-
-/// The settings the command edge installed; [`Settings::UNSET`] in a program that installed
-/// none (a library user, an integration test). In the crate's own unit tests, where no command
-/// runs, the test process's environment.
-pub fn get() -> &'static Settings {
-    match INSTALLED.get() {
-        Some(s) => s,
-        #[cfg(test)]
-        None => {
-            static FROM_ENV: OnceLock<Settings> = OnceLock::new();
-            FROM_ENV.get_or_init(|| Settings::from_vars(|k| std::env::var_os(k)))
-        }
-        #[cfg(not(test))]
-        None => {
-            static UNSET: Settings = Settings::UNSET;
-            &UNSET
-        }
+#[cfg(test)]
+impl Settings {
+    /// The test process's environment, as the command edge would read it (the crate's unit
+    /// tests, where no command runs).
+    pub(crate) fn of_test_process() -> Settings {
+        Settings::from_vars(|k| std::env::var_os(k))
     }
 }
 

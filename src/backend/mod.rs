@@ -13,6 +13,41 @@ pub mod registry;
 
 pub use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 
+use crate::hub::Hub;
+use crate::settings::Settings;
+
+/// What building an arm takes from the process besides its spec and model: the settings and
+/// the hub access, read once at the command edge. `commands::dispatch` builds one and passes it
+/// to every command, which passes it (or the one field needed) down to what builds backends
+/// ([`registry::build`]), opens sensors or tunes the portable engine.
+pub struct Context {
+    /// The process's settings.
+    pub settings: Settings,
+    /// Where `hub:` specs resolve (`mlx:…:hub:NAME`, the commands' `--model hub:…`).
+    pub hub: Hub,
+}
+
+impl Context {
+    /// No environment: every setting unset ([`Settings::UNSET`]) and a hub with no settings, so
+    /// that a `hub:` spec fails saying so (a library user or a test that sets nothing).
+    pub fn unset() -> Self {
+        let no_hub = crate::hub::HubError::Config(
+            "none given: this context was built without the environment (backend::Context::unset)".into(),
+        );
+        Context {
+            settings: Settings::UNSET,
+            hub: Hub::new(Err(no_hub), std::sync::Arc::new(crate::hub::Silent)),
+        }
+    }
+
+    /// The unit tests' context: the test process's environment
+    /// ([`Settings::of_test_process`]) and no hub ([`Context::unset`]).
+    #[cfg(test)]
+    pub(crate) fn of_test_process() -> Self {
+        Context { settings: Settings::of_test_process(), ..Context::unset() }
+    }
+}
+
 /// What a backend is, for reports and raw headers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendInfo {

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 
 use super::coreml::{CoreMlError, CoreMlSpec};
 use super::portable::{Bf16Kernel, PaletteKernel, PortableBackend};
-use super::{Backend, BackendKind, ShapeCaps, ShapeMode};
+use super::{Backend, BackendKind, Context, ShapeCaps, ShapeMode};
 use crate::laya::bundle::{sha256_hex, Bundle, ModelSpec, Weights};
 use crate::model::loader::{
     convert_weights, converted_fingerprint, load_source, source_fingerprint, LoadError,
 };
 use crate::model::palettize::{read_palette, read_palette_meta, PaletteError, PaletteReport};
+use crate::settings::Settings;
 
 /// The portable spec precisions (`portable:f32|f16|bf16|w8|w6|w4`) are the one precision type.
 pub use crate::model::Precision;
@@ -185,13 +186,13 @@ fn parse_mlx(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
     }
     super::mlx::MlxSpec::parse(rest)
         .map(BackendSpec::Mlx)
-        .map_err(|reason| RegistryError::BadSpec { spec: spec.into(), reason })
+        .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() })
 }
 
 fn parse_ref(spec: &str, rest: &str) -> Result<BackendSpec, RegistryError> {
     super::reference::RefSpec::parse(rest)
         .map(BackendSpec::Reference)
-        .map_err(|reason| RegistryError::BadSpec { spec: spec.into(), reason })
+        .map_err(|e| RegistryError::BadSpec { spec: spec.into(), reason: e.to_string() })
 }
 
 /// The row of a spec text's kind prefix, if it names one.
@@ -244,11 +245,11 @@ pub struct BackendStatus {
 }
 
 /// Every backend spec kind: each portable precision, `coreml:`, `mlx:` and `mock:`.
-pub fn survey() -> Vec<BackendStatus> {
-    let (isa, isa_note) = super::portable::isa::selection(crate::settings::get().isa.as_deref());
-    let (bf16, palette) = (Bf16Kernel::selected(isa), PaletteKernel::selected(isa));
+pub fn survey(settings: &Settings) -> Vec<BackendStatus> {
+    let (isa, isa_note) = super::portable::isa::selection(settings.isa.as_deref());
+    let (bf16, palette) = (Bf16Kernel::selected(isa, settings), PaletteKernel::selected(isa, settings));
     // how the BF16 and palette products were chosen
-    let bf16_notes = super::portable::bf16_notes(isa);
+    let bf16_notes = super::portable::bf16_notes(isa, settings);
     let mut out: Vec<BackendStatus> = portable_precisions()
         .iter()
         .map(|p| BackendStatus {
@@ -299,8 +300,8 @@ pub fn survey() -> Vec<BackendStatus> {
             format!("Core ML (Neural Engine) bundle: needs {COREML_NEEDS}; this build runs on {}", std::env::consts::OS)
         },
     });
-    out.push(mlx_status());
-    out.push(reference_status());
+    out.push(mlx_status(settings));
+    out.push(reference_status(settings));
     out.push(BackendStatus {
         spec: "mock:ok".into(),
         usable: true,
@@ -312,12 +313,12 @@ pub fn survey() -> Vec<BackendStatus> {
 /// `doctor`'s line for `ref:` arms: the interpreter a worker would start with, and whether it
 /// is there (each runtime's package is checked when its arm is built, exit 2 naming the pip
 /// command).
-fn reference_status() -> BackendStatus {
-    let python = super::reference::python();
+fn reference_status(settings: &Settings) -> BackendStatus {
+    let python = super::reference::python(settings);
     let found = if python.components().count() > 1 {
         python.is_file()
     } else {
-        crate::settings::get()
+        settings
             .path
             .as_ref()
             .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(&python).is_file()))
@@ -351,6 +352,7 @@ fn build_coreml(
     spec_text: &str,
     bundle: &Bundle,
     shapes: Option<&ShapeCaps>,
+    settings: &Settings,
 ) -> Result<Box<dyn Backend>, RegistryError> {
     if !cm.bundle.is_dir() || !cm.bundle.join("coreml_config.json").is_file() {
         let what = if cm.bundle.is_dir() {
@@ -376,7 +378,7 @@ fn build_coreml(
     };
     #[cfg(not(target_os = "macos"))]
     {
-        let _ = (cm, core, bundle, shapes);
+        let _ = (cm, core, bundle, shapes, settings);
         Err(RegistryError::Unavailable {
             spec: spec_text.into(),
             needs: COREML_NEEDS,
@@ -404,7 +406,7 @@ fn build_coreml(
             });
         }
         let parallel = a.option_layout == crate::laya::config::OptionLayout::Parallel;
-        super::coreml::open(cm, core, e, parallel, shapes)
+        super::coreml::open(cm, core, e, parallel, shapes, settings)
             .map_err(|error| RegistryError::CoreMl { spec: spec_text.into(), error })
     }
 }
@@ -432,12 +434,13 @@ pub fn portable_shapes(bundle: &Bundle) -> ShapeCaps {
     }
 }
 
-/// Build a backend for a bundle.
+/// Build a backend for a bundle, with the process's settings and hub (`context`).
 pub fn build(
     spec: &BackendSpec,
     spec_text: &str,
     bundle: &Bundle,
     shapes: Option<ShapeCaps>,
+    context: &Context,
 ) -> Result<Box<dyn Backend>, RegistryError> {
     if let BackendSpec::Mock { drift_after, fail_after, delay_us } = spec {
         use super::mock::{Script, ScriptedBackend};
@@ -452,18 +455,18 @@ pub fn build(
         return Ok(Box::new(b));
     }
     if let BackendSpec::CoreMl(cm) = spec {
-        return build_coreml(cm, spec_text, bundle, shapes.as_ref());
+        return build_coreml(cm, spec_text, bundle, shapes.as_ref(), &context.settings);
     }
     if let BackendSpec::Mlx(mlx) = spec {
-        return build_mlx(mlx, spec_text, bundle, shapes);
+        return build_mlx(mlx, spec_text, bundle, shapes, context);
     }
     if let BackendSpec::Reference(r) = spec {
         let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
-        return super::reference::ReferenceBackend::start(r, shapes)
+        return super::reference::ReferenceBackend::start(r, shapes, &context.settings)
             .map(|b| Box::new(b) as Box<dyn Backend>)
             .map_err(|error| RegistryError::Reference { spec: spec_text.into(), error });
     }
-    let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads())?;
+    let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads(), &context.settings)?;
     Ok(Box::new(backend))
 }
 
@@ -490,8 +493,9 @@ fn build_mlx(
     spec_text: &str,
     bundle: &Bundle,
     shapes: Option<ShapeCaps>,
+    context: &Context,
 ) -> Result<Box<dyn Backend>, RegistryError> {
-    Ok(Box::new(super::mlx::graph::MlxBackend::build(spec, spec_text, bundle, shapes)?))
+    Ok(Box::new(super::mlx::graph::MlxBackend::build(spec, spec_text, bundle, shapes, context)?))
 }
 
 #[cfg(not(feature = "mlx"))]
@@ -500,15 +504,16 @@ fn build_mlx(
     spec_text: &str,
     _bundle: &Bundle,
     _shapes: Option<ShapeCaps>,
+    _context: &Context,
 ) -> Result<Box<dyn Backend>, RegistryError> {
     Err(RegistryError::Unavailable { spec: spec_text.into(), needs: MLX_NEEDS, os: std::env::consts::OS })
 }
 
 /// `doctor`'s MLX line: with the feature, one product evaluated on MLX's default device and
 /// the BLAS it used; without it, how to build it.
-fn mlx_status() -> BackendStatus {
+fn mlx_status(settings: &Settings) -> BackendStatus {
     #[cfg(feature = "mlx")]
-    let (usable, detail) = match super::mlx::graph::probe() {
+    let (usable, detail) = match super::mlx::graph::probe(settings) {
         Ok(d) => (true, format!("compiled MLX graph (mlx:fp16|fp32:CHECKPOINT): {d}")),
         Err(e) => (
             false,
@@ -516,8 +521,10 @@ fn mlx_status() -> BackendStatus {
         ),
     };
     #[cfg(not(feature = "mlx"))]
-    let (usable, detail) =
-        (false, format!("compiled MLX graph (mlx:fp16|fp32:CHECKPOINT): needs {MLX_NEEDS}"));
+    let (usable, detail) = {
+        let _ = settings;
+        (false, format!("compiled MLX graph (mlx:fp16|fp32:CHECKPOINT): needs {MLX_NEEDS}"))
+    };
     BackendStatus { spec: "mlx:CHECKPOINT".into(), usable, detail }
 }
 
@@ -544,6 +551,7 @@ pub fn build_portable(
     bundle: &Bundle,
     shapes: Option<ShapeCaps>,
     threads: usize,
+    settings: &Settings,
 ) -> Result<(PortableBackend, Option<PaletteReport>), RegistryError> {
     let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
     let (weights, fingerprint, name, report) = match spec {
@@ -589,6 +597,7 @@ pub fn build_portable(
         shapes,
         fingerprint,
         threads,
+        settings,
     );
     backend.set_precision_name(&name);
     if let Some(r) = report.as_ref().filter(|r| r.tensors.is_empty()) {
@@ -621,7 +630,7 @@ mod tests {
 
     #[test]
     fn the_survey_lists_every_spec_kind_with_a_reason() {
-        let s = survey();
+        let s = survey(&Settings::of_test_process());
         let specs: Vec<&str> = s.iter().map(|b| b.spec.as_str()).collect();
         assert_eq!(
             specs,
@@ -691,9 +700,14 @@ mod tests {
         let bundle =
             crate::laya::bundle::Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
         let spec = BackendSpec::Mlx(crate::backend::mlx::MlxSpec::parse("fp16:builtin:tiny").unwrap());
-        let e = build(&spec, "mlx:fp16:builtin:tiny", &bundle, None).err().expect("no MLX in this build");
+        let e = build(&spec, "mlx:fp16:builtin:tiny", &bundle, None, &Context::of_test_process())
+            .err()
+            .expect("no MLX in this build");
         assert!(e.to_string().contains("--features mlx"), "{e}");
-        let e = build_portable(&spec, "mlx:fp16:builtin:tiny", &bundle, None, 1).err().unwrap();
+        let e =
+            build_portable(&spec, "mlx:fp16:builtin:tiny", &bundle, None, 1, &Settings::of_test_process())
+                .err()
+                .unwrap();
         assert!(e.to_string().contains("no portable engine"), "{e}");
     }
 

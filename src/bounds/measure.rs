@@ -19,6 +19,7 @@ use crate::backend::portable::probe;
 use crate::backend::portable::{Bf16Kernel, Isa, PaletteKernel};
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::{ComputeType, Precision};
+use crate::settings::Settings;
 use crate::stats::steal::{self, StealTicks, StealWatch};
 
 /// f32 elements per triad array (64 MiB each: far beyond any last-level cache here).
@@ -73,11 +74,12 @@ impl Measured {
     /// The all-thread peak a portable arm of `precision` computes at with the engine's kernels:
     /// the AMX tile rate for BF16 and 8-bit palettes where the engine uses AMX (palettes need
     /// AVX-512 VBMI too), else the BF16 dot rate where they use `vdpbf16ps`, else the FP32 FMA
-    /// rate of the engine's ISA (FP16 and other palettized weights are widened to FP32).
-    pub fn arm_peak(&self, precision: Precision) -> Option<(String, f64)> {
+    /// rate of the engine's ISA (FP16 and other palettized weights are widened to FP32). The
+    /// products are the ones the engine picks under `settings`.
+    pub fn arm_peak(&self, precision: Precision, settings: &Settings) -> Option<(String, f64)> {
         let isa = Isa::parse(&self.engine_isa).unwrap_or(Isa::Generic);
         let caps = Caps { amx: isa.has_amx_bf16(), dot: isa.has_bf16_dot(), lut8: isa.has_lut8() };
-        let (bf16, palette) = (Bf16Kernel::selected(isa), PaletteKernel::selected(isa));
+        let (bf16, palette) = (Bf16Kernel::selected(isa, settings), PaletteKernel::selected(isa, settings));
         let k = arm_kernel(precision, fma_kernel(isa), caps, bf16, palette);
         // with AMX but no AMX peak listed, the tile products are held to the BF16 dot rate
         let k = if k == AMX_BF16 && self.peak(k).is_none() { BF16_DOT } else { k };
@@ -153,18 +155,20 @@ pub struct ArmFloor {
     pub floor_ms: f64,
 }
 
-/// Floors of the portable arms f32, f16, bf16 and w8 for one decision of this shape at `length`.
+/// Floors of the portable arms f32, f16, bf16 and w8 for one decision of this shape at `length`,
+/// on the kernels the engine picks under `settings`.
 pub fn arm_floors(
     m: &Measured,
     enc: &EncoderConfig,
     agent: &AgentConfig,
     length: usize,
     marker_slots: usize,
+    settings: &Settings,
 ) -> Result<Vec<ArmFloor>, BoundsError> {
     let flop = flops_per_decision(enc, agent, length, marker_slots)?.published_flop();
     let mut out = Vec::new();
     for p in [Precision::F32, Precision::F16, Precision::Bf16, Precision::W8] {
-        let Some((kernel, peak)) = m.arm_peak(p) else { continue };
+        let Some((kernel, peak)) = m.arm_peak(p, settings) else { continue };
         let bytes = body_weight_bytes(enc, agent, p)?.bytes;
         let compute_ms = compute_floor_ms(flop, peak / 1e3);
         let bandwidth_ms = bytes as f64 / (m.triad_gbs * 1e9) * 1e3;
@@ -180,8 +184,9 @@ pub fn arm_floors(
     Ok(out)
 }
 
-/// Measure the peaks and the triad with `threads` threads (0 = all cores).
-pub fn measure(threads: usize) -> Measured {
+/// Measure the peaks and the triad with `threads` threads (0 = all cores); the engine's
+/// choices are the ones it makes under `settings`.
+pub fn measure(threads: usize, settings: &Settings) -> Measured {
     let steal = StealWatch::start();
     let t0 = Instant::now();
     let threads =
@@ -212,7 +217,7 @@ pub fn measure(threads: usize) -> Measured {
             peaks.push(Peak { kernel: name.into(), compute, threads: t, gflops: peak_gflops(k, t) });
         }
     }
-    let isa = Isa::selected();
+    let isa = Isa::selected(settings);
     let triad_gbs = triad_gbs(threads);
     Measured {
         peaks,
@@ -220,7 +225,7 @@ pub fn measure(threads: usize) -> Measured {
         threads,
         engine_isa: isa.name().into(),
         engine_f32_kernel: isa.f32_kernel(),
-        engine_bf16_kernel: bf16_kernel(isa),
+        engine_bf16_kernel: bf16_kernel(isa, settings),
         seconds: t0.elapsed().as_secs_f64(),
         host_steal: steal.stop(),
     }
@@ -228,16 +233,16 @@ pub fn measure(threads: usize) -> Measured {
 
 /// Where the engine's BF16 and palette products run on `isa`, and what decided it; empty
 /// where no BF16 kernel runs (everything is FP32 there).
-fn bf16_kernel(isa: Isa) -> String {
+fn bf16_kernel(isa: Isa, settings: &Settings) -> String {
     if !isa.has_bf16_dot() {
         return String::new();
     }
-    let place = match Bf16Kernel::selected(isa) {
+    let place = match Bf16Kernel::selected(isa, settings) {
         Bf16Kernel::Amx if isa.has_amx_bf16() => "amx-bf16 tiles",
         Bf16Kernel::Amx | Bf16Kernel::Dot => "avx512_bf16 pair-dot",
         Bf16Kernel::Decode => "decoded to f32 panels",
     };
-    let why = crate::backend::portable::bf16_notes(isa).join("; ");
+    let why = crate::backend::portable::bf16_notes(isa, settings).join("; ");
     // the probe's line and the variable's note each name the product already
     if why.is_empty() {
         place.to_string()
@@ -459,7 +464,7 @@ mod tests {
         assert!(text.contains("\n  bf16 and w8 products: amx-bf16 tiles\n"), "{text}");
         assert!(text.contains("WARNING: the hypervisor gave 3.0 %"), "{text}");
         let (enc, agent) = crate::model::synthetic::published_shape("multilingual").unwrap();
-        let f = arm_floors(&m, &enc, &agent, 96, 32).unwrap();
+        let f = arm_floors(&m, &enc, &agent, 96, 32, &Settings::of_test_process()).unwrap();
         assert_eq!(f.len(), 4);
         assert!(f.iter().all(|a| a.kernel == "avx2 fma" && a.peak_gflops == 100.0));
         // 24.6 GFLOP at 100 GFLOP/s; 500 MB of FP32 weights at 10 GB/s
@@ -518,14 +523,15 @@ mod tests {
             seconds: 0.0,
             host_steal: None,
         };
-        assert_eq!(m.arm_peak(F32), Some(("avx512f fma".to_string(), 200.0)));
-        assert_eq!(m.arm_peak(F16), Some(("avx512f fma".to_string(), 200.0)));
+        assert_eq!(m.arm_peak(F32, &Settings::of_test_process()), Some(("avx512f fma".to_string(), 200.0)));
+        assert_eq!(m.arm_peak(F16, &Settings::of_test_process()), Some(("avx512f fma".to_string(), 200.0)));
         // BF16 here: whatever this CPU's engine picks, held to that kernel's peak (AMX's, which
         // this list lacks, is replaced by the dot rate)
         let isa = Isa::Avx512;
-        let on_bf16 = isa.has_bf16_dot() && Bf16Kernel::selected(isa) != Bf16Kernel::Decode;
+        let on_bf16 = isa.has_bf16_dot()
+            && Bf16Kernel::selected(isa, &Settings::of_test_process()) != Bf16Kernel::Decode;
         let want = if on_bf16 { (BF16_DOT, 400.0) } else { ("avx512f fma", 200.0) };
-        assert_eq!(m.arm_peak(Bf16), Some((want.0.to_string(), want.1)));
+        assert_eq!(m.arm_peak(Bf16, &Settings::of_test_process()), Some((want.0.to_string(), want.1)));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::hub_progress::model_spec;
 use super::{Failure, Outcome};
 use crate::bounds::{self, BoundBy, BoundsInput, BoundsReport, Precision};
 use crate::cli::BoundsArgs;
+use crate::hub::Hub;
 use crate::laya::batch::ShapeCaps;
 use crate::laya::bundle::Bundle;
 use crate::laya::config::{AgentConfig, EncoderConfig};
@@ -18,12 +19,13 @@ use crate::run::arm::fixed_shapes;
 use crate::run::measure_speed;
 use crate::run::workload::WorkloadPlan;
 
-pub(crate) fn run(args: &BoundsArgs) -> Outcome {
+pub(crate) fn run(args: &BoundsArgs, cx: &crate::backend::Context) -> Outcome {
     if args.measure {
-        let (encoder, agent) = load_configs(&args.model)?;
-        let m = bounds::measure::measure(0);
-        let floors = bounds::measure::arm_floors(&m, &encoder, &agent, args.length, args.marker_slots)
-            .map_err(|e| Failure::input(anyhow!(e).context("cannot compute the floors")))?;
+        let (encoder, agent) = load_configs(&args.model, &cx.hub)?;
+        let m = bounds::measure::measure(0, &cx.settings);
+        let floors =
+            bounds::measure::arm_floors(&m, &encoder, &agent, args.length, args.marker_slots, &cx.settings)
+                .map_err(|e| Failure::input(anyhow!(e).context("cannot compute the floors")))?;
         let text = if args.json {
             let doc = serde_json::json!({ "measured": m, "arm_floors": floors });
             format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| Failure::run(anyhow!(e)))?)
@@ -32,7 +34,7 @@ pub(crate) fn run(args: &BoundsArgs) -> Outcome {
         };
         return write_out(&text);
     }
-    let report = plan(args)?;
+    let report = plan(args, &cx.hub)?;
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::run(anyhow!(e).context("cannot write the bounds as JSON")))?;
@@ -49,7 +51,7 @@ fn write_out(text: &str) -> Outcome {
 }
 
 /// Validate the arguments and compute the report (exit 2 on any bad input).
-fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
+fn plan(args: &BoundsArgs, hub: &Hub) -> Result<BoundsReport, Failure> {
     let input_err = |e: bounds::BoundsError| Failure::input(anyhow!(e).context("cannot compute the bounds"));
     let precision: Precision = args.precision.parse().map_err(input_err)?;
     let profile_name = match (&args.profile, args.peak_tflops, args.bandwidth_gbs) {
@@ -60,7 +62,7 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
     let profile = bounds::profile(profile_name).map_err(input_err)?;
     let hardware = bounds::resolve_hardware(&profile, precision, args.peak_tflops, args.bandwidth_gbs)
         .map_err(input_err)?;
-    let (encoder, agent) = load_configs(&args.model)?;
+    let (encoder, agent) = load_configs(&args.model, hub)?;
     let input = BoundsInput {
         source: &args.model,
         encoder: &encoder,
@@ -75,7 +77,7 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
     };
     let mut report = bounds::evaluate(&input).map_err(input_err)?;
     if let Some(name) = &args.workload {
-        report.workload = Some(workload_flop(args, name)?);
+        report.workload = Some(workload_flop(args, name, hub)?);
     }
     Ok(report)
 }
@@ -84,8 +86,8 @@ fn plan(args: &BoundsArgs) -> Result<BoundsReport, Failure> {
 /// its requests run, built with the model's tokenizer exactly as `speed` builds them, each
 /// padded to the length `speed`'s arms run (one request per call), counted by the same
 /// [`measure_speed::rows_run`] and [`bounds::workload_flops`] as `speed`'s `gflop_per_decision`.
-fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopReport, Failure> {
-    let bundle = model_spec(&args.model)
+fn workload_flop(args: &BoundsArgs, name: &str, hub: &Hub) -> Result<bounds::WorkloadFlopReport, Failure> {
+    let bundle = model_spec(&args.model, hub)
         .and_then(|parsed| Ok(Bundle::load(&parsed, published_shape)?))
         .map_err(|e| Failure::input(e.context(format!("cannot load model `{}`", args.model))))?;
     let plan = WorkloadPlan::checked(name, args.tokens, args.length)?;
@@ -112,8 +114,8 @@ fn workload_flop(args: &BoundsArgs, name: &str) -> Result<bounds::WorkloadFlopRe
 }
 
 /// The two configs of a model spec; a checkpoint folder's weights and tokenizer are not read.
-fn load_configs(spec: &str) -> Result<(EncoderConfig, AgentConfig), Failure> {
-    model_spec(spec)
+fn load_configs(spec: &str, hub: &Hub) -> Result<(EncoderConfig, AgentConfig), Failure> {
+    model_spec(spec, hub)
         .and_then(|parsed| Ok(Bundle::read_configs(&parsed, published_shape)?))
         .map_err(|e| Failure::input(e.context(format!("cannot read the shape of model `{spec}`"))))
 }

@@ -31,7 +31,7 @@ use crate::report::write_atomic;
 use crate::run::outputs::{check_folder, refuse_existing};
 use crate::time::timestamp_stem;
 
-pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
+pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outcome {
     // From the start, so a signal while the models load is not lost (a background run inherits
     // SIGINT ignored): the suite then stops before its first question, reported incomplete.
     let stop = interrupt::install_or_warn();
@@ -51,7 +51,7 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     refuse_existing(&output, args.overwrite)?;
     check_folder("--output", &output)?;
     let suite = load_suite(args.suite.as_deref())?;
-    let source_bundle = load_bundle(&args.source)?;
+    let source_bundle = load_bundle(&args.source, &cx.hub)?;
     if matches!(source_bundle.weights, Weights::CoreMl(_)) {
         return Err(Failure::input(anyhow!(
             "--source {} is a Core ML bundle; the source must be the FP32 checkpoint it was converted from",
@@ -62,7 +62,7 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
     setup::check_coreml_folder(&args.candidate, &kind)?;
     let candidate_bundle = match setup::candidate_model(&args.candidate, &kind) {
         None => None,
-        Some(spec) => Some(load_candidate_model(&spec, &args.source, &source_bundle)?),
+        Some(spec) => Some(load_candidate_model(&spec, &args.source, &source_bundle, &cx.hub)?),
     };
     let cand = candidate_bundle.as_ref().unwrap_or(&source_bundle);
     let coreml = match &cand.weights {
@@ -70,8 +70,8 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         _ => None,
     };
     let shapes = setup::check_shapes(args.max_len, cand, coreml)?;
-    let mut source = setup::build_source(&source_bundle, &args.source, &shapes)?;
-    let mut candidate = Candidate::build(&args.candidate, kind, cand, &shapes)?;
+    let mut source = setup::build_source(&source_bundle, &args.source, &shapes, &cx.settings)?;
+    let mut candidate = Candidate::build(&args.candidate, kind, cand, &shapes, cx)?;
     let checks = candidate.static_checks(&source_bundle)?;
     let source_info = setup::source_info(&args.source, &source_bundle, &source);
     let candidate_info = candidate.side_info();
@@ -97,7 +97,7 @@ pub(crate) fn run(args: &ConvertCheckArgs) -> Outcome {
         || interrupt::reason("the suite"),
         (&source_info, &candidate_info),
     );
-    let (compute_placement, compute_placement_note) = compute_placement(&candidate_info);
+    let (compute_placement, compute_placement_note) = compute_placement(&candidate_info, &cx.settings);
     let report = ConvertCheckReport {
         schema_version: REPORT_SCHEMA_VERSION,
         kind: "convert-check".into(),
@@ -154,11 +154,16 @@ fn load_suite(path: Option<&Path>) -> Result<Suite, Failure> {
 }
 
 /// Load a candidate model and refuse one that reads another tokenizer or config (exit 2).
-fn load_candidate_model(spec: &str, source_spec: &str, source: &Bundle) -> Result<Bundle, Failure> {
+fn load_candidate_model(
+    spec: &str,
+    source_spec: &str,
+    source: &Bundle,
+    hub: &crate::hub::Hub,
+) -> Result<Bundle, Failure> {
     let bundle =
-        load_bundle(spec).map_err(|f| Failure::input(f.error.context(format!("--candidate {spec}"))))?;
+        load_bundle(spec, hub).map_err(|f| Failure::input(f.error.context(format!("--candidate {spec}"))))?;
     let files = |s: &str| {
-        super::hub_progress::model_spec(s)
+        super::hub_progress::model_spec(s, hub)
             .map_err(Failure::input)
             .and_then(|m| ModelFiles::load(&m).map_err(|e| Failure::input(anyhow!(e))))
     };

@@ -16,7 +16,7 @@ use crate::laya::bundle::ModelSpec;
 use crate::report::doctor::{mark, AppleReport};
 use crate::run::survey::survey;
 
-pub(crate) fn run(args: &DoctorArgs) -> Outcome {
+pub(crate) fn run(args: &DoctorArgs, cx: &crate::backend::Context) -> Outcome {
     for spec in &args.backends {
         match BackendSpec::parse(spec) {
             // a kind this build or OS lacks is reported below (loads: no, and why)
@@ -37,7 +37,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
             Ok(_) => {}
         }
     }
-    let doc = survey(&args.model, &args.backends, apple_report);
+    let doc = survey(&args.model, &args.backends, cx, || apple_report(&cx.settings));
     if args.json {
         let text = serde_json::to_string_pretty(&doc).map_err(|e| Failure::run(anyhow!(e)))?;
         outln!("{text}")?;
@@ -88,12 +88,12 @@ pub(crate) fn run(args: &DoctorArgs) -> Outcome {
 }
 
 #[cfg(target_os = "macos")]
-fn apple_report() -> Result<AppleReport, crate::error::Error> {
-    Ok(super::doctor_apple::probe())
+fn apple_report(settings: &crate::settings::Settings) -> Result<AppleReport, crate::error::Error> {
+    Ok(super::doctor_apple::probe(settings))
 }
 
 #[cfg(not(target_os = "macos"))]
-fn apple_report() -> Result<AppleReport, crate::error::Error> {
+fn apple_report(_: &crate::settings::Settings) -> Result<AppleReport, crate::error::Error> {
     Err(crate::error::Error::run(format!(
         "the Apple probes run only on macOS; this is {}",
         std::env::consts::OS

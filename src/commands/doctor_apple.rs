@@ -8,6 +8,7 @@ use std::process::Command;
 use crate::host::HostInfo;
 use crate::power::{self, SensorSpec};
 use crate::report::doctor::{compute_plan_supported, AppleReport, Probe};
+use crate::settings::Settings;
 
 /// Core ML's framework bundle on every macOS that has Core ML.
 const CORE_ML_FRAMEWORK: &str = "/System/Library/Frameworks/CoreML.framework";
@@ -26,14 +27,15 @@ fn command_line(program: &str, args: &[&str]) -> Result<String, String> {
 
 /// MLX: whether the `mlx:` arms run on the Metal GPU (a product checked against the CPU), or
 /// fall back to MLX's CPU device (or are refused) and why: `backend::mlx::device`.
-fn mlx_probe() -> Probe {
+fn mlx_probe(settings: &Settings) -> Probe {
     #[cfg(feature = "mlx")]
     {
-        let (available, detail) = crate::backend::mlx::graph::metal_status();
+        let (available, detail) = crate::backend::mlx::graph::metal_status(settings);
         Probe { available, detail: format!("built with --features mlx; {detail}") }
     }
     #[cfg(not(feature = "mlx"))]
     {
+        let _ = settings;
         Probe {
             available: false,
             detail: "not built in: rebuild with `cargo build --release --features mlx`".into(),
@@ -41,8 +43,8 @@ fn mlx_probe() -> Probe {
     }
 }
 
-/// Chip, OS version, Core ML, MLX and one real PSTR read.
-pub fn probe() -> AppleReport {
+/// Chip, OS version, Core ML, MLX and one real PSTR read, under the process's `settings`.
+pub fn probe(settings: &Settings) -> AppleReport {
     let chip = HostInfo::detect()
         .cpu_model
         .ok_or_else(|| "sysctlbyname(machdep.cpu.brand_string) gave nothing".to_string());
@@ -58,7 +60,7 @@ pub fn probe() -> AppleReport {
     } else {
         Probe { available: false, detail: format!("{CORE_ML_FRAMEWORK} is missing") }
     };
-    let pstr = power::open(&SensorSpec::Pstr, std::time::Duration::from_secs(2))
+    let pstr = power::open(&SensorSpec::Pstr, std::time::Duration::from_secs(2), settings)
         .and_then(|mut s| {
             let r = s.read();
             let _ = s.close();
@@ -66,7 +68,13 @@ pub fn probe() -> AppleReport {
         })
         .map_err(|e| e.to_string())
         .and_then(|r| r.total_power_w().ok_or_else(|| "PSTR read gave no total power".to_string()));
-    AppleReport::new(chip, version.map(|v| format_version(&v, build.as_deref())), core_ml, mlx_probe(), pstr)
+    AppleReport::new(
+        chip,
+        version.map(|v| format_version(&v, build.as_deref())),
+        core_ml,
+        mlx_probe(settings),
+        pstr,
+    )
 }
 
 fn format_version(version: &str, build: Option<&str>) -> String {

@@ -11,7 +11,7 @@ use crate::record::status::RunStatus;
 use crate::run::measure_energy::{self, EnergyFlags};
 use crate::run::recorder::RunIo;
 
-pub(crate) fn run(args: &EnergyArgs) -> Outcome {
+pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
@@ -38,8 +38,8 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         Some(crate::power::SensorSpec::Replay { path }) => vec![path.as_path()],
         _ => Vec::new(),
     };
-    let prepared = run_common::prepare(common, "energy", &replayed)?;
-    let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
+    let prepared = run_common::prepare(common, "energy", &replayed, &cx.hub)?;
+    let (mut setup, input) = run_common::set_up("energy", &prepared, &arms, cx)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
     let outcome = measure_energy::run(
@@ -55,6 +55,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
             hurry: stop.map(|_| crate::commands::interrupt::hurry()),
         },
         &mut bar,
+        &cx.settings,
     );
     bar.finish();
     let measure_energy::EnergyOutcome { report, failure_kind } = outcome?;

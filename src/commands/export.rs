@@ -7,8 +7,8 @@ use super::{Failure, Outcome};
 use crate::cli::ExportArgs;
 use crate::model::export::{export_checkpoint, ExportError, MANIFEST};
 
-pub(crate) fn run(args: &ExportArgs) -> Outcome {
-    let bundle = load_bundle(&args.model.model)?;
+pub(crate) fn run(args: &ExportArgs, cx: &crate::backend::Context) -> Outcome {
+    let bundle = load_bundle(&args.model.model, &cx.hub)?;
     let manifest = export_checkpoint(&bundle, &args.output, args.overwrite).map_err(|e| match e {
         // A folder that cannot be written is a bad --output (exit 2), like every other command's.
         ExportError::NotExportable(_) | ExportError::NotEmpty(_) | ExportError::Io { .. } => {

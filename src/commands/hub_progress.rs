@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::hub::{self, FileProgress, HubConfig, Progress};
+use crate::hub::{FileProgress, Hub, HubConfig, Progress};
 use crate::laya::bundle::ModelSpec;
 
 struct Bars;
@@ -38,20 +38,20 @@ impl Progress for Bars {
     }
 }
 
-/// Install the hub settings (HF_ENDPOINT, HF_HOME / HF_HUB_CACHE, HF_HUB_OFFLINE, HF_TOKEN,
-/// LAYA_BENCH_HUB_STALL_S) and the progress bar for this process.
-pub(crate) fn install() {
+/// The process's hub: its settings read from the environment (HF_ENDPOINT, HF_HOME /
+/// HF_HUB_CACHE, HF_HUB_OFFLINE, HF_TOKEN, LAYA_BENCH_HUB_STALL_S) and the progress bar.
+pub(crate) fn from_env() -> Hub {
     let cwd = std::env::current_dir().unwrap_or_default();
     let config = HubConfig::from_env(|k| std::env::var(k).ok(), &cwd);
-    hub::install(config, Arc::new(Bars));
+    Hub::new(config, Arc::new(Bars))
 }
 
 /// A model spec as the libraries take it: a `hub:NAME[@REVISION]` spec resolved to its
-/// verified snapshot folder ([`hub::resolve_installed`], downloading it once with the progress
-/// bar), every other spec parsed without I/O ([`ModelSpec::parse`]).
-pub(crate) fn model_spec(text: &str) -> anyhow::Result<ModelSpec> {
+/// verified snapshot folder by `hub` ([`Hub::resolve_spec`], downloading it once with the
+/// progress bar), every other spec parsed without I/O ([`ModelSpec::parse`]).
+pub(crate) fn model_spec(text: &str, hub: &Hub) -> anyhow::Result<ModelSpec> {
     match text.strip_prefix("hub:") {
-        Some(rest) => Ok(ModelSpec::Dir(hub::resolve_installed(rest)?)),
+        Some(rest) => Ok(ModelSpec::Dir(hub.resolve_spec(rest)?)),
         None => Ok(ModelSpec::parse(text)?),
     }
 }

@@ -35,6 +35,7 @@ pub mod verify;
 
 use std::fmt;
 
+use crate::backend::Context;
 use crate::error::{Classify, Kind};
 
 /// How a command failed: its [`Kind`] (which `main` alone turns into the exit code, by
@@ -139,23 +140,24 @@ pub(crate) fn versioned(kind: &str, body: impl serde::Serialize) -> Result<Strin
     serde_json::to_string_pretty(&out).map_err(|e| Failure::run(anyhow::anyhow!(e)))
 }
 
-/// Run a parsed command line.
+/// Run a parsed command line. The process's [`Context`] (the hub and the settings, read from
+/// the environment here and nowhere else) is built once and passed to the command.
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
-    hub_progress::install();
-    settings::install_from_env();
+    let context = Context { hub: hub_progress::from_env(), settings: settings::from_env() };
+    let cx = &context;
     match cli.command {
-        crate::cli::Command::Predict(args) => predict::run(&args),
-        crate::cli::Command::Speed(args) => speed::run(&args),
-        crate::cli::Command::Palettize(args) => palettize::run(&args),
-        crate::cli::Command::Export(args) => export::run(&args),
-        crate::cli::Command::Bounds(args) => bounds::run(&args),
-        crate::cli::Command::Trace(args) => trace::run(&args),
-        crate::cli::Command::Energy(args) => energy::run(&args),
-        crate::cli::Command::Doctor(args) => doctor::run(&args),
-        crate::cli::Command::Snake(args) => snake::run(&args),
-        crate::cli::Command::ConvertCheck(args) => convert_check::run(&args),
+        crate::cli::Command::Predict(args) => predict::run(&args, cx),
+        crate::cli::Command::Speed(args) => speed::run(&args, cx),
+        crate::cli::Command::Palettize(args) => palettize::run(&args, cx),
+        crate::cli::Command::Export(args) => export::run(&args, cx),
+        crate::cli::Command::Bounds(args) => bounds::run(&args, cx),
+        crate::cli::Command::Trace(args) => trace::run(&args, cx),
+        crate::cli::Command::Energy(args) => energy::run(&args, cx),
+        crate::cli::Command::Doctor(args) => doctor::run(&args, cx),
+        crate::cli::Command::Snake(args) => snake::run(&args, cx),
+        crate::cli::Command::ConvertCheck(args) => convert_check::run(&args, cx),
         crate::cli::Command::Summary(args) => summary::run(&args),
-        crate::cli::Command::Verify(args) => verify::run(&args),
+        crate::cli::Command::Verify(args) => verify::run(&args, cx),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::model::loader::load_source;
 use crate::model::palettize::{palettize, write_palette, PaletteConfig, PaletteMeta};
 use crate::report::write_atomic;
 
-pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
+pub(crate) fn run(args: &PalettizeArgs, cx: &crate::backend::Context) -> Outcome {
     if args.output.exists() && !args.overwrite {
         return Err(Failure::input(anyhow!(
             "{} exists; choose another path or pass --overwrite",
@@ -18,7 +18,7 @@ pub(crate) fn run(args: &PalettizeArgs) -> Outcome {
     }
     // the folder is checked before the palettization, which takes minutes on a large model
     crate::run::outputs::check_folder("--output", &args.output)?;
-    let bundle = load_bundle(&args.model.model)?;
+    let bundle = load_bundle(&args.model.model, &cx.hub)?;
     let spec = format!("portable:w{}", args.bits);
     let (weights, source) = load_source(&spec, &bundle).map_err(Failure::input)?;
     let cfg = PaletteConfig { above_elements: args.above_elements, ..PaletteConfig::new(args.bits) };

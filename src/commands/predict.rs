@@ -23,22 +23,26 @@ struct Request {
     opts: CallOptions,
 }
 
-/// Load a model spec into a bundle (exit 2 on any problem).
-pub fn load_bundle(spec: &str) -> Result<Bundle, Failure> {
-    let spec = super::hub_progress::model_spec(spec).map_err(Failure::input)?;
+/// Load a model spec into a bundle (exit 2 on any problem); a `hub:` spec resolves through `hub`.
+pub fn load_bundle(spec: &str, hub: &crate::hub::Hub) -> Result<Bundle, Failure> {
+    let spec = super::hub_progress::model_spec(spec, hub).map_err(Failure::input)?;
     Bundle::load(&spec, published_shape)
         .map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
 }
 
 /// Build a backend for a bundle (exit 2 on an unknown or unavailable spec or bad weights).
-pub fn build_backend(spec: &str, bundle: &Bundle) -> Result<Box<dyn Backend>, Failure> {
+pub fn build_backend(
+    spec: &str,
+    bundle: &Bundle,
+    cx: &crate::backend::Context,
+) -> Result<Box<dyn Backend>, Failure> {
     let parsed = BackendSpec::parse(spec).map_err(Failure::input)?;
-    registry::build(&parsed, spec, bundle, None).map_err(Failure::input)
+    registry::build(&parsed, spec, bundle, None, cx).map_err(Failure::input)
 }
 
-pub(crate) fn run(args: &PredictArgs) -> Outcome {
+pub(crate) fn run(args: &PredictArgs, cx: &crate::backend::Context) -> Outcome {
     let requests = read_requests(args)?;
-    let bundle = load_bundle(&args.model.model)?;
+    let bundle = load_bundle(&args.model.model, &cx.hub)?;
     // A budget above the model's own is allowed, as the reference allows it (only a row that
     // long fails); a failure then says where the budget came from.
     let model_max = bundle.agent.max_len;
@@ -48,7 +52,7 @@ pub(crate) fn run(args: &PredictArgs) -> Outcome {
             format!(" ({from} {n} is above the model's max_len {model_max}; pass at most {model_max})")
         })
     };
-    let mut backend = build_backend(&args.backend, &bundle)?;
+    let mut backend = build_backend(&args.backend, &bundle, cx)?;
     let host = registry::host_for(&bundle, backend.info().shapes.clone(), backend.info());
     for w in host.load_warnings() {
         eprintln!("warning: {w}");

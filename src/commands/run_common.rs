@@ -62,7 +62,12 @@ impl Prepared {
 /// Check the workload flags and every output file, claim a default raw name, then load the
 /// model (exit 2 on any of them). `more_inputs` are files the run reads besides the model and
 /// the workload (a replayed record): no output may be one of them.
-pub(crate) fn prepare(args: &RunArgs, prefix: &str, more_inputs: &[&Path]) -> Result<Prepared, Failure> {
+pub(crate) fn prepare(
+    args: &RunArgs,
+    prefix: &str,
+    more_inputs: &[&Path],
+    hub: &crate::hub::Hub,
+) -> Result<Prepared, Failure> {
     let workload = workload(args)?;
     let mut files = output_files(args, prefix);
     // what the run reads: no output may replace it, even with --overwrite
@@ -73,7 +78,7 @@ pub(crate) fn prepare(args: &RunArgs, prefix: &str, more_inputs: &[&Path]) -> Re
     inputs.extend(more_inputs.iter().map(|p| p.to_path_buf()));
     files.check(&inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
     let claim = files.claim()?;
-    let bundle = load_bundle(&args.model.model)?;
+    let bundle = load_bundle(&args.model.model, hub)?;
     Ok(Prepared { workload, files, bundle, claim })
 }
 
@@ -110,8 +115,9 @@ pub(crate) fn set_up<'b>(
     kind: &'static str,
     prepared: &'b Prepared,
     arms: &[ArmSpec],
+    cx: &crate::backend::Context,
 ) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
-    set_up_batched(kind, prepared, arms, 1)
+    set_up_batched(kind, prepared, arms, 1, cx)
 }
 
 /// [`set_up`] for calls of `batch` requests each (`speed --batch N`).
@@ -120,8 +126,9 @@ pub(crate) fn set_up_batched<'b>(
     prepared: &'b Prepared,
     arms: &[ArmSpec],
     batch: usize,
+    cx: &crate::backend::Context,
 ) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
-    let setup = Setup::build_batched(&prepared.bundle, arms, &prepared.workload, batch)?;
+    let setup = Setup::build_batched(&prepared.bundle, arms, &prepared.workload, batch, cx)?;
     print_setup(&setup);
     let input = HeaderInput {
         kind,

@@ -1,18 +1,12 @@
 //! The one place the libraries' environment variables are read: [`from_env`], called once by
-//! [`super::dispatch`] (and by the `forward` benchmark's `main`), fills
-//! [`crate::settings::Settings`].
+//! [`super::dispatch`] (and by the `forward` benchmark's `main`), fills the
+//! [`crate::settings::Settings`] of the command's [`crate::backend::Context`].
 
 use crate::settings::Settings;
 
 /// Read every variable [`Settings`] holds from this process's environment.
 pub fn from_env() -> Settings {
     Settings::from_vars(|k| std::env::var_os(k))
-}
-
-/// Read the environment ([`from_env`]) and install it as the process's settings
-/// ([`crate::settings::install`]; the first call wins).
-pub fn install_from_env() {
-    crate::settings::install(from_env());
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::cli::SpeedArgs;
 use crate::run::measure_speed;
 use crate::run::recorder::RunIo;
 
-pub(crate) fn run(args: &SpeedArgs) -> Outcome {
+pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
@@ -20,8 +20,8 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
         measure_speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?,
         args.batch,
     )?;
-    let prepared = run_common::prepare(common, "speed", &[])?;
-    let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
+    let prepared = run_common::prepare(common, "speed", &[], &cx.hub)?;
+    let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch, cx)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
     let measured = measure_speed::measure(

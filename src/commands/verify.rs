@@ -13,7 +13,7 @@ use crate::laya::config::OptionLayout;
 use crate::run::outputs::{check_folder, refuse_existing};
 use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance};
 
-pub(crate) fn run(args: &VerifyArgs) -> Outcome {
+pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
     // Ctrl-C, SIGTERM or SIGHUP stops between cases; the report then says what ran
     let stop = super::interrupt::install_or_warn();
     let stopped = || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
@@ -42,7 +42,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
     for spec in &specs {
         crate::backend::registry::BackendSpec::parse(spec).map_err(Failure::input)?;
     }
-    let bundle = load_bundle(&args.model.model)?;
+    let bundle = load_bundle(&args.model.model, &cx.hub)?;
     let weights_sha256 = match &bundle.weights {
         Weights::Safetensors(b) => Some(sha256_hex(b)),
         Weights::Static(b) => Some(sha256_hex(b)),
@@ -76,7 +76,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         )));
     }
     // every backend is built before any case runs
-    let backends = specs.iter().map(|spec| build_backend(spec, &bundle)).collect::<Result<Vec<_>, _>>()?;
+    let backends =
+        specs.iter().map(|spec| build_backend(spec, &bundle, cx)).collect::<Result<Vec<_>, _>>()?;
     let mut backend_reports = Vec::new();
     let mut prompt_report = None;
     let mut decode_report = None;

@@ -459,7 +459,16 @@ mod tests {
 
     fn f32_engine(bundle: &Bundle, caps: &ShapeCaps) -> crate::backend::portable::PortableBackend {
         let spec = BackendSpec::Portable(Precision::F32);
-        build_portable(&spec, "portable:f32", bundle, Some(caps.clone()), 1).unwrap().0
+        build_portable(
+            &spec,
+            "portable:f32",
+            bundle,
+            Some(caps.clone()),
+            1,
+            &crate::settings::Settings::of_test_process(),
+        )
+        .unwrap()
+        .0
     }
 
     fn plan() -> Plan {

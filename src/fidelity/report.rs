@@ -194,7 +194,10 @@ pub fn identical_model(source: &SideInfo, candidate: &SideInfo) -> Option<String
 
 /// Where the candidate's compute would be placed. Only Core ML's `MLComputePlan` answers
 /// that; every other candidate gets `None` and the reason.
-pub fn compute_placement(candidate: &SideInfo) -> (Option<ComputePlanReport>, String) {
+pub fn compute_placement(
+    candidate: &SideInfo,
+    settings: &crate::settings::Settings,
+) -> (Option<ComputePlanReport>, String) {
     use crate::backend::coreml::{compute_plan_for, default_units_for};
     use crate::backend::registry::BackendSpec;
     if candidate.kind != "coreml_bundle" {
@@ -217,7 +220,7 @@ pub fn compute_placement(candidate: &SideInfo) -> (Option<ComputePlanReport>, St
     };
     let bundle = std::path::Path::new(&candidate.model);
     let units = units.unwrap_or_else(|| default_units_for(bundle));
-    match compute_plan_for(bundle, units) {
+    match compute_plan_for(bundle, units, settings) {
         Ok(report) => (
             Some(report),
             format!(

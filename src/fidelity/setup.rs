@@ -12,13 +12,14 @@ use super::check::Engines;
 use super::package::{coreml_side, manifest_quantization, missing_side, portable_side, PackageSide};
 use super::report::SideInfo;
 use crate::backend::registry::{self, build_portable, default_threads, BackendSpec, Precision, SpecKind};
-use crate::backend::{Backend, BackendInfo, BackendKind, ShapeCaps, ShapeMode};
+use crate::backend::{Backend, BackendInfo, BackendKind, Context, ShapeCaps, ShapeMode};
 use crate::error::{Classify, Error};
 use crate::laya::bundle::{sha256_hex, Bundle, CoreMlBundle, Weights};
 use crate::laya::host::Host;
 use crate::model::palettize::{read_palette_meta, PaletteReport};
 use crate::model::weights::WeightBytes;
 use crate::run::Arm;
+use crate::settings::Settings;
 
 /// What a `ref:` candidate's judgement rests on (the report's candidate notes).
 pub const REFERENCE_NOTE: &str = "a reference runtime is judged on the result dict it returns: it builds its own rows (its tokenizer, padding and max_len) and rounds every probability to 4 decimals, which adds at most 5e-5 to each drift; its repeats are compared as whole result dicts";
@@ -155,16 +156,24 @@ fn portable<'b>(
     spec: &BackendSpec,
     text: &str,
     shapes: &ShapeCaps,
+    settings: &Settings,
 ) -> Result<(Arm<'b>, WeightBytes, Option<PaletteReport>), registry::RegistryError> {
-    let (backend, palette) = build_portable(spec, text, bundle, Some(shapes.clone()), default_threads())?;
+    let (backend, palette) =
+        build_portable(spec, text, bundle, Some(shapes.clone()), default_threads(), settings)?;
     let weight_bytes = backend.weight_bytes();
     Ok((Arm::around(bundle, text, text, Box::new(backend), shapes.clone()), weight_bytes, palette))
 }
 
-/// The FP32 source on the portable engine (its host has no hints: rows are decoded plainly).
-pub fn build_source<'b>(bundle: &'b Bundle, spec: &str, shapes: &ShapeCaps) -> Result<Source<'b>, Error> {
+/// The FP32 source on the portable engine (its host has no hints: rows are decoded plainly),
+/// tuned as the engine is under `settings`.
+pub fn build_source<'b>(
+    bundle: &'b Bundle,
+    spec: &str,
+    shapes: &ShapeCaps,
+    settings: &Settings,
+) -> Result<Source<'b>, Error> {
     let (arm, weight_bytes, _) =
-        portable(bundle, &BackendSpec::Portable(Precision::F32), "portable:f32", shapes)
+        portable(bundle, &BackendSpec::Portable(Precision::F32), "portable:f32", shapes, settings)
             .map_err(|e| Error::input(format!("--source {spec}")).because(e))?;
     Ok(Source { arm, weight_bytes })
 }
@@ -193,12 +202,19 @@ impl<'b> Candidate<'b> {
     /// Build the candidate on its model `bundle` (the source's for a backend spec) at the
     /// check's `shapes`. A Core ML bundle or an `mlx:` spec this build or machine cannot run
     /// is [`Engine::Unavailable`] (static checks still run); any other bad spec is exit 2.
-    pub fn build(spec: &str, kind: SpecKind, bundle: &'b Bundle, shapes: &ShapeCaps) -> Result<Self, Error> {
+    /// Backends are built with the process's settings and hub (`ctx`).
+    pub fn build(
+        spec: &str,
+        kind: SpecKind,
+        bundle: &'b Bundle,
+        shapes: &ShapeCaps,
+        ctx: &Context,
+    ) -> Result<Self, Error> {
         let coreml = match &bundle.weights {
             Weights::CoreMl(c) => Some(c.clone()),
             _ => None,
         };
-        let engine = Self::engine(spec, &kind, bundle, coreml.is_some(), shapes)?;
+        let engine = Self::engine(spec, &kind, bundle, coreml.is_some(), shapes, ctx)?;
         Ok(Self { spec: spec.to_string(), kind, bundle, coreml, engine })
     }
 
@@ -208,6 +224,7 @@ impl<'b> Candidate<'b> {
         cand: &'b Bundle,
         is_coreml: bool,
         shapes: &ShapeCaps,
+        ctx: &Context,
     ) -> Result<Engine<'b>, Error> {
         let context =
             |e: registry::RegistryError| Error::new(e.kind(), format!("--candidate {text}")).because(e);
@@ -226,7 +243,7 @@ impl<'b> Candidate<'b> {
             let spec = format!("coreml:{}", candidate_model(text, kind).unwrap_or_else(|| text.to_string()));
             return Ok(
                 match BackendSpec::parse(&spec)
-                    .and_then(|s| registry::build(&s, &spec, cand, Some(shapes.clone())))
+                    .and_then(|s| registry::build(&s, &spec, cand, Some(shapes.clone()), ctx))
                 {
                     Ok(b) => arm(b, &spec),
                     Err(e) => unavailable(e.to_string()),
@@ -244,10 +261,12 @@ impl<'b> Candidate<'b> {
             Err(e) => return Err(context(e)),
         };
         if matches!(parsed, BackendSpec::Mock { .. } | BackendSpec::Mlx(_) | BackendSpec::Reference(_)) {
-            let backend = registry::build(&parsed, spec_text, cand, Some(shapes.clone())).map_err(context)?;
+            let backend =
+                registry::build(&parsed, spec_text, cand, Some(shapes.clone()), ctx).map_err(context)?;
             return Ok(arm(backend, spec_text));
         }
-        let (arm, weight_bytes, palette) = portable(cand, &parsed, spec_text, shapes).map_err(context)?;
+        let (arm, weight_bytes, palette) =
+            portable(cand, &parsed, spec_text, shapes, &ctx.settings).map_err(context)?;
         Ok(Engine::Runs(Box::new(Side { arm, weight_bytes: Some(weight_bytes), palette })))
     }
 
@@ -432,13 +451,14 @@ mod tests {
 
     #[test]
     fn a_backend_candidate_runs_on_the_source_model_with_its_sizes() {
+        let ctx = Context::of_test_process();
         let b = tiny();
         let caps = check_shapes(None, &b, None).unwrap();
-        let mut source = build_source(&b, "builtin:tiny", &caps).unwrap();
+        let mut source = build_source(&b, "builtin:tiny", &caps, &ctx.settings).unwrap();
         assert_eq!(source.arm.host.shapes, caps);
         let kind = registry::classify("portable:w8");
         assert_eq!(candidate_model("portable:w8", &kind), None);
-        let mut cand = Candidate::build("portable:w8", kind, &b, &caps).unwrap();
+        let mut cand = Candidate::build("portable:w8", kind, &b, &caps, &ctx).unwrap();
         let info = cand.side_info();
         assert_eq!((info.kind.as_str(), info.backend.as_deref()), ("backend", Some("portable:w8")));
         // builtin:tiny has no matrix above the palettization threshold: the note says so.
@@ -447,9 +467,9 @@ mod tests {
         assert!(source_package("builtin:tiny", &source).spec.ends_with("on portable:f32"));
         let engines = cand.engines(&mut source);
         assert!(engines.candidate.is_ok());
-        let mock = Candidate::build("mock:ok", registry::classify("mock:ok"), &b, &caps).unwrap();
+        let mock = Candidate::build("mock:ok", registry::classify("mock:ok"), &b, &caps, &ctx).unwrap();
         assert_eq!(mock.package().missing_reason.as_deref(), Some("a scripted backend has no weights"));
-        let bad = Candidate::build("portable:w3", registry::classify("portable:w3"), &b, &caps);
+        let bad = Candidate::build("portable:w3", registry::classify("portable:w3"), &b, &caps, &ctx);
         assert!(
             crate::error::chain(&bad.err().unwrap()).starts_with("--candidate portable:w3: unknown backend")
         );

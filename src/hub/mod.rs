@@ -14,9 +14,10 @@
 //! - Transfers that make no progress for [`HubConfig::stall_timeout`] fail; a cut-off transfer
 //!   leaves its `.part` file, and the next run resumes it (hf-hub's range requests).
 //!
-//! The command edge builds the [`HubConfig`] from the environment ([`HubConfig::from_env`]) and
-//! installs it with a [`Progress`] (the progress bar) once; [`resolve_installed`] then serves
-//! every `hub:` spec of the process, each at most once. Nothing here prints.
+//! The command edge builds the [`HubConfig`] from the environment ([`HubConfig::from_env`]) and,
+//! with a [`Progress`] (the progress bar), one [`Hub`] that it passes down;
+//! [`Hub::resolve_spec`] then serves every `hub:` spec of the process, each at most once.
+//! Nothing here prints.
 
 pub mod pins;
 
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hf_hub::api::sync::{ApiBuilder, ApiError};
@@ -148,9 +149,6 @@ pub enum HubError {
         /// What failed.
         detail: String,
     },
-    /// A `hub:` spec outside the command line (library use without [`install`]).
-    #[error("hub:{0}: hub checkpoints are resolved by the laya-bench command line; call laya_bench::hub::install first")]
-    NotInstalled(String),
 }
 
 /// A parsed `hub:NAME[@REVISION]`.
@@ -714,37 +712,36 @@ fn download(
     result.map_err(|e| api_error(cfg, &what, e))
 }
 
-struct Installed {
-    config: Result<HubConfig, String>,
+/// The process's access to the hub: its settings (or why they are unusable), the progress
+/// that shows transfers, and the snapshot folder of every `hub:` spec resolved so far. The
+/// command edge builds one ([`Hub::new`]) and passes it down to what resolves `hub:` specs.
+pub struct Hub {
+    config: Result<HubConfig, HubError>,
     observer: Arc<dyn Progress>,
     memo: Mutex<HashMap<String, PathBuf>>,
 }
 
-static INSTALLED: OnceLock<Installed> = OnceLock::new();
-
-/// Install the process's hub settings and observer (the command edge does this once; later
-/// calls are ignored). A settings error is kept and reported when a `hub:` spec is used.
-pub fn install(config: Result<HubConfig, HubError>, observer: Arc<dyn Progress>) {
-    let _ = INSTALLED.set(Installed {
-        config: config.map_err(|e| e.to_string()),
-        observer,
-        memo: Mutex::new(HashMap::new()),
-    });
-}
-
-/// Resolve `hub:SPEC` with the installed settings, once per process and spec.
-pub fn resolve_installed(spec: &str) -> Result<PathBuf, HubError> {
-    let href = HubRef::parse(spec)?;
-    let inst = INSTALLED.get().ok_or_else(|| HubError::NotInstalled(spec.to_string()))?;
-    let cfg = inst.config.as_ref().map_err(|e| HubError::Config(e.clone()))?;
-    if let Some(dir) = inst.memo.lock().ok().and_then(|m| m.get(spec).cloned()) {
-        return Ok(dir);
+impl Hub {
+    /// The hub as `config` reaches it, reporting to `observer`. A settings error is kept and
+    /// reported when a `hub:` spec is used.
+    pub fn new(config: Result<HubConfig, HubError>, observer: Arc<dyn Progress>) -> Self {
+        Self { config, observer, memo: Mutex::new(HashMap::new()) }
     }
-    let resolved = resolve(cfg, inst.observer.clone(), &href)?;
-    if let Ok(mut m) = inst.memo.lock() {
-        m.insert(spec.to_string(), resolved.dir.clone());
+
+    /// Resolve `hub:SPEC` (`spec` is the text after `hub:`) to its verified snapshot folder,
+    /// at most once per spec for this value.
+    pub fn resolve_spec(&self, spec: &str) -> Result<PathBuf, HubError> {
+        let href = HubRef::parse(spec)?;
+        let cfg = self.config.as_ref().map_err(|e| HubError::Config(e.to_string()))?;
+        if let Some(dir) = self.memo.lock().ok().and_then(|m| m.get(spec).cloned()) {
+            return Ok(dir);
+        }
+        let resolved = resolve(cfg, self.observer.clone(), &href)?;
+        if let Ok(mut m) = self.memo.lock() {
+            m.insert(spec.to_string(), resolved.dir.clone());
+        }
+        Ok(resolved.dir)
     }
-    Ok(resolved.dir)
 }
 
 #[cfg(test)]

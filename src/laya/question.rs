@@ -217,7 +217,7 @@ pub fn check_question(qid: &str, def: &Value) -> Result<(), RequestError> {
         if t != "noul" {
             return Err(err(qid, "'labels' is only supported for noul questions".into()));
         }
-        resolve_noul_labels(Some(labels)).map_err(|e| err(qid, e))?;
+        resolve_noul_labels(Some(labels)).map_err(|e| err(qid, e.to_string()))?;
     }
     Ok(())
 }
@@ -275,9 +275,15 @@ fn check_choice(qid: &str, crit: &Value) -> Result<(), RequestError> {
     Ok(())
 }
 
+/// Noul labels that are not a map of exactly `false` and `true` to distinct non-empty strings
+/// ([`resolve_noul_labels`]), with the reference's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("noul labels must map exactly 'false' and 'true' to distinct non-empty strings")]
+pub struct BadNoulLabels;
+
 /// Noul labels `(false, true)`, stripped; the reference's message on any problem.
-pub fn resolve_noul_labels(labels: Option<&Value>) -> Result<(String, String), String> {
-    let bad = || "noul labels must map exactly 'false' and 'true' to distinct non-empty strings".to_string();
+pub fn resolve_noul_labels(labels: Option<&Value>) -> Result<(String, String), BadNoulLabels> {
+    let bad = || BadNoulLabels;
     let Some(labels) = labels else {
         return Ok(("false".into(), "true".into()));
     };
@@ -357,7 +363,7 @@ fn normalize(qid: &str, def: &Value) -> Result<Question, RequestError> {
             }
         }
         QType::Noul => {
-            let (f, t) = resolve_noul_labels(def.get("labels")).map_err(|e| err(qid, e))?;
+            let (f, t) = resolve_noul_labels(def.get("labels")).map_err(|e| err(qid, e.to_string()))?;
             // Keys lower-cased; a later duplicate wins (dict comprehension semantics).
             let mut false_crit = &Value::Null;
             let mut true_crit = &Value::Null;

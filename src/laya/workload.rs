@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::host::{CallOptions, Host};
 use super::question::compile_questions;
+use crate::error::Error;
 
 /// The embedded invoice workload (`fixtures/workloads/invoice.json`).
 pub static INVOICE_JSON: &str = include_str!("../../fixtures/workloads/invoice.json");
@@ -45,15 +46,17 @@ fn row_lengths(
     questions: &Value,
     max_len: usize,
     allow_truncation: bool,
-) -> Result<Vec<usize>, String> {
-    let qs = compile_questions(questions).map_err(|e| e.to_string())?;
+) -> Result<Vec<usize>, Error> {
+    let qs = compile_questions(questions).map_err(|e| Error::input(e.to_string()))?;
     let opts = CallOptions { max_len: Some(max_len), ..CallOptions::default() };
-    let rows = host.prepare_rows(std::slice::from_ref(state), &qs, &opts).map_err(|e| e.to_string())?;
+    let rows = host
+        .prepare_rows(std::slice::from_ref(state), &qs, &opts)
+        .map_err(|e| Error::input(e.to_string()))?;
     if let Some(r) = rows.iter().find(|r| !allow_truncation && r.state.state_tokens_dropped > 0) {
-        return Err(format!(
+        return Err(Error::input(format!(
             "the state does not fit ({} of its tokens would be cut)",
             r.state.state_tokens_dropped
-        ));
+        )));
     }
     Ok(rows.iter().map(|r| r.ids.len()).collect())
 }
@@ -81,7 +84,7 @@ pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
         let mut s = state.clone();
         s[&field] = Value::String(String::new());
         let lens = row_lengths(host, &s, &questions, probe_len, false)
-            .map_err(|d| WorkloadError::Length { state: i, detail: d })?;
+            .map_err(|d| WorkloadError::Length { state: i, detail: d.to_string() })?;
         floors.push(lens.into_iter().max().unwrap_or(0));
     }
     if let Some((i, &floor)) = floors.iter().enumerate().max_by_key(|&(i, f)| (*f, std::cmp::Reverse(i))) {
@@ -103,7 +106,7 @@ pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
             let mut s = state.clone();
             s[&field] = Value::String(words.join(" "));
             let lens = row_lengths(host, &s, &questions, probe_len, false)
-                .map_err(|d| WorkloadError::Length { state: i, detail: d })?;
+                .map_err(|d| WorkloadError::Length { state: i, detail: d.to_string() })?;
             Ok(lens.into_iter().max().unwrap_or(0))
         };
         // Drop 0, 1, 2, ... words from the end, then grow greedily with filler words (each
@@ -152,7 +155,7 @@ pub fn invoice(host: &Host<'_>, tokens: usize) -> Result<Built, WorkloadError> {
         let mut s = state.clone();
         s[&field] = Value::String(words.join(" "));
         let lens = row_lengths(host, &s, &questions, probe_len, false)
-            .map_err(|d| WorkloadError::Length { state: i, detail: d })?;
+            .map_err(|d| WorkloadError::Length { state: i, detail: d.to_string() })?;
         built.requests.push((s, questions.clone(), CallOptions::default()));
         built.tokens_per_row.push(lens);
     }

@@ -30,8 +30,10 @@ use super::sampler::MIN_STREAM_SPACING;
 use super::{
     Pacing, ProgramProvenance, Reading, Sensor, SensorError, SensorInfo, SensorKind, SkippedReadings,
 };
+use crate::settings::Settings;
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -488,8 +490,9 @@ fn sensor_name(command: &str) -> String {
 
 impl ExecSensor {
     /// Spawn `sh -c command` in its own process group and start reading its stdout.
-    /// `stream_timeout` bounds how long [`Sensor::read`] waits for a line.
-    pub fn spawn(command: &str, stream_timeout: Duration) -> Result<Self, SensorError> {
+    /// `stream_timeout` bounds how long [`Sensor::read`] waits for a line; `settings` give the
+    /// `HOME` and `PATH` its program is found with ([`provenance`]).
+    pub fn spawn(command: &str, stream_timeout: Duration, settings: &Settings) -> Result<Self, SensorError> {
         let name = sensor_name(command);
         if command.trim().is_empty() {
             return Err(SensorError::Unavailable {
@@ -497,7 +500,7 @@ impl ExecSensor {
                 reason: "empty command; give the meter command after exec:".into(),
             });
         }
-        let program = provenance(command);
+        let program = provenance(command, settings);
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -854,11 +857,12 @@ fn kill_group_and_reap(child: &mut Child) -> std::io::Result<ExitStatus> {
 
 /// The program a shell command line runs, as `sh` finds its name: the first word after any
 /// leading `NAME=value` assignments (and an `exec`), with `'…'`, `"…"` and `\` quoting
-/// removed and a leading `~/` expanded. Also the value of a leading `PATH=` assignment, which
+/// removed and a leading `~/` expanded (with `home`, the process's `HOME`). Also the value of a
+/// leading `PATH=` assignment, which
 /// the shell searches instead of this process's PATH. An error says why no name can be known
 /// without running the shell (an expansion such as `$X`, a glob, shell syntax, only
 /// assignments).
-pub fn program_word(command: &str) -> Result<(String, Option<String>), String> {
+pub fn program_word(command: &str, home: Option<&OsStr>) -> Result<(String, Option<String>), String> {
     let mut chars = command.chars().peekable();
     let mut path = None;
     let mut assigned = false;
@@ -867,7 +871,7 @@ pub fn program_word(command: &str) -> Result<(String, Option<String>), String> {
         while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
             chars.next();
         }
-        let Some(word) = shell_word(&mut chars)? else {
+        let Some(word) = shell_word(&mut chars, home)? else {
             return Err(if assigned || exec_seen {
                 "the command only sets variables; nothing names a program".into()
             } else {
@@ -896,8 +900,11 @@ struct ShellWord {
 }
 
 /// One shell word from `chars` (which start at it), or `None` at the end of the first simple
-/// command.
-fn shell_word(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Option<ShellWord>, String> {
+/// command; a leading `~` expands to `home`.
+fn shell_word(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    home: Option<&OsStr>,
+) -> Result<Option<ShellWord>, String> {
     let mut text = String::new();
     let mut quoted = false;
     // Where the first unquoted `=` is, and whether everything before it was unquoted.
@@ -970,7 +977,7 @@ fn shell_word(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Op
             '~' if !started => {
                 chars.next();
                 if chars.peek().is_none_or(|n| *n == '/' || *n == ' ' || *n == '\t') {
-                    match crate::settings::get().home.as_ref().and_then(|h| h.to_str()) {
+                    match home.and_then(|h| h.to_str()) {
                         Some(home) => text.push_str(home),
                         None => return Err("the program's name starts with `~` and HOME is not set".into()),
                     }
@@ -1003,8 +1010,8 @@ fn shell_word(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Op
 }
 
 /// Resolve the command's program (see [`program_word`]) to an executable, hash it and ask for
-/// its version.
-pub fn provenance(command: &str) -> ProgramProvenance {
+/// its version; `settings` give the `HOME` and the `PATH` (unless the command sets its own).
+pub fn provenance(command: &str, settings: &Settings) -> ProgramProvenance {
     let mut p = ProgramProvenance {
         command: command.to_string(),
         executable: None,
@@ -1012,14 +1019,15 @@ pub fn provenance(command: &str) -> ProgramProvenance {
         version: None,
         missing_reasons: Vec::new(),
     };
-    let (word, path) = match program_word(command) {
+    let (word, path) = match program_word(command, settings.home.as_deref()) {
         Ok(found) => found,
         Err(why) => {
             p.missing_reasons.push(format!("executable: {why}; so no hash or version"));
             return p;
         }
     };
-    let Some(exe) = resolve_executable_in(&word, path.as_deref()) else {
+    let search = path.map(OsString::from).or_else(|| settings.path.clone());
+    let Some(exe) = resolve_executable(&word, search.as_deref()) else {
         p.missing_reasons.push(format!(
             "executable: `{word}` is not a file or on PATH (a shell builtin or syntax?), so no hash or version"
         ));
@@ -1042,24 +1050,16 @@ fn is_executable_file(p: &Path) -> bool {
     std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
-/// Find `word` the way `sh` would: a path if it contains `/`, else the first match on PATH.
-pub fn resolve_executable(word: &str) -> Option<PathBuf> {
-    resolve_executable_in(word, None)
-}
-
-/// [`resolve_executable`] searching `path` (a `PATH=` value the command sets) instead of this
-/// process's PATH when given.
-pub fn resolve_executable_in(word: &str, path: Option<&str>) -> Option<PathBuf> {
+/// Find `word` the way `sh` would: a path if it contains `/`, else the first match on `path`
+/// (the `PATH` the shell searches: the process's, [`Settings::path`], or a `PATH=` value the
+/// command sets); nothing is found on no `path`.
+pub fn resolve_executable(word: &str, path: Option<&OsStr>) -> Option<PathBuf> {
     if word.contains('/') {
         let p = PathBuf::from(word);
         let p = std::fs::canonicalize(&p).unwrap_or(p);
         return is_executable_file(&p).then_some(p);
     }
-    let path = match path {
-        Some(p) => std::ffi::OsString::from(p),
-        None => crate::settings::get().path.clone()?,
-    };
-    std::env::split_paths(&path)
+    std::env::split_paths(path?)
         .map(|d| d.join(word))
         .find(|p| is_executable_file(p))
         .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
@@ -1124,6 +1124,11 @@ mod tests {
     use crate::power::FaultKind;
     use std::sync::mpsc;
 
+    /// The settings of the test process's environment.
+    fn settings() -> Settings {
+        Settings::of_test_process()
+    }
+
     const T: Duration = Duration::from_secs(5);
 
     #[test]
@@ -1160,7 +1165,7 @@ mod tests {
 
     #[test]
     fn reads_lines_then_reports_exit_as_a_fatal_stop() {
-        let mut s = ExecSensor::spawn("printf '10\\n1.5,12.5\\n'", T).unwrap();
+        let mut s = ExecSensor::spawn("printf '10\\n1.5,12.5\\n'", T, &settings()).unwrap();
         let r = s.read().unwrap();
         assert_eq!(r.total_power_w(), Some(10.0));
         assert_eq!(r.raw.as_deref(), Some("10"));
@@ -1179,13 +1184,13 @@ mod tests {
 
     #[test]
     fn the_raw_text_keeps_every_byte_of_the_line_but_its_newline() {
-        let mut s = ExecSensor::spawn("printf '42.5\\r\\n 7 \\n9'", T).unwrap();
+        let mut s = ExecSensor::spawn("printf '42.5\\r\\n 7 \\n9'", T, &settings()).unwrap();
         let r = s.read().unwrap();
         assert_eq!(r.total_power_w(), Some(42.5));
         assert_eq!(r.raw.as_deref(), Some("42.5\r"));
         assert_eq!(s.read().unwrap().raw.as_deref(), Some(" 7 "));
         assert_eq!(s.read().unwrap().raw.as_deref(), Some("9"));
-        let mut s = ExecSensor::spawn("printf 'oops\\r\\n'", T).unwrap();
+        let mut s = ExecSensor::spawn("printf 'oops\\r\\n'", T, &settings()).unwrap();
         match s.read().unwrap_err() {
             SensorError::Malformed { raw, .. } => assert_eq!(raw, "oops\r"),
             e => panic!("{e}"),
@@ -1194,7 +1199,7 @@ mod tests {
 
     #[test]
     fn garbage_line_is_a_fault_carrying_the_line() {
-        let mut s = ExecSensor::spawn("printf 'power.draw [W]\\n5\\n'", T).unwrap();
+        let mut s = ExecSensor::spawn("printf 'power.draw [W]\\n5\\n'", T, &settings()).unwrap();
         let e = s.read().unwrap_err();
         assert_eq!(e.kind(), FaultKind::Malformed);
         assert!(!e.is_fatal());
@@ -1204,7 +1209,8 @@ mod tests {
 
     #[test]
     fn death_mid_run_names_status_and_stderr() {
-        let mut s = ExecSensor::spawn("echo 5; echo 'meter lost USB link' >&2; exit 3", T).unwrap();
+        let mut s =
+            ExecSensor::spawn("echo 5; echo 'meter lost USB link' >&2; exit 3", T, &settings()).unwrap();
         assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
         let e = s.read().unwrap_err();
         let m = e.to_string();
@@ -1215,7 +1221,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_stops_with_the_shells_message() {
-        let mut s = ExecSensor::spawn("/nonexistent/meter --watts", T).unwrap();
+        let mut s = ExecSensor::spawn("/nonexistent/meter --watts", T, &settings()).unwrap();
         let e = s.read().unwrap_err();
         assert_eq!(e.kind(), FaultKind::Stopped);
         assert!(e.to_string().contains("nonexistent"), "{e}");
@@ -1226,7 +1232,7 @@ mod tests {
 
     #[test]
     fn silence_is_a_timeout_not_a_value() {
-        let mut s = ExecSensor::spawn("sleep 5", Duration::from_millis(150)).unwrap();
+        let mut s = ExecSensor::spawn("sleep 5", Duration::from_millis(150), &settings()).unwrap();
         let t = Instant::now();
         let e = s.read().unwrap_err();
         assert_eq!(e.kind(), FaultKind::Timeout);
@@ -1245,8 +1251,12 @@ mod tests {
     #[test]
     fn close_kills_the_whole_group_and_reaps_the_shell() {
         // The shell forks a background grandchild and prints its pid, then keeps printing.
-        let mut s =
-            ExecSensor::spawn("sleep 60 & echo \"# $!\"; while :; do echo 1; sleep 0.05; done", T).unwrap();
+        let mut s = ExecSensor::spawn(
+            "sleep 60 & echo \"# $!\"; while :; do echo 1; sleep 0.05; done",
+            T,
+            &settings(),
+        )
+        .unwrap();
         let pid = s.pid().unwrap();
         assert_eq!(s.read().unwrap().total_power_w(), Some(1.0));
         s.close().unwrap();
@@ -1260,7 +1270,7 @@ mod tests {
 
     #[test]
     fn grandchildren_die_with_the_group() {
-        let mut s = ExecSensor::spawn("sleep 60 & echo \"$!\"; wait", T).unwrap();
+        let mut s = ExecSensor::spawn("sleep 60 & echo \"$!\"; wait", T, &settings()).unwrap();
         let grandchild = s.read().unwrap().total_power_w().unwrap() as u32;
         drop(s);
         let t = Instant::now();
@@ -1272,7 +1282,8 @@ mod tests {
 
     #[test]
     fn begin_drops_lines_printed_before_sampling() {
-        let mut s = ExecSensor::spawn("printf '1\\n2\\n'; sleep 5", Duration::from_millis(100)).unwrap();
+        let mut s =
+            ExecSensor::spawn("printf '1\\n2\\n'; sleep 5", Duration::from_millis(100), &settings()).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         s.begin().unwrap();
         assert!(s.info().notes.iter().any(|n| n.contains("2 line(s)")));
@@ -1281,7 +1292,7 @@ mod tests {
 
     #[test]
     fn provenance_hashes_and_versions_the_program() {
-        let p = provenance("sleep 1");
+        let p = provenance("sleep 1", &settings());
         let exe = p.executable.clone().expect("sleep on PATH");
         assert!(exe.is_absolute());
         let h = p.sha256.clone().unwrap();
@@ -1289,7 +1300,7 @@ mod tests {
         assert_eq!(h, sha256_file(&exe).unwrap());
         // coreutils sleep answers --version.
         assert!(p.version.as_deref().is_some_and(|v| !v.is_empty()), "{p:?}");
-        let p = provenance("for i in 1; do echo 1; done");
+        let p = provenance("for i in 1; do echo 1; done", &settings());
         assert!(p.executable.is_none() && !p.missing_reasons.is_empty());
     }
 
@@ -1306,7 +1317,7 @@ mod tests {
 
     #[test]
     fn runs_under_the_sampler_and_is_reaped_at_stop() {
-        let s = ExecSensor::spawn("while :; do echo 42.5; sleep 0.05; done", T).unwrap();
+        let s = ExecSensor::spawn("while :; do echo 42.5; sleep 0.05; done", T, &settings()).unwrap();
         let pid = s.pid().unwrap();
         let (tx, rx) = mpsc::channel::<Sample>();
         let sampler =
@@ -1329,7 +1340,7 @@ mod tests {
 
     #[test]
     fn meter_death_under_the_sampler_ends_sampling() {
-        let s = ExecSensor::spawn("echo 1; sleep 0.1; echo 2; exit 9", T).unwrap();
+        let s = ExecSensor::spawn("echo 1; sleep 0.1; echo 2; exit 9", T, &settings()).unwrap();
         let (tx, rx) = mpsc::channel::<Sample>();
         let sampler =
             Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(50), Instant::now()), tx)
@@ -1474,7 +1485,8 @@ mod tests {
 
     #[test]
     fn the_program_word_unquotes_and_skips_assignments() {
-        let w = |c: &str| program_word(c).map(|(w, _)| w);
+        let s = settings();
+        let w = |c: &str| program_word(c, s.home.as_deref()).map(|(w, _)| w);
         assert_eq!(w("'/dir with space/my meter.sh' 30.5").unwrap(), "/dir with space/my meter.sh");
         assert_eq!(w("\"/dir with space/m\\\"q\" -v").unwrap(), "/dir with space/m\"q");
         assert_eq!(w("/dir\\ with\\ space/m x").unwrap(), "/dir with space/m");
@@ -1483,7 +1495,7 @@ mod tests {
         assert_eq!(w("exec yes 30.5").unwrap(), "yes");
         assert_eq!(w("FOO=1 exec ./m").unwrap(), "./m");
         assert_eq!(
-            program_word("PATH=/opt/m/bin meter").unwrap(),
+            program_word("PATH=/opt/m/bin meter", None).unwrap(),
             ("meter".to_string(), Some("/opt/m/bin".into()))
         );
         // A quoted `=` is no assignment; an invalid name neither.
@@ -1515,20 +1527,20 @@ mod tests {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let exe = std::fs::canonicalize(&exe).unwrap();
         for cmd in [format!("'{}' 30.5", exe.display()), format!("FOO=1 '{}'", exe.display())] {
-            let p = provenance(&cmd);
+            let p = provenance(&cmd, &settings());
             assert_eq!(p.executable.as_deref(), Some(exe.as_path()), "{cmd}: {p:?}");
             assert_eq!(p.sha256, Some(sha256_file(&exe).unwrap()));
             assert_eq!(p.version.as_deref(), Some("meter 2.1"));
         }
         // A PATH the command sets is searched for a bare name.
-        let p = provenance(&format!("PATH='{}' 'my meter.sh'", folder.display()));
+        let p = provenance(&format!("PATH='{}' 'my meter.sh'", folder.display()), &settings());
         assert_eq!(p.executable.as_deref(), Some(exe.as_path()), "{p:?}");
     }
 
     #[test]
     fn an_over_long_line_is_a_fault_and_the_stream_goes_on() {
         let cmd = format!("head -c {} /dev/zero | tr '\\0' x; printf '\\n7\\n'; sleep 5", 3 * MAX_LINE_BYTES);
-        let mut s = ExecSensor::spawn(&cmd, T).unwrap();
+        let mut s = ExecSensor::spawn(&cmd, T, &settings()).unwrap();
         match s.read().unwrap_err() {
             SensorError::Malformed { detail, raw, .. } => {
                 assert!(detail.contains("longer than 4096 bytes"), "{detail}");
@@ -1542,7 +1554,7 @@ mod tests {
     #[test]
     fn a_meter_that_exits_while_a_child_holds_its_stdout_has_stopped() {
         // The shell prints, starts a sleeper that inherits the pipe, and exits 4.
-        let mut s = ExecSensor::spawn("echo 5; sleep 60 & echo \"# $!\"; exit 4", T).unwrap();
+        let mut s = ExecSensor::spawn("echo 5; sleep 60 & echo \"# $!\"; exit 4", T, &settings()).unwrap();
         let pid = s.pid().unwrap() as i32;
         assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
         let t = Instant::now();
@@ -1564,7 +1576,7 @@ mod tests {
 
     #[test]
     fn a_meter_printing_as_fast_as_it_can_is_sampled_at_most_once_a_millisecond() {
-        let s = ExecSensor::spawn("yes 30.5", T).unwrap();
+        let s = ExecSensor::spawn("yes 30.5", T, &settings()).unwrap();
         let (tx, rx) = mpsc::channel::<Sample>();
         let sampler =
             Sampler::start(Box::new(s), SamplerConfig::new(Duration::from_millis(50), Instant::now()), tx)

@@ -38,6 +38,7 @@ pub mod smc_iokit;
 pub use boundary::PowerBoundary;
 pub use registry::{NvmlRead, SensorSpec, SpecError, SENSORS};
 
+use crate::settings::Settings;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -458,7 +459,12 @@ impl<S: Sensor + ?Sized> Sensor for Box<S> {
 /// `pstr` opens the IOKit leaf (`smc_iokit`) on macOS and is [`SensorError::Unavailable`]
 /// elsewhere.
 /// `replay` needs a raw-file reader and is built with [`replay::ReplaySensor::new`].
-pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Sensor>, SensorError> {
+/// `settings` give the NVML library, and an `exec:` program's `HOME` and `PATH`.
+pub fn open(
+    spec: &SensorSpec,
+    stream_timeout: Duration,
+    settings: &Settings,
+) -> Result<Box<dyn Sensor>, SensorError> {
     match spec {
         #[cfg(target_os = "macos")]
         SensorSpec::Pstr => Ok(Box::new(smc_iokit::open_pstr()?)),
@@ -472,9 +478,11 @@ pub fn open(spec: &SensorSpec, stream_timeout: Duration) -> Result<Box<dyn Senso
             let root = root.clone().unwrap_or_else(|| PathBuf::from(rapl::DEFAULT_POWERCAP_ROOT));
             Ok(Box::new(rapl::RaplSensor::open(&root)?))
         }
-        SensorSpec::Nvml { index, read } => Ok(Box::new(nvml::NvmlSensor::open(*index, *read)?)),
+        SensorSpec::Nvml { index, read } => {
+            Ok(Box::new(nvml::NvmlSensor::open(*index, *read, settings.nvml_lib.as_deref())?))
+        }
         SensorSpec::Exec { command, unit } => {
-            Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout)?.with_unit(*unit)))
+            Ok(Box::new(exec::ExecSensor::spawn(command, stream_timeout, settings)?.with_unit(*unit)))
         }
         SensorSpec::Replay { path } => Err(SensorError::Unavailable {
             sensor: spec.to_string(),
@@ -521,10 +529,13 @@ impl std::fmt::Display for NoDefaultSensor {
 impl std::error::Error for NoDefaultSensor {}
 
 /// Open the first default sensor that opens, or say why each failed.
-pub fn open_default(stream_timeout: Duration) -> Result<Box<dyn Sensor>, NoDefaultSensor> {
+pub fn open_default(
+    stream_timeout: Duration,
+    settings: &Settings,
+) -> Result<Box<dyn Sensor>, NoDefaultSensor> {
     let mut tried = Vec::new();
     for spec in default_specs() {
-        match open(&spec, stream_timeout) {
+        match open(&spec, stream_timeout, settings) {
             Ok(s) => return Ok(s),
             Err(e) => tried.push((spec, e)),
         }
@@ -546,12 +557,12 @@ pub struct SensorStatus {
 }
 
 /// Probe every sensor kind: `pstr`, `rapl`, `nvml:0` are opened (and closed again); `exec`
-/// needs `sh` and a meter; `replay` is for re-analysis only.
-pub fn survey(stream_timeout: Duration) -> Vec<SensorStatus> {
+/// needs `sh` and a meter (looked up on `settings`' `PATH`); `replay` is for re-analysis only.
+pub fn survey(stream_timeout: Duration, settings: &Settings) -> Vec<SensorStatus> {
     let mut out = Vec::new();
     for spec in SENSORS.iter().filter_map(|row| row.probe.map(|probe| probe())) {
         let kind = spec.kind();
-        let (usable, detail) = match open(&spec, stream_timeout) {
+        let (usable, detail) = match open(&spec, stream_timeout, settings) {
             Ok(mut s) => {
                 let i = s.info();
                 let mut d = format!("{} ({})", i.device, i.source);
@@ -565,9 +576,10 @@ pub fn survey(stream_timeout: Duration) -> Vec<SensorStatus> {
         };
         out.push(SensorStatus { spec: spec.to_string(), kind, usable, detail });
     }
-    let exec = match exec::resolve_executable("sh") {
+    let path = settings.path.as_deref();
+    let exec = match exec::resolve_executable("sh", path) {
         Some(sh) => {
-            let hint = match exec::resolve_executable("nvidia-smi") {
+            let hint = match exec::resolve_executable("nvidia-smi", path) {
                 Some(_) => "nvidia-smi is on PATH: exec:nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits -lms 500".to_string(),
                 None => "e.g. a USB meter script, a macmon pipe or nvidia-smi".to_string(),
             };
@@ -656,7 +668,7 @@ mod tests {
 
     #[test]
     fn open_rapl_on_this_host_opens_or_says_why() {
-        match open(&SensorSpec::Rapl { root: None }, Duration::from_secs(2)) {
+        match open(&SensorSpec::Rapl { root: None }, Duration::from_secs(2), &Settings::of_test_process()) {
             Ok(s) => assert_eq!(s.info().kind, SensorKind::Rapl),
             Err(e) => {
                 // The development VMs have no /sys/class/powercap at all.
@@ -669,17 +681,20 @@ mod tests {
     #[test]
     fn open_exec_and_replay_specs() {
         let spec: SensorSpec = "exec:echo 5".parse().unwrap();
-        let mut s = open(&spec, Duration::from_secs(2)).unwrap();
+        let mut s = open(&spec, Duration::from_secs(2), &Settings::of_test_process()).unwrap();
         assert_eq!(s.pacing(), Pacing::Streamed);
         assert_eq!(s.read().unwrap().total_power_w(), Some(5.0));
         s.close().unwrap();
-        let e = open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2)).err().unwrap();
+        let e =
+            open(&"replay:x.jsonl".parse().unwrap(), Duration::from_secs(2), &Settings::of_test_process())
+                .err()
+                .unwrap();
         assert!(e.to_string().contains("ReplaySensor::new"), "{e}");
     }
 
     #[test]
     fn the_survey_names_every_sensor_and_says_why() {
-        let s = survey(Duration::from_secs(2));
+        let s = survey(Duration::from_secs(2), &Settings::of_test_process());
         let specs: Vec<&str> = s.iter().map(|x| x.spec.as_str()).collect();
         assert_eq!(specs, ["pstr", "rapl", "nvml:0", "exec:CMD", "replay:RAW"]);
         assert!(s.iter().all(|x| !x.detail.is_empty()));
@@ -690,7 +705,7 @@ mod tests {
 
     #[test]
     fn without_a_usable_default_every_reason_and_exec_are_named() {
-        if let Err(e) = open_default(Duration::from_secs(2)) {
+        if let Err(e) = open_default(Duration::from_secs(2), &Settings::of_test_process()) {
             let msg = e.to_string();
             for spec in default_specs() {
                 assert!(msg.contains(&format!("  - {spec}: ")), "{msg}");
@@ -702,7 +717,9 @@ mod tests {
     #[test]
     #[cfg(not(target_os = "macos"))]
     fn open_pstr_on_linux_is_a_clear_unavailable_error() {
-        let e = open(&SensorSpec::Pstr, Duration::from_secs(2)).err().expect("pstr cannot open here");
+        let e = open(&SensorSpec::Pstr, Duration::from_secs(2), &Settings::of_test_process())
+            .err()
+            .expect("pstr cannot open here");
         assert_eq!(e.kind(), FaultKind::Unavailable);
         assert!(e.to_string().contains("exec:CMD"), "{e}");
     }

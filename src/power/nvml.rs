@@ -28,6 +28,7 @@
 //! which channel, the period) are the portable functions below; only [`NvmlSensor`] calls
 //! NVML, and only with the cargo feature `nvml` (on by default).
 
+use std::ffi::OsStr;
 use std::time::Duration;
 
 #[cfg(feature = "nvml")]
@@ -56,17 +57,29 @@ pub struct Offered {
     pub power: bool,
 }
 
+/// What a GPU lacks that the spec asks for ([`choose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Missing {
+    /// `nvml-energy` on a GPU without the counter.
+    #[error("the GPU has no total-energy counter (Volta and newer have one); use nvml-power")]
+    EnergyCounter,
+    /// `nvml-power` on a GPU without power reads.
+    #[error("the GPU reports no board power; use nvml-energy")]
+    Power,
+    /// `nvml` on a GPU with neither.
+    #[error("the GPU reports neither an energy counter nor power")]
+    Both,
+}
+
 /// The total a spec asks for, given what the GPU offers, and whether the other quantity is
 /// recorded beside it; `Err` says what is missing.
-pub fn choose(read: NvmlRead, offered: Offered) -> Result<(NvmlMode, bool), String> {
+pub fn choose(read: NvmlRead, offered: Offered) -> Result<(NvmlMode, bool), Missing> {
     match (read, offered.energy, offered.power) {
         (NvmlRead::Auto | NvmlRead::Energy, true, power) => Ok((NvmlMode::EnergyCounter, power)),
         (NvmlRead::Auto | NvmlRead::Power, energy, true) => Ok((NvmlMode::Power, energy)),
-        (NvmlRead::Energy, false, _) => {
-            Err("the GPU has no total-energy counter (Volta and newer have one); use nvml-power".into())
-        }
-        (NvmlRead::Power, _, false) => Err("the GPU reports no board power; use nvml-energy".into()),
-        (NvmlRead::Auto, false, false) => Err("the GPU reports neither an energy counter nor power".into()),
+        (NvmlRead::Energy, false, _) => Err(Missing::EnergyCounter),
+        (NvmlRead::Power, _, false) => Err(Missing::Power),
+        (NvmlRead::Auto, false, false) => Err(Missing::Both),
     }
 }
 
@@ -197,7 +210,8 @@ impl NvmlSensor {
 #[cfg(not(feature = "nvml"))]
 impl NvmlSensor {
     /// Always fails in this build: it was built without the `nvml` feature.
-    pub fn open(index: u32, read: NvmlRead) -> Result<Self, SensorError> {
+    pub fn open(index: u32, read: NvmlRead, lib: Option<&OsStr>) -> Result<Self, SensorError> {
+        let _ = lib;
         Err(SensorError::Unavailable {
             sensor: Self::spec(index, read),
             reason: "built without NVML support; rebuild with --features nvml (or use exec:nvidia-smi -i INDEX --query-gpu=power.draw --format=csv,noheader,nounits -lms 500)".into(),
@@ -208,12 +222,14 @@ impl NvmlSensor {
 #[cfg(feature = "nvml")]
 impl NvmlSensor {
     /// Load NVML, find GPU `index`, see what it offers, choose the total and measure the
-    /// driver's update period.
-    pub fn open(index: u32, read: NvmlRead) -> Result<Self, SensorError> {
+    /// driver's update period. `lib` is the NVML library to load ([`Settings::nvml_lib`],
+    /// `LAYA_BENCH_NVML_LIB`); `None`: `libnvidia-ml.so.1`.
+    ///
+    /// [`Settings::nvml_lib`]: crate::settings::Settings::nvml_lib
+    pub fn open(index: u32, read: NvmlRead, lib: Option<&OsStr>) -> Result<Self, SensorError> {
         use nvml_wrapper::error::NvmlError;
         let sensor = Self::spec(index, read);
         let unavailable = |reason: String| SensorError::Unavailable { sensor: sensor.clone(), reason };
-        let lib = crate::settings::get().nvml_lib.clone();
         let mut builder = nvml_wrapper::Nvml::builder();
         if let Some(path) = &lib {
             builder.lib_path(path);
@@ -456,8 +472,8 @@ mod tests {
         assert_eq!(choose(NvmlRead::Power, both), Ok((NvmlMode::Power, true)));
         assert_eq!(choose(NvmlRead::Auto, power_only), Ok((NvmlMode::Power, false)));
         assert_eq!(choose(NvmlRead::Auto, energy_only), Ok((NvmlMode::EnergyCounter, false)));
-        assert!(choose(NvmlRead::Energy, power_only).unwrap_err().contains("nvml-power"));
-        assert!(choose(NvmlRead::Power, energy_only).unwrap_err().contains("nvml-energy"));
+        assert!(choose(NvmlRead::Energy, power_only).unwrap_err().to_string().contains("nvml-power"));
+        assert!(choose(NvmlRead::Power, energy_only).unwrap_err().to_string().contains("nvml-energy"));
         assert!(choose(NvmlRead::Auto, Offered { energy: false, power: false }).is_err());
     }
 
@@ -505,7 +521,7 @@ mod tests {
     #[cfg(not(feature = "nvml"))]
     #[test]
     fn without_the_feature_open_says_how_to_rebuild() {
-        let e = NvmlSensor::open(0, NvmlRead::Auto).err().unwrap();
+        let e = NvmlSensor::open(0, NvmlRead::Auto, None).err().unwrap();
         assert_eq!(e.kind(), crate::power::FaultKind::Unavailable);
         let m = e.to_string();
         assert!(

@@ -7,13 +7,14 @@
 
 use super::sampler::{Sample, SampleOutcome};
 use super::{Reading, Sensor, SensorError, SensorInfo, SensorKind};
+use crate::error::Error;
 use std::path::Path;
 
 /// Supplies recorded samples in file order. The raw-file reader implements this.
 pub trait ReplaySource: Send {
-    /// The next recorded sample, `Err` with a message for an unreadable record, `None` at the
-    /// end of the file.
-    fn next_sample(&mut self) -> Option<Result<Sample, String>>;
+    /// The next recorded sample, `Err` saying why for an unreadable record, `None` at the end
+    /// of the file.
+    fn next_sample(&mut self) -> Option<Result<Sample, Error>>;
 }
 
 /// A [`ReplaySource`] over any iterator of samples (handy in tests).
@@ -21,9 +22,9 @@ pub struct IterSource<I>(pub I);
 
 impl<I> ReplaySource for IterSource<I>
 where
-    I: Iterator<Item = Result<Sample, String>> + Send,
+    I: Iterator<Item = Result<Sample, Error>> + Send,
 {
-    fn next_sample(&mut self) -> Option<Result<Sample, String>> {
+    fn next_sample(&mut self) -> Option<Result<Sample, Error>> {
         self.0.next()
     }
 }
@@ -82,9 +83,11 @@ impl Sensor for ReplaySensor {
                 self.ended = true;
                 Err(SensorError::Stopped { sensor, reason: "end of the replayed samples".into() })
             }
-            Some(Err(detail)) => {
-                Err(SensorError::Malformed { sensor, detail: "unreadable raw record".into(), raw: detail })
-            }
+            Some(Err(detail)) => Err(SensorError::Malformed {
+                sensor,
+                detail: "unreadable raw record".into(),
+                raw: detail.to_string(),
+            }),
             Some(Ok(sample)) => match sample.outcome {
                 SampleOutcome::Reading(mut r) => {
                     r.source_t_s = Some(sample.t_receive_ns as f64 / 1e9);
@@ -101,7 +104,7 @@ mod tests {
     use super::*;
     use crate::power::{FaultKind, SensorFault};
 
-    fn sample(seq: u64, t_ms: u64, outcome: SampleOutcome) -> Result<Sample, String> {
+    fn sample(seq: u64, t_ms: u64, outcome: SampleOutcome) -> Result<Sample, Error> {
         Ok(Sample { seq, t_request_ns: t_ms * 1_000_000, t_receive_ns: t_ms * 1_000_000 + 1000, outcome })
     }
 
@@ -118,7 +121,7 @@ mod tests {
                     fatal: false,
                 }),
             ),
-            Err("line 3: not JSON".into()),
+            Err(Error::input("line 3: not JSON")),
             sample(3, 1500, SampleOutcome::Reading(Reading::power_w("system", 40089.0))),
         ];
         let mut s =

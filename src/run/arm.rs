@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::backend::registry::{self, portable_precisions, BackendSpec, RegistryError};
-use crate::backend::{Backend, ShapeCaps, ShapeMode};
+use crate::backend::{Backend, Context, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{CallOptions, Host, HostError, StateResult};
 
@@ -172,8 +172,9 @@ impl<'b> Arm<'b> {
         spec: &str,
         parsed: &BackendSpec,
         shapes: Option<ShapeCaps>,
+        context: &Context,
     ) -> Result<Self, RegistryError> {
-        let backend = registry::build(parsed, spec, bundle, shapes)?;
+        let backend = registry::build(parsed, spec, bundle, shapes, context)?;
         let shapes = backend.info().shapes.clone();
         Ok(Self::around(bundle, name, spec, backend, shapes))
     }
@@ -194,8 +195,13 @@ impl<'b> Arm<'b> {
     }
 
     /// Build an arm that runs exactly `length` tokens per row (exit 2 when it cannot).
-    pub fn build_fixed(bundle: &'b Bundle, arm: &ArmSpec, length: usize) -> Result<Self, Error> {
-        Self::build_fixed_rows(bundle, arm, length, 1)
+    pub fn build_fixed(
+        bundle: &'b Bundle,
+        arm: &ArmSpec,
+        length: usize,
+        context: &Context,
+    ) -> Result<Self, Error> {
+        Self::build_fixed_rows(bundle, arm, length, 1, context)
     }
 
     /// [`Self::build_fixed`] asking for `rows` rows per forward (`speed --batch N`); a backend
@@ -205,9 +211,10 @@ impl<'b> Arm<'b> {
         arm: &ArmSpec,
         length: usize,
         rows: usize,
+        context: &Context,
     ) -> Result<Self, Error> {
         let shapes = ShapeCaps { batch_size: rows.max(1), ..fixed_shapes(length) };
-        let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(shapes))
+        let built = Self::build(bundle, &arm.name, &arm.spec, &arm.parsed, Some(shapes), context)
             .map_err(|e| build_error(&arm.name, e))?;
         let caps = &built.backend.info().shapes;
         if caps.max_length != length
@@ -270,7 +277,7 @@ mod tests {
     fn a_fixed_arm_runs_exactly_its_length_with_its_host() {
         let bundle = Bundle::load(&crate::laya::bundle::ModelSpec::Builtin, |_| None).unwrap();
         let spec = ArmSpec::new("a".into(), "portable:f32".into()).unwrap();
-        let arm = Arm::build_fixed(&bundle, &spec, 64).unwrap();
+        let arm = Arm::build_fixed(&bundle, &spec, 64, &Context::of_test_process()).unwrap();
         assert_eq!((arm.name.as_str(), arm.spec.as_str()), ("a", "portable:f32"));
         assert_eq!(arm.backend.info().shapes.max_length, 64);
         assert_eq!(arm.backend.info().shapes, fixed_shapes(64));

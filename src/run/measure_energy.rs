@@ -240,9 +240,13 @@ type Opened = (Box<dyn Sensor>, String, Option<PowerBoundary>);
 
 /// Open the sensor `spec` names, or the platform's default; exit 2 with every reason. Also
 /// says how it was chosen and, for a replay, the boundary the replayed record gives.
-fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Opened, Error> {
+fn open_sensor(
+    spec: Option<&SensorSpec>,
+    stream_timeout: Duration,
+    process: &crate::settings::Settings,
+) -> Result<Opened, Error> {
     match spec {
-        None => power::open_default(stream_timeout)
+        None => power::open_default(stream_timeout, process)
             .map(|s| {
                 let names: Vec<String> = power::default_specs().iter().map(|s| s.to_string()).collect();
                 (s, format!("sensor chosen by default (the first usable of {})", names.join(", ")), None)
@@ -258,12 +262,12 @@ fn open_sensor(spec: Option<&SensorSpec>, stream_timeout: Duration) -> Result<Op
                     path.display()
                 )));
             }
-            let source = IterSource(samples.into_iter().map(Ok::<Sample, String>));
+            let source = IterSource(samples.into_iter().map(Ok::<Sample, Error>));
             let sensor = ReplaySensor::new(path, Box::new(source), run.header.sensor.as_ref());
             let replayed = run.header.power_boundary();
             Ok((Box::new(sensor), "replayed samples: NOT A LIVE MEASUREMENT".into(), Some(replayed)))
         }
-        Some(s) => power::open(s, stream_timeout).map(|x| (x, format!("sensor given: {s}"), None)).map_err(|e| {
+        Some(s) => power::open(s, stream_timeout, process).map(|x| (x, format!("sensor given: {s}"), None)).map_err(|e| {
             Error::input(format!(
                 "--sensor {s}: {e}\n(`laya-bench doctor` lists every sensor and why it is or is not usable here)"
             ))
@@ -291,7 +295,9 @@ fn window(start_ns: u64, end_ns: u64) -> Window {
 /// Run the energy protocol on the set-up's arms, recording into a new raw file at `raw`.
 /// A sensor that cannot be opened, or whose readings before measuring break a rule, is a bad
 /// input (exit 2; the latter's raw record keeps the readings); a run that stops before its
-/// verdict is a failed run; otherwise the outcome carries the verdict.
+/// verdict is a failed run; otherwise the outcome carries the verdict. `process` are the
+/// process's settings, which the sensor opens with.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     bundle: &Bundle,
     setup: &mut Setup<'_>,
@@ -300,10 +306,11 @@ pub fn run(
     sensor_spec: Option<&SensorSpec>,
     io: RunIo<'_>,
     watch: &mut dyn Observer,
+    process: &crate::settings::Settings,
 ) -> Result<EnergyOutcome, Error> {
     let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
     let stream_timeout = max_gap(settings.interval);
-    let (mut sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout)?;
+    let (mut sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout, process)?;
     let settings = &match settings.for_sensor(sensor.update_period()) {
         Ok(s) => s,
         Err(e) => {

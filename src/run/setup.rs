@@ -1,6 +1,7 @@
 //! A fixed-length run's set-up: the workload it cycles through and its arms, every one built
 //! for the same padded length, checked before anything is measured.
 
+use crate::backend::Context;
 use crate::laya::bundle::Bundle;
 use crate::laya::host::Host;
 use crate::laya::workload::Built;
@@ -26,8 +27,13 @@ pub struct Setup<'b> {
 impl<'b> Setup<'b> {
     /// Build every arm at the plan's length and the workload (exit 2 for anything that cannot
     /// run).
-    pub fn build(bundle: &'b Bundle, specs: &[ArmSpec], plan: &WorkloadPlan) -> Result<Self, Error> {
-        Self::build_batched(bundle, specs, plan, 1)
+    pub fn build(
+        bundle: &'b Bundle,
+        specs: &[ArmSpec],
+        plan: &WorkloadPlan,
+        context: &Context,
+    ) -> Result<Self, Error> {
+        Self::build_batched(bundle, specs, plan, 1, context)
     }
 
     /// [`Self::build`] for calls of `batch` requests each (`speed --batch N`): the workload
@@ -40,6 +46,7 @@ impl<'b> Setup<'b> {
         specs: &[ArmSpec],
         plan: &WorkloadPlan,
         batch: usize,
+        context: &Context,
     ) -> Result<Self, Error> {
         if batch == 0 {
             return Err(Error::input("--batch must be at least 1: a call answers 1 or more requests"));
@@ -51,12 +58,12 @@ impl<'b> Setup<'b> {
             )));
         }
         if batch > 1 {
-            return Self::batched(bundle, specs, plan, batch);
+            return Self::batched(bundle, specs, plan, batch, context);
         }
         let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
         let mut notes = Vec::new();
         for spec in specs {
-            let arm = Arm::build_fixed(bundle, spec, plan.length)?;
+            let arm = Arm::build_fixed(bundle, spec, plan.length, context)?;
             notes.extend(arm.notes().iter().map(|n| format!("arm `{}` ({}): {n}", spec.name, spec.spec)));
             arms.push(arm);
         }
@@ -72,6 +79,7 @@ impl<'b> Setup<'b> {
         specs: &[ArmSpec],
         plan: &WorkloadPlan,
         batch: usize,
+        context: &Context,
     ) -> Result<Self, Error> {
         if specs.is_empty() {
             return Err(Error::input("a run needs at least one arm"));
@@ -109,7 +117,7 @@ impl<'b> Setup<'b> {
         let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
         let mut notes = Vec::new();
         for spec in specs {
-            let mut arm = Arm::build_fixed_rows(bundle, spec, plan.length, rows)?;
+            let mut arm = Arm::build_fixed_rows(bundle, spec, plan.length, rows, context)?;
             if arm.backend.answers_requests().is_some() {
                 return Err(Error::input(format!(
                     "--batch {batch}: arm `{}` ({}) answers one request per call in its worker, so it cannot answer {batch} requests in one forward; run it with --batch 1",
@@ -239,25 +247,26 @@ mod tests {
     #[test]
     fn a_batched_setup_asks_every_arm_for_the_batch_rows_and_refuses_mixed_questions() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+        let ctx = Context::of_test_process();
         let specs =
             [ArmSpec::parse_named("a=portable:f32").unwrap(), ArmSpec::parse_named("m=mock").unwrap()];
         // The invoice workload asks one question per request: 4 requests, 4 rows per forward.
-        let setup = Setup::build_batched(&bundle, &specs, &plan(91, 96), 4).unwrap();
+        let setup = Setup::build_batched(&bundle, &specs, &plan(91, 96), 4, &ctx).unwrap();
         for arm in &setup.arms {
             assert_eq!(arm.backend.info().shapes.batch_size, 4, "{}", arm.name);
             assert_eq!(arm.host.shapes.batch_size, 4, "{}", arm.name);
         }
         // At batch 1 the arms keep the one-row shape every run had.
-        let one = Setup::build_batched(&bundle, &specs, &plan(91, 96), 1).unwrap();
+        let one = Setup::build_batched(&bundle, &specs, &plan(91, 96), 1, &ctx).unwrap();
         assert!(one.arms.iter().all(|a| a.backend.info().shapes.batch_size == 1));
-        let zero = Setup::build_batched(&bundle, &specs, &plan(91, 96), 0).err().unwrap();
+        let zero = Setup::build_batched(&bundle, &specs, &plan(91, 96), 0, &ctx).err().unwrap();
         assert!(zero.to_string().starts_with("--batch must be at least 1"), "{zero}");
         let mixed = WorkloadPlan {
             name: concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/requests/support.json").into(),
             tokens: 91,
             length: 256.min(bundle.agent.max_len),
         };
-        let e = Setup::build_batched(&bundle, &specs, &mixed, 2).err().unwrap();
+        let e = Setup::build_batched(&bundle, &specs, &mixed, 2, &ctx).err().unwrap();
         assert!(e.kind() == crate::error::Kind::Input, "{e}");
         assert!(
             e.to_string().contains("request 1 of workload") && e.to_string().contains("--batch 1"),
@@ -268,15 +277,16 @@ mod tests {
     #[test]
     fn every_arm_is_built_at_the_plan_length() {
         let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+        let ctx = Context::of_test_process();
         let specs =
             [ArmSpec::parse_named("a=portable:f32").unwrap(), ArmSpec::parse_named("b=portable:w8").unwrap()];
-        let setup = Setup::build(&bundle, &specs, &plan(91, 96)).unwrap();
+        let setup = Setup::build(&bundle, &specs, &plan(91, 96), &ctx).unwrap();
         assert_eq!(setup.arms.len(), 2);
         assert!(setup.built.tokens_per_row.iter().flatten().all(|&t| t == 91));
         // builtin:tiny has nothing big enough to palettize: the w8 arm says so.
         assert!(setup.notes.iter().any(|n| n.starts_with("arm `b` (portable:w8): ")), "{:?}", setup.notes);
         let long = plan(91, bundle.agent.max_len + 1);
-        let e = Setup::build(&bundle, &specs, &long).err().unwrap();
+        let e = Setup::build(&bundle, &specs, &long, &ctx).err().unwrap();
         assert!(crate::error::chain(&e).contains("longer than the model's max_len"), "{e}");
     }
 }

@@ -4,8 +4,9 @@
 //! (`commands/doctor_apple.rs`), passed in; nothing here prints.
 
 use crate::backend::registry::{self, BackendSpec};
+use crate::backend::Context;
 use crate::error::{chain, Error};
-use crate::hub::HubError;
+use crate::hub::{Hub, HubError};
 use crate::laya::bundle::{Bundle, BundleError, ModelSpec, Weights};
 use crate::laya::coreml_format::description::DeclaredFeature;
 use crate::model::synthetic::published_shape;
@@ -16,18 +17,19 @@ use crate::report::doctor::{split, AppleReport, DoctorReport, LoadCheck, SCHEMA_
 
 /// Survey this machine, in this order: sensors (and the default one), the host, backends,
 /// `apple` (the probes, or why there are none), and a load check of every spec in `specs` for
-/// `model`.
+/// `model`, under the process's settings and hub (`context`).
 pub fn survey(
     model: &str,
     specs: &[String],
+    context: &Context,
     apple: impl FnOnce() -> Result<AppleReport, Error>,
 ) -> DoctorReport {
     let timeout = max_gap(std::time::Duration::from_millis(500));
-    let sensors = power::survey(timeout);
+    let sensors = power::survey(timeout, &context.settings);
     let (default_sensor, default_sensor_missing_reason) =
         split(default_sensor(&sensors).map_err(|e| chain(&e)));
     let provenance = Provenance::current(SCHEMA_VERSION);
-    let backends = registry::survey();
+    let backends = registry::survey(&context.settings);
     let (apple, apple_missing_reason) = split(apple().map_err(|e| chain(&e)));
     DoctorReport {
         provenance,
@@ -37,7 +39,7 @@ pub fn survey(
         backends,
         apple,
         apple_missing_reason,
-        loads: load_checks(model, specs),
+        loads: load_checks(model, specs, context),
     }
 }
 
@@ -87,30 +89,28 @@ enum ModelUnavailable {
 }
 
 /// The model `doctor --model` names, loaded as every command loads it.
-fn load_model(model: &str) -> Result<Bundle, ModelUnavailable> {
+fn load_model(model: &str, hub: &Hub) -> Result<Bundle, ModelUnavailable> {
     let spec = match model.strip_prefix("hub:") {
-        Some(rest) => ModelSpec::Dir(
-            crate::hub::resolve_installed(rest).map_err(|e| ModelUnavailable::Hub(Box::new(e)))?,
-        ),
+        Some(rest) => ModelSpec::Dir(hub.resolve_spec(rest).map_err(|e| ModelUnavailable::Hub(Box::new(e)))?),
         None => ModelSpec::parse(model)?,
     };
     Ok(Bundle::load(&spec, published_shape).map_err(|e| Error::input("cannot load the model").because(e))?)
 }
 
 /// Try to build every spec for `model` (nothing is run).
-pub fn load_checks(model: &str, specs: &[String]) -> Vec<LoadCheck> {
+pub fn load_checks(model: &str, specs: &[String], context: &Context) -> Vec<LoadCheck> {
     if specs.is_empty() {
         return Vec::new();
     }
-    let bundle = load_model(model).map_err(|e| chain(&e));
+    let bundle = load_model(model, &context.hub).map_err(|e| chain(&e));
     specs
         .iter()
         .map(|spec| {
             let result = match &bundle {
                 Err(e) => Err(e.clone()),
-                Ok(b) => BackendSpec::parse(spec)
-                    .map_err(|e| chain(&e))
-                    .and_then(|parsed| registry::build(&parsed, spec, b, None).map_err(|e| chain(&e))),
+                Ok(b) => BackendSpec::parse(spec).map_err(|e| chain(&e)).and_then(|parsed| {
+                    registry::build(&parsed, spec, b, None, context).map_err(|e| chain(&e))
+                }),
             };
             let (loaded, detail) = match result {
                 Ok(backend) => {
@@ -143,15 +143,16 @@ mod tests {
 
     #[test]
     fn load_checks_build_each_spec_or_say_why() {
-        let checks = load_checks("builtin:tiny", &["portable:f32".into(), "gpu:fast".into()]);
+        let ctx = Context::of_test_process();
+        let checks = load_checks("builtin:tiny", &["portable:f32".into(), "gpu:fast".into()], &ctx);
         assert_eq!(checks.len(), 2);
         assert!(checks[0].loaded && checks[0].detail.starts_with("portable f32 on "), "{:?}", checks[0]);
         assert!(!checks[1].loaded && checks[1].detail.contains("unknown backend"), "{:?}", checks[1]);
-        let bad_model = load_checks("builtin:nope", &["portable:f32".into()]);
+        let bad_model = load_checks("builtin:nope", &["portable:f32".into()], &ctx);
         assert!(!bad_model[0].loaded && bad_model[0].detail.contains("builtin:nope"), "{:?}", bad_model[0]);
-        assert!(load_checks("builtin:tiny", &[]).is_empty());
+        assert!(load_checks("builtin:tiny", &[], &ctx).is_empty());
         // On the tiny model a palettized arm is the f32 weights, and the check says so.
-        let w8 = load_checks("builtin:tiny", &["portable:w8".into()]);
+        let w8 = load_checks("builtin:tiny", &["portable:w8".into()], &ctx);
         assert!(w8[0].loaded && w8[0].detail.contains("note: nothing palettized"), "{:?}", w8[0]);
     }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::game::Game;
 use super::policy::{prepare, ModelError, PolicyConfig, Predictor};
 use crate::backend::registry::{self, BackendSpec, RegistryError};
-use crate::backend::{Backend, ShapeCaps, ShapeMode};
+use crate::backend::{Backend, Context, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{CallOptions, Host, HostError};
 use crate::laya::question::compile_questions;
@@ -79,10 +79,16 @@ pub struct HostPredictor<'b> {
 
 impl<'b> HostPredictor<'b> {
     /// Build the backend `spec` for `bundle` at the Snake budget with rows of `length` tokens
-    /// and wrap it in a host.
-    pub fn build(name: &str, spec: &str, bundle: &'b Bundle, length: usize) -> Result<Self, RegistryError> {
+    /// and wrap it in a host, with the process's settings and hub (`context`).
+    pub fn build(
+        name: &str,
+        spec: &str,
+        bundle: &'b Bundle,
+        length: usize,
+        context: &Context,
+    ) -> Result<Self, RegistryError> {
         let parsed = BackendSpec::parse(spec)?;
-        let arm = Arm::build(bundle, name, spec, &parsed, Some(snake_shapes(length)))?;
+        let arm = Arm::build(bundle, name, spec, &parsed, Some(snake_shapes(length)), context)?;
         let identity = ArmInfo::describe(name, spec, arm.backend.info());
         let Arm { host, backend, .. } = arm;
         Ok(Self { host, backend, options: CallOptions::default(), identity, decisions: 0, truncated: 0 })
@@ -151,7 +157,9 @@ mod tests {
     #[test]
     fn builds_at_the_snake_budget_and_decides_in_three_rows() {
         let bundle = tiny();
-        let mut arm = HostPredictor::build("a", "portable:f32", &bundle, SNAKE_LENGTH).unwrap();
+        let mut arm =
+            HostPredictor::build("a", "portable:f32", &bundle, SNAKE_LENGTH, &Context::of_test_process())
+                .unwrap();
         let id = arm.identity().clone();
         assert_eq!((id.batch, id.length, id.max_options), (3, 64, 4));
         assert_eq!(id.precision, "f32");
@@ -167,7 +175,8 @@ mod tests {
         // builtin:tiny's byte-level tokenizer needs 77 tokens for this compact move row, so L64
         // cuts its state; L80 holds this state's rows.
         assert_eq!(arm.truncations(), (1, 1));
-        let mut wide = HostPredictor::build("a", "portable:f32", &bundle, 80).unwrap();
+        let mut wide =
+            HostPredictor::build("a", "portable:f32", &bundle, 80, &Context::of_test_process()).unwrap();
         decide(&game, &mut wide, PolicyConfig::default()).unwrap();
         assert_eq!(wide.truncations(), (1, 0));
         arm.reset_counts();
@@ -177,7 +186,9 @@ mod tests {
     #[test]
     fn unknown_spec_is_a_registry_error() {
         let bundle = tiny();
-        assert!(HostPredictor::build("a", "nope:x", &bundle, SNAKE_LENGTH).is_err());
+        assert!(
+            HostPredictor::build("a", "nope:x", &bundle, SNAKE_LENGTH, &Context::of_test_process()).is_err()
+        );
     }
 
     #[test]
@@ -205,7 +216,8 @@ mod tests {
         let length = auto_row_length(81, bundle.agent.max_len);
         assert_eq!(length, 96);
         // At that length a decision is not cut.
-        let mut arm = HostPredictor::build("a", "portable:f32", &bundle, length).unwrap();
+        let mut arm =
+            HostPredictor::build("a", "portable:f32", &bundle, length, &Context::of_test_process()).unwrap();
         let mut game = Game::with_seed(101);
         for _ in 0..20 {
             let d = decide(&game, &mut arm, compact).unwrap();

@@ -9,7 +9,12 @@ use crate::backend::registry::BackendSpec;
 /// For a Core ML arm, the one-line summary of its `MLComputePlan` placement
 /// ([`crate::backend::coreml::compute_plan_for`], the [`ComputePlanReport`] that
 /// `convert-check` also prints) with the report itself; for other arms, why there is none.
-pub fn evidence_for(name: &str, spec: &str, parsed: &BackendSpec) -> (String, Option<ComputePlanReport>) {
+pub fn evidence_for(
+    name: &str,
+    spec: &str,
+    parsed: &BackendSpec,
+    settings: &crate::settings::Settings,
+) -> (String, Option<ComputePlanReport>) {
     match parsed {
         BackendSpec::Portable(_)
         | BackendSpec::PortablePalette { .. }
@@ -20,7 +25,7 @@ pub fn evidence_for(name: &str, spec: &str, parsed: &BackendSpec) -> (String, Op
         }
         BackendSpec::CoreMl(cm) => {
             let units = cm.units.unwrap_or_else(|| crate::backend::coreml::default_units_for(&cm.bundle));
-            match crate::backend::coreml::compute_plan_for(&cm.bundle, units) {
+            match crate::backend::coreml::compute_plan_for(&cm.bundle, units, settings) {
                 Ok(r) => (
                     format!(
                         "MLComputePlan ({}): {} operations, {} placed, Neural Engine share of placed {} \

@@ -332,7 +332,7 @@ esac
             json: true,
         };
         let tools = RecordTools { exe: PathBuf::from(BIN), xcrun };
-        if let Err(failure) = record_with(&args, &tools) {
+        if let Err(failure) = record_with(&args, &tools, &laya_bench::settings::Settings::UNSET) {
             panic!("trace record failed: {failure}");
         }
         let folders: Vec<PathBuf> =

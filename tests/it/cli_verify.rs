@@ -44,8 +44,9 @@ fn requests() -> Vec<CaseRequest> {
 
 /// Goldens in the parity format from a model spec through the portable FP32 engine.
 fn make_goldens(model: &str, path: &Path) -> Value {
-    let bundle = load_bundle(model).map_err(|f| f.error).unwrap();
-    let mut backend = build_backend("portable:f32", &bundle).map_err(|f| f.error).unwrap();
+    let cx = laya_bench::backend::Context::unset();
+    let bundle = load_bundle(model, &cx.hub).map_err(|f| f.error).unwrap();
+    let mut backend = build_backend("portable:f32", &bundle, &cx).map_err(|f| f.error).unwrap();
     let host = Host::new(&bundle.tokenizer, &bundle.agent, backend.info().shapes.clone());
     let sha = match &bundle.weights {
         laya_bench::laya::bundle::Weights::Static(b) => sha256_hex(b),

@@ -4,6 +4,7 @@
 use laya_bench::backend::portable::{Ablation, PortableBackend};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::model::weights::{fingerprint, DecisionWeights};
+use laya_bench::settings::Settings;
 use serde_json::Value;
 
 use crate::common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
@@ -61,7 +62,7 @@ fn engine(parallel: bool) -> PortableBackend {
         max_options: 32,
         mode: ShapeMode::Range,
     };
-    PortableBackend::try_new(w, enc, agent, caps, fingerprint(&bytes), 2).expect("engine")
+    PortableBackend::try_new(w, enc, agent, caps, fingerprint(&bytes), 2, &Settings::UNSET).expect("engine")
 }
 
 fn run(engines: &mut [PortableBackend; 2], case: &Case) -> ForwardOutput {

@@ -13,13 +13,14 @@ use serde_json::{json, Map, Value};
 use laya_bench::backend::mlx::graph::{Compile, MlxBackend};
 use laya_bench::backend::mlx::{bucket_lengths, MlxSpec, BUCKET_TOKENS};
 use laya_bench::backend::registry::{self, BackendSpec, Precision};
-use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
+use laya_bench::backend::{Backend, Context, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::fidelity::check::{run_suite, Engines, Plan, SuiteSummary};
 use laya_bench::fidelity::suite::Suite;
 use laya_bench::laya::bundle::{Bundle, ModelSpec};
 use laya_bench::laya::config::{AgentConfig, EncoderConfig, LayerKind};
 use laya_bench::laya::host::{CallOptions, Host, StateResult};
 use laya_bench::model::synthetic::{published_shape, random_weights};
+use laya_bench::settings::Settings;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tiny");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/suites/default.json");
@@ -75,7 +76,8 @@ fn load(path: &Path) -> Bundle {
 }
 
 fn portable(bundle: &Bundle, shapes: Option<ShapeCaps>) -> Box<dyn Backend> {
-    registry::build(&BackendSpec::Portable(Precision::F32), "portable:f32", bundle, shapes).unwrap()
+    registry::build(&BackendSpec::Portable(Precision::F32), "portable:f32", bundle, shapes, &Context::unset())
+        .unwrap()
 }
 
 fn mlx(
@@ -87,7 +89,7 @@ fn mlx(
 ) -> Box<dyn Backend> {
     let text = format!("mlx:{dtype}:{source}");
     let spec = MlxSpec::parse(&format!("{dtype}:{source}")).unwrap();
-    Box::new(MlxBackend::build_with(&spec, &text, bundle, shapes, compile).unwrap())
+    Box::new(MlxBackend::build_with(&spec, &text, bundle, shapes, compile, &Context::unset()).unwrap())
 }
 
 /// The default convert-check suite as (state, questions) requests, one per state.
@@ -290,7 +292,7 @@ fn the_arm_records_its_device_and_an_optimised_blas() {
             assert!(blas.starts_with("OpenBLAS"), "{blas}");
         }
     }
-    let probe = laya_bench::backend::mlx::graph::probe().unwrap();
+    let probe = laya_bench::backend::mlx::graph::probe(&Settings::UNSET).unwrap();
     assert!(probe.contains("evaluated a 2×2 product"), "{probe}");
 }
 
@@ -309,7 +311,7 @@ fn the_device_check_and_the_choice_agree() {
     let b = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
     let m = mlx(&b, "builtin:tiny", "fp32", None, Compile::Yes);
     let info = m.info();
-    let choice = device_choice().expect("LAYA_BENCH_REQUIRE_MLX_GPU is not set in the tests");
+    let choice = device_choice(&Settings::UNSET).expect("LAYA_BENCH_REQUIRE_MLX_GPU is not set in the tests");
     assert_eq!(info.device, choice.device_text(&mlx_version(), cfg!(target_os = "macos")));
     assert_eq!(info.notes, choice.note().into_iter().collect::<Vec<_>>());
     #[cfg(target_os = "linux")]

@@ -16,6 +16,7 @@ use laya_bench::model::palettize::{
     palettize, read_palette, write_palette, PaletteConfig, PaletteMeta, PaletteReport,
 };
 use laya_bench::model::weights::{fingerprint, DecisionWeights, Matrix};
+use laya_bench::settings::Settings;
 
 use crate::common::{fixture, forward_golden_cases, golden_batch, tiny_configs};
 
@@ -42,7 +43,7 @@ fn fp32_weights() -> DecisionWeights {
 }
 
 fn engine(w: DecisionWeights, parallel: bool) -> PortableBackend {
-    engine_tuned(w, parallel, Tuning::default())
+    engine_tuned(w, parallel, Tuning::new(&Settings::UNSET))
 }
 
 fn engine_tuned(w: DecisionWeights, parallel: bool, tuning: Tuning) -> PortableBackend {
@@ -54,12 +55,12 @@ fn engine_tuned(w: DecisionWeights, parallel: bool, tuning: Tuning) -> PortableB
         max_options: 32,
         mode: ShapeMode::Range,
     };
-    PortableBackend::new_tuned(w, enc, agent, caps, "test".into(), 2, tuning)
+    PortableBackend::new_tuned(w, enc, agent, caps, "test".into(), 2, tuning, &Settings::UNSET)
 }
 
 /// Logits and action logits of every golden batch (option logits of unmasked slots only).
 fn outputs(w: &DecisionWeights) -> Vec<(Vec<f32>, Vec<f32>)> {
-    outputs_tuned(w, Tuning::default())
+    outputs_tuned(w, Tuning::new(&Settings::UNSET))
 }
 
 fn outputs_tuned(w: &DecisionWeights, tuning: Tuning) -> Vec<(Vec<f32>, Vec<f32>)> {
@@ -98,14 +99,14 @@ fn each_precision_stays_close_to_fp32() {
     let scale = base.iter().flat_map(|(l, _)| l.iter()).fold(0.0f32, |m, x| m.max(x.abs()));
     eprintln!("fp32: max |logit| {scale:.3}");
     let mut rows = Vec::new();
-    let decode = Tuning { bf16: Bf16Kernel::Decode, ..Tuning::default() };
+    let decode = Tuning { bf16: Bf16Kernel::Decode, ..Tuning::new(&Settings::UNSET) };
     let (dl, da) = drift(&base, &outputs_tuned(&fp32_weights().into_half(HalfKind::BF16), decode));
     eprintln!(
         "bf16 weights, f32 activations (decode path): max |Δ logit| {dl:.3e}, max |Δ action logit| {da:.3e}"
     );
     assert!(dl > 0.0 && dl <= 0.1 && da <= 0.1);
     // 8-bit palettes with their tables decoded to f32 (the product wherever AMX does not run)
-    let decode = Tuning { palette: PaletteKernel::Decode, ..Tuning::default() };
+    let decode = Tuning { palette: PaletteKernel::Decode, ..Tuning::new(&Settings::UNSET) };
     let (dl, da) = drift(&base, &outputs_tuned(&palettized(8).0, decode));
     eprintln!(
         "w8 tables decoded to f32, f32 activations: max |Δ logit| {dl:.3e}, max |Δ action logit| {da:.3e}"
@@ -222,7 +223,7 @@ fn registry_loads_palette_files_and_rejects_other_sources() {
 
     for spec in [format!("portable:w8:{}", good.display()), format!("portable:palette:{}", good.display())] {
         let parsed = BackendSpec::parse(&spec).unwrap();
-        let (mut b, report) = build_portable(&parsed, &spec, &bundle, None, 2).unwrap();
+        let (mut b, report) = build_portable(&parsed, &spec, &bundle, None, 2, &Settings::UNSET).unwrap();
         assert!(report.is_none());
         assert_eq!(b.info().precision, "w8");
         assert_eq!(
@@ -239,7 +240,7 @@ fn registry_loads_palette_files_and_rejects_other_sources() {
     }
 
     let spec = format!("portable:w4:{}", good.display());
-    let err = build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1)
+    let err = build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1, &Settings::UNSET)
         .err()
         .expect("bits differ");
     assert!(err.to_string().contains("8-bit") && err.to_string().contains("4-bit"), "{err}");
@@ -248,21 +249,23 @@ fn registry_loads_palette_files_and_rejects_other_sources() {
     let bad = dir.path().join("other.safetensors");
     std::fs::write(&bad, write_palette(&w, &PaletteMeta::new(&cfg, &stranger)).unwrap()).unwrap();
     let spec = format!("portable:w8:{}", bad.display());
-    let err =
-        build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1).err().expect("mismatch");
+    let err = build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1, &Settings::UNSET)
+        .err()
+        .expect("mismatch");
     let msg = err.to_string();
     assert!(msg.contains(&stranger) && msg.contains(&source), "names both hashes: {msg}");
 
     // a plain checkpoint is not a palette
     let spec = format!("portable:palette:{}", fixture("fixtures/tiny/model.safetensors").display());
-    let err = build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1)
+    let err = build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1, &Settings::UNSET)
         .err()
         .expect("not a palette");
     assert!(err.to_string().contains("laya-bench-palette"), "{err}");
 
     let spec = format!("portable:w8:{}", dir.path().join("absent.safetensors").display());
-    let err =
-        build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1).err().expect("absent");
+    let err = build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1, &Settings::UNSET)
+        .err()
+        .expect("absent");
     assert!(err.to_string().contains("absent.safetensors"), "{err}");
 }
 
@@ -273,7 +276,8 @@ fn registry_builds_every_precision_with_its_name_and_fingerprint() {
     for p in Precision::ALL {
         let spec = format!("portable:{}", p.name());
         let (b, report) =
-            build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1).unwrap();
+            build_portable(&BackendSpec::parse(&spec).unwrap(), &spec, &bundle, None, 1, &Settings::UNSET)
+                .unwrap();
         assert_eq!(b.info().precision, p.name());
         // A palettization that changed no matrix (every one is small here) keeps the source's
         // weights, so it keeps the source's fingerprint.

@@ -188,6 +188,7 @@ fn the_ane_tensors_drive_the_same_model_as_the_portable_forward() {
         shapes,
         "test".into(),
         1,
+        &crate::settings::Settings::of_test_process(),
     );
     let mut host = AneHost::new(
         HostWeights::from_safetensors(builtin::MODEL, "tiny").unwrap(),

@@ -47,6 +47,7 @@ use crate::laya::config::EncoderConfig;
 use crate::laya::coreml_format::compute_plan::{build_compute_plan_report, PlannedOp, PreferredDevice};
 
 use super::ComputeUnits;
+use crate::settings::Settings;
 
 /// How long a completion handler (compile, compute plan) may take before we give up.
 const HANDLER_TIMEOUT: Duration = Duration::from_secs(900);
@@ -117,20 +118,25 @@ fn configuration(units: ComputeUnits) -> Retained<MLModelConfiguration> {
 }
 
 /// The `.mlmodelc` to load: as given, or the package compiled once into the cache (after
-/// checking that this macOS reads its specification version).
-pub(super) fn compiled_model(source: &ModelSource) -> Result<PathBuf, CoreMlError> {
+/// checking that this macOS reads its specification version), the cache under `settings`' `HOME`.
+pub(super) fn compiled_model(source: &ModelSource, settings: &Settings) -> Result<PathBuf, CoreMlError> {
     match source {
         ModelSource::Compiled(path) => Ok(path.clone()),
         ModelSource::Package(package) => {
             let os = OsInfo::read();
             check_package_for_os(package, os.version)?;
-            compile_cached(package, &package_sha256(package)?, &os)
+            compile_cached(package, &package_sha256(package)?, &os, settings)
         }
     }
 }
 
-fn compile_cached(package: &Path, sha256: &str, os: &OsInfo) -> Result<PathBuf, CoreMlError> {
-    let home = crate::settings::get().home.clone().map(PathBuf::from);
+fn compile_cached(
+    package: &Path,
+    sha256: &str,
+    os: &OsInfo,
+    settings: &Settings,
+) -> Result<PathBuf, CoreMlError> {
+    let home = settings.home.clone().map(PathBuf::from);
     let root = cache_root(home.as_deref(), &std::env::temp_dir());
     let dest = compiled_path(&root, &cache_key(sha256, os.build.as_deref()));
     if dest.is_dir() {
@@ -446,6 +452,7 @@ impl CoreMlBackend {
         encoder: &EncoderConfig,
         parallel: bool,
         requested: Option<&ShapeCaps>,
+        settings: &Settings,
     ) -> Result<Self, CoreMlError> {
         let format = BundleFormat::from_manifest(&bundle.format).ok_or_else(|| CoreMlError::Bundle {
             path: bundle.package.display().to_string(),
@@ -461,7 +468,7 @@ impl CoreMlBackend {
             os.version,
         )?);
         let sha256 = package_sha256(&bundle.package)?;
-        let compiled = compile_cached(&bundle.package, &sha256, &os)?;
+        let compiled = compile_cached(&bundle.package, &sha256, &os, settings)?;
         let model = load_model(&compiled, units)?;
         let placement = availability::placement(units, available_devices()?.as_deref());
         notes.extend(placement.notes);

@@ -596,11 +596,16 @@ pub fn resolve_model(path: &Path) -> Result<ModelSource, CoreMlError> {
 /// The `MLComputePlan` placement report of a Core ML model (bundle folder, `.mlpackage` or
 /// `.mlmodelc`) for `units`: per-operation preferred device and estimated cost, aggregated by
 /// [`crate::laya::coreml_format::compute_plan::build_compute_plan_report`]. Needs macOS 14.4+.
-pub fn compute_plan_for(bundle: &Path, units: ComputeUnits) -> Result<ComputePlanReport, CoreMlError> {
+/// A package is compiled into the cache under `settings`' `HOME`.
+pub fn compute_plan_for(
+    bundle: &Path,
+    units: ComputeUnits,
+    settings: &crate::settings::Settings,
+) -> Result<ComputePlanReport, CoreMlError> {
     let source = resolve_model(bundle)?;
     #[cfg(target_os = "macos")]
     {
-        let compiled = macos::compiled_model(&source)?;
+        let compiled = macos::compiled_model(&source, settings)?;
         let ops = macos::compute_plan(&compiled, units)?;
         crate::laya::coreml_format::compute_plan::build_compute_plan_report(&ops).map_err(|e| {
             CoreMlError::Framework { step: "summarize the compute plan".into(), detail: e.to_string() }
@@ -608,7 +613,7 @@ pub fn compute_plan_for(bundle: &Path, units: ComputeUnits) -> Result<ComputePla
     }
     #[cfg(not(target_os = "macos"))]
     {
-        let _ = (source, units);
+        let _ = (source, units, settings);
         Err(CoreMlError::NeedsMacOs("a Core ML compute plan (MLComputePlan) needs macOS 14.4+ with Core ML"))
     }
 }
@@ -623,8 +628,9 @@ pub fn open(
     encoder: &crate::laya::config::EncoderConfig,
     parallel: bool,
     requested: Option<&ShapeCaps>,
+    settings: &crate::settings::Settings,
 ) -> Result<Box<dyn super::Backend>, CoreMlError> {
-    Ok(Box::new(macos::CoreMlBackend::load(spec, bundle, encoder, parallel, requested)?))
+    Ok(Box::new(macos::CoreMlBackend::load(spec, bundle, encoder, parallel, requested, settings)?))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::layout::{AneShape, MASK_HIDDEN, MASK_OPEN, ONE};
 use super::*;
 use crate::backend::{ForwardOutput, PreparedBatch};
 use crate::laya::bundle::{builtin, sha256_hex};
+use crate::settings::Settings;
 
 fn golden(name: &str) -> Value {
     let path = format!("{}/fixtures/goldens/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -590,13 +591,15 @@ fn host_weights_are_checked_and_rounded_like_numpy() {
 
 #[test]
 fn compute_plan_needs_a_model_folder_everywhere() {
-    let e = compute_plan_for(Path::new("/no/such/bundle"), ComputeUnits::CpuNe).unwrap_err().to_string();
+    let e = compute_plan_for(Path::new("/no/such/bundle"), ComputeUnits::CpuNe, &Settings::UNSET)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("is not a folder"), "{e}");
     #[cfg(not(target_os = "macos"))]
     {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("model.mlpackage")).unwrap();
-        let e = compute_plan_for(dir.path(), ComputeUnits::CpuNe).unwrap_err().to_string();
+        let e = compute_plan_for(dir.path(), ComputeUnits::CpuNe, &Settings::UNSET).unwrap_err().to_string();
         assert!(e.contains("needs macOS 14.4+") && e.contains("this build runs on"), "{e}");
     }
 }

@@ -37,12 +37,13 @@ use super::{
 };
 use crate::backend::registry::RegistryError;
 use crate::backend::{
-    Backend, BackendError, BackendInfo, BackendKind, ForwardOutput, PreparedBatch, ShapeCaps,
+    Backend, BackendError, BackendInfo, BackendKind, Context, ForwardOutput, PreparedBatch, ShapeCaps,
 };
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::config::{EncoderConfig, LayerKind, OptionLayout};
 use crate::model::loader::load_source;
 use crate::model::synthetic::published_shape;
+use crate::settings::Settings;
 
 /// Epsilon of the decision head's and the scorer's LayerNorms (PyTorch default).
 const HEAD_EPS: f32 = 1e-5;
@@ -312,8 +313,9 @@ pub fn product_check(device: MlxDevice) -> Result<(), String> {
 /// device before any other MLX operation (every arm and `doctor` call this first): where the
 /// default is the GPU (MLX's Metal build) the GPU is checked ([`product_check`]), and a GPU that
 /// errors or disagrees is replaced by MLX's CPU device, or the arm refused under
-/// `LAYA_BENCH_REQUIRE_MLX_GPU=1` ([`choose_device`]). The same answer for every later call.
-pub fn device_choice() -> Result<&'static DeviceChoice, String> {
+/// `LAYA_BENCH_REQUIRE_MLX_GPU=1` ([`choose_device`], as `settings` hold it). The same answer
+/// for every later call (the process has one default device and one [`Settings`]).
+pub fn device_choice(settings: &Settings) -> Result<&'static DeviceChoice, String> {
     static CHOICE: OnceLock<Result<DeviceChoice, String>> = OnceLock::new();
     CHOICE
         .get_or_init(|| {
@@ -325,7 +327,7 @@ pub fn device_choice() -> Result<&'static DeviceChoice, String> {
                 Ok(DeviceType::Cpu) => false,
                 Err(e) => return Err(format!("MLX cannot tell its default device: {e}")),
             };
-            let require = require_gpu(crate::settings::get().require_mlx_gpu.as_deref());
+            let require = require_gpu(settings.require_mlx_gpu.as_deref());
             let choice = choose_device(default_is_gpu, require, || product_check(MlxDevice::Gpu))?;
             if default_is_gpu && choice.device == MlxDevice::Cpu {
                 Device::set_default(&Device::cpu());
@@ -337,8 +339,8 @@ pub fn device_choice() -> Result<&'static DeviceChoice, String> {
 }
 
 /// Where the graph runs, as the raw header and `doctor` record it (after [`device_choice`]).
-pub fn device_name() -> String {
-    match device_choice() {
+pub fn device_name(settings: &Settings) -> String {
+    match device_choice(settings) {
         Ok(choice) => choice.device_text(&mlx_version(), cfg!(target_os = "macos")),
         Err(e) => format!("none (MLX refused: {e})"),
     }
@@ -404,8 +406,8 @@ fn blas_library() -> Option<BlasProvider> {
 
 /// One small product on MLX's default device (after [`device_choice`]), checked: the device,
 /// MLX version and BLAS, or why MLX cannot compute here (`doctor`).
-pub fn probe() -> Result<String, String> {
-    device_choice()?;
+pub fn probe(settings: &Settings) -> Result<String, String> {
+    device_choice(settings)?;
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
     let b = Array::from_slice(&[5.0f32, 6.0, 7.0, 8.0], &[2, 2]);
     let c = matmul(&a, &b).map_err(|e| e.to_string())?;
@@ -419,25 +421,27 @@ pub fn probe() -> Result<String, String> {
         Some(b) => format!("; BLAS {b}"),
         None => String::new(),
     };
-    Ok(format!("{} evaluated a 2×2 product{blas}", device_name()))
+    Ok(format!("{} evaluated a 2×2 product{blas}", device_name(settings)))
 }
 
 /// `doctor`'s Apple MLX line ([`device_choice`], worded by [`doctor_line`]): whether the
 /// `mlx:` arms run on the Metal GPU, else whether they fall back to the CPU or are refused.
-pub fn metal_status() -> (bool, String) {
-    doctor_line(&device_choice().cloned())
+pub fn metal_status(settings: &Settings) -> (bool, String) {
+    doctor_line(&device_choice(settings).cloned())
 }
 
 impl MlxBackend {
     /// Load `spec.source`, cast its weights to the graph dtype and compile the forward. The
-    /// source must have the same configs as the `--model` bundle the host runs.
+    /// source must have the same configs as the `--model` bundle the host runs; a `hub:` source
+    /// resolves through `context`'s hub.
     pub fn build(
         spec: &MlxSpec,
         spec_text: &str,
         bundle: &Bundle,
         shapes: Option<ShapeCaps>,
+        context: &Context,
     ) -> Result<Self, RegistryError> {
-        Self::build_with(spec, spec_text, bundle, shapes, Compile::Yes)
+        Self::build_with(spec, spec_text, bundle, shapes, Compile::Yes, context)
     }
 
     /// [`MlxBackend::build`], with the forward compiled (`mx.compile`, as the baseline ran
@@ -449,11 +453,12 @@ impl MlxBackend {
         bundle: &Bundle,
         shapes: Option<ShapeCaps>,
         compile: Compile,
+        context: &Context,
     ) -> Result<Self, RegistryError> {
-        // a `hub:` source resolves to its snapshot folder ([`crate::hub::resolve_installed`])
+        // a `hub:` source resolves to its snapshot folder ([`crate::hub::Hub::resolve_spec`])
         let model = match spec.source.strip_prefix("hub:") {
             Some(rest) => {
-                ModelSpec::Dir(crate::hub::resolve_installed(rest).map_err(|e| weights_err(spec_text, e))?)
+                ModelSpec::Dir(context.hub.resolve_spec(rest).map_err(|e| weights_err(spec_text, e))?)
             }
             None => ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?,
         };
@@ -487,8 +492,8 @@ impl MlxBackend {
             });
         }
         // Before any other MLX operation: where MLX runs (the GPU checked, or the CPU with why).
-        let choice =
-            device_choice().map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
+        let choice = device_choice(&context.settings)
+            .map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
         let blas =
             blas_provider().map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
         let (weights, source_fp) = load_source(spec_text, &src)?;

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use super::portable::attention::{window_template, Masks};
 use super::{BackendError, ForwardOutput, HostHints, PreparedBatch, ShapeCaps, ShapeMode};
+use crate::error::Error;
 use crate::laya::bundle::sha256_hex;
 use crate::laya::config::{AgentConfig, EncoderConfig, LayerKind};
 use crate::laya::prefix::DEFAULT_CAPACITY;
@@ -92,15 +93,15 @@ pub const USAGE: &str = "mlx:fp16:SRC or mlx:fp32:SRC, SRC being the original ch
 
 impl MlxSpec {
     /// Parse what follows `mlx:` (`fp16:builtin:tiny`).
-    pub fn parse(rest: &str) -> Result<Self, String> {
+    pub fn parse(rest: &str) -> Result<Self, Error> {
         let (dtype, source) = rest.split_once(':').unwrap_or((rest, ""));
         let dtype = match dtype {
             "fp16" => MlxDtype::F16,
             "fp32" => MlxDtype::F32,
-            other => return Err(format!("unknown MLX precision `{other}`: write {USAGE}")),
+            other => return Err(Error::input(format!("unknown MLX precision `{other}`: write {USAGE}"))),
         };
         if source.trim().is_empty() {
-            return Err(format!("the MLX spec names no checkpoint: write {USAGE}"));
+            return Err(Error::input(format!("the MLX spec names no checkpoint: write {USAGE}")));
         }
         Ok(MlxSpec { dtype, source: source.to_string() })
     }
@@ -150,15 +151,15 @@ pub fn mlx_parameter_name(checkpoint_name: &str) -> String {
 /// Map every checkpoint name to its MLX name; two names mapping to one is an error naming both.
 pub fn parameter_names<'a>(
     checkpoint_names: impl IntoIterator<Item = &'a str>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, Error> {
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut out = Vec::new();
     for ckpt in checkpoint_names {
         let mlx = mlx_parameter_name(ckpt);
         if let Some(first) = seen.insert(mlx.clone(), ckpt.to_string()) {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "checkpoint tensors `{first}` and `{ckpt}` both map to MLX parameter `{mlx}`; the checkpoint has a duplicate"
-            ));
+            )));
         }
         out.push((ckpt.to_string(), mlx));
     }

@@ -43,7 +43,7 @@ fn specs_parse_and_bad_ones_say_how_to_write_them() {
         MlxSpec { dtype: MlxDtype::F32, source: "/ckpt/a:b".into() }
     );
     for bad in ["bf16:builtin:tiny", "fp16", "fp16:", "fp16:  ", "", "builtin:tiny"] {
-        let e = MlxSpec::parse(bad).unwrap_err();
+        let e = MlxSpec::parse(bad).unwrap_err().to_string();
         assert!(e.contains("mlx:fp16:SRC"), "{bad}: {e}");
     }
     assert_eq!((MlxDtype::F16.name(), MlxDtype::F16.mlx_name()), ("fp16", "float16"));
@@ -66,7 +66,7 @@ fn checkpoint_names_map_to_the_mlx_module_names() {
     ] {
         assert_eq!(mlx_parameter_name(ckpt), mlx, "{ckpt}");
     }
-    let e = parameter_names(["scorer.0.weight", "scorer.layers.0.weight"]).unwrap_err();
+    let e = parameter_names(["scorer.0.weight", "scorer.layers.0.weight"]).unwrap_err().to_string();
     assert!(e.contains("scorer.0.weight") && e.contains("scorer.layers.0.weight"), "{e}");
 }
 

@@ -19,6 +19,8 @@
 //! ([`crate::model::ops::has_avx2`]), whatever the cap. The attention products follow the cap:
 //! register tiles on [`Isa::Avx512`], the `gemm` crate below it (`attention::AttnKernel`).
 
+use crate::settings::Settings;
+
 /// The matrix-kernel family, from the most to the least capable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Isa {
@@ -79,9 +81,9 @@ impl Isa {
     }
 
     /// The family the engine uses by default: [`Isa::detected`] capped by `LAYA_BENCH_ISA` (as the
-    /// command edge read it, [`crate::settings::Settings::isa`]).
-    pub fn selected() -> Isa {
-        selection(crate::settings::get().isa.as_deref()).0
+    /// command edge read it, [`Settings::isa`]).
+    pub fn selected(settings: &Settings) -> Isa {
+        selection(settings.isa.as_deref()).0
     }
 
     /// Whether the packed-panel kernels (FP32 and decoded weights) run on this family.

@@ -339,19 +339,6 @@ pub(crate) struct Plan {
     pub isa: Isa,
 }
 
-impl From<Split> for Plan {
-    fn from(split: Split) -> Self {
-        let isa = Isa::selected();
-        Plan {
-            split,
-            bf16: Bf16Kernel::selected(isa),
-            palette: PaletteKernel::selected(isa),
-            f32_panel: false,
-            isa,
-        }
-    }
-}
-
 /// `y[m, out] (=|+=) x[m, in] Wᵀ + b` for `m` rows of `x` (row stride `in`) into `y` (row
 /// stride `out`). With `accumulate` the product (and bias) is added to `y` (a residual).
 pub(crate) fn linear(
@@ -395,6 +382,23 @@ pub(crate) fn linear(
             for (o, &bb) in row.iter_mut().zip(b) {
                 *o += bb;
             }
+        }
+    }
+}
+
+/// The tests' products at a split: the engine's own choices under the test process's
+/// environment.
+#[cfg(test)]
+impl From<Split> for Plan {
+    fn from(split: Split) -> Self {
+        let settings = crate::settings::Settings::of_test_process();
+        let isa = Isa::selected(&settings);
+        Plan {
+            split,
+            bf16: Bf16Kernel::selected(isa, &settings),
+            palette: PaletteKernel::selected(isa, &settings),
+            f32_panel: false,
+            isa,
         }
     }
 }
@@ -704,7 +708,7 @@ mod timing {
                                 &mut y,
                                 false,
                                 split,
-                                Isa::selected(),
+                                Isa::selected(&crate::settings::Settings::of_test_process()),
                             )
                         });
                         t.elapsed().as_secs_f64()

@@ -32,6 +32,8 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use std::sync::Arc;
 
+use crate::settings::Settings;
+
 use self::attention::{attention, window_template, AttnKernel, AttnShape, Masks, Rope, RopeAt};
 use self::linalg::{linear, Plan, Split};
 use super::{
@@ -138,8 +140,8 @@ impl Bf16Kernel {
 
     /// The engine's BF16 product on `isa`: the one `LAYA_BENCH_BF16` names, else
     /// [`Bf16Kernel::default_for`].
-    pub fn selected(isa: Isa) -> Self {
-        bf16_selection(crate::settings::get().bf16.as_deref()).0.unwrap_or_else(|| Self::default_for(isa))
+    pub fn selected(isa: Isa, settings: &Settings) -> Self {
+        bf16_selection(settings.bf16.as_deref()).0.unwrap_or_else(|| Self::default_for(isa))
     }
 }
 
@@ -177,8 +179,8 @@ pub fn bf16_selection(env: Option<&str>) -> (Option<Bf16Kernel>, Option<String>)
 /// `LAYA_BENCH_BF16` value that named it (or was ignored), and the load-time probe's rates where
 /// the probe decided it (no value named one, and the pair-dot runs). The engine's notes, `doctor`
 /// and `bounds --measure` all say this.
-pub fn bf16_notes(isa: Isa) -> Vec<String> {
-    let (forced, note) = bf16_selection(crate::settings::get().bf16.as_deref());
+pub fn bf16_notes(isa: Isa, settings: &Settings) -> Vec<String> {
+    let (forced, note) = bf16_selection(settings.bf16.as_deref());
     let probe = if forced.is_none() && isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
     note.into_iter().chain(probe.map(|p| p.describe())).collect()
 }
@@ -217,8 +219,8 @@ impl PaletteKernel {
 
     /// The engine's palette product on `isa`: decoded to FP32 where `LAYA_BENCH_BF16=decode`,
     /// the BF16 product where it names `amx` or `dot`, else [`PaletteKernel::default_for`].
-    pub fn selected(isa: Isa) -> Self {
-        match bf16_selection(crate::settings::get().bf16.as_deref()).0 {
+    pub fn selected(isa: Isa, settings: &Settings) -> Self {
+        match bf16_selection(settings.bf16.as_deref()).0 {
             Some(Bf16Kernel::Decode) => PaletteKernel::Decode,
             Some(_) => PaletteKernel::Bf16,
             None => Self::default_for(isa),
@@ -238,16 +240,17 @@ pub enum GemmThreading {
     Single,
 }
 
-impl Default for Tuning {
-    /// The engine's choices: the instruction set [`Isa::selected`], and the BF16 and palette
-    /// products picked there ([`Bf16Kernel::selected`], [`PaletteKernel::selected`]).
-    fn default() -> Self {
-        let isa = Isa::selected();
+impl Tuning {
+    /// The engine's choices under `settings`: the instruction set [`Isa::selected`], and the
+    /// BF16 and palette products picked there ([`Bf16Kernel::selected`],
+    /// [`PaletteKernel::selected`]).
+    pub fn new(settings: &Settings) -> Self {
+        let isa = Isa::selected(settings);
         Self {
             weight_layout: WEIGHT_LAYOUT,
             gemm: GemmThreading::Rayon,
-            bf16: Bf16Kernel::selected(isa),
-            palette: PaletteKernel::selected(isa),
+            bf16: Bf16Kernel::selected(isa, settings),
+            palette: PaletteKernel::selected(isa, settings),
             f32_panel: false,
             f32_gemm: false,
             isa,
@@ -398,12 +401,15 @@ impl PortableBackend {
         shapes: ShapeCaps,
         fingerprint: String,
         threads: usize,
+        settings: &Settings,
     ) -> Self {
-        Self::new_tuned(weights, enc, agent, shapes, fingerprint, threads, Tuning::default())
+        Self::new_tuned(weights, enc, agent, shapes, fingerprint, threads, Tuning::new(settings), settings)
     }
 
-    /// [`Self::new`] with explicit engine choices (benchmarks only).
+    /// [`Self::new`] with explicit engine choices (benchmarks only); `settings` still say which
+    /// choices were the engine's own, for the notes.
     #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
     pub fn new_tuned(
         weights: DecisionWeights,
         enc: EncoderConfig,
@@ -412,6 +418,7 @@ impl PortableBackend {
         fingerprint: String,
         threads: usize,
         tuning: Tuning,
+        settings: &Settings,
     ) -> Self {
         let tuning = Tuning { isa: tuning.isa.min(Isa::detected()), ..tuning };
         let isa = tuning.isa;
@@ -522,13 +529,13 @@ impl PortableBackend {
             p if isa.has_panels() => format!("{p} weights decoded to f32 panels, {tile}"),
             p => format!("{p} weights decoded to f32 tiles, gemm"),
         };
-        let (_, isa_note) = isa::selection(crate::settings::get().isa.as_deref());
+        let (_, isa_note) = isa::selection(settings.isa.as_deref());
         // how its BF16 or palette product was chosen, for an engine with weights on it that runs
         // the products chosen (not a benchmark's variant)
         let concerned = !bf16_mats.is_empty() || w8_mats.iter().any(|&(amx, dot)| amx || dot);
-        let chosen =
-            tuning.bf16 == Bf16Kernel::selected(isa) && tuning.palette == PaletteKernel::selected(isa);
-        let bf16_notes = if concerned && chosen { bf16_notes(isa) } else { Vec::new() };
+        let chosen = tuning.bf16 == Bf16Kernel::selected(isa, settings)
+            && tuning.palette == PaletteKernel::selected(isa, settings);
+        let bf16_notes = if concerned && chosen { bf16_notes(isa, settings) } else { Vec::new() };
         let weight_bytes = Some(w.weight_bytes().total as u64);
         let info = BackendInfo {
             kind: BackendKind::Portable,
@@ -569,8 +576,9 @@ impl PortableBackend {
         shapes: ShapeCaps,
         fingerprint: String,
         threads: usize,
+        settings: &Settings,
     ) -> Result<Self, BackendError> {
-        let b = Self::new(weights, enc, agent, shapes, fingerprint, threads);
+        let b = Self::new(weights, enc, agent, shapes, fingerprint, threads, settings);
         match &b.broken {
             Some(e) => Err(BackendError::Runtime(e.clone())),
             None => Ok(b),

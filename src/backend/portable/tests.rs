@@ -5,6 +5,12 @@ use super::*;
 use crate::backend::ShapeMode;
 use crate::model::synthetic::{random_weights, tiny_shape};
 use crate::model::weights::Matrix;
+use crate::settings::Settings;
+
+/// The settings of the test process's environment, as the engine's own choices see them.
+fn settings() -> Settings {
+    Settings::of_test_process()
+}
 
 fn caps(batch: usize, len: usize, k: usize) -> ShapeCaps {
     ShapeCaps { batch_size: batch, max_length: len, min_length: 1, max_options: k, mode: ShapeMode::Range }
@@ -33,7 +39,9 @@ fn batch(rows: usize, len: usize, k: usize, valid: &[usize], vocab: i32) -> Prep
 fn engine(threads: usize, len: usize, rows: usize, k: usize) -> (PortableBackend, DecisionWeights) {
     let (enc, agent) = tiny_shape();
     let w = random_weights(&enc, &agent, 11);
-    let b = PortableBackend::try_new(w.clone(), enc, agent, caps(rows, len, k), "x".into(), threads).unwrap();
+    let b =
+        PortableBackend::try_new(w.clone(), enc, agent, caps(rows, len, k), "x".into(), threads, &settings())
+            .unwrap();
     (b, w)
 }
 
@@ -264,7 +272,7 @@ fn every_kernel_family_matches_f64_reference_and_names_itself() {
             continue;
         }
         for threads in [1, 2] {
-            let tuning = Tuning { isa, ..Tuning::default() };
+            let tuning = Tuning { isa, ..Tuning::new(&settings()) };
             let mut e = PortableBackend::new_tuned(
                 w.clone(),
                 enc.clone(),
@@ -273,6 +281,7 @@ fn every_kernel_family_matches_f64_reference_and_names_itself() {
                 "x".into(),
                 threads,
                 tuning,
+                &settings(),
             );
             assert_eq!(e.isa(), isa);
             let device = &e.info().device;
@@ -300,7 +309,8 @@ fn parallel_layout_matches_f64_reference() {
     agent.option_layout = OptionLayout::Parallel;
     let w = random_weights(&enc, &agent, 5);
     let mut e =
-        PortableBackend::try_new(w.clone(), enc.clone(), agent, caps(1, 20, 4), "x".into(), 2).unwrap();
+        PortableBackend::try_new(w.clone(), enc.clone(), agent, caps(1, 20, 4), "x".into(), 2, &settings())
+            .unwrap();
     let mut b = PreparedBatch::default();
     b.reset(1, 20, 4, 0, true);
     // shared prefix of 8 tokens, then 3 options of 4 tokens restarting at position 8
@@ -395,10 +405,11 @@ fn the_default_bf16_product_follows_the_probe_and_the_notes_say_so() {
     }
     let (enc, agent) = tiny_shape();
     let w = random_weights(&enc, &agent, 11);
-    let isa = Isa::selected();
+    let isa = Isa::selected(&settings());
     let probe = if isa.has_bf16_dot() { probe::bf16_dot_probe() } else { None };
     let build = |w: DecisionWeights| {
-        PortableBackend::try_new(w, enc.clone(), agent.clone(), caps(1, 16, 4), "x".into(), 1).unwrap()
+        PortableBackend::try_new(w, enc.clone(), agent.clone(), caps(1, 16, 4), "x".into(), 1, &settings())
+            .unwrap()
     };
     let f32_engine = build(w.clone());
     assert!(
@@ -525,9 +536,17 @@ fn mismatched_weights_are_reported_not_panicked() {
     let (enc, agent) = tiny_shape();
     let mut w = random_weights(&enc, &agent, 1);
     w.layers.pop();
-    assert!(PortableBackend::try_new(w.clone(), enc.clone(), agent.clone(), caps(1, 8, 2), "x".into(), 1)
-        .is_err());
-    let mut e = PortableBackend::new(w, enc, agent, caps(1, 8, 2), "x".into(), 1);
+    assert!(PortableBackend::try_new(
+        w.clone(),
+        enc.clone(),
+        agent.clone(),
+        caps(1, 8, 2),
+        "x".into(),
+        1,
+        &settings()
+    )
+    .is_err());
+    let mut e = PortableBackend::new(w, enc, agent, caps(1, 8, 2), "x".into(), 1, &settings());
     let mut out = ForwardOutput::default();
     assert!(matches!(e.forward(&batch(1, 8, 2, &[8], 512), &mut out), Err(BackendError::Runtime(_))));
 }

@@ -22,13 +22,13 @@ use super::{Backend, BackendInfo, BackendKind, HostHints, RequestAnswerer, Shape
 use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch};
 use crate::laya::decode::MinConfidence;
 use crate::laya::host::{CallOptions, HostError, StateResult};
+use crate::settings::Settings;
 
 /// The interpreter a worker starts with: `LAYA_BENCH_PYTHON`, else the venv under the cache
-/// folder, as the command edge read them ([`crate::settings::Settings`]; nothing below
-/// `commands/` reads the environment).
-pub fn python() -> PathBuf {
-    let s = crate::settings::get();
-    worker::interpreter(s.python.as_deref(), s.cache_home.as_deref())
+/// folder, as the command edge read them into `settings` (nothing below `commands/` reads the
+/// environment).
+pub fn python(settings: &Settings) -> PathBuf {
+    worker::interpreter(settings.python.as_deref(), settings.cache_home.as_deref())
 }
 
 /// Why a `ref:` arm cannot be built.
@@ -60,9 +60,10 @@ fn fingerprint(spec: &RefSpec) -> String {
 
 impl ReferenceBackend {
     /// Start the worker for `spec` and wait for its runtime to load. `shapes` is what the
-    /// arm is asked to run (the runtime picks its own shapes; it is recorded as asked).
-    pub fn start(spec: &RefSpec, shapes: ShapeCaps) -> Result<Self, ReferenceError> {
-        let python = python();
+    /// arm is asked to run (the runtime picks its own shapes; it is recorded as asked). The
+    /// interpreter is [`python`] under `settings`.
+    pub fn start(spec: &RefSpec, shapes: ShapeCaps, settings: &Settings) -> Result<Self, ReferenceError> {
+        let python = python(settings);
         let config = json!({"kind": spec.kind, "args": spec.args});
         let (worker, ready) = Worker::start(&python, &config, spec.load_timeout, spec.call_timeout)?;
         let mut packages: Vec<String> = ready.packages.iter().map(|(k, v)| format!("{k} {v}")).collect();

@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::error::Error;
+
 /// Every runtime kind with its argument pattern (for messages and `doctor`).
 pub const KINDS: &[(&str, &str)] = &[
     ("laya-mlx", "ref:laya-mlx:CKPT[:fp32|fp16]"),
@@ -33,15 +35,16 @@ pub struct RefSpec {
     pub call_timeout: Duration,
 }
 
-fn seconds(key: &str, v: &str) -> Result<Duration, String> {
+fn seconds(key: &str, v: &str) -> Result<Duration, Error> {
     let max = crate::time::MAX_DURATION;
     match v.trim_end_matches('s').parse::<f64>() {
         // at most 7 days, like every duration the tool takes (1e20 s does not fit a Duration)
         Ok(x) if x.is_finite() && x > 0.0 && x <= max.as_secs_f64() => Ok(Duration::from_secs_f64(x)),
-        Ok(x) if x.is_finite() && x > 0.0 => {
-            Err(format!("`{key}={v}`: longer than 7 days ({} s), the longest a timeout takes", max.as_secs()))
-        }
-        _ => Err(format!("`{key}={v}`: give a positive number of seconds, e.g. {key}=30")),
+        Ok(x) if x.is_finite() && x > 0.0 => Err(Error::input(format!(
+            "`{key}={v}`: longer than 7 days ({} s), the longest a timeout takes",
+            max.as_secs()
+        ))),
+        _ => Err(Error::input(format!("`{key}={v}`: give a positive number of seconds, e.g. {key}=30"))),
     }
 }
 
@@ -78,7 +81,7 @@ pub const TORCH_DEVICES: [&str; 20] = [
 /// word is a device when it has no `/` or `.`, so a checkpoint path with `:` stays whole; one
 /// that is no PyTorch device type ([`TORCH_DEVICES`]) is refused here, before a worker starts
 /// (a typo such as `cdua` or `gpu` would otherwise fail only after Python and torch loaded).
-fn laya_args(mut parts: Vec<&str>) -> Result<Vec<String>, String> {
+fn laya_args(mut parts: Vec<&str>) -> Result<Vec<String>, Error> {
     let precision = match parts.last() {
         Some(w) if parts.len() > 1 && LAYA_PRECISIONS.contains(w) => parts.pop(),
         _ => None,
@@ -101,9 +104,9 @@ fn laya_args(mut parts: Vec<&str>) -> Result<Vec<String>, String> {
                     "metal" | "apple" => " (Apple's GPU is `mps`)",
                     _ => "",
                 };
-                return Err(format!(
+                return Err(Error::input(format!(
                     "ref:laya: `{word}` is not a PyTorch device{hint}; DEVICE is one of cpu, cuda, cuda:N, mps, xpu (or another torch device type); a checkpoint path whose last `:` part has no `/` or `.` cannot be told from a device: link the folder under another name"
-                ));
+                )));
             }
             device = parts.pop().map(str::to_string);
         }
@@ -124,11 +127,11 @@ fn usage() -> String {
 
 impl RefSpec {
     /// Parse the text after `ref:`.
-    pub fn parse(rest: &str) -> Result<Self, String> {
+    pub fn parse(rest: &str) -> Result<Self, Error> {
         let mut parts: Vec<&str> = rest.split(':').collect();
         let kind = parts.remove(0);
         if !KINDS.iter().any(|(k, _)| *k == kind) {
-            return Err(format!("unknown reference runtime `{kind}`; one of: {}", usage()));
+            return Err(Error::input(format!("unknown reference runtime `{kind}`; one of: {}", usage())));
         }
         let (mut load_timeout, mut call_timeout) = (DEFAULT_LOAD_TIMEOUT, DEFAULT_CALL_TIMEOUT);
         while let Some(last) = parts.last() {
@@ -157,7 +160,9 @@ impl RefSpec {
                 if known {
                     vec![parts.join(":"), word.to_string()]
                 } else if kind == "laya-mlx" {
-                    return Err(format!("ref:laya-mlx: the precision `{word}` is not fp32 or fp16"));
+                    return Err(Error::input(format!(
+                        "ref:laya-mlx: the precision `{word}` is not fp32 or fp16"
+                    )));
                 } else {
                     parts.push(word);
                     vec![parts.join(":")]
@@ -171,7 +176,7 @@ impl RefSpec {
         };
         if args.len() < needs || args.iter().take(needs).any(String::is_empty) {
             let pattern = KINDS.iter().find(|(k, _)| *k == kind).map(|(_, p)| *p).unwrap_or_default();
-            return Err(format!("write it as {pattern}"));
+            return Err(Error::input(format!("write it as {pattern}")));
         }
         Ok(Self { kind: kind.to_string(), args, load_timeout, call_timeout })
     }
@@ -255,7 +260,7 @@ mod tests {
             ("laya:/c:cuda:x", "`x` is not a PyTorch device"),
             ("laya:ckpt:v2", "link the folder under another name"),
         ] {
-            let e = RefSpec::parse(bad).unwrap_err();
+            let e = RefSpec::parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -25,7 +25,7 @@ use crate::snake::rate::WARMUP_SEED;
 const WARMUP_DECISIONS: u64 = 6;
 
 /// Run `snake compare`.
-pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
+pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outcome {
     let policy = policy(&args.game, true)?;
     let arms = named_arms(&args.arms)?;
     let [(name_a, spec_a), (name_b, spec_b)] = arms.as_slice() else {
@@ -41,11 +41,11 @@ pub(crate) fn run(args: &SnakeCompareArgs) -> Outcome {
     // Ctrl-C, SIGTERM or SIGHUP stops between steps; the report keeps what ran and fails (exit 1)
     let flag = crate::commands::interrupt::install_or_warn();
     let interrupted = || flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
-    let bundle = load_bundle(&args.model.model)?;
+    let bundle = load_bundle(&args.model.model, &cx.hub)?;
     let g = &args.game;
     let length = row_length(&bundle, g, policy)?;
-    let mut a = build_arm(&bundle, name_a, spec_a, length)?;
-    let mut b = build_arm(&bundle, name_b, spec_b, length)?;
+    let mut a = build_arm(&bundle, name_a, spec_a, length, cx)?;
+    let mut b = build_arm(&bundle, name_b, spec_b, length, cx)?;
     for arm in [&mut a, &mut b] {
         let what = format!("warm-up of arm `{}`", arm.identity().name);
         warm_up_arm(arm, g, WARMUP_SEED, policy, WARMUP_DECISIONS, &what)?;

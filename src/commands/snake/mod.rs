@@ -33,12 +33,12 @@ use crate::time::{iso_utc_now, timestamp_stem};
 const POLICY: &str = "Laya probabilities over planner features; optional cycle safety shield";
 
 /// Run `laya-bench snake …`.
-pub(crate) fn run(args: &SnakeArgs) -> Outcome {
+pub(crate) fn run(args: &SnakeArgs, cx: &crate::backend::Context) -> Outcome {
     match &args.command {
-        SnakeCommand::Play(a) => play::run(a),
+        SnakeCommand::Play(a) => play::run(a, cx),
         SnakeCommand::Replay(a) => replay::run(a),
-        SnakeCommand::Compare(a) => compare::run(a),
-        SnakeCommand::Bench(a) => rate::run(a),
+        SnakeCommand::Compare(a) => compare::run(a, cx),
+        SnakeCommand::Bench(a) => rate::run(a, cx),
     }
 }
 
@@ -90,8 +90,9 @@ fn build_arm<'b>(
     name: &str,
     spec: &str,
     length: usize,
+    cx: &crate::backend::Context,
 ) -> Result<HostPredictor<'b>, Failure> {
-    let arm = HostPredictor::build(name, spec, bundle, length)
+    let arm = HostPredictor::build(name, spec, bundle, length, cx)
         .map_err(|e| Failure::input(anyhow!(e).context(format!("arm `{name}`"))))?;
     for w in arm.load_warnings() {
         eprintln!("warning: {w}");
@@ -145,9 +146,9 @@ fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
 }
 
 /// Load the model (exit 2) and build one arm from `--arm SPEC|NAME=SPEC`.
-fn load_single(model: &str, arm: &str) -> Result<(Bundle, String, String), Failure> {
+fn load_single(model: &str, arm: &str, hub: &crate::hub::Hub) -> Result<(Bundle, String, String), Failure> {
     let (name, spec) = single_arm(arm)?;
-    Ok((load_bundle(model)?, name, spec))
+    Ok((load_bundle(model, hub)?, name, spec))
 }
 
 /// The CPU model, or the architecture when it cannot be read.

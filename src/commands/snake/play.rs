@@ -31,7 +31,7 @@ const WARMUP_DECISIONS: u64 = 6;
 type Recorder = RecordingWriter<BufWriter<File>>;
 
 /// Run `snake play`.
-pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
+pub(crate) fn run(args: &SnakePlayArgs, cx: &crate::backend::Context) -> Outcome {
     let policy = policy(&args.game, !args.unassisted)?;
     if crate::time::period_of(args.fps).is_none() {
         return Err(Failure::input(anyhow!(
@@ -51,9 +51,9 @@ pub(crate) fn run(args: &SnakePlayArgs) -> Outcome {
         }
     }
     let headless = args.headless || !std::io::stdout().is_terminal();
-    let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
+    let (bundle, name, spec) = load_single(&args.model.model, &args.arm, &cx.hub)?;
     let length = row_length(&bundle, &args.game, policy)?;
-    let mut arm = build_arm(&bundle, &name, &spec, length)?;
+    let mut arm = build_arm(&bundle, &name, &spec, length, cx)?;
     warm_up_arm(&mut arm, &args.game, args.seed.wrapping_add(10_000), policy, WARMUP_DECISIONS, "warm-up")?;
     let game = new_game(&args.game, args.seed)?;
     let recorder = match &args.record {

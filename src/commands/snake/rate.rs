@@ -29,14 +29,14 @@ use crate::snake::view::{BoardView, OffscreenCanvas, View, PLAY_KEYS};
 use crate::snake::Decision;
 
 /// Run `snake bench`.
-pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
+pub(crate) fn run(args: &SnakeBenchArgs, cx: &crate::backend::Context) -> Outcome {
     let output = output_path(args.output.as_deref(), "snake-bench");
     let resumed = if args.resume { Some(read_report(&output)?) } else { None };
     if resumed.is_none() {
         refuse_existing(&output, args.overwrite)?;
         check_folder("--output", &output)?;
     }
-    let (bundle, name, spec) = load_single(&args.model.model, &args.arm)?;
+    let (bundle, name, spec) = load_single(&args.model.model, &args.arm, &cx.hub)?;
     let settings = match &resumed {
         Some(r) => r.settings.clone(),
         None => {
@@ -53,7 +53,7 @@ pub(crate) fn run(args: &SnakeBenchArgs) -> Outcome {
     };
     let policy = policy(&game_args, true)?;
     let length = usize::try_from(settings.row_length_tokens).unwrap_or(usize::MAX);
-    let mut arm = build_arm(&bundle, &name, &spec, length)?;
+    let mut arm = build_arm(&bundle, &name, &spec, length, cx)?;
     let model = ModelInfo::describe(&bundle);
     let mut report = match resumed {
         Some(mut r) => {

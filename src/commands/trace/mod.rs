@@ -23,11 +23,11 @@ use crate::trace::{summarize_files, SummarizeInputs, TraceSummary};
 pub use record::record_with;
 
 /// Run a `trace` subcommand.
-pub(crate) fn run(args: &TraceArgs) -> Outcome {
+pub(crate) fn run(args: &TraceArgs, cx: &crate::backend::Context) -> Outcome {
     match &args.command {
-        TraceCommand::Run(a) => run::run(a),
+        TraceCommand::Run(a) => run::run(a, cx),
         TraceCommand::Summarize(a) => summarize(a),
-        TraceCommand::Record(a) => record::record(a),
+        TraceCommand::Record(a) => record::record(a, &cx.settings),
     }
 }
 

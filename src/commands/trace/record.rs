@@ -15,6 +15,7 @@ use super::{print_summary, workload_plan, write_json, RecordTools};
 use crate::cli::{TraceRecordArgs, TraceWorkloadArgs};
 use crate::commands::{Failure, Outcome};
 use crate::run::duration_flags::positive;
+use crate::settings::Settings;
 use crate::time::timestamp_stem;
 #[cfg(not(target_os = "macos"))]
 use crate::trace::child::RECORD_NEEDS_MACOS;
@@ -22,14 +23,14 @@ use crate::trace::child::{self, XcrunError};
 use crate::trace::recorder::{record_args, table_export_args, toc_export_args, ArtifactLayout};
 use crate::trace::{plan_evidence, summarize_files, SummarizeInputs, TableKind, TraceToc};
 
-pub(super) fn record(args: &TraceRecordArgs) -> Outcome {
+pub(super) fn record(args: &TraceRecordArgs, settings: &Settings) -> Outcome {
     #[cfg(target_os = "macos")]
     {
-        macos::record(args)
+        macos::record(args, settings)
     }
     #[cfg(not(target_os = "macos"))]
     {
-        let _ = args;
+        let _ = (args, settings);
         Err(Failure::input(anyhow!(RECORD_NEEDS_MACOS)))
     }
 }
@@ -39,11 +40,11 @@ pub(super) fn record(args: &TraceRecordArgs) -> Outcome {
 mod macos {
     use super::*;
 
-    pub(super) fn record(args: &TraceRecordArgs) -> Outcome {
+    pub(super) fn record(args: &TraceRecordArgs, settings: &Settings) -> Outcome {
         let exe = std::env::current_exe()
             .context("cannot find the laya-bench executable to start `trace run`")
             .map_err(Failure::run)?;
-        record_with(args, &RecordTools { exe, xcrun: PathBuf::from("xcrun") })
+        record_with(args, &RecordTools { exe, xcrun: PathBuf::from("xcrun") }, settings)
     }
 }
 
@@ -94,8 +95,9 @@ fn child_run_args(w: &TraceWorkloadArgs, run_for: Duration, ready: &Path, raw: &
 /// `trace record` with explicit programs: start `tools.exe trace run ... --ready F`, wait for
 /// F, attach `tools.xcrun xctrace record`, export the TOC and the tables, and summarize.
 /// On macOS `trace record` calls this with this executable and `xcrun`; tests call it on any
-/// OS with a stand-in for `xcrun`.
-pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
+/// OS with a stand-in for `xcrun`. `settings` are the process's (the Core ML compile cache of
+/// the compute-plan evidence is under their `HOME`).
+pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools, settings: &Settings) -> Outcome {
     let w = &args.workload;
     let choice = &w.arm;
     let seconds = positive("--seconds", args.seconds)?;
@@ -179,7 +181,7 @@ pub fn record_with(args: &TraceRecordArgs, tools: &RecordTools) -> Outcome {
         ));
     }
     write_json(&summary, &layout.summary_json())?;
-    let (plan_line, plan) = plan_evidence::evidence_for(&choice.name, &choice.spec, &choice.parsed);
+    let (plan_line, plan) = plan_evidence::evidence_for(&choice.name, &choice.spec, &choice.parsed, settings);
     if let Some(plan) = &plan {
         write_json(plan, &layout.dir.join("compute-plan.json"))?;
     }

@@ -67,7 +67,7 @@ fn prepare_ready(path: &Path) -> Result<(), Failure> {
     }
 }
 
-pub(super) fn run(args: &TraceRunArgs) -> Outcome {
+pub(super) fn run(args: &TraceRunArgs, cx: &crate::backend::Context) -> Outcome {
     // From the start, so a signal while the model loads is not lost
     let stop = crate::commands::interrupt::install_or_warn();
     let w = &args.workload;
@@ -84,8 +84,8 @@ pub(super) fn run(args: &TraceRunArgs) -> Outcome {
         check_folder("--ready", ready)?;
         prepare_ready(ready)?;
     }
-    let bundle = load_bundle(&w.model.model)?;
-    let mut setup = Setup::build(&bundle, std::slice::from_ref(&arm), &workload)?;
+    let bundle = load_bundle(&w.model.model, &cx.hub)?;
+    let mut setup = Setup::build(&bundle, std::slice::from_ref(&arm), &workload, cx)?;
     let plan = Plan::saturated(1, BlockLimit::Duration(seconds), w.warmup);
     let order = [(0, 0)];
     let input = HeaderInput {
