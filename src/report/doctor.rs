@@ -2,6 +2,8 @@
 //! whether each is usable here, the Apple probes, and whether each `--backend SPEC` loads for
 //! the model. Assembled by [`crate::bench::doctor::survey`]; `commands/doctor.rs` prints it.
 
+use std::fmt::Display;
+
 use serde::Serialize;
 
 use crate::backend::registry::BackendStatus;
@@ -65,13 +67,13 @@ pub struct AppleReport {
 }
 
 impl AppleReport {
-    /// Assemble from the probes' results.
+    /// Assemble from the probes' results (a failed probe's error is kept as its reason).
     pub fn new(
-        chip: Result<String, String>,
-        os_version: Result<String, String>,
+        chip: Result<String, impl Display>,
+        os_version: Result<String, impl Display>,
         core_ml: Probe,
         mlx: Probe,
-        pstr_w: Result<f64, String>,
+        pstr_w: Result<f64, impl Display>,
     ) -> Self {
         let (chip, chip_missing_reason) = split(chip);
         let (os_version, os_version_missing_reason) = split(os_version);
@@ -109,11 +111,11 @@ impl AppleReport {
     }
 }
 
-/// A value, or `None` with the reason.
-pub fn split<T>(r: Result<T, String>) -> (Option<T>, Option<String>) {
+/// A value, or `None` with the reason (the error's text).
+pub fn split<T>(r: Result<T, impl Display>) -> (Option<T>, Option<String>) {
     match r {
         Ok(v) => (Some(v), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     }
 }
 
@@ -180,11 +182,11 @@ mod tests {
     #[test]
     fn apple_report_keeps_values_or_reasons() {
         let r = AppleReport::new(
-            Ok("Apple M3 Max".into()),
-            Err("sw_vers printed nothing".into()),
+            Ok::<_, &str>("Apple M3 Max".into()),
+            Err("sw_vers printed nothing"),
             Probe { available: true, detail: "present".into() },
             Probe { available: false, detail: "not built in".into() },
-            Ok(12.25),
+            Ok::<_, &str>(12.25),
         );
         assert_eq!(r.chip.as_deref(), Some("Apple M3 Max"));
         assert_eq!(
@@ -201,11 +203,11 @@ mod tests {
         assert_eq!(json["pstr_w"], 12.25);
         assert!(json["os_version"].is_null());
         let failed = AppleReport::new(
-            Err("x".into()),
-            Ok("macOS 15.1 (24B83)".into()),
+            Err("x"),
+            Ok::<_, &str>("macOS 15.1 (24B83)".into()),
             Probe { available: false, detail: "missing".into() },
             Probe { available: false, detail: "m".into() },
-            Err("sensor unavailable: pstr: no SMC".into()),
+            Err("sensor unavailable: pstr: no SMC"),
         );
         assert_eq!(failed.lines()[4], "  PSTR:     no   sensor unavailable: pstr: no SMC");
         assert!(serde_json::to_value(&failed).unwrap()["pstr_w"].is_null());
