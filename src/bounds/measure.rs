@@ -136,6 +136,15 @@ pub fn fma_kernel(isa: Isa) -> &'static str {
     }
 }
 
+/// `bounds --measure --json`: the measurement and each portable arm's floors on it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MeasureReport<'a> {
+    /// This machine's peaks and bandwidth.
+    pub measured: &'a Measured,
+    /// Each portable arm's floors on them.
+    pub arm_floors: &'a [ArmFloor],
+}
+
 /// One portable arm's floors on the measured machine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmFloor {

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context};
 
-use super::predict::load_bundle;
+use super::common::load_bundle;
 use super::ticker::Ticker;
 use super::{interrupt, Failure, Outcome};
 use crate::backend::registry;

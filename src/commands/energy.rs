@@ -4,7 +4,7 @@
 
 use anyhow::anyhow;
 
-use super::run_common::{self, Bar};
+use super::common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::bench::energy::{self, EnergyFlags};
 use crate::bench::recorder::RunIo;
@@ -16,7 +16,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
     let common = &args.run;
-    let arms = run_common::arms(common)?;
+    let arms = common::arms(common)?;
     let settings = energy::settings(&EnergyFlags {
         cycles: args.cycles,
         seconds: args.seconds,
@@ -38,8 +38,8 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
         Some(crate::power::SensorSpec::Replay { path }) => vec![path.as_path()],
         _ => Vec::new(),
     };
-    let prepared = run_common::prepare(common, "energy", &replayed)?;
-    let (mut setup, input) = run_common::set_up("energy", &prepared, &arms)?;
+    let prepared = common::prepare(common, "energy", &replayed)?;
+    let (mut setup, input) = common::set_up("energy", &prepared, &arms)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
     let outcome = energy::run(
@@ -63,7 +63,7 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     files.write(&json, &markdown, &report.to_csv())?;
     let printed = outln!("{markdown}")
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
-    run_common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
+    common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
     let reason = report.status_reason.clone().unwrap_or_default();
     let verdict = match report.status {
         RunStatus::Complete if report.stable => Ok(()),

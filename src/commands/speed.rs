@@ -4,7 +4,7 @@
 
 use anyhow::anyhow;
 
-use super::run_common::{self, Bar};
+use super::common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::bench::recorder::RunIo;
 use crate::bench::speed;
@@ -15,11 +15,11 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
     let common = &args.run;
-    let arms = run_common::arms(common)?;
+    let arms = common::arms(common)?;
     let plan =
         speed::batched(speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?, args.batch)?;
-    let prepared = run_common::prepare(common, "speed", &[])?;
-    let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
+    let prepared = common::prepare(common, "speed", &[])?;
+    let (mut setup, input) = common::set_up_batched("speed", &prepared, &arms, plan.batch)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
     let measured = speed::measure(
@@ -48,7 +48,7 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     files.write(&json, &markdown, &report.to_csv())?;
     let printed = outln!("{markdown}")
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
-    run_common::repeat_on_stderr(&report.warnings);
+    common::repeat_on_stderr(&report.warnings);
     let verdict = if let Some(r) = measured.reason {
         Err(Failure::run(anyhow!(
             "the run is INCOMPLETE ({r}); everything measured so far is in {}",

@@ -15,8 +15,8 @@ use crate::bench::outputs::{check_folder, check_new_files};
 use crate::bench::time::unix_now;
 use crate::cli::SummaryArgs;
 use crate::record::{self, RawRun};
-use crate::report::summary::{PlotFile, RunSummary};
 use crate::report::write_atomic;
+use crate::summary::report::{PlotFile, RunSummary};
 use crate::summary::{self, correct::resolve, pictures::pictures, Options};
 
 /// The most bootstrap resamples accepted.

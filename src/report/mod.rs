@@ -13,12 +13,31 @@ pub mod plots;
 pub mod speed;
 
 pub use crate::stats::steal;
-pub mod summary;
 
 pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad};
 
 use std::io::Write;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// A bootstrap percentile interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Lower percentile bound.
+    pub low: f64,
+    /// Upper percentile bound.
+    pub high: f64,
+    /// Resamples in which the quantity could be formed (the others are left out and counted).
+    pub valid_resamples: usize,
+}
+
+impl Interval {
+    /// Whether two intervals share a point.
+    pub fn overlaps(&self, other: &Interval) -> bool {
+        self.low <= other.high && other.low <= self.high
+    }
+}
 
 /// Whether a new file can be written in `folder` now: a probe file is created there
 /// (`create_new`, so nothing is replaced) and removed. Permission bits alone do not answer

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::format::{csv_field, csv_num, ms, num};
-use super::summary::Interval;
+use super::Interval;
 use crate::record::model::ModelInfo;
 use crate::record::provenance::Provenance;
 use crate::record::status::RunStatus;

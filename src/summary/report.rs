@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::energy::RATIO_RULE;
-use super::format::{count, csv_field, csv_num, missing_markdown, num};
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail};
 use crate::energy::BlockEnergy;
@@ -16,6 +14,9 @@ use crate::host::HostInfo;
 use crate::power::PowerBoundary;
 use crate::record::provenance::ToolInfo;
 use crate::record::{PlanInfo, WorkloadInfo};
+use crate::report::energy::RATIO_RULE;
+use crate::report::format::{count, csv_field, csv_num, missing_markdown, num};
+pub use crate::report::Interval;
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -93,24 +94,6 @@ pub struct AuditCheck {
     pub detail: String,
     /// The numbers behind it (counts, largest relative difference, ...).
     pub numbers: BTreeMap<String, f64>,
-}
-
-/// A bootstrap percentile interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    /// Lower percentile bound.
-    pub low: f64,
-    /// Upper percentile bound.
-    pub high: f64,
-    /// Resamples in which the quantity could be formed (the others are left out and counted).
-    pub valid_resamples: usize,
-}
-
-impl Interval {
-    /// Whether two intervals share a point.
-    pub fn overlaps(&self, other: &Interval) -> bool {
-        self.low <= other.high && other.low <= self.high
-    }
 }
 
 /// Bootstrap intervals of one arm (a field is `None` with a reason in `missing`).
@@ -532,7 +515,7 @@ impl RunSummary {
             SummaryStatus::Incomplete => match self.whole_cycles.as_ref().filter(|w| w.usable) {
                 Some(w) => out.push_str(&format!(
                     "**INCOMPLETE**: the record does not hold a finished run; the figures below cover its {} of {} planned (`--whole-cycles`), audited as a run of {}.\n\n",
-                    super::first_cycles(w.cycles_used),
+                    crate::report::first_cycles(w.cycles_used),
                     w.cycles_planned,
                     count(w.cycles_used, "cycle", "cycles")
                 )),
@@ -570,7 +553,7 @@ impl RunSummary {
         if let Some(spec) = &self.sensor_spec {
             let live = if self.sensor_live == Some(true) { "live" } else { "NOT A LIVE MEASUREMENT" };
             out.push_str(&format!(" Sensor `{spec}` ({live})."));
-            out.push_str(&format!(" {}", super::energy::boundary_line(&self.power_boundary)));
+            out.push_str(&format!(" {}", crate::report::energy::boundary_line(&self.power_boundary)));
         }
         if let Some(s) = &self.samples {
             out.push_str(&format!(
@@ -586,7 +569,8 @@ impl RunSummary {
         }
         out.push_str(&audit_table("\n\n### Audit", &self.audit));
         if let Some(w) = &self.whole_cycles {
-            let title = format!("### Audit of the {} (`--whole-cycles`)", super::first_cycles(w.cycles_used));
+            let title =
+                format!("### Audit of the {} (`--whole-cycles`)", crate::report::first_cycles(w.cycles_used));
             out.push_str(&audit_table(&title, &w.audit));
         }
         if self.arms.is_empty() {
@@ -601,7 +585,7 @@ impl RunSummary {
         }
         if let Some(c) = &self.cross_check {
             out.push_str("### Sensor cross-check\n\n");
-            out.push_str(&super::energy::cross_check_markdown(c));
+            out.push_str(&crate::report::energy::cross_check_markdown(c));
             out.push('\n');
         }
         if let Some(c) = &self.claim {

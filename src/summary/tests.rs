@@ -5,7 +5,7 @@ use super::*;
 use crate::record::status::RunStatus;
 use crate::record::synthetic::{records, RunShape};
 use crate::record::{self, RawWriter, Record};
-use crate::report::summary::{SummaryReport, SummarySettings, SCHEMA_VERSION};
+use crate::summary::report::{SummaryReport, SummarySettings, SCHEMA_VERSION};
 
 /// Write the records with the real writer and read them back with the real reader.
 fn round_trip(records: &[Record]) -> RawRun {
@@ -438,7 +438,7 @@ fn several_runs_are_compared_and_disjoint_intervals_flagged() {
 }
 
 /// The first compared time per decision, in seconds.
-fn a_t_s(c: &crate::report::summary::Comparison) -> f64 {
+fn a_t_s(c: &crate::summary::report::Comparison) -> f64 {
     let row = c.rows.iter().find(|r| r.quantity == "time_per_decision_s").unwrap();
     row.runs[0].value.unwrap()
 }
@@ -780,7 +780,7 @@ fn a_block_with_one_sample_inside_is_rejected_by_summary_naming_it() {
 /// arm, and only those; an arm identical in no run is not marked.
 #[test]
 fn the_side_by_side_mark_names_the_runs_where_an_arm_is_identical() {
-    use crate::report::summary::identical_in_runs;
+    use crate::summary::report::identical_in_runs;
     let a = summarize_records(&published(), 50);
     assert!(a.arms.iter().all(|x| x.identical_to.is_none()));
     let mut b = a.clone();

@@ -1,7 +1,7 @@
 //! The human-readable `trace summarize` text: the caveats first, then the recording, each
 //! table by label with its activity totals, the containment count and the notes.
 
-use super::summary::{ActivityTotals, TableSummary};
+use super::intervals::{ActivityTotals, TableSummary};
 use super::TraceSummary;
 
 fn ms(ns: u64) -> String {

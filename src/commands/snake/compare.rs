@@ -9,7 +9,7 @@ use super::{
 use crate::bench::arm::split_all as named_arms;
 use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::SnakeCompareArgs;
-use crate::commands::predict::load_bundle;
+use crate::commands::common::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::ReportHead;
@@ -19,7 +19,7 @@ use crate::snake::paired::{
     failures, run_seed, ArmSeedResult, PairedArm, PairedReport, PairedReportSettings, PairedSettings,
     PairedTotals, SeedRun, ORDER, REPORT_KIND, SCHEMA_VERSION,
 };
-use crate::snake::rate::WARMUP_SEED;
+use crate::snake::rate_search::WARMUP_SEED;
 
 /// Untimed guarded decisions per arm before the first seed.
 const WARMUP_DECISIONS: u64 = 6;

@@ -16,7 +16,7 @@ use anyhow::{anyhow, Context};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::predict::load_bundle;
+use super::common::load_bundle;
 use super::{Failure, Outcome};
 use crate::bench::time::{iso_utc_now, timestamp_stem};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
@@ -26,7 +26,7 @@ use crate::record::model::ModelInfo;
 use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::host_predictor::{self, HostPredictor};
-use crate::snake::rate::warm_up;
+use crate::snake::rate_search::warm_up;
 use crate::snake::{PolicyConfig, PromptStyle};
 
 /// What the policy says it is, in recordings and reports.

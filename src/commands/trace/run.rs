@@ -11,7 +11,7 @@ use crate::bench::setup::Setup;
 use crate::bench::speed;
 use crate::bench::time::{positive, timestamp_stem, unix_now};
 use crate::cli::TraceRunArgs;
-use crate::commands::predict::load_bundle;
+use crate::commands::common::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::protocol::{BlockLimit, Plan};
 use crate::report::write_atomic;
