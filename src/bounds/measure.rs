@@ -19,6 +19,7 @@ use crate::backend::portable::probe;
 use crate::backend::portable::{Bf16Kernel, Isa, PaletteKernel};
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::{ComputeType, Precision};
+use crate::report::Render;
 use crate::stats::steal::{self, StealTicks, StealWatch};
 
 /// f32 elements per triad array (64 MiB each: far beyond any last-level cache here).
@@ -143,6 +144,19 @@ pub struct MeasureReport<'a> {
     pub measured: &'a Measured,
     /// Each portable arm's floors on them.
     pub arm_floors: &'a [ArmFloor],
+    /// The model the floors are for, as given (not in the JSON).
+    #[serde(skip)]
+    pub model: &'a str,
+    /// The row length the floors are for (not in the JSON).
+    #[serde(skip)]
+    pub length: usize,
+}
+
+impl Render for MeasureReport<'_> {
+    /// The measurement as text, with each arm's floors.
+    fn terminal(&self) -> String {
+        render(self.measured, self.model, self.length, self.arm_floors)
+    }
 }
 
 /// One portable arm's floors on the measured machine.

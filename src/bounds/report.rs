@@ -11,6 +11,7 @@ use super::hardware::Hardware;
 use super::{BoundBy, BoundsError};
 use crate::laya::config::{decision_head_heads, AgentConfig, EncoderConfig, LayerKind};
 use crate::model::Precision;
+use crate::report::Render;
 
 /// Version of the `laya-bench bounds --json` document.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -279,9 +280,9 @@ fn yes_no(v: bool) -> &'static str {
     }
 }
 
-impl BoundsReport {
+impl Render for BoundsReport {
     /// The human-readable table `bounds` prints.
-    pub fn table(&self) -> String {
+    fn terminal(&self) -> String {
         let r = self;
         let mut o = String::new();
         let m = &r.model;

@@ -15,6 +15,7 @@ use crate::laya::bundle::Bundle;
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::laya::host::Host;
 use crate::model::synthetic::published_shape;
+use crate::report::Render;
 
 pub(crate) fn run(args: &BoundsArgs) -> Outcome {
     if args.measure {
@@ -22,11 +23,16 @@ pub(crate) fn run(args: &BoundsArgs) -> Outcome {
         let m = bounds::measure::measure(0);
         let floors = bounds::measure::arm_floors(&m, &encoder, &agent, args.length, args.marker_slots)
             .map_err(|e| Failure::input(anyhow!(e).context("cannot compute the floors")))?;
+        let doc = bounds::measure::MeasureReport {
+            measured: &m,
+            arm_floors: &floors,
+            model: &args.model,
+            length: args.length,
+        };
         let text = if args.json {
-            let doc = bounds::measure::MeasureReport { measured: &m, arm_floors: &floors };
             format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| Failure::run(anyhow!(e)))?)
         } else {
-            bounds::measure::render(&m, &args.model, args.length, &floors)
+            doc.terminal()
         };
         return write_out(&text);
     }
@@ -37,7 +43,7 @@ pub(crate) fn run(args: &BoundsArgs) -> Outcome {
         json.push('\n');
         json
     } else {
-        report.table()
+        report.terminal()
     };
     write_out(&text)
 }

@@ -10,6 +10,7 @@ use crate::bench::energy::{self, EnergyFlags};
 use crate::bench::recorder::RunIo;
 use crate::cli::EnergyArgs;
 use crate::record::status::RunStatus;
+use crate::report::Render;
 
 pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
@@ -59,8 +60,8 @@ pub(crate) fn run(args: &EnergyArgs) -> Outcome {
     bar.finish();
     let energy::EnergyOutcome { report, failure_kind } = outcome?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
-    let markdown = report.to_markdown();
-    files.write(&json, &markdown, &report.to_csv())?;
+    let markdown = report.markdown();
+    files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
     let printed = outln!("{markdown}")
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
     common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));

@@ -9,6 +9,7 @@ use super::{interrupt, Failure, Outcome};
 use crate::bench::recorder::RunIo;
 use crate::bench::speed;
 use crate::cli::SpeedArgs;
+use crate::report::Render;
 
 pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
@@ -44,8 +45,8 @@ pub(crate) fn run(args: &SpeedArgs) -> Outcome {
     });
     let report = speed::report_measured(&measured, &files.raw, gflop);
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
-    let markdown = report.to_markdown();
-    files.write(&json, &markdown, &report.to_csv())?;
+    let markdown = report.markdown();
+    files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
     let printed = outln!("{markdown}")
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
     common::repeat_on_stderr(&report.warnings);

@@ -10,7 +10,8 @@ use crate::bench::outputs::{check_folder, refuse_existing};
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
-use crate::verify::report::{BackendReport, GoldensInfo, ModelCheck, VerifyReport};
+use crate::report::Render;
+use crate::verify::report::{BackendReport, BackendTable, GoldensInfo, ModelCheck, VerifyReport};
 use crate::verify::{self, Goldens, ModelFacts, Tolerance};
 
 pub(crate) fn run(args: &VerifyArgs) -> Outcome {
@@ -117,7 +118,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Outcome {
         }
         let cut = incomplete.is_some();
         let backend_report = BackendReport::new(spec, &info, tol, cases, cut);
-        super::write_stdout(&backend_report.table(&prompts))?;
+        super::write_stdout(&BackendTable { backend: &backend_report, prompts: &prompts }.terminal())?;
         backend_reports.push(backend_report);
         checks.get_or_insert((prompts, decodes));
         if cut {

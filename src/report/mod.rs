@@ -1,7 +1,8 @@
-//! Serde types with `schema_version`, atomic final files and exporters
-//! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
-//! every document opens with ([`provenance`], [`crate::host`]), the model ([`model`]), how a run
-//! ended (`status`) and the number and table formatting (`format`).
+//! Serde types with `schema_version`, atomic final files and exporters (the `speed`,
+//! `energy` and `doctor` reports; the summary report is `crate::summary::report`), the one
+//! rendering trait every printed report implements ([`Render`]), and the vocabulary they share:
+//! the bootstrap [`Interval`] and the number and table formatting (`format`); the provenance,
+//! model and status every document carries are [`crate::record`]'s.
 //! Maps data to bytes and back; never measures.
 
 pub mod doctor;
@@ -9,12 +10,13 @@ pub mod energy;
 pub mod format;
 
 pub mod plots;
-
+pub mod render;
 pub mod speed;
 
 pub use crate::stats::steal;
 
 pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad};
+pub use render::Render;
 
 use std::io::Write;
 use std::path::Path;

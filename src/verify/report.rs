@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{BackendCase, DecodeCase, Goldens, PromptCase, Tolerance, SCHEMA_VERSION};
 use crate::backend::BackendInfo;
+use crate::report::Render;
 
 /// What each measured quantity of the report is in.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -141,11 +142,23 @@ impl BackendReport {
             cases,
         }
     }
+}
 
-    /// The per-case table `verify` prints for this backend, against the goldens' `prompts`
-    /// (each line ends in a newline; a blank line closes the table).
-    pub fn table(&self, prompts: &[PromptCase]) -> String {
-        let (spec, precision, tol, cases) = (&self.spec, &self.precision, &self.tolerance, &self.cases);
+/// One backend's cases as `verify` prints them, beside the goldens' prompt checks.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendTable<'a> {
+    /// The backend's cases and verdict.
+    pub backend: &'a BackendReport,
+    /// The prompt checks, case by case (their token differences are listed under a case).
+    pub prompts: &'a [PromptCase],
+}
+
+impl Render for BackendTable<'_> {
+    /// The per-case table (each line ends in a newline; a blank line closes the table).
+    fn terminal(&self) -> String {
+        let b = self.backend;
+        let (spec, precision, tol, cases, prompts) =
+            (&b.spec, &b.precision, &b.tolerance, &b.cases, self.prompts);
         let mut out = format!(
             "backend {spec} ({precision}): logits |Δ| ≤ {:e} + {:e}·|ref|, answers |Δ| ≤ {:e}\n",
             tol.logit_atol, tol.logit_rtol, tol.answer_tol
