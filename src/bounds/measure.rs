@@ -19,6 +19,7 @@ use crate::backend::portable::probe;
 use crate::backend::portable::{Bf16Kernel, Isa, PaletteKernel};
 use crate::laya::config::{AgentConfig, EncoderConfig};
 use crate::model::{ComputeType, Precision};
+use crate::report::Render;
 use crate::settings::Settings;
 use crate::stats::steal::{self, StealTicks, StealWatch};
 
@@ -135,6 +136,28 @@ pub fn fma_kernel(isa: Isa) -> &'static str {
         Isa::Avx512 => "avx512f fma",
         Isa::Avx2 => "avx2 fma",
         Isa::Generic => "scalar fma",
+    }
+}
+
+/// `bounds --measure --json`: the measurement and each portable arm's floors on it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MeasureReport<'a> {
+    /// This machine's peaks and bandwidth.
+    pub measured: &'a Measured,
+    /// Each portable arm's floors on them.
+    pub arm_floors: &'a [ArmFloor],
+    /// The model the floors are for, as given (not in the JSON).
+    #[serde(skip)]
+    pub model: &'a str,
+    /// The row length the floors are for (not in the JSON).
+    #[serde(skip)]
+    pub length: usize,
+}
+
+impl Render for MeasureReport<'_> {
+    /// The measurement as text, with each arm's floors.
+    fn terminal(&self) -> String {
+        render(self.measured, self.model, self.length, self.arm_floors)
     }
 }
 

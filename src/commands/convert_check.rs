@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context};
 
-use super::predict::load_bundle;
+use super::common::load_bundle;
 use super::ticker::Ticker;
 use super::{interrupt, Failure, Outcome};
 use crate::backend::registry;
@@ -18,16 +18,15 @@ use crate::fidelity::bundle_checks::{check_same_model, ModelFiles};
 use crate::fidelity::check::{run_suite, Plan};
 use crate::fidelity::package::PackageAccounting;
 use crate::fidelity::report::{
-    compute_placement, final_verdict, is_pass, worst_questions, ConvertCheckReport, GateInfo, ShapeInfo,
-    SuiteInfo,
+    compute_placement, final_verdict, is_pass, ConvertCheckReport, GateInfo, ShapeInfo, SuiteInfo,
 };
 use crate::fidelity::setup::{self, Candidate};
 use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
 use crate::laya::bundle::{Bundle, Weights};
 use crate::laya::host::CallOptions;
 use crate::record::provenance::ToolInfo;
-use crate::report::format::num;
 use crate::report::write_atomic;
+use crate::report::Render;
 use crate::run::outputs::{check_folder, refuse_existing};
 use crate::time::timestamp_stem;
 
@@ -122,7 +121,8 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     write_atomic(&output, &bytes)
         .with_context(|| format!("cannot write {}", output.display()))
         .map_err(Failure::run)?;
-    print_summary(&report, &output)?;
+    super::write_stdout(&report.terminal())?;
+    outln!("wrote {}", output.display())?;
     if report.passed {
         Ok(())
     } else {
@@ -178,120 +178,4 @@ fn load_candidate_model(
         )
     })?;
     Ok(bundle)
-}
-
-fn print_summary(r: &ConvertCheckReport, output: &Path) -> Result<(), Failure> {
-    let s = &r.summary;
-    outln!(
-        "convert-check: {} — {} ({}, gate {}, {} repeats)",
-        r.verdict.to_uppercase().replace('_', " "),
-        r.verdict_reason,
-        s.fitting,
-        r.gate.max_abs_drift,
-        r.gate.repeats
-    )?;
-    match (&s.max_drift, &s.max_drift_question) {
-        (Some(d), Some(q)) => outln!("max drift {d:.6} on `{q}`")?,
-        _ => outln!("max drift: none ({})", s.max_drift_missing_reason.as_deref().unwrap_or("not computed"))?,
-    }
-    outln!(
-        "source    {} on {} (fingerprint {})",
-        r.source.spec,
-        r.source.backend.as_deref().unwrap_or("-"),
-        r.source.fingerprint.as_deref().unwrap_or("-")
-    )?;
-    outln!(
-        "candidate {} [{}] precision {} (fingerprint {})",
-        r.candidate.spec,
-        r.candidate.kind,
-        r.candidate.precision.as_deref().unwrap_or("-"),
-        r.candidate.fingerprint.as_deref().unwrap_or("-")
-    )?;
-    for n in &r.candidate.notes {
-        outln!("  note: {n}")?;
-    }
-    let judged = worst_questions(&r.questions);
-    if !judged.is_empty() {
-        outln!("worst questions:")?;
-        outln!(
-            "  {:<16} {:<6} {:>10} {:>10}  {:<32} verdict",
-            "id",
-            "type",
-            "drift",
-            "margin",
-            "answer (source -> candidate)"
-        )?;
-        for q in judged.iter().take(10) {
-            let Some(g) = &q.gates else { continue };
-            let answer = format!(
-                "{} -> {}",
-                q.source_answer.as_deref().unwrap_or("?"),
-                q.candidate_answer.as_deref().unwrap_or("?")
-            );
-            let mark = if !g.passed {
-                format!("FAIL: {}", g.failures.join("; "))
-            } else if g.allowed_flip {
-                "pass (flip below margin)".into()
-            } else {
-                "pass".into()
-            };
-            let drift = if g.drift.is_finite() { format!("{:.6}", g.drift) } else { "non-finite".into() };
-            // Ids and answers may hold wide characters (今日): pad by terminal columns.
-            outln!(
-                "  {} {:<6} {:>10} {:>10.6}  {} {mark}",
-                crate::report::pad(&q.id, 16),
-                q.qtype,
-                drift,
-                g.source_margin,
-                crate::report::pad(&answer, 32)
-            )?;
-        }
-    }
-    if !s.not_fitting.is_empty() {
-        outln!("not fitting ({}): {}", s.not_fitting.len(), s.not_fitting.join(", "))?;
-    }
-    if !s.allowed_flips.is_empty() {
-        outln!(
-            "allowed flips (source margin below {}): {}",
-            r.gate.flip_allowed_below_margin,
-            s.allowed_flips.join(", ")
-        )?;
-    }
-    if let Some(b) = &r.bundle_checks {
-        let bad: Vec<&str> = b.host_weights.iter().filter(|t| !t.matches).map(|t| t.name.as_str()).collect();
-        outln!(
-            "bundle: {} {} files verified, shape B{} L{} K{}{}; host weights {}",
-            b.format,
-            b.verified_files.len(),
-            b.batch_size,
-            b.max_length,
-            b.max_options,
-            if b.fixed_b1_k32 { " (fixed)" } else { "" },
-            if b.host_weights.is_empty() {
-                b.host_weights_note.clone().unwrap_or_default()
-            } else if bad.is_empty() {
-                format!("match the source ({})", b.host_weights.first().map_or("", |t| t.comparison.as_str()))
-            } else {
-                format!("DIFFER: {}", bad.join(", "))
-            }
-        )?;
-        let list = |v: &[crate::backend::coreml::description::DeclaredFeature]| {
-            v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ")
-        };
-        outln!("declared_inputs:  {}", list(&b.declared_inputs))?;
-        outln!("declared_outputs: {}", list(&b.declared_outputs))?;
-        outln!("  {}", b.declared_interface_check)?;
-    }
-    let p = &r.package;
-    outln!(
-        "package (weights without host embedding tables, {}): source {} MB payload, {} MB per decision; candidate {} MB payload, {} MB per decision",
-        p.note,
-        num(p.source.weight_payload_mb, 3),
-        num(p.source.streamed_mb_per_decision, 3),
-        num(p.candidate.weight_payload_mb, 3),
-        num(p.candidate.streamed_mb_per_decision, 3)
-    )?;
-    outln!("compute placement: {}", r.compute_placement_note)?;
-    outln!("wrote {}", output.display())?;
-    Ok(())
 }

@@ -9,11 +9,11 @@
 use anyhow::anyhow;
 
 use super::{Failure, Outcome};
-use crate::backend::coreml::description::DeclaredFeature;
 use crate::backend::registry::{BackendSpec, RegistryError};
 use crate::cli::DoctorArgs;
 use crate::laya::bundle::ModelSpec;
-use crate::report::doctor::{mark, AppleReport};
+use crate::report::doctor::{AppleReport, DoctorText};
+use crate::report::Render;
 use crate::run::survey::survey;
 
 pub(crate) fn run(args: &DoctorArgs, cx: &crate::backend::Context) -> Outcome {
@@ -43,48 +43,7 @@ pub(crate) fn run(args: &DoctorArgs, cx: &crate::backend::Context) -> Outcome {
         outln!("{text}")?;
         return Ok(());
     }
-    let (tool, host) = (&doc.provenance.tool, &doc.provenance.host);
-    outln!(
-        "laya-bench {} on {} {} ({} logical CPUs)\n",
-        tool.version,
-        host.os,
-        host.arch,
-        host.logical_cpus
-    )?;
-    outln!("Power sensors (--sensor):")?;
-    let width = doc.sensors.iter().map(|s| s.spec.chars().count()).max().unwrap_or(0);
-    for s in &doc.sensors {
-        outln!("  {:<width$} usable: {:<3}  {}", s.spec, mark(s.usable), s.detail)?;
-    }
-    match (&doc.default_sensor, &doc.default_sensor_missing_reason) {
-        (Some(d), _) => outln!("  default for `energy`: {d}")?,
-        (None, Some(why)) => outln!("  default for `energy`: none ({why})")?,
-        (None, None) => {}
-    }
-    outln!("\nBackends (--arm NAME=SPEC, --backend):")?;
-    let width = doc.backends.iter().map(|b| b.spec.chars().count()).max().unwrap_or(0);
-    for b in &doc.backends {
-        outln!("  {:<width$} usable: {:<3}  {}", b.spec, mark(b.usable), b.detail)?;
-    }
-    if let Some(apple) = &doc.apple {
-        outln!("\nApple hardware:")?;
-        for line in apple.lines() {
-            outln!("{line}")?;
-        }
-    }
-    if !doc.loads.is_empty() {
-        outln!("\nBackend loads (--backend SPEC for --model {}):", args.model)?;
-        for l in &doc.loads {
-            outln!("  {}  loads: {:<3}  {}", l.spec, mark(l.loaded), l.detail)?;
-            let list = |v: &[DeclaredFeature]| v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ");
-            if let (Some(i), Some(o)) = (&l.declared_inputs, &l.declared_outputs) {
-                outln!("    declared_inputs:  {}", list(i))?;
-                outln!("    declared_outputs: {}", list(o))?;
-                outln!("    (read from the package's model specification; they match what the adapter feeds and reads)")?;
-            }
-        }
-    }
-    Ok(())
+    super::write_stdout(&DoctorText { report: &doc, model: &args.model }.terminal())
 }
 
 #[cfg(target_os = "macos")]

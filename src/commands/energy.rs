@@ -4,10 +4,11 @@
 
 use anyhow::anyhow;
 
-use super::run_common::{self, Bar};
+use super::common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::cli::EnergyArgs;
 use crate::record::status::RunStatus;
+use crate::report::Render;
 use crate::run::measure_energy::{self, EnergyFlags};
 use crate::run::recorder::RunIo;
 
@@ -16,7 +17,7 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
     let common = &args.run;
-    let arms = run_common::arms(common)?;
+    let arms = common::arms(common)?;
     let settings = measure_energy::settings(&EnergyFlags {
         cycles: args.cycles,
         seconds: args.seconds,
@@ -38,8 +39,8 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
         Some(crate::power::SensorSpec::Replay { path }) => vec![path.as_path()],
         _ => Vec::new(),
     };
-    let prepared = run_common::prepare(common, "energy", &replayed, &cx.hub)?;
-    let (mut setup, input) = run_common::set_up("energy", &prepared, &arms, cx)?;
+    let prepared = common::prepare(common, "energy", &replayed, &cx.hub)?;
+    let (mut setup, input) = common::set_up("energy", &prepared, &arms, cx)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
     let outcome = measure_energy::run(
@@ -60,11 +61,11 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
     bar.finish();
     let measure_energy::EnergyOutcome { report, failure_kind } = outcome?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
-    let markdown = report.to_markdown();
-    files.write(&json, &markdown, &report.to_csv())?;
+    let markdown = report.markdown();
+    files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
     let printed = outln!("{markdown}")
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
-    run_common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
+    common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
     let reason = report.status_reason.clone().unwrap_or_default();
     let verdict = match report.status {
         RunStatus::Complete if report.stable => Ok(()),

@@ -2,7 +2,7 @@
 
 use anyhow::anyhow;
 
-use super::predict::load_bundle;
+use super::common::load_bundle;
 use super::{Failure, Outcome};
 use crate::cli::ExportArgs;
 use crate::model::export::{export_checkpoint, ExportError, MANIFEST};

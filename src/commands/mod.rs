@@ -14,6 +14,7 @@ macro_rules! outln {
 }
 
 pub mod bounds;
+pub mod common;
 pub mod convert_check;
 pub mod doctor;
 #[cfg(target_os = "macos")]
@@ -24,7 +25,6 @@ mod hub_progress;
 mod interrupt;
 pub mod palettize;
 pub mod predict;
-mod run_common;
 pub mod settings;
 pub mod snake;
 pub mod speed;

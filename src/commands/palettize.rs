@@ -2,7 +2,7 @@
 
 use anyhow::{anyhow, Context};
 
-use super::predict::load_bundle;
+use super::common::load_bundle;
 use super::{Failure, Outcome};
 use crate::cli::PalettizeArgs;
 use crate::model::loader::load_source;

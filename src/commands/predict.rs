@@ -5,39 +5,21 @@ use std::path::Path;
 use anyhow::{anyhow, Context};
 use serde_json::{json, Value};
 
+use super::common::{build_backend, load_bundle};
 use super::{Failure, Outcome};
-use crate::backend::registry::{self, BackendSpec};
-use crate::backend::{Backend, PreparedBatch};
+use crate::backend::registry;
+use crate::backend::PreparedBatch;
 use crate::cli::PredictArgs;
-use crate::laya::bundle::Bundle;
 use crate::laya::decode::MinConfidence;
 use crate::laya::host::{CallOptions, Trace};
 use crate::laya::pyjson::dumps_indent;
 use crate::laya::tokenizer::Tokenizer;
-use crate::model::synthetic::published_shape;
 
 /// One request: a state, questions and per-call options.
 struct Request {
     state: Value,
     questions: Value,
     opts: CallOptions,
-}
-
-/// Load a model spec into a bundle (exit 2 on any problem); a `hub:` spec resolves through `hub`.
-pub fn load_bundle(spec: &str, hub: &crate::hub::Hub) -> Result<Bundle, Failure> {
-    let spec = super::hub_progress::model_spec(spec, hub).map_err(Failure::input)?;
-    Bundle::load(&spec, published_shape)
-        .map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
-}
-
-/// Build a backend for a bundle (exit 2 on an unknown or unavailable spec or bad weights).
-pub fn build_backend(
-    spec: &str,
-    bundle: &Bundle,
-    cx: &crate::backend::Context,
-) -> Result<Box<dyn Backend>, Failure> {
-    let parsed = BackendSpec::parse(spec).map_err(Failure::input)?;
-    registry::build(&parsed, spec, bundle, None, cx).map_err(Failure::input)
 }
 
 pub(crate) fn run(args: &PredictArgs, cx: &crate::backend::Context) -> Outcome {

@@ -4,9 +4,10 @@
 
 use anyhow::anyhow;
 
-use super::run_common::{self, Bar};
+use super::common::{self, Bar};
 use super::{interrupt, Failure, Outcome};
 use crate::cli::SpeedArgs;
+use crate::report::Render;
 use crate::run::measure_speed;
 use crate::run::recorder::RunIo;
 
@@ -15,13 +16,13 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
     let common = &args.run;
-    let arms = run_common::arms(common)?;
+    let arms = common::arms(common)?;
     let plan = measure_speed::batched(
         measure_speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?,
         args.batch,
     )?;
-    let prepared = run_common::prepare(common, "speed", &[], &cx.hub)?;
-    let (mut setup, input) = run_common::set_up_batched("speed", &prepared, &arms, plan.batch, cx)?;
+    let prepared = common::prepare(common, "speed", &[], &cx.hub)?;
+    let (mut setup, input) = common::set_up_batched("speed", &prepared, &arms, plan.batch, cx)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
     let measured = measure_speed::measure(
@@ -46,11 +47,11 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
     });
     let report = measure_speed::report_measured(&measured, &files.raw, gflop);
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
-    let markdown = report.to_markdown();
-    files.write(&json, &markdown, &report.to_csv())?;
+    let markdown = report.markdown();
+    files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
     let printed = outln!("{markdown}")
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
-    run_common::repeat_on_stderr(&report.warnings);
+    common::repeat_on_stderr(&report.warnings);
     let verdict = if let Some(r) = measured.reason {
         Err(Failure::run(anyhow!(
             "the run is INCOMPLETE ({r}); everything measured so far is in {}",

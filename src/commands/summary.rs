@@ -13,9 +13,10 @@ use anyhow::{anyhow, Context};
 use super::{Failure, Outcome};
 use crate::cli::SummaryArgs;
 use crate::record::{self, RawRun};
-use crate::report::summary::{PlotFile, RunSummary};
 use crate::report::write_atomic;
+use crate::report::Render;
 use crate::run::outputs::{check_folder, check_new_files};
+use crate::summary::report::{PlotFile, RunSummary};
 use crate::summary::{self, correct::resolve, pictures::pictures, Options};
 use crate::time::unix_now;
 
@@ -118,7 +119,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         report.plots = write_plots(dir, args.markdown.as_deref(), &report.runs, &raws)?;
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
-    let markdown = report.to_markdown();
+    let markdown = report.markdown();
     if let Some(output) = output {
         write(output, &json)?;
     }
@@ -126,7 +127,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         write(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.csv {
-        write(p, report.to_csv().as_bytes())?;
+        write(p, report.csv().unwrap_or_default().as_bytes())?;
     }
     let printed = outln!("{markdown}").and_then(|()| match output {
         Some(o) => outln!("summary: {}", o.display()),

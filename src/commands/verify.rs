@@ -2,16 +2,17 @@
 //! report, exit 0 (every case passed), 1 (a case or backend failed) or 2 (bad input).
 
 use anyhow::{anyhow, Context};
-use serde_json::{json, Value};
 
-use super::predict::{build_backend, load_bundle};
+use super::common::{build_backend, load_bundle};
 use super::{Failure, Outcome};
 use crate::backend::registry;
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
 use crate::laya::config::OptionLayout;
+use crate::report::Render;
 use crate::run::outputs::{check_folder, refuse_existing};
-use crate::verify::{self, BackendCase, Goldens, ModelFacts, PromptCase, Tolerance};
+use crate::verify::report::{BackendReport, BackendTable, GoldensInfo, ModelCheck, VerifyReport};
+use crate::verify::{self, Goldens, ModelFacts, Tolerance};
 
 pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
     // Ctrl-C, SIGTERM or SIGHUP stops between cases; the report then says what ran
@@ -79,9 +80,7 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
     let backends =
         specs.iter().map(|spec| build_backend(spec, &bundle, cx)).collect::<Result<Vec<_>, _>>()?;
     let mut backend_reports = Vec::new();
-    let mut prompt_report = None;
-    let mut decode_report = None;
-    let mut all_passed = true;
+    let mut checks = None;
     let mut incomplete = None;
     for (spec, mut backend) in specs.iter().zip(backends) {
         if stopped() {
@@ -118,66 +117,22 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
                 goldens.cases.len()
             ));
         }
-        print_table(spec, &info.precision, &tol, &cases, &prompts)?;
         let cut = incomplete.is_some();
-        let checked = cases.iter().filter(|c| c.skipped.is_none()).count();
-        // a backend stopped part-way has no verdict, whatever its first cases gave
-        let passed = !cut && checked > 0 && cases.iter().all(|c| c.passed || c.skipped.is_some());
-        all_passed &= passed;
-        backend_reports.push(json!({
-            "spec": spec,
-            "name": info.name,
-            "precision": info.precision,
-            "device": info.device,
-            "fingerprint": info.fingerprint,
-            "notes": info.notes,
-            "tolerance": tol,
-            "cases_passed": cases.iter().filter(|c| c.passed).count(),
-            "cases_failed": cases.iter().filter(|c| !c.passed && c.skipped.is_none()).count(),
-            "cases_skipped": cases.len() - checked,
-            "passed": passed,
-            "cases": cases,
-        }));
-        prompt_report.get_or_insert_with(|| serde_json::to_value(&prompts).unwrap_or(Value::Null));
-        decode_report.get_or_insert_with(|| serde_json::to_value(&decodes).unwrap_or(Value::Null));
+        let backend_report = BackendReport::new(spec, &info, tol, cases, cut);
+        super::write_stdout(&BackendTable { backend: &backend_report, prompts: &prompts }.terminal())?;
+        backend_reports.push(backend_report);
+        checks.get_or_insert((prompts, decodes));
         if cut {
             break;
         }
     }
-    all_passed &= incomplete.is_none();
-    let report = json!({
-        "schema_version": verify::SCHEMA_VERSION,
-        "kind": "laya-bench-verify",
-        "units": {
-            "logit_max_abs": "raw logit units (dimensionless)",
-            "action_logit_max_abs": "raw action-logit units (dimensionless)",
-            "action_logit_max_rel": "fraction of |reference|, over references that are not zero (null where every one is)",
-            "answers.max_abs_difference": "probability (0..1), or score levels for a score",
-            "tolerance": "logits: |got - ref| <= logit_atol + logit_rtol * |ref|; answers: |Δ| <= answer_tol (score: answer_tol * (levels - 1))"
-        },
-        "goldens": {
-            "file": goldens.file,
-            "sha256": goldens.sha256,
-            "model": goldens.model,
-            "reference": goldens.reference,
-            "source_weights_sha256": goldens.source_weights_sha256,
-            "reference_packages": goldens.reference_packages,
-            "cases": goldens.cases.len(),
-            "rows": goldens.cases.iter().map(|c| c.items.len()).sum::<usize>(),
-        },
-        "model": {
-            "spec": args.model.model,
-            "source": bundle.source,
-            "weights_sha256": weights_sha256,
-            "weights_match_goldens": weights_match,
-        },
-        "prompt": prompt_report,
-        "decode": decode_report,
-        "backends": backend_reports,
-        "complete": incomplete.is_none(),
-        "incomplete_reason": incomplete,
-        "passed": all_passed,
-    });
+    let model = ModelCheck {
+        spec: args.model.model.clone(),
+        source: bundle.source.clone(),
+        weights_sha256,
+        weights_match_goldens: weights_match,
+    };
+    let report = VerifyReport::new(GoldensInfo::of(&goldens), model, checks, backend_reports, incomplete);
     if weights_match.is_none() {
         eprintln!(
             "note: the weights of {} could not be compared with the goldens' source_weights_sha256",
@@ -192,17 +147,16 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
             .map_err(Failure::run)?;
         outln!("report: {}", out.display())?;
     }
-    if let Some(reason) = &incomplete {
+    if let Some(reason) = &report.incomplete_reason {
         return Err(Failure::run(anyhow!(
             "verify INCOMPLETE: {reason}; no verdict is given{}",
             if args.output.is_some() { " (the report holds the cases that ran)" } else { "" }
         )));
     }
-    if all_passed {
+    if report.passed {
         Ok(())
     } else {
-        let failed: usize =
-            backend_reports.iter().map(|b| b["cases_failed"].as_u64().unwrap_or(0) as usize).sum();
+        let failed = report.cases_failed();
         if failed == 0 {
             return Err(Failure::run(anyhow!(
                 "no case of {file} could run on a backend asked (every case was skipped; see the table)"
@@ -213,67 +167,4 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
             if args.output.is_some() { " and the report" } else { "" }
         )))
     }
-}
-
-fn print_table(
-    spec: &str,
-    precision: &str,
-    tol: &Tolerance,
-    cases: &[BackendCase],
-    prompts: &[PromptCase],
-) -> Result<(), Failure> {
-    outln!(
-        "backend {spec} ({precision}): logits |Δ| ≤ {:e} + {:e}·|ref|, answers |Δ| ≤ {:e}",
-        tol.logit_atol,
-        tol.logit_rtol,
-        tol.answer_tol
-    )?;
-    let width = cases.iter().map(|c| c.case.len()).max().unwrap_or(4).max(4);
-    outln!(
-        "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  verdict",
-        "case",
-        "rows",
-        "tokens",
-        "logit max|Δ|",
-        "action max|Δ|",
-        "outside",
-        "answers",
-        "decode"
-    )?;
-    let num = |v: Option<f64>| v.map(|x| format!("{x:.3e}")).unwrap_or_else(|| "-".into());
-    for (c, p) in cases.iter().zip(prompts) {
-        if let Some(why) = &c.skipped {
-            outln!("{:<width$}  {:>4}  skipped: {why}", c.case, c.rows)?;
-            continue;
-        }
-        outln!(
-            "{:<width$}  {:>4}  {:<6}  {:>12}  {:>13}  {:>8}  {:<7}  {:<7}  {}",
-            c.case,
-            c.rows,
-            if c.tokens_equal { "exact" } else { "DIFFER" },
-            num(c.logit_max_abs),
-            num(c.action_logit_max_abs),
-            c.values_outside_tolerance,
-            if c.answers.equal() { "equal" } else { "DIFFER" },
-            if c.decode_equal { "equal" } else { "DIFFER" },
-            if c.passed { "pass" } else { "FAIL" }
-        )?;
-        for d in p.differences.iter().take(3) {
-            outln!("{:<width$}    tokens: {d}", "")?;
-        }
-        for d in c.answers.differences.iter().take(3) {
-            outln!("{:<width$}    answers: {d}", "")?;
-        }
-        for d in &c.answers.near_tie_flips {
-            outln!("{:<width$}    near tie (not failed): {d}", "")?;
-        }
-    }
-    let passed = cases.iter().filter(|c| c.passed).count();
-    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
-    let skipped = if skipped > 0 { format!(" ({skipped} skipped)") } else { String::new() };
-    outln!(
-        "{passed}/{} cases passed{skipped}\n",
-        cases.len() - cases.iter().filter(|c| c.skipped.is_some()).count()
-    )?;
-    Ok(())
 }

@@ -8,9 +8,13 @@ use super::check::{QuestionResult, SuiteSummary};
 use super::gates::Judgement;
 use super::package::PackageAccounting;
 use super::suite::Suite;
+use crate::backend::coreml::description::DeclaredFeature;
 use crate::backend::{ShapeCaps, ShapeMode};
 use crate::laya::coreml_format::compute_plan::ComputePlanReport;
 use crate::record::provenance::ToolInfo;
+use crate::report::format::num;
+use crate::report::{pad, Render};
+use std::fmt::Write as _;
 
 /// Version of the [`ConvertCheckReport`] layout.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -274,6 +278,140 @@ pub fn worst_questions(questions: &[QuestionResult]) -> Vec<&QuestionResult> {
         key(ga).partial_cmp(&key(gb)).unwrap_or(std::cmp::Ordering::Equal)
     });
     judged
+}
+
+impl Render for ConvertCheckReport {
+    /// What `convert-check` prints: the verdict first, then the worst questions, the bundle,
+    /// the package and the expected compute placement.
+    fn terminal(&self) -> String {
+        let r = self;
+        let mut o = String::new();
+        let s = &r.summary;
+        let _ = writeln!(
+            o,
+            "convert-check: {} — {} ({}, gate {}, {} repeats)",
+            r.verdict.to_uppercase().replace('_', " "),
+            r.verdict_reason,
+            s.fitting,
+            r.gate.max_abs_drift,
+            r.gate.repeats
+        );
+        match (&s.max_drift, &s.max_drift_question) {
+            (Some(d), Some(q)) => {
+                let _ = writeln!(o, "max drift {d:.6} on `{q}`");
+            }
+            _ => {
+                let _ = writeln!(
+                    o,
+                    "max drift: none ({})",
+                    s.max_drift_missing_reason.as_deref().unwrap_or("not computed")
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "source    {} on {} (fingerprint {})",
+            r.source.spec,
+            r.source.backend.as_deref().unwrap_or("-"),
+            r.source.fingerprint.as_deref().unwrap_or("-")
+        );
+        let _ = writeln!(
+            o,
+            "candidate {} [{}] precision {} (fingerprint {})",
+            r.candidate.spec,
+            r.candidate.kind,
+            r.candidate.precision.as_deref().unwrap_or("-"),
+            r.candidate.fingerprint.as_deref().unwrap_or("-")
+        );
+        for n in &r.candidate.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+        let judged = worst_questions(&r.questions);
+        if !judged.is_empty() {
+            let _ = writeln!(o, "worst questions:");
+            let _ = writeln!(
+                o,
+                "  {:<16} {:<6} {:>10} {:>10}  {:<32} verdict",
+                "id", "type", "drift", "margin", "answer (source -> candidate)"
+            );
+            for q in judged.iter().take(10) {
+                let Some(g) = &q.gates else { continue };
+                let answer = format!(
+                    "{} -> {}",
+                    q.source_answer.as_deref().unwrap_or("?"),
+                    q.candidate_answer.as_deref().unwrap_or("?")
+                );
+                let mark = if !g.passed {
+                    format!("FAIL: {}", g.failures.join("; "))
+                } else if g.allowed_flip {
+                    "pass (flip below margin)".into()
+                } else {
+                    "pass".into()
+                };
+                let drift = if g.drift.is_finite() { format!("{:.6}", g.drift) } else { "non-finite".into() };
+                // Ids and answers may hold wide characters (今日): pad by terminal columns.
+                let _ = writeln!(
+                    o,
+                    "  {} {:<6} {:>10} {:>10.6}  {} {mark}",
+                    pad(&q.id, 16),
+                    q.qtype,
+                    drift,
+                    g.source_margin,
+                    pad(&answer, 32)
+                );
+            }
+        }
+        if !s.not_fitting.is_empty() {
+            let _ = writeln!(o, "not fitting ({}): {}", s.not_fitting.len(), s.not_fitting.join(", "));
+        }
+        if !s.allowed_flips.is_empty() {
+            let _ = writeln!(
+                o,
+                "allowed flips (source margin below {}): {}",
+                r.gate.flip_allowed_below_margin,
+                s.allowed_flips.join(", ")
+            );
+        }
+        if let Some(b) = &r.bundle_checks {
+            let bad: Vec<&str> =
+                b.host_weights.iter().filter(|t| !t.matches).map(|t| t.name.as_str()).collect();
+            let _ = writeln!(
+                o,
+                "bundle: {} {} files verified, shape B{} L{} K{}{}; host weights {}",
+                b.format,
+                b.verified_files.len(),
+                b.batch_size,
+                b.max_length,
+                b.max_options,
+                if b.fixed_b1_k32 { " (fixed)" } else { "" },
+                if b.host_weights.is_empty() {
+                    b.host_weights_note.clone().unwrap_or_default()
+                } else if bad.is_empty() {
+                    format!(
+                        "match the source ({})",
+                        b.host_weights.first().map_or("", |t| t.comparison.as_str())
+                    )
+                } else {
+                    format!("DIFFER: {}", bad.join(", "))
+                }
+            );
+            let list = |v: &[DeclaredFeature]| v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ");
+            let _ = writeln!(o, "declared_inputs:  {}", list(&b.declared_inputs));
+            let _ = writeln!(o, "declared_outputs: {}", list(&b.declared_outputs));
+            let _ = writeln!(o, "  {}", b.declared_interface_check);
+        }
+        let p = &r.package;
+        let _ = writeln!(o,
+            "package (weights without host embedding tables, {}): source {} MB payload, {} MB per decision; candidate {} MB payload, {} MB per decision",
+            p.note,
+            num(p.source.weight_payload_mb, 3),
+            num(p.source.streamed_mb_per_decision, 3),
+            num(p.candidate.weight_payload_mb, 3),
+            num(p.candidate.streamed_mb_per_decision, 3)
+        );
+        let _ = writeln!(o, "compute placement: {}", r.compute_placement_note);
+        o
+    }
 }
 
 #[cfg(test)]

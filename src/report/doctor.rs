@@ -2,8 +2,11 @@
 //! whether each is usable here, the Apple probes, and whether each `--backend SPEC` loads for
 //! the model. Assembled by [`crate::run::survey::survey`]; `commands/doctor.rs` prints it.
 
+use std::fmt::{Display, Write as _};
+
 use serde::Serialize;
 
+use super::Render;
 use crate::backend::registry::BackendStatus;
 use crate::laya::coreml_format::description::DeclaredFeature;
 use crate::power::SensorStatus;
@@ -32,6 +35,69 @@ pub struct DoctorReport {
     pub apple_missing_reason: Option<String>,
     /// One entry per `--backend SPEC`: whether it loads for `--model`.
     pub loads: Vec<LoadCheck>,
+}
+
+/// The survey as `doctor` prints it, for the `--model` its loads were asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct DoctorText<'a> {
+    /// The survey.
+    pub report: &'a DoctorReport,
+    /// `--model` as given.
+    pub model: &'a str,
+}
+
+impl Render for DoctorText<'_> {
+    /// The machine, every sensor and backend kind with why each is usable or not, the Apple
+    /// probes and each `--backend` load.
+    fn terminal(&self) -> String {
+        let doc = self.report;
+        let mut out = String::new();
+        let (tool, host) = (&doc.provenance.tool, &doc.provenance.host);
+        let _ = writeln!(
+            out,
+            "laya-bench {} on {} {} ({} logical CPUs)\n",
+            tool.version, host.os, host.arch, host.logical_cpus
+        );
+        let _ = writeln!(out, "Power sensors (--sensor):");
+        let width = doc.sensors.iter().map(|s| s.spec.chars().count()).max().unwrap_or(0);
+        for s in &doc.sensors {
+            let _ = writeln!(out, "  {:<width$} usable: {:<3}  {}", s.spec, mark(s.usable), s.detail);
+        }
+        match (&doc.default_sensor, &doc.default_sensor_missing_reason) {
+            (Some(d), _) => {
+                let _ = writeln!(out, "  default for `energy`: {d}");
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(out, "  default for `energy`: none ({why})");
+            }
+            (None, None) => {}
+        }
+        let _ = writeln!(out, "\nBackends (--arm NAME=SPEC, --backend):");
+        let width = doc.backends.iter().map(|b| b.spec.chars().count()).max().unwrap_or(0);
+        for b in &doc.backends {
+            let _ = writeln!(out, "  {:<width$} usable: {:<3}  {}", b.spec, mark(b.usable), b.detail);
+        }
+        if let Some(apple) = &doc.apple {
+            let _ = writeln!(out, "\nApple hardware:");
+            for line in apple.lines() {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        if !doc.loads.is_empty() {
+            let _ = writeln!(out, "\nBackend loads (--backend SPEC for --model {}):", self.model);
+            for l in &doc.loads {
+                let _ = writeln!(out, "  {}  loads: {:<3}  {}", l.spec, mark(l.loaded), l.detail);
+                let list =
+                    |v: &[DeclaredFeature]| v.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ");
+                if let (Some(i), Some(o)) = (&l.declared_inputs, &l.declared_outputs) {
+                    let _ = writeln!(out, "    declared_inputs:  {}", list(i));
+                    let _ = writeln!(out, "    declared_outputs: {}", list(o));
+                    let _ = writeln!(out, "    (read from the package's model specification; they match what the adapter feeds and reads)");
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One availability question and its answer.
@@ -65,13 +131,13 @@ pub struct AppleReport {
 }
 
 impl AppleReport {
-    /// Assemble from the probes' results.
+    /// Assemble from the probes' results (a failed probe's error is kept as its reason).
     pub fn new(
-        chip: Result<String, String>,
-        os_version: Result<String, String>,
+        chip: Result<String, impl Display>,
+        os_version: Result<String, impl Display>,
         core_ml: Probe,
         mlx: Probe,
-        pstr_w: Result<f64, String>,
+        pstr_w: Result<f64, impl Display>,
     ) -> Self {
         let (chip, chip_missing_reason) = split(chip);
         let (os_version, os_version_missing_reason) = split(os_version);
@@ -109,11 +175,11 @@ impl AppleReport {
     }
 }
 
-/// A value, or `None` with the reason.
-pub fn split<T>(r: Result<T, String>) -> (Option<T>, Option<String>) {
+/// A value, or `None` with the reason (the error's text).
+pub fn split<T>(r: Result<T, impl Display>) -> (Option<T>, Option<String>) {
     match r {
         Ok(v) => (Some(v), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     }
 }
 
@@ -180,11 +246,11 @@ mod tests {
     #[test]
     fn apple_report_keeps_values_or_reasons() {
         let r = AppleReport::new(
-            Ok("Apple M3 Max".into()),
-            Err("sw_vers printed nothing".into()),
+            Ok::<_, &str>("Apple M3 Max".into()),
+            Err("sw_vers printed nothing"),
             Probe { available: true, detail: "present".into() },
             Probe { available: false, detail: "not built in".into() },
-            Ok(12.25),
+            Ok::<_, &str>(12.25),
         );
         assert_eq!(r.chip.as_deref(), Some("Apple M3 Max"));
         assert_eq!(
@@ -201,11 +267,11 @@ mod tests {
         assert_eq!(json["pstr_w"], 12.25);
         assert!(json["os_version"].is_null());
         let failed = AppleReport::new(
-            Err("x".into()),
-            Ok("macOS 15.1 (24B83)".into()),
+            Err("x"),
+            Ok::<_, &str>("macOS 15.1 (24B83)".into()),
             Probe { available: false, detail: "missing".into() },
             Probe { available: false, detail: "m".into() },
-            Err("sensor unavailable: pstr: no SMC".into()),
+            Err("sensor unavailable: pstr: no SMC"),
         );
         assert_eq!(failed.lines()[4], "  PSTR:     no   sensor unavailable: pstr: no SMC");
         assert!(serde_json::to_value(&failed).unwrap()["pstr_w"].is_null());

@@ -6,6 +6,7 @@
 //! is `null` with a reason in `missing`, never 0. A rejected run carries every reason and no
 //! energy figure at all.
 
+use super::render::Render;
 use serde::{Deserialize, Serialize};
 
 use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
@@ -148,9 +149,64 @@ pub struct EnergyReport {
     pub notes: Vec<String>,
 }
 
-impl EnergyReport {
+/// The sentence that says what P and E measure: `Power boundary `gpu-board`: P is GPU board
+/// power [W], E GPU board energy [J] (...)`.
+pub fn boundary_line(b: &PowerBoundary) -> String {
+    let what = match b {
+        PowerBoundary::WholeSystem => "the whole machine, as its own estimate sees it",
+        PowerBoundary::GpuBoard => "one GPU board only, not the host CPU, memory or the rest of the machine",
+        PowerBoundary::CpuPackage => "the CPU package(s) only, not DRAM, GPUs or the rest of the machine",
+        PowerBoundary::CpuPackageDram => {
+            "the CPU package(s) and DRAM only, not GPUs or the rest of the machine"
+        }
+        PowerBoundary::Wall => "the machine at its wall socket, power-supply losses included",
+        PowerBoundary::Other(_) => "as declared with --boundary",
+        PowerBoundary::Unknown => "not known: no boundary was declared for this meter (`energy --boundary`)",
+    };
+    format!(
+        "Power boundary `{}`: P is {}, E {} ({what}).",
+        b.name(),
+        b.label("power", "W"),
+        b.label("energy", "J")
+    )
+}
+
+/// The cross-check table: per block the total's energy, the other channel's, and their
+/// difference.
+pub fn cross_check_markdown(c: &crate::energy::cross::CrossCheck) -> String {
+    let mut out = format!(
+        "Cross-check: `{}` (the total) against `{}` ({}), per block; {} sample(s) without a value on `{}`; largest |difference| {} %.\n\n",
+        c.total_channel,
+        c.channel,
+        c.quantity.replace('_', " "),
+        c.samples_without_value,
+        c.channel,
+        num(c.max_abs_difference_pct, 2)
+    );
+    out.push_str("| Block | Total E [J] | Other E [J] | Difference [J] | Difference [%] | Missing |\n");
+    out.push_str("|---:|---:|---:|---:|---:|:---|\n");
+    for b in &c.blocks {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            b.index,
+            num(b.total_j, 3),
+            num(b.other_j, 3),
+            num(b.difference_j, 3),
+            num(b.difference_pct, 2),
+            b.missing_reason.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+impl Render for EnergyReport {
+    /// The Markdown table, printed as it is.
+    fn terminal(&self) -> String {
+        self.markdown()
+    }
+
     /// Markdown: status, sensor, arms with ratios, blocks, the wording rule and missing values.
-    pub fn to_markdown(&self) -> String {
+    fn markdown(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!("## Energy run: {}\n\n", self.status.as_str().to_uppercase()));
         match self.status {
@@ -335,7 +391,7 @@ impl EnergyReport {
     }
 
     /// CSV: one row per arm, then one per block (`level` says which); empty cells are missing.
-    pub fn to_csv(&self) -> String {
+    fn csv(&self) -> Option<String> {
         let mut out = String::from(
             "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes,power_boundary,identical_to\n",
         );
@@ -394,56 +450,6 @@ impl EnergyReport {
                 csv_field(identical_of(&b.arm)),
             ));
         }
-        out
+        Some(out)
     }
-}
-
-/// The sentence that says what P and E measure: `Power boundary `gpu-board`: P is GPU board
-/// power [W], E GPU board energy [J] (...)`.
-pub fn boundary_line(b: &PowerBoundary) -> String {
-    let what = match b {
-        PowerBoundary::WholeSystem => "the whole machine, as its own estimate sees it",
-        PowerBoundary::GpuBoard => "one GPU board only, not the host CPU, memory or the rest of the machine",
-        PowerBoundary::CpuPackage => "the CPU package(s) only, not DRAM, GPUs or the rest of the machine",
-        PowerBoundary::CpuPackageDram => {
-            "the CPU package(s) and DRAM only, not GPUs or the rest of the machine"
-        }
-        PowerBoundary::Wall => "the machine at its wall socket, power-supply losses included",
-        PowerBoundary::Other(_) => "as declared with --boundary",
-        PowerBoundary::Unknown => "not known: no boundary was declared for this meter (`energy --boundary`)",
-    };
-    format!(
-        "Power boundary `{}`: P is {}, E {} ({what}).",
-        b.name(),
-        b.label("power", "W"),
-        b.label("energy", "J")
-    )
-}
-
-/// The cross-check table: per block the total's energy, the other channel's, and their
-/// difference.
-pub fn cross_check_markdown(c: &crate::energy::cross::CrossCheck) -> String {
-    let mut out = format!(
-        "Cross-check: `{}` (the total) against `{}` ({}), per block; {} sample(s) without a value on `{}`; largest |difference| {} %.\n\n",
-        c.total_channel,
-        c.channel,
-        c.quantity.replace('_', " "),
-        c.samples_without_value,
-        c.channel,
-        num(c.max_abs_difference_pct, 2)
-    );
-    out.push_str("| Block | Total E [J] | Other E [J] | Difference [J] | Difference [%] | Missing |\n");
-    out.push_str("|---:|---:|---:|---:|---:|:---|\n");
-    for b in &c.blocks {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            b.index,
-            num(b.total_j, 3),
-            num(b.other_j, 3),
-            num(b.difference_j, 3),
-            num(b.difference_pct, 2),
-            b.missing_reason.as_deref().unwrap_or("")
-        ));
-    }
-    out
 }

@@ -1,8 +1,9 @@
-//! Serde types with `schema_version`, atomic final files and exporters
-//! (`speed`, `energy`, `summary`, `doctor`), and the vocabulary they share: the provenance
-//! every document opens with ([`crate::record::provenance`], [`crate::host`]), the model
-//! ([`crate::record::model`]), how a run ended (`status`) and the number and table formatting
-//! (`format`).
+//! Serde types with `schema_version`, atomic final files and exporters (the `speed`,
+//! `energy` and `doctor` reports; the summary report is `crate::summary::report`), the one
+//! rendering trait every printed report implements ([`Render`]), and the vocabulary they share:
+//! the bootstrap [`Interval`] and the number and table formatting (`format`); the provenance
+//! ([`crate::record::provenance`], [`crate::host`]), model and status every document carries
+//! are [`crate::record`]'s.
 //! Maps data to bytes and back; never measures.
 
 pub mod doctor;
@@ -10,16 +11,36 @@ pub mod energy;
 pub mod format;
 
 pub mod plots;
-
+pub mod render;
 pub mod speed;
 
 pub use crate::stats::steal;
-pub mod summary;
 
 pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad};
+pub use render::Render;
 
 use std::io::Write;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// A bootstrap percentile interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Lower percentile bound.
+    pub low: f64,
+    /// Upper percentile bound.
+    pub high: f64,
+    /// Resamples in which the quantity could be formed (the others are left out and counted).
+    pub valid_resamples: usize,
+}
+
+impl Interval {
+    /// Whether two intervals share a point.
+    pub fn overlaps(&self, other: &Interval) -> bool {
+        self.low <= other.high && other.low <= self.high
+    }
+}
 
 /// Whether a new file can be written in `folder` now: a probe file is created there
 /// (`create_new`, so nothing is replaced) and removed. Permission bits alone do not answer

@@ -152,8 +152,9 @@ pub struct ArmBand {
     pub interval: Option<(f64, f64)>,
 }
 
-fn err(what: &str) -> impl Fn(String) -> PlotError + '_ {
-    move |detail| PlotError { what: what.into(), detail }
+/// The error of drawing `what`, from what the backend said.
+fn fail(what: &str) -> impl Fn(&dyn std::fmt::Display) -> PlotError + '_ {
+    move |detail| PlotError { what: what.into(), detail: detail.to_string() }
 }
 
 fn finish(what: &str, svg: String) -> Result<String, PlotError> {
@@ -175,27 +176,29 @@ fn legend_and_present<'a, 'b: 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
     root: &Area<'b>,
     position: SeriesLabelPosition,
-) -> Result<(), String> {
+    what: &str,
+) -> Result<(), PlotError> {
+    let e = fail(what);
     chart
         .configure_series_labels()
         .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(|x| x.to_string())?;
-    root.present().map_err(|x| x.to_string())
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))
 }
 
 /// Watts over time with blocks, idle windows, discarded seconds and rejected samples.
 pub fn power_timeline(p: &PowerTimeline) -> Result<String, PlotError> {
     let what = "the power timeline";
     let mut svg = String::new();
-    draw_power(&SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), p).map_err(err(what))?;
+    draw_power(&SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), p, what)?;
     finish(what, svg)
 }
 
-fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
+fn draw_power(root: &Area<'_>, p: &PowerTimeline, what: &str) -> Result<(), PlotError> {
+    let e = fail(what);
     root.fill(&WHITE).map_err(|x| e(&x))?;
     // The run's own clock, as the raw record and every rejection message give sample times.
     let first = p.idles.first().map(|i| i.start_s).into_iter().chain(p.samples.first().map(|s| s.0));
@@ -283,15 +286,14 @@ fn draw_power(root: &Area<'_>, p: &PowerTimeline) -> Result<(), String> {
             .label("rejected sample")
             .legend(|(x, y)| Circle::new((x + 6, y), 5, REJECTED.filled()));
     }
-    legend_and_present(&mut chart, root, SeriesLabelPosition::UpperRight)
+    legend_and_present(&mut chart, root, SeriesLabelPosition::UpperRight, what)
 }
 
 /// Cumulative distribution of call latency per arm (x up to the largest 99.9th percentile).
 pub fn latency_cdf(title: &str, series: &[LatencySeries]) -> Result<String, PlotError> {
     let what = "the latency CDF";
     let mut svg = String::new();
-    draw_cdf(&SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), title, series)
-        .map_err(err(what))?;
+    draw_cdf(&SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), title, series, what)?;
     finish(what, svg)
 }
 
@@ -299,13 +301,13 @@ fn quantile_at(sorted: &[f64], q: f64) -> Option<f64> {
     crate::stats::percentile_sorted(sorted, q)
 }
 
-fn draw_cdf(root: &Area<'_>, title: &str, series: &[LatencySeries]) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
+fn draw_cdf(root: &Area<'_>, title: &str, series: &[LatencySeries], what: &str) -> Result<(), PlotError> {
+    let e = fail(what);
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let lo = series.iter().filter_map(|s| s.sorted_ms.first().copied()).fold(f64::INFINITY, f64::min);
     let hi = series.iter().filter_map(|s| quantile_at(&s.sorted_ms, 99.9)).fold(f64::NEG_INFINITY, f64::max);
     if !lo.is_finite() || !hi.is_finite() {
-        return Err("no call latencies to draw".into());
+        return Err(e(&"no call latencies to draw"));
     }
     let (x0, x1) = pad(lo, hi, 0.03);
     let mut chart = ChartBuilder::on(root)
@@ -343,7 +345,7 @@ fn draw_cdf(root: &Area<'_>, title: &str, series: &[LatencySeries]) -> Result<()
             ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
     }
-    legend_and_present(&mut chart, root, SeriesLabelPosition::LowerRight)
+    legend_and_present(&mut chart, root, SeriesLabelPosition::LowerRight, what)
 }
 
 /// Energy per decision of every block, with each arm's estimate and bootstrap interval; the y
@@ -357,7 +359,7 @@ pub fn energy_per_block(
     let what = "the energy-per-block picture";
     let mut svg = String::new();
     let area = |svg| SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    draw_energy(&area(&mut svg), (title, y_label), arms, blocks, bands).map_err(err(what))?;
+    draw_energy(&area(&mut svg), (title, y_label), arms, blocks, bands, what)?;
     finish(what, svg)
 }
 
@@ -367,8 +369,9 @@ fn draw_energy(
     arms: &[String],
     blocks: &[BlockPoint],
     bands: &[ArmBand],
-) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
+    what: &str,
+) -> Result<(), PlotError> {
+    let e = fail(what);
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let values = blocks.iter().map(|b| b.j_per_decision).chain(
         bands
@@ -378,7 +381,7 @@ fn draw_energy(
     );
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
     if !lo.is_finite() || !hi.is_finite() {
-        return Err("no block energy to draw".into());
+        return Err(e(&"no block energy to draw"));
     }
     // Headroom above the data for the legend (one row per arm), so it hides no point.
     let legend_room = (hi - lo.min(0.0)) * 0.07 * arms.len() as f64;
@@ -436,7 +439,7 @@ fn draw_energy(
             .label(label)
             .legend(move |(x, y)| Circle::new((x + 6, y), 5, color.filled()));
     }
-    legend_and_present(&mut chart, root, SeriesLabelPosition::UpperRight)
+    legend_and_present(&mut chart, root, SeriesLabelPosition::UpperRight, what)
 }
 
 #[cfg(test)]

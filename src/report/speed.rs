@@ -1,9 +1,10 @@
 //! The `speed` report (schema_version 1) and its Markdown and CSV exports.
 
+use super::render::Render;
 use serde::{Deserialize, Serialize};
 
 use super::format::{csv_field, csv_num, ms, num};
-use super::summary::Interval;
+use super::Interval;
 use crate::record::model::ModelInfo;
 use crate::record::provenance::Provenance;
 use crate::record::status::RunStatus;
@@ -269,8 +270,21 @@ fn complete() -> RunStatus {
 }
 
 impl SpeedReport {
+    /// The whole balanced cycles the ratio's interval resamples: an interrupted run's whole
+    /// cycles, else the plan's.
+    pub fn resampled_cycles(&self) -> usize {
+        self.whole_cycles.unwrap_or(self.plan.cycles)
+    }
+}
+
+impl Render for SpeedReport {
+    /// The Markdown table, printed as it is.
+    fn terminal(&self) -> String {
+        self.markdown()
+    }
+
     /// hyperfine-style Markdown table.
-    pub fn to_markdown(&self) -> String {
+    fn markdown(&self) -> String {
         let mut out = String::new();
         if self.status != RunStatus::Complete {
             let cover = match self.whole_cycles {
@@ -359,14 +373,8 @@ impl SpeedReport {
         out
     }
 
-    /// The whole balanced cycles the ratio's interval resamples: an interrupted run's whole
-    /// cycles, else the plan's.
-    pub fn resampled_cycles(&self) -> usize {
-        self.whole_cycles.unwrap_or(self.plan.cycles)
-    }
-
     /// One CSV row per arm.
-    pub fn to_csv(&self) -> String {
+    fn csv(&self) -> Option<String> {
         let mut out = String::from(
             "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to,decisions,round_trip_mean_s,speed_ratio_direction\n",
         );
@@ -401,7 +409,7 @@ impl SpeedReport {
                 direction(a.speed_ratio_vs_baseline, a.speed_ratio_interval.as_ref()).as_str()
             ));
         }
-        out
+        Some(out)
     }
 }
 

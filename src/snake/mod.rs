@@ -5,7 +5,7 @@
 //! model is reached only through [`policy::Predictor`]: the planner hands it the state and
 //! questions as JSON values exactly as the reference builds them, and the policy reads the
 //! host's result JSON back; [`host_predictor::HostPredictor`] is that predictor over the shared
-//! host path and a backend. [`paired`] and [`rate`] run games with predictors and time whole
+//! host path and a backend. [`paired`] and [`rate_search`] run games with predictors and time whole
 //! decisions; [`session`] is `snake play`'s loop and [`playback`] `snake replay`'s, both on a
 //! [`view::Screen`] whose frames [`view`] lays out; nothing here prints. Food placement
 //! reproduces CPython's `random.Random` ([`pyrandom`]) so seeds give the reference's boards.
@@ -18,7 +18,7 @@ pub mod playback;
 pub mod policy;
 pub mod prompt;
 pub mod pyrandom;
-pub mod rate;
+pub mod rate_search;
 pub mod recording;
 pub mod session;
 pub mod view;

@@ -11,7 +11,7 @@ use crate::error::{Classify, Kind};
 use crate::power::sampler::Sample;
 use crate::record::status::RunStatus;
 use crate::record::{balanced_order, FooterRec, Header, RawRun, Record, RecordedEnergy};
-use crate::report::summary::{AuditCheck, CheckOutcome, Correction};
+use crate::summary::report::{AuditCheck, CheckOutcome, Correction};
 
 /// Relative tolerance between a recomputed and a recorded energy figure.
 pub const RELATIVE_TOLERANCE: f64 = 1e-9;

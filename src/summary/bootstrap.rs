@@ -7,11 +7,11 @@
 //! idle-subtracted energies are positive). Per-cycle sums are computed once, so a resample costs
 //! O(cycles × arms), not O(calls). Intervals are percentiles of the resampled figures.
 
-use crate::report::summary::{ArmIntervals, Interval};
 use crate::stats::percentile_sorted;
 pub use crate::stats::resamples::{
     distinct_resamples, interval_name, names_a_level_interval, MIN_DISTINCT_RESAMPLES,
 };
+use crate::summary::report::{ArmIntervals, Interval};
 
 use super::rng::Rng;
 

@@ -4,7 +4,7 @@
 //! to it, labelled as a different boundary, and never decide the claim.
 
 use crate::power::PowerBoundary;
-use crate::report::summary::{ArmClaim, ArmSummary, Claim, Gate, Interval};
+use crate::summary::report::{ArmClaim, ArmSummary, Claim, Gate, Interval};
 
 use super::bootstrap;
 
@@ -164,8 +164,8 @@ pub fn claim(
 mod tests {
     use super::*;
     use crate::energy::run::{aggregate, Ratios};
-    use crate::report::summary::ArmIntervals;
     use crate::stats::LatencySummary;
+    use crate::summary::report::ArmIntervals;
     use std::collections::BTreeMap;
 
     const GPU: PowerBoundary = PowerBoundary::GpuBoard;

@@ -1,6 +1,6 @@
 //! Several runs of the same arms side by side, flagging intervals that do not overlap.
 
-use crate::report::summary::{ArmSummary, ComparedValue, Comparison, ComparisonRow, Interval, RunSummary};
+use crate::summary::report::{ArmSummary, ComparedValue, Comparison, ComparisonRow, Interval, RunSummary};
 
 use super::SummaryError;
 

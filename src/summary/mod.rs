@@ -5,8 +5,10 @@
 //!   recomputing energies from the raw samples with the `energy` module's own functions.
 //! - [`bootstrap`]: a seeded bootstrap over whole balanced cycles ([`rng`] is the generator).
 //! - [`claim`]: the claim rule (the LOWER bound decides; latency and stability gates).
-//! - [`compare`]: several runs of the same arms side by side; [`report`] assembles the
+//! - [`compare`]: several runs of the same arms side by side; [`report()`] assembles the
 //!   summary report of one or more runs.
+//! - [`mod@report`]: the `summary --json` report types (schema_version 1) and their Markdown
+//!   and CSV.
 //! - [`pictures`]: the power timeline (with counter sensors' implied power), latency CDF and
 //!   energy per block of a run, as SVG text.
 //! - [`correct`]: the header field a metadata correction names (`--correct --field`).
@@ -25,6 +27,7 @@ pub mod claim;
 pub mod compare;
 pub mod correct;
 pub mod pictures;
+pub mod report;
 pub mod rng;
 pub mod whole;
 
@@ -33,11 +36,11 @@ use crate::record::provenance::ToolInfo;
 use crate::record::status::RunStatus;
 use crate::record::RawRun;
 use crate::report::steal::{self, StealTicks};
-use crate::report::summary::{
+use crate::stats::LatencySummary;
+use crate::summary::report::{
     ArmIntervals, ArmSummary, BlockSummary, BootstrapInfo, CheckOutcome, RunSummary, SummaryReport,
     SummarySettings, SummaryStatus, WholeCycles, SCHEMA_VERSION,
 };
-use crate::stats::LatencySummary;
 
 use audit::{Audit, RunData};
 use bootstrap::{CycleSums, CycleTable};

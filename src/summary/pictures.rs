@@ -10,7 +10,7 @@ use crate::record::{RawRun, Record};
 use crate::report::plots::{
     self, ArmBand, BlockBand, BlockPoint, IdleBand, LatencySeries, PowerTimeline, RejectedPoint,
 };
-use crate::report::summary::RunSummary;
+use crate::summary::report::RunSummary;
 
 /// One picture: its kind (the file's stem: `power_timeline`, `latency_cdf`,
 /// `energy_per_block`) and its SVG, or why it could not be drawn.
@@ -267,7 +267,7 @@ mod tests {
         let run = crate::record::read(&path).unwrap();
         let opts = crate::summary::Options { bootstrap: 0, ..crate::summary::Options::default() };
         let s = crate::summary::summarize(&run, "run.raw.jsonl", &opts).unwrap();
-        assert_eq!(s.status, crate::report::summary::SummaryStatus::Complete);
+        assert_eq!(s.status, crate::summary::report::SummaryStatus::Complete);
         let kinds: Vec<&str> = pictures(&s, &run).iter().map(|p| p.0).collect();
         assert_eq!(kinds, ["power_timeline", "latency_cdf", "energy_per_block"]);
         assert!(pictures(&s, &run).iter().all(|p| p.1.as_ref().is_ok_and(|svg| svg.contains("<svg"))));

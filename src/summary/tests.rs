@@ -5,7 +5,8 @@ use super::*;
 use crate::record::status::RunStatus;
 use crate::record::synthetic::{records, RunShape};
 use crate::record::{self, RawWriter, Record};
-use crate::report::summary::{SummaryReport, SummarySettings, SCHEMA_VERSION};
+use crate::report::Render;
+use crate::summary::report::{SummaryReport, SummarySettings, SCHEMA_VERSION};
 
 /// Write the records with the real writer and read them back with the real reader.
 fn round_trip(records: &[Record]) -> RawRun {
@@ -332,7 +333,7 @@ fn corrections_are_appended_and_shown_and_the_original_bytes_kept() {
     assert_eq!(s.metadata_corrections.len(), 1);
     assert_eq!(s.metadata_corrections[0].field, "host.cpu_model");
     assert_eq!(s.status, SummaryStatus::Complete);
-    let md = report(vec![s]).to_markdown();
+    let md = report(vec![s]).markdown();
     assert!(md.contains("### Metadata corrections"), "{md}");
     assert!(
         md.contains("- `host.cpu_model` (at Unix 1900000000 s): the machine was an M3 Max with 40 GPU cores")
@@ -364,7 +365,7 @@ fn markdown_and_csv_carry_the_published_style_table() {
     let s =
         summarize(&round_trip(&published()), "run.raw.jsonl", &Options { target: Some(10.0), ..opts(200) })
             .unwrap();
-    let md = report(vec![s.clone()]).to_markdown();
+    let md = report(vec![s.clone()]).markdown();
     for want in [
         "## Summary of `run.raw.jsonl`: COMPLETE",
         "| metric | `mlx-fp16` | `ane-fp16` | `ane-w8` |",
@@ -383,7 +384,7 @@ fn markdown_and_csv_carry_the_published_style_table() {
     ] {
         assert!(md.contains(want), "missing {want:?} in\n{md}");
     }
-    let csv = report(vec![s]).to_csv();
+    let csv = report(vec![s]).csv().unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 18);
     assert!(lines[0].starts_with("run,source,status,block,cycle,arm,decisions,"));
@@ -438,7 +439,7 @@ fn several_runs_are_compared_and_disjoint_intervals_flagged() {
 }
 
 /// The first compared time per decision, in seconds.
-fn a_t_s(c: &crate::report::summary::Comparison) -> f64 {
+fn a_t_s(c: &crate::summary::report::Comparison) -> f64 {
     let row = c.rows.iter().find(|r| r.quantity == "time_per_decision_s").unwrap();
     row.runs[0].value.unwrap()
 }
@@ -780,7 +781,7 @@ fn a_block_with_one_sample_inside_is_rejected_by_summary_naming_it() {
 /// arm, and only those; an arm identical in no run is not marked.
 #[test]
 fn the_side_by_side_mark_names_the_runs_where_an_arm_is_identical() {
-    use crate::report::summary::identical_in_runs;
+    use crate::summary::report::identical_in_runs;
     let a = summarize_records(&published(), 50);
     assert!(a.arms.iter().all(|x| x.identical_to.is_none()));
     let mut b = a.clone();
@@ -798,7 +799,7 @@ fn the_side_by_side_mark_names_the_runs_where_an_arm_is_identical() {
     );
     assert!(md.contains("| `ane-fp16` | t per decision [ms] |"), "{md}");
     // The CSV names it on each of its blocks in the run where it is, and nowhere else.
-    let csv = report(runs[..2].to_vec()).to_csv();
+    let csv = report(runs[..2].to_vec()).csv().unwrap();
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     for r in &rows {
         let cells: Vec<&str> = r.split(',').collect();

@@ -11,7 +11,7 @@
 
 use crate::error::{Classify, Kind};
 use crate::record::whole::whole_cycles;
-use crate::report::summary::CheckOutcome;
+use crate::summary::report::CheckOutcome;
 
 use super::audit::{Audit, RunData};
 

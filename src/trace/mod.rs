@@ -3,7 +3,7 @@
 //! `trace summarize` reads three XML exports of one recording: the table of contents
 //! ([`toc`]), the Neural Engine hardware-intervals table and optionally the Core ML signpost
 //! table ([`xml`]). Rows are reduced to the allow-listed fields (timestamp, duration,
-//! device, label, state) and summarized ([`summary`]): interval counts by label, active
+//! device, label, state) and summarized ([`intervals`]): interval counts by label, active
 //! time, the union of busy time and the duty cycle over the recording. The summary always
 //! states that the hardware table is global (no PID or model identity per interval) and
 //! that instrumented intervals are never latency results.
@@ -23,11 +23,11 @@
 pub mod child;
 pub use crate::laya::coreml_format::compute_plan;
 mod error;
+pub mod intervals;
 pub mod plan_evidence;
 mod reader;
 pub mod recorder;
 pub mod render;
-pub mod summary;
 pub mod toc;
 pub mod xml;
 
@@ -42,7 +42,7 @@ pub use compute_plan::{
     build_compute_plan_report, ComputePlanError, ComputePlanReport, PlannedOp, PreferredDevice,
 };
 pub use error::TraceError;
-pub use summary::{summarize, TraceSummary};
+pub use intervals::{summarize, TraceSummary};
 pub use toc::{TocRun, TraceToc};
 pub use xml::{
     parse_interval_table, parse_interval_table_str, read_interval_table, IntervalTable, TableKind,

@@ -1,8 +1,9 @@
 //! The human-readable `trace summarize` text: the caveats first, then the recording, each
 //! table by label with its activity totals, the containment count and the notes.
 
-use super::summary::{ActivityTotals, TableSummary};
+use super::intervals::{ActivityTotals, TableSummary};
 use super::TraceSummary;
+use crate::report::Render;
 
 fn ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
@@ -55,63 +56,66 @@ fn render_table(title: &str, t: &TableSummary, recording_s: Option<f64>) -> Stri
     out
 }
 
-/// The human-readable summary: the caveats first, then the recording, the tables, the
-/// containment count and the notes.
-pub fn render_summary(s: &TraceSummary) -> String {
-    let mut out = String::from("Caveats:\n");
-    for statement in &s.caveats.statements {
-        out.push_str(&format!("  - {statement}\n"));
-    }
-    let r = &s.recording;
-    let unknown = || "unknown".to_owned();
-    out.push_str(&format!(
-        "\nRecording: run {} · template {} · duration {}\n",
-        r.run_number.map(|n| n.to_string()).unwrap_or_else(unknown),
-        r.template_name.as_deref().map(|t| format!("\"{t}\"")).unwrap_or_else(unknown),
-        r.duration_s.map(|d| format!("{d:.3} s")).unwrap_or_else(unknown),
-    ));
-    let target = match &r.target_process {
-        Some(p) => format!(
-            "{} (pid {}, {})",
-            p.name.as_deref().unwrap_or("unnamed"),
-            p.pid.map(|p| p.to_string()).unwrap_or_else(unknown),
-            p.attach_type.as_deref().unwrap_or("how targeted unknown")
-        ),
-        None => unknown(),
-    };
-    out.push_str(&format!("  target process: {target}\n"));
-    if let Some(start) = &r.start_date {
-        out.push_str(&format!("  started: {start}"));
-        if let Some(reason) = &r.end_reason {
-            out.push_str(&format!(" · ended: {reason}"));
+impl Render for TraceSummary {
+    /// The human-readable summary: the caveats first, then the recording, the tables, the
+    /// containment count and the notes.
+    fn terminal(&self) -> String {
+        let s = self;
+        let mut out = String::from("Caveats:\n");
+        for statement in &s.caveats.statements {
+            out.push_str(&format!("  - {statement}\n"));
         }
-        out.push('\n');
-    }
-    out.push_str(&format!("  tables: {}\n\n", r.tables.join(", ")));
-    out.push_str(&render_table("Neural Engine hardware intervals", &s.hardware, r.duration_s));
-    if let Some(signposts) = &s.signposts {
-        out.push('\n');
-        out.push_str(&render_table("Core ML signposts", signposts, r.duration_s));
-    }
-    if let Some(c) = &s.containment {
+        let r = &s.recording;
+        let unknown = || "unknown".to_owned();
         out.push_str(&format!(
-            "\nContainment: {} of {} timed hardware intervals (without load/compile) lie inside this \
-             recording's signposted predictions\n",
-            c.within_signpost_predictions, c.hardware_intervals
+            "\nRecording: run {} · template {} · duration {}\n",
+            r.run_number.map(|n| n.to_string()).unwrap_or_else(unknown),
+            r.template_name.as_deref().map(|t| format!("\"{t}\"")).unwrap_or_else(unknown),
+            r.duration_s.map(|d| format!("{d:.3} s")).unwrap_or_else(unknown),
         ));
-    }
-    if !s.notes.is_empty() {
-        out.push_str("\nNotes:\n");
-        for note in &s.notes {
-            out.push_str(&format!("  - {note}\n"));
+        let target = match &r.target_process {
+            Some(p) => format!(
+                "{} (pid {}, {})",
+                p.name.as_deref().unwrap_or("unnamed"),
+                p.pid.map(|p| p.to_string()).unwrap_or_else(unknown),
+                p.attach_type.as_deref().unwrap_or("how targeted unknown")
+            ),
+            None => unknown(),
+        };
+        out.push_str(&format!("  target process: {target}\n"));
+        if let Some(start) = &r.start_date {
+            out.push_str(&format!("  started: {start}"));
+            if let Some(reason) = &r.end_reason {
+                out.push_str(&format!(" · ended: {reason}"));
+            }
+            out.push('\n');
         }
+        out.push_str(&format!("  tables: {}\n\n", r.tables.join(", ")));
+        out.push_str(&render_table("Neural Engine hardware intervals", &s.hardware, r.duration_s));
+        if let Some(signposts) = &s.signposts {
+            out.push('\n');
+            out.push_str(&render_table("Core ML signposts", signposts, r.duration_s));
+        }
+        if let Some(c) = &s.containment {
+            out.push_str(&format!(
+                "\nContainment: {} of {} timed hardware intervals (without load/compile) lie inside this \
+             recording's signposted predictions\n",
+                c.within_signpost_predictions, c.hardware_intervals
+            ));
+        }
+        if !s.notes.is_empty() {
+            out.push_str("\nNotes:\n");
+            for note in &s.notes {
+                out.push_str(&format!("  - {note}\n"));
+            }
+        }
+        out
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::render_summary;
+    use crate::report::Render;
     use crate::trace::{summarize_files, SummarizeInputs};
     use std::path::Path;
 
@@ -124,7 +128,7 @@ mod tests {
             run_number: None,
         })
         .unwrap();
-        let text = render_summary(&summary);
+        let text = summary.terminal();
         assert!(
             text.starts_with("Caveats:\n  - The Neural Engine hardware-intervals table is global"),
             "{text}"

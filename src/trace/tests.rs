@@ -1,6 +1,6 @@
 //! Behaviour tests of the trace parsers and summary against the synthetic fixtures.
 
-use super::summary::{IntervalKind, CAVEAT_GLOBAL_TABLE, CAVEAT_NOT_LATENCY};
+use super::intervals::{IntervalKind, CAVEAT_GLOBAL_TABLE, CAVEAT_NOT_LATENCY};
 use super::*;
 
 pub(super) const TOC: &str = include_str!("../../fixtures/trace/synthetic_toc.xml");
@@ -519,7 +519,7 @@ fn table_missing_from_the_toc_is_noted() {
 
 #[test]
 fn merge_spans_joins_overlapping_and_touching_ranges() {
-    let merged = summary::merge_spans(vec![(10, 20), (0, 5), (5, 8), (15, 30), (40, 41)]);
+    let merged = intervals::merge_spans(vec![(10, 20), (0, 5), (5, 8), (15, 30), (40, 41)]);
     assert_eq!(merged, [(0, 8), (10, 30), (40, 41)]);
 }
 

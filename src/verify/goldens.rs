@@ -10,6 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::backend::{Backend, ForwardOutput, PreparedBatch};
+use crate::error::{Error, Kind};
 use crate::laya::host::{CallOptions, Host};
 use crate::laya::question::compile_questions;
 
@@ -301,7 +302,8 @@ pub struct CaseRequest {
 
 /// Write goldens in the laya-apple format from `host` and `backend`: per case the host's rows,
 /// the backend's logits and raw action logits on one packed batch of those rows, and the host's
-/// answers. `model`, `reference` and `weights_sha256` fill the header.
+/// answers. `model`, `reference` and `weights_sha256` fill the header. A request the host
+/// refuses is an input error, a failed forward a run error; either names its case.
 pub fn generate(
     host: &Host<'_>,
     backend: &mut dyn Backend,
@@ -309,18 +311,21 @@ pub fn generate(
     reference: &str,
     weights_sha256: Option<&str>,
     requests: &[CaseRequest],
-) -> Result<Value, String> {
+) -> Result<Value, Error> {
     let mut cases = Vec::with_capacity(requests.len());
     for req in requests {
-        let ctx = |e: &dyn std::fmt::Display| format!("case `{}`: {e}", req.name);
-        let qs = compile_questions(&req.questions).map_err(|e| ctx(&e))?;
+        let ctx = |kind: Kind| {
+            move |e: &dyn std::fmt::Display| Error::new(kind, format!("case `{}`: {e}", req.name))
+        };
+        let (input, run) = (ctx(Kind::Input), ctx(Kind::Run));
+        let qs = compile_questions(&req.questions).map_err(|e| input(&e))?;
         let rows = host
             .prepare_rows(std::slice::from_ref(&req.state), &qs, &CallOptions::default())
-            .map_err(|e| ctx(&e))?;
-        let (logits, actions) = forward_rows(host, backend, &rows).map_err(|e| ctx(&e))?;
+            .map_err(|e| input(&e))?;
+        let (logits, actions) = forward_rows(host, backend, &rows).map_err(|e| run(&e))?;
         let result = host
             .predict(backend, &req.state, &req.questions, &CallOptions::default(), None)
-            .map_err(|e| ctx(&e))?;
+            .map_err(|e| run(&e))?;
         let items: Vec<Value> =
             rows.iter().map(|r| json!({"ids": r.ids, "markers": r.markers, "qtype": r.qtype})).collect();
         let num = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();

@@ -13,8 +13,12 @@
 //!   top-1/top-2 margin is below `2 × answer_tol` (listed as a near tie, as laya-apple's gate does);
 //! - **decode**: the goldens' logits decoded by our decoder give the goldens' answers
 //!   (backend-independent).
+//!
+//! [`report`] holds the `verify --output` report with each backend's verdict and the table the
+//! command prints.
 
 pub mod goldens;
+pub mod report;
 
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Output;
 
 use laya_bench::snake::paired::PairedReport;
-use laya_bench::snake::rate::RateReport;
+use laya_bench::snake::rate_search::RateReport;
 use laya_bench::snake::recording::{read_recording, Record};
 use serde_json::{json, Value};
 

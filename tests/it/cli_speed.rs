@@ -4,6 +4,7 @@
 use std::process::Output;
 
 use laya_bench::record::{self, Record};
+use laya_bench::report::Render;
 use serde_json::Value;
 
 use crate::common::{laya_bench, one_cycle_progress_lines, stderr};
@@ -542,12 +543,12 @@ fn no_table_says_faster_or_slower_when_the_interval_contains_1() {
     edited["arms"][1]["speed_ratio_interval"]["low"] = serde_json::json!(0.93);
     edited["arms"][1]["speed_ratio_interval"]["high"] = serde_json::json!(1.12);
     let r: laya_bench::report::speed::SpeedReport = serde_json::from_value(edited).unwrap();
-    let md = r.to_markdown();
+    let md = r.markdown();
     assert_eq!(ratio_cell(&md, "b"), "1.03× (no clear difference) [0.93, 1.12]");
     for line in md.lines().filter(|l| l.starts_with("| `")) {
         assert!(!line.contains("faster") && !line.contains("slower"), "{line}");
     }
-    let csv = r.to_csv();
+    let csv = r.csv().unwrap();
     assert_eq!(csv.lines().nth(2).unwrap().split(',').nth(col), Some("no_clear_difference"), "{csv}");
 }
 

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use laya_bench::record;
 use laya_bench::report::energy::EnergyReport;
-use laya_bench::report::summary::{CheckOutcome, SummaryReport, SummaryStatus};
+use laya_bench::summary::report::{CheckOutcome, SummaryReport, SummaryStatus};
 
 use crate::common::{laya_bench, stderr, SHORT_ENERGY as ENERGY};
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use laya_bench::commands::predict::{build_backend, load_bundle};
+use laya_bench::commands::common::{build_backend, load_bundle};
 use laya_bench::laya::bundle::sha256_hex;
 use laya_bench::laya::host::Host;
 use laya_bench::verify::goldens::{generate, CaseRequest};

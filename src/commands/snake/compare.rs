@@ -7,7 +7,7 @@ use super::{
     build_arm, iso_utc_now, output_path, policy, row_length, truncation_warning, warm_up_arm, write_report,
 };
 use crate::cli::SnakeCompareArgs;
-use crate::commands::predict::load_bundle;
+use crate::commands::common::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::ReportHead;
@@ -19,7 +19,7 @@ use crate::snake::paired::{
     failures, run_seed, ArmSeedResult, PairedArm, PairedReport, PairedReportSettings, PairedSettings,
     PairedTotals, SeedRun, ORDER, REPORT_KIND, SCHEMA_VERSION,
 };
-use crate::snake::rate::WARMUP_SEED;
+use crate::snake::rate_search::WARMUP_SEED;
 
 /// Untimed guarded decisions per arm before the first seed.
 const WARMUP_DECISIONS: u64 = 6;

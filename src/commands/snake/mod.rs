@@ -16,7 +16,7 @@ use anyhow::{anyhow, Context};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::predict::load_bundle;
+use super::common::load_bundle;
 use super::{Failure, Outcome};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::host::HostInfo;
@@ -25,7 +25,7 @@ use crate::record::model::ModelInfo;
 use crate::report::write_atomic;
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::host_predictor::{self, HostPredictor};
-use crate::snake::rate::warm_up;
+use crate::snake::rate_search::warm_up;
 use crate::snake::{PolicyConfig, PromptStyle};
 use crate::time::{iso_utc_now, timestamp_stem};
 

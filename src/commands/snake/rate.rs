@@ -21,7 +21,7 @@ use crate::record::provenance::ReportHead;
 use crate::run::outputs::{check_folder, refuse_existing};
 use crate::snake::game::{Game, RNG_IDENTITY};
 use crate::snake::policy::ModelError;
-use crate::snake::rate::{
+use crate::snake::rate_search::{
     parse_rates, Episode, FrameInfo, Phase, RateError, RateReport, RateRun, RateSettings, REPORT_KIND,
     SCHEMA_VERSION, WARMUP_SEED, WARMUP_STEPS,
 };

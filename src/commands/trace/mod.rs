@@ -15,10 +15,10 @@ use anyhow::{anyhow, Context};
 use super::{Failure, Outcome};
 use crate::cli::{TraceArgs, TraceCommand, TraceSummarizeArgs, TraceWorkloadArgs};
 use crate::report::write_atomic;
+use crate::report::Render;
 use crate::run::outputs::check_folder;
 use crate::run::workload::WorkloadPlan;
 pub use crate::trace::child::{RecordTools, RECORD_NEEDS_MACOS};
-use crate::trace::render::render_summary;
 use crate::trace::{summarize_files, SummarizeInputs, TraceSummary};
 pub use record::record_with;
 
@@ -71,7 +71,7 @@ pub(super) fn print_summary(summary: &TraceSummary, json: bool) -> Outcome {
         let text = serde_json::to_string_pretty(summary).map_err(|e| Failure::run(anyhow!(e)))?;
         outln!("{text}")?;
     } else {
-        crate::commands::write_stdout(&render_summary(summary))?;
+        crate::commands::write_stdout(&summary.terminal())?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use anyhow::anyhow;
 
 use super::workload_plan;
 use crate::cli::TraceRunArgs;
-use crate::commands::predict::load_bundle;
+use crate::commands::common::load_bundle;
 use crate::commands::{Failure, Outcome};
 use crate::report::write_atomic;
 use crate::run::duration_flags::positive;

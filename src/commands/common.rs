@@ -1,24 +1,45 @@
-//! What `speed` and `energy` share at the command edge: their common arguments as the
-//! library's plans, the set-up's notes on stderr, and the live progress bar.
+//! What the commands share at the edge: loading `--model` and building a `--backend` (exit 2
+//! on a bad one), and for `speed` and `energy` their common arguments as the library's plans,
+//! the set-up's notes on stderr, and the live progress bar.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::predict::load_bundle;
 use super::ticker::{clock_text, time_left};
 use super::Failure;
+use crate::backend::registry::{self, BackendSpec};
+use crate::backend::Backend;
 use crate::cli::RunArgs;
 use crate::laya::bundle::Bundle;
 use crate::laya::host::StateResult;
+use crate::model::synthetic::published_shape;
 use crate::run::arm::ArmSpec;
 use crate::run::outputs::{ClaimedRaw, OutputFiles};
 use crate::run::recorder::HeaderInput;
 use crate::run::setup::Setup;
 use crate::run::workload::WorkloadPlan;
 use crate::run::{Arm, BlockRecord, CallRecord, Observer, Progress, RunError, WarmupRecord};
+
+/// Load a model spec into a bundle (exit 2 on any problem).
+pub fn load_bundle(spec: &str, hub: &crate::hub::Hub) -> Result<Bundle, Failure> {
+    let spec = super::hub_progress::model_spec(spec, hub).map_err(Failure::input)?;
+    Bundle::load(&spec, published_shape)
+        .map_err(|e| Failure::input(anyhow!(e).context("cannot load the model")))
+}
+
+/// Build a backend for a bundle (exit 2 on an unknown or unavailable spec or bad weights).
+pub fn build_backend(
+    spec: &str,
+    bundle: &Bundle,
+    cx: &crate::backend::Context,
+) -> Result<Box<dyn Backend>, Failure> {
+    let parsed = BackendSpec::parse(spec).map_err(Failure::input)?;
+    registry::build(&parsed, spec, bundle, None, cx).map_err(Failure::input)
+}
 
 /// `--arm NAME=SPEC…`, or every default portable precision (exit 2 on a bad name or spec).
 pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {

@@ -3,12 +3,11 @@
 //! comparison; exported as JSON, Markdown (the published-style table) and CSV (one row per
 //! block). A missing value is `null` with a reason, never 0.
 
+use crate::report::render::Render;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::energy::RATIO_RULE;
-use super::format::{count, csv_field, csv_num, missing_markdown, num};
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail};
 use crate::energy::BlockEnergy;
@@ -16,6 +15,9 @@ use crate::host::HostInfo;
 use crate::power::PowerBoundary;
 use crate::record::provenance::ToolInfo;
 use crate::record::{PlanInfo, WorkloadInfo};
+use crate::report::energy::RATIO_RULE;
+use crate::report::format::{count, csv_field, csv_num, missing_markdown, num};
+pub use crate::report::Interval;
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -93,24 +95,6 @@ pub struct AuditCheck {
     pub detail: String,
     /// The numbers behind it (counts, largest relative difference, ...).
     pub numbers: BTreeMap<String, f64>,
-}
-
-/// A bootstrap percentile interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    /// Lower percentile bound.
-    pub low: f64,
-    /// Upper percentile bound.
-    pub high: f64,
-    /// Resamples in which the quantity could be formed (the others are left out and counted).
-    pub valid_resamples: usize,
-}
-
-impl Interval {
-    /// Whether two intervals share a point.
-    pub fn overlaps(&self, other: &Interval) -> bool {
-        self.low <= other.high && other.low <= self.high
-    }
 }
 
 /// Bootstrap intervals of one arm (a field is `None` with a reason in `missing`).
@@ -441,72 +425,6 @@ fn with_interval(v: Option<f64>, i: Option<&Interval>, digits: usize, scale: f64
     }
 }
 
-impl SummaryReport {
-    /// Markdown: per run the status, audit, published-style table with intervals, claim,
-    /// corrections and pictures; then the comparison.
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        for (i, run) in self.runs.iter().enumerate() {
-            out.push_str(&run.to_markdown(self.settings.level));
-            let plots: Vec<&PlotFile> = self.plots.iter().filter(|p| p.run == i).collect();
-            if !plots.is_empty() {
-                out.push_str("### Pictures\n\n");
-                for p in plots {
-                    out.push_str(&format!(
-                        "![{} of {}]({})\n\n",
-                        p.kind.replace('_', " "),
-                        run.source,
-                        p.path
-                    ));
-                }
-            }
-        }
-        if let Some(c) = &self.comparison {
-            out.push_str(&c.to_markdown(&self.runs));
-        }
-        out
-    }
-
-    /// CSV: one row per block of every run; empty cells are missing values.
-    pub fn to_csv(&self) -> String {
-        let mut out = String::from(
-            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary,identical_to\n",
-        );
-        for (i, run) in self.runs.iter().enumerate() {
-            for b in &run.blocks {
-                let e = b.energy.as_ref();
-                let same = run.arms.iter().find(|a| a.name == b.arm).and_then(|a| a.identical_to.as_deref());
-                out.push_str(&format!(
-                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                    csv_field(&run.source),
-                    run.status.as_str(),
-                    b.index,
-                    b.cycle,
-                    csv_field(&b.arm),
-                    b.decisions,
-                    b.start_s,
-                    b.end_s,
-                    b.time_s,
-                    csv_num(b.time_per_decision_s),
-                    csv_num(e.map(|e| e.energy_j)),
-                    csv_num(e.map(|e| e.mean_power_w)),
-                    csv_num(b.energy_per_decision_j),
-                    csv_num(e.map(|e| e.idle_before.power_w)),
-                    csv_num(e.map(|e| e.idle_after.power_w)),
-                    csv_num(e.map(|e| e.idle_power_w)),
-                    csv_num(e.map(|e| e.incremental_energy_j)),
-                    b.unstable_calls,
-                    b.ended_early,
-                    csv_field(b.energy_missing_reason.as_deref().unwrap_or("")),
-                    csv_field(&run.power_boundary.name()),
-                    csv_field(same.unwrap_or("")),
-                ));
-            }
-        }
-        out
-    }
-}
-
 /// A Markdown table of audit checks under `title`, with a blank line after it.
 fn audit_table(title: &str, checks: &[AuditCheck]) -> String {
     let mut out = format!("{title}\n\n| Check | Result | Detail |\n|:---|:---|:---|\n");
@@ -532,7 +450,7 @@ impl RunSummary {
             SummaryStatus::Incomplete => match self.whole_cycles.as_ref().filter(|w| w.usable) {
                 Some(w) => out.push_str(&format!(
                     "**INCOMPLETE**: the record does not hold a finished run; the figures below cover its {} of {} planned (`--whole-cycles`), audited as a run of {}.\n\n",
-                    super::first_cycles(w.cycles_used),
+                    crate::report::first_cycles(w.cycles_used),
                     w.cycles_planned,
                     count(w.cycles_used, "cycle", "cycles")
                 )),
@@ -570,7 +488,7 @@ impl RunSummary {
         if let Some(spec) = &self.sensor_spec {
             let live = if self.sensor_live == Some(true) { "live" } else { "NOT A LIVE MEASUREMENT" };
             out.push_str(&format!(" Sensor `{spec}` ({live})."));
-            out.push_str(&format!(" {}", super::energy::boundary_line(&self.power_boundary)));
+            out.push_str(&format!(" {}", crate::report::energy::boundary_line(&self.power_boundary)));
         }
         if let Some(s) = &self.samples {
             out.push_str(&format!(
@@ -586,7 +504,8 @@ impl RunSummary {
         }
         out.push_str(&audit_table("\n\n### Audit", &self.audit));
         if let Some(w) = &self.whole_cycles {
-            let title = format!("### Audit of the {} (`--whole-cycles`)", super::first_cycles(w.cycles_used));
+            let title =
+                format!("### Audit of the {} (`--whole-cycles`)", crate::report::first_cycles(w.cycles_used));
             out.push_str(&audit_table(&title, &w.audit));
         }
         if self.arms.is_empty() {
@@ -601,7 +520,7 @@ impl RunSummary {
         }
         if let Some(c) = &self.cross_check {
             out.push_str("### Sensor cross-check\n\n");
-            out.push_str(&super::energy::cross_check_markdown(c));
+            out.push_str(&crate::report::energy::cross_check_markdown(c));
             out.push('\n');
         }
         if let Some(c) = &self.claim {
@@ -788,5 +707,76 @@ impl Comparison {
         }
         out.push('\n');
         out
+    }
+}
+
+impl Render for SummaryReport {
+    /// The Markdown table, printed as it is.
+    fn terminal(&self) -> String {
+        self.markdown()
+    }
+
+    /// Markdown: per run the status, audit, published-style table with intervals, claim,
+    /// corrections and pictures; then the comparison.
+    fn markdown(&self) -> String {
+        let mut out = String::new();
+        for (i, run) in self.runs.iter().enumerate() {
+            out.push_str(&run.to_markdown(self.settings.level));
+            let plots: Vec<&PlotFile> = self.plots.iter().filter(|p| p.run == i).collect();
+            if !plots.is_empty() {
+                out.push_str("### Pictures\n\n");
+                for p in plots {
+                    out.push_str(&format!(
+                        "![{} of {}]({})\n\n",
+                        p.kind.replace('_', " "),
+                        run.source,
+                        p.path
+                    ));
+                }
+            }
+        }
+        if let Some(c) = &self.comparison {
+            out.push_str(&c.to_markdown(&self.runs));
+        }
+        out
+    }
+
+    /// CSV: one row per block of every run; empty cells are missing values.
+    fn csv(&self) -> Option<String> {
+        let mut out = String::from(
+            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary,identical_to\n",
+        );
+        for (i, run) in self.runs.iter().enumerate() {
+            for b in &run.blocks {
+                let e = b.energy.as_ref();
+                let same = run.arms.iter().find(|a| a.name == b.arm).and_then(|a| a.identical_to.as_deref());
+                out.push_str(&format!(
+                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    csv_field(&run.source),
+                    run.status.as_str(),
+                    b.index,
+                    b.cycle,
+                    csv_field(&b.arm),
+                    b.decisions,
+                    b.start_s,
+                    b.end_s,
+                    b.time_s,
+                    csv_num(b.time_per_decision_s),
+                    csv_num(e.map(|e| e.energy_j)),
+                    csv_num(e.map(|e| e.mean_power_w)),
+                    csv_num(b.energy_per_decision_j),
+                    csv_num(e.map(|e| e.idle_before.power_w)),
+                    csv_num(e.map(|e| e.idle_after.power_w)),
+                    csv_num(e.map(|e| e.idle_power_w)),
+                    csv_num(e.map(|e| e.incremental_energy_j)),
+                    b.unstable_calls,
+                    b.ended_early,
+                    csv_field(b.energy_missing_reason.as_deref().unwrap_or("")),
+                    csv_field(&run.power_boundary.name()),
+                    csv_field(same.unwrap_or("")),
+                ));
+            }
+        }
+        Some(out)
     }
 }
