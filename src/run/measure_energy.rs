@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::{
     run_with, Arm, BlockLimit, BlockRecord, Clock, Controls, Observer, Observers, Pace, Phase, Plan, RunEnd,
-    RunTotals, Sampling,
+    RunTotals, Sampling, SensorGuard,
 };
 use crate::energy::run::{self as energy_run, BlockFigures, BlockSpan, IdleSpan, RunEnergy, RunInput};
 use crate::energy::{Rules, Window};
@@ -310,16 +310,12 @@ pub fn run(
 ) -> Result<EnergyOutcome, Error> {
     let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
     let stream_timeout = max_gap(settings.interval);
-    let (mut sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout, process)?;
-    let settings = &match settings.for_sensor(sensor.update_period()) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = sensor.close();
-            return Err(e);
-        }
-    };
+    let (sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout, process)?;
+    // Closed on every early return until the sampler takes it.
+    let mut sensor = SensorGuard::new(sensor);
+    let settings = &settings.for_sensor(sensor.get().update_period())?;
     let mut header = recorder::header(input, bundle, setup, &settings.plan);
-    let opened = sensor.info().clone();
+    let opened = sensor.get().info().clone();
     header.sensor = Some(opened.clone());
     // Declared (`--boundary`), else the replayed record's, else the sensor kind's own.
     header.power_boundary = Some(
@@ -328,20 +324,17 @@ pub fn run(
     header.energy = Some(settings.info.clone());
     // The lock is held until the footer is written: a second run on this file refuses
     // before measuring.
-    let (_lock, writer) = match recorder::open_raw(raw_path, overwrite) {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = sensor.close();
-            return Err(e);
-        }
-    };
+    let (_lock, writer) = recorder::open_raw(raw_path, overwrite)?;
     let clock = Clock::start();
     header.started_unix_s = crate::time::unix_now();
     watch.started(header.started_unix_s);
-    let (tx, rx) = mpsc::channel::<Msg>();
+    let (first_tx, rx) = mpsc::channel::<Msg>();
     let write_failed = Arc::new(AtomicBool::new(false));
     let writer = spawn_writer(writer, rx, write_failed.clone())
         .map_err(|e| Error::run("cannot start the raw writer").because(e))?;
+    // Bound after the writer guard, so an early return drops the sender first and the guard's
+    // join finds the channel closed.
+    let tx = first_tx;
     let fail_early = |e: mpsc::SendError<Msg>| Error::run(format!("raw record: {}: {e}", raw_path.display()));
     tx.send(Msg::Record(Record::Header(Box::new(header.clone())))).map_err(fail_early)?;
     // Two readings before anything is measured prove the sensor works and keeps working (a
@@ -351,18 +344,17 @@ pub fn run(
     let probes = if matches!(sensor_spec, Some(SensorSpec::Replay { .. })) {
         Vec::new()
     } else {
-        power::sampler::probe(sensor.as_mut(), clock.origin(), 2)
+        power::sampler::probe(sensor.get(), clock.origin(), 2)
     };
     for p in &probes {
         tx.send(Msg::Record(Record::Probe(Box::new(p.clone())))).map_err(fail_early)?;
     }
     tx.send(Msg::Sync).map_err(fail_early)?;
     if !energy_run::check_probes(&probes, &settings.rules).is_empty() {
-        let _ = sensor.close();
+        drop(sensor);
         let refused = refuse_probe(&probes, settings, &opened.spec, raw_path);
         drop(tx);
-        let written = writer.join().map_err(|_| Error::run("the raw writer thread panicked"))?;
-        let Written { raw: mut raw_file, error, .. } = written;
+        let Written { raw: mut raw_file, error, .. } = writer.join()?;
         // (nothing is written after a failed write: a record after a cut line hides the cut)
         let finished = match error {
             None => raw_file.write(&refused.footer).and_then(|_| raw_file.sync()),
@@ -375,7 +367,7 @@ pub fn run(
     }
     let sample_tx = tx.clone();
     let sampling = Sampling {
-        sensor,
+        sensor: sensor.into_sampled(),
         interval: settings.interval,
         stream_timeout,
         sink: Box::new(move |s| {
@@ -393,8 +385,7 @@ pub fn run(
     drop(observers);
     let Recorder { sink, rss, total_calls, .. } = rec;
     drop(sink);
-    let written = writer.join().map_err(|_| Error::run("the raw writer thread panicked"))?;
-    let Written { raw: mut raw_file, samples, error: write_error } = written;
+    let Written { raw: mut raw_file, samples, error: write_error } = writer.join()?;
     let finish = |raw_file: &mut RawWriter, records: Vec<Record>| -> std::io::Result<()> {
         for r in &records {
             raw_file.write(r)?;

@@ -32,7 +32,7 @@ pub mod workload;
 
 pub use arm::{Answered, Arm};
 pub use observe::{Observer, Observers, Progress};
-pub use sampling::Sampling;
+pub use sampling::{Sampling, SensorGuard};
 pub use schedule::{balanced_order, paced_overrun_limit, whole_cycles, BlockLimit, Clock, Pace, Plan};
 pub use timed::{
     answer_label, calls_to_cover, probabilities, run, run_order, run_with, BlockRecord, CallRecord, Controls,

@@ -282,8 +282,8 @@ pub fn spawn_writer(
     mut raw: RawWriter,
     rx: mpsc::Receiver<Msg>,
     failed: Arc<AtomicBool>,
-) -> std::io::Result<JoinHandle<Written>> {
-    std::thread::Builder::new().name("laya-raw-writer".into()).spawn(move || {
+) -> std::io::Result<WriterThread> {
+    let handle = std::thread::Builder::new().name("laya-raw-writer".into()).spawn(move || {
         let mut samples = Vec::new();
         let mut error: Option<std::io::Error> = None;
         for msg in rx {
@@ -306,7 +306,36 @@ pub fn spawn_writer(
             }
         }
         Written { raw, samples, error }
-    })
+    })?;
+    Ok(WriterThread { handle: Some(handle) })
+}
+
+/// The raw writer thread of a run ([`spawn_writer`]). It ends when every sender of its
+/// channel is gone; [`WriterThread::join`] waits for that and gives back what it wrote. A
+/// guard dropped without `join` (an early return) still waits for the thread, so the file is
+/// never left half-written by a thread that outlives the run: declare it before the senders,
+/// which are then dropped first.
+pub struct WriterThread {
+    handle: Option<JoinHandle<Written>>,
+}
+
+impl WriterThread {
+    /// Wait for the thread (every sender must be dropped first) and take what it wrote.
+    pub fn join(mut self) -> Result<Written, Error> {
+        match self.handle.take() {
+            Some(handle) => handle.join().map_err(|_| Error::run("the raw writer thread panicked")),
+            None => unreachable!("a WriterThread is joined once: `join` takes it by value"),
+        }
+    }
+}
+
+impl Drop for WriterThread {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            // (its result is dropped: the early return that got here reports the failure)
+            let _ = handle.join();
+        }
+    }
 }
 
 /// The observer that records every run: each record goes to the sink as the timed loop hands
@@ -375,5 +404,40 @@ impl<S: Sink> Observer for Recorder<S> {
             ended_early: rec.ended_early,
         })?;
         Ok(self.sink.sync()?)
+    }
+}
+
+#[cfg(test)]
+mod writer_tests {
+    use super::{spawn_writer, Msg};
+    use crate::record::status::RunStatus;
+    use crate::record::RawWriter;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{mpsc, Arc};
+
+    #[test]
+    fn a_writer_guard_dropped_early_still_finishes_the_file_and_join_gives_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.raw.jsonl");
+        let footer = || super::footer(RunStatus::Failed, 0, Some("x".into()), vec![]);
+        {
+            let (first_tx, rx) = mpsc::channel::<Msg>();
+            let guard =
+                spawn_writer(RawWriter::open(&path, false).unwrap(), rx, Arc::new(AtomicBool::new(false)))
+                    .unwrap();
+            let tx = first_tx;
+            tx.send(Msg::Record(footer())).unwrap();
+            tx.send(Msg::Sync).unwrap();
+            // an early return: the sender goes first, then the guard joins
+            let _ = &guard;
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let guard = spawn_writer(RawWriter::open(&path, true).unwrap(), rx, Arc::new(AtomicBool::new(false)))
+            .unwrap();
+        tx.send(Msg::Record(footer())).unwrap();
+        drop(tx);
+        let written = guard.join().unwrap();
+        assert!(written.error.is_none() && written.samples.is_empty());
     }
 }

@@ -136,3 +136,100 @@ impl Drop for Tap {
         }
     }
 }
+
+/// An opened sensor that is closed when dropped, until it is handed to the sampler
+/// ([`SensorGuard::into_sampled`], whose own drop stops and closes it): every early return of a
+/// run between opening the sensor and sampling closes it (an `exec:` meter's process group is
+/// ended, a file handle given back) without a `close` on each path.
+pub struct SensorGuard {
+    sensor: Option<Box<dyn Sensor>>,
+}
+
+impl SensorGuard {
+    /// Guard `sensor`.
+    pub fn new(sensor: Box<dyn Sensor>) -> Self {
+        Self { sensor: Some(sensor) }
+    }
+
+    /// The sensor, to read its facts or probe it before sampling.
+    pub fn get(&mut self) -> &mut dyn Sensor {
+        match self.sensor.as_deref_mut() {
+            Some(s) => s,
+            None => unreachable!("a SensorGuard holds its sensor until `into_sampled` takes it"),
+        }
+    }
+
+    /// Hand the sensor to a [`Sampling`] (the sampler closes it from then on).
+    pub fn into_sampled(mut self) -> Box<dyn Sensor> {
+        match self.sensor.take() {
+            Some(s) => s,
+            None => unreachable!("a SensorGuard holds its sensor until `into_sampled` takes it"),
+        }
+    }
+}
+
+impl Drop for SensorGuard {
+    fn drop(&mut self) {
+        if let Some(mut sensor) = self.sensor.take() {
+            // (a close error here follows the failure being returned, which says what failed)
+            let _ = sensor.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::SensorGuard;
+    use crate::power::{Reading, Sensor, SensorError, SensorInfo, SensorKind};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A sensor that counts its closes.
+    struct Counted {
+        info: SensorInfo,
+        closes: Arc<AtomicUsize>,
+    }
+
+    impl Sensor for Counted {
+        fn info(&self) -> &SensorInfo {
+            &self.info
+        }
+        fn read(&mut self) -> Result<Reading, SensorError> {
+            Err(SensorError::Stopped { sensor: "counted".into(), reason: "test".into() })
+        }
+        fn close(&mut self) -> Result<(), SensorError> {
+            self.closes.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn counted() -> (Box<dyn Sensor>, Arc<AtomicUsize>) {
+        let closes = Arc::new(AtomicUsize::new(0));
+        let info = SensorInfo {
+            kind: SensorKind::Replay,
+            spec: "counted".into(),
+            source: "test".into(),
+            device: "test".into(),
+            live: false,
+            program: None,
+            notes: vec![],
+        };
+        (Box::new(Counted { info, closes: closes.clone() }), closes)
+    }
+
+    #[test]
+    fn a_dropped_guard_closes_its_sensor_once_and_a_handed_on_one_not_at_all() {
+        let (sensor, closes) = counted();
+        {
+            let mut guard = SensorGuard::new(sensor);
+            assert_eq!(guard.get().info().spec, "counted");
+            // an early return: the guard goes out of scope
+        }
+        assert_eq!(closes.load(Ordering::SeqCst), 1);
+        let (sensor, closes) = counted();
+        let taken = SensorGuard::new(sensor).into_sampled();
+        assert_eq!(closes.load(Ordering::SeqCst), 0, "the sampler closes it from now on");
+        drop(taken);
+        assert_eq!(closes.load(Ordering::SeqCst), 0);
+    }
+}
