@@ -357,3 +357,26 @@ fn fill(samples: &mut Vec<Sample>, start: u64, end: u64, n: u64, first_w: f64, w
 fn win(start_ns: u64, end_ns: u64) -> Window {
     Window { start_s: start_ns as f64 / 1e9, end_s: end_ns as f64 / 1e9 }
 }
+
+/// `records` as [`crate::record::read()`] gives them back: the header apart, each later record
+/// with its line number, marked incomplete (no reader check is run).
+pub fn as_read(records: Vec<Record>) -> crate::record::RawRun {
+    let n = records.len();
+    let mut records = records.into_iter();
+    let header = match records.next() {
+        Some(Record::Header(h)) => *h,
+        _ => unreachable!("synthetic records open with their header"),
+    };
+    crate::record::RawRun {
+        header,
+        records: records.collect(),
+        lines: (2..n + 1).collect(),
+        complete: false,
+        truncated_tail: None,
+    }
+}
+
+/// The published shape (3 arms, 3 cycles, 18 blocks) stopped inside block `stop`, as read.
+pub fn published_stopped_in(stop: u32) -> crate::record::RawRun {
+    as_read(interrupted(records(&RunShape::published()), stop))
+}

@@ -84,24 +84,7 @@ pub fn whole_cycles(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::synthetic::{interrupted, records, RunShape};
-
-    fn run_of(records: Vec<Record>) -> RawRun {
-        let Some(Record::Header(h)) = records.first().cloned() else { panic!("no header") };
-        let n = records.len();
-        RawRun {
-            header: *h,
-            records: records.into_iter().skip(1).collect(),
-            lines: (2..n + 1).collect(),
-            complete: false,
-            truncated_tail: None,
-        }
-    }
-
-    /// The published shape (3 arms, 3 cycles, 18 blocks) stopped inside block `stop`.
-    fn stopped_in(stop: u32) -> RawRun {
-        run_of(interrupted(records(&RunShape::published()), stop))
-    }
+    use crate::record::synthetic::published_stopped_in as stopped_in;
 
     #[test]
     fn the_cut_is_the_record_of_a_shorter_plan() {

@@ -117,26 +117,10 @@ pub fn judge(audit: &Audit) -> Result<(), WholeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::synthetic::{interrupted, records, RunShape};
+    use crate::record::synthetic::{as_read as run_of, interrupted, published_stopped_in as stopped_in};
+    use crate::record::synthetic::{records, RunShape};
     use crate::record::whole::cut;
-    use crate::record::{RawRun, Record};
-
-    fn run_of(records: Vec<Record>) -> RawRun {
-        let Some(Record::Header(h)) = records.first().cloned() else { panic!("no header") };
-        let n = records.len();
-        RawRun {
-            header: *h,
-            records: records.into_iter().skip(1).collect(),
-            lines: (2..n + 1).collect(),
-            complete: false,
-            truncated_tail: None,
-        }
-    }
-
-    /// The published shape (3 arms, 3 cycles, 18 blocks) stopped inside block `stop`.
-    fn stopped_in(stop: u32) -> RawRun {
-        run_of(interrupted(records(&RunShape::published()), stop))
-    }
+    use crate::record::Record;
 
     #[test]
     fn counts_the_cycles_finished_before_the_stop() {
