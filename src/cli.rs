@@ -769,12 +769,14 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
     /// Write SVG pictures into this folder (created if needed; pictures of the same names in it
-    /// are replaced); the Markdown links them.
+    /// are replaced, as every output of summary is: they are derived from the raw records); the
+    /// Markdown links them.
     #[arg(long, value_name = "DIR")]
     pub plots: Option<std::path::PathBuf>,
-    /// Replace existing --output, --markdown and --csv files instead of refusing (a raw record
-    /// given as input is never replaced).
-    #[arg(long)]
+    /// Accepted and ignored, for old scripts: summary's outputs are derived, so existing
+    /// --output, --markdown and --csv files (never a raw record: refused) and --plots pictures
+    /// are always replaced.
+    #[arg(long, hide = true)]
     pub overwrite: bool,
     /// Bootstrap resamples of whole balanced cycles (0: no intervals).
     #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, value_name = "N")]
@@ -788,6 +790,15 @@ pub struct SummaryArgs {
     /// Baseline arm by name (default: each record's first arm).
     #[arg(long, allow_negative_numbers = true, value_name = "ARM")]
     pub baseline: Option<String>,
+    /// The regression gate: compare each arm's time per decision with the arm of the same name
+    /// in this earlier raw record (same command, model, workload, length and batch), with a
+    /// bootstrap interval; the comparison is printed and written with the summary.
+    #[arg(long, value_name = "RAW")]
+    pub baseline_record: Option<std::path::PathBuf>,
+    /// Exit 1 when an arm is slower than in --baseline-record by more than PCT percent even at
+    /// its interval's lower bound (e.g. 10); without it the comparison is only reported.
+    #[arg(long, value_name = "PCT", allow_negative_numbers = true, requires = "baseline_record")]
+    pub fail_if_slower: Option<f64>,
     /// For a record of a run stopped early (Ctrl-C, a crash): summarize its whole balanced
     /// cycles from the start, audited as a run of that many cycles (the status stays
     /// `incomplete`, exit 1; no claim is made). Complete records are summarized as always.
@@ -795,7 +806,7 @@ pub struct SummaryArgs {
     pub whole_cycles: bool,
     /// Append a metadata correction to this raw record instead of summarizing (the original
     /// fields and every measurement stay unchanged).
-    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots", "overwrite", "whole_cycles"])]
+    #[arg(long, value_name = "RAW", requires_all = ["field", "note"], conflicts_with_all = ["raws", "output", "markdown", "csv", "plots", "overwrite", "whole_cycles", "baseline_record", "fail_if_slower"])]
     pub correct: Option<std::path::PathBuf>,
     /// The header field the correction concerns, as a dotted path (`host.cpu_model`, `arms.1.precision`).
     #[arg(long, allow_negative_numbers = true, value_name = "PATH", requires = "correct")]
@@ -804,7 +815,8 @@ pub struct SummaryArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "TEXT", requires = "correct")]
     pub note: Option<String>,
     /// Summarize a record given more than once (by the same path, another path, a link or a
-    /// byte-identical copy) anyway, comparing it with itself; refused (exit 2) without this.
+    /// byte-identical copy; --baseline-record included) anyway, comparing it with itself;
+    /// refused (exit 2) without this.
     #[arg(long)]
     pub allow_same: bool,
 }

@@ -41,7 +41,9 @@ pub mod write;
 #[cfg(test)]
 mod tests;
 
-pub use read::{file_digest, probes, read, samples, RawError, RawRun, MAX_LINE_BYTES, MIN_SCHEMA_VERSION};
+pub use read::{
+    file_digest, is_raw_record, probes, read, samples, RawError, RawRun, MAX_LINE_BYTES, MIN_SCHEMA_VERSION,
+};
 pub use write::{append_correction, cut_note, FileSink, RawWriter};
 
 use serde::{Deserialize, Serialize};

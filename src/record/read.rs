@@ -183,6 +183,23 @@ pub(super) fn read_limited(path: &Path, limit: usize) -> Result<RawRun, RawError
     Ok(RawRun { header, records, lines: record_lines, complete, truncated_tail })
 }
 
+/// Whether `path` is a raw record: a regular file whose first line is a laya-bench header (of
+/// any schema version). Reads that one line at most, never more than [`MAX_LINE_BYTES`] of it;
+/// anything that cannot be read as one (a folder, a device, a missing file) is not one.
+pub fn is_raw_record(path: &Path) -> bool {
+    let Ok(file) = (match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => File::open(path),
+        _ => return false,
+    }) else {
+        return false;
+    };
+    let mut buf = Vec::new();
+    matches!(
+        read_line(&mut BufReader::new(file), &mut buf, MAX_LINE_BYTES),
+        Ok(LineEnd::Newline | LineEnd::Cut)
+    ) && matches!(serde_json::from_slice::<Record>(&buf), Ok(Record::Header(_)))
+}
+
 /// The sha256 of a regular file's bytes, read in bounded pieces; `None` for anything else (a
 /// device, a pipe), whose bytes cannot be read twice or may never end.
 pub fn file_digest(path: &Path) -> Result<Option<String>, RawError> {

@@ -12,13 +12,18 @@
 //! - [`pictures`]: the power timeline (with counter sensors' implied power), latency CDF and
 //!   energy per block of a run, as SVG text.
 //! - [`correct`]: the header field a metadata correction names (`--correct --field`).
+//! - [`regression`]: the regression gate (`--baseline-record`, `--fail-if-slower`): each arm's
+//!   change of time per decision against an earlier record, with a bootstrap interval.
+//! - [`files`]: the file side of the command: the checks of its inputs and outputs, a record
+//!   given twice, the pictures written, a correction appended.
 //! - [`whole`]: `--whole-cycles`, whether the whole balanced cycles of an interrupted record
 //!   may be summarized (the cut itself is [`crate::record::whole`]).
 //!
 //! The records are read, checked line by line and cut through [`crate::record`], which owns
 //! their format.
 //!
-//! Pure: nothing here reads a file, a clock or the environment; the command does.
+//! Pure but for [`files`]: nothing else here reads or writes a file, a clock or the
+//! environment.
 #![warn(missing_docs)]
 
 pub mod audit;
@@ -26,7 +31,9 @@ pub mod bootstrap;
 pub mod claim;
 pub mod compare;
 pub mod correct;
+pub mod files;
 pub mod pictures;
+pub mod regression;
 pub mod report;
 pub mod rng;
 pub mod whole;
@@ -63,12 +70,102 @@ pub struct Options {
     pub baseline: Option<String>,
     /// Summarize an incomplete record's whole balanced cycles ([`whole`]).
     pub whole_cycles: bool,
+    /// `--fail-if-slower PCT` of the regression gate ([`regression`]).
+    pub fail_if_slower: Option<f64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { bootstrap: 10_000, seed: 0, level: 0.95, target: None, baseline: None, whole_cycles: false }
+        Options {
+            bootstrap: 10_000,
+            seed: 0,
+            level: 0.95,
+            target: None,
+            baseline: None,
+            whole_cycles: false,
+            fail_if_slower: None,
+        }
     }
+}
+
+/// The most bootstrap resamples accepted.
+pub const MAX_RESAMPLES: usize = 10_000_000;
+
+/// Check a summary's settings and the flags given with them before anything is read (exit 2):
+/// at least one raw record, a bootstrap that fits in memory, a positive `--target`, a
+/// `--fail-if-slower` of 0 % or more, and no correction flag (`flags` given: `--field`,
+/// `--note`) without `--correct`.
+pub fn check_invocation<P>(
+    opts: &Options,
+    raws: &[P],
+    flags: [(&str, &Option<String>); 2],
+) -> Result<(), crate::error::Error> {
+    use crate::error::Error;
+    // clap lets a flag's `requires` go when the required flag conflicts with one given
+    if let Some((flag, _)) = flags.iter().find(|(_, v)| v.is_some()) {
+        return Err(Error::input(format!(
+            "{flag} belongs to a correction: use `summary --correct RAW --field PATH --note TEXT` (nothing is summarized or corrected otherwise)"
+        )));
+    }
+    if raws.is_empty() {
+        return Err(Error::input("give at least one raw record (the `--raw` file of `speed` or `energy`)"));
+    }
+    if opts.bootstrap > MAX_RESAMPLES {
+        return Err(Error::input(format!(
+            "--bootstrap {} is more than {MAX_RESAMPLES} resamples (each arm keeps 7 figures per resample in memory); 10,000 is plenty for 95 % intervals",
+            opts.bootstrap
+        )));
+    }
+    if let Some(t) = opts.target.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        return Err(Error::input(format!("--target must be a positive factor such as 10, got {t}")));
+    }
+    if let Some(p) = opts.fail_if_slower.filter(|p| !(p.is_finite() && *p >= 0.0)) {
+        return Err(Error::input(format!(
+            "--fail-if-slower must be a slowdown of 0 % or more, such as 10, got {p}"
+        )));
+    }
+    Ok(())
+}
+
+/// The warning for fewer than 1000 resamples (but some).
+pub fn few_resamples(bootstrap: usize) -> Option<String> {
+    (1..1000).contains(&bootstrap).then(|| format!(
+        "--bootstrap {bootstrap} resamples give rough percentile intervals; use at least 1000 (the default is 10000)"
+    ))
+}
+
+/// Summarize every raw record (`sources` name them) into one report, compared side by side
+/// when there are several, and each against `baseline` (its path and record) when given: the
+/// regression gate, for every run with statistics (one without fails as not complete). The
+/// warning says why several runs are not compared side by side.
+pub fn summarize_all<P: AsRef<std::path::Path>>(
+    raws: &[RawRun],
+    sources: &[P],
+    baseline: Option<(&std::path::Path, &RawRun)>,
+    opts: &Options,
+) -> Result<(SummaryReport, Option<String>), SummaryError> {
+    let name = |p: &std::path::Path| p.display().to_string();
+    let mut runs = Vec::with_capacity(raws.len());
+    for (run, path) in raws.iter().zip(sources) {
+        if let Some((b, base)) = baseline {
+            regression::comparable((&name(path.as_ref()), &run.header), (&name(b), &base.header))?;
+        }
+        runs.push(summarize(run, &name(path.as_ref()), opts)?);
+    }
+    let (mut report, warning) = report(runs, opts)?;
+    if let Some((b, base)) = baseline {
+        let base = summarize(base, &name(b), opts)?;
+        let gate = regression::Gate {
+            fail_if_slower_pct: opts.fail_if_slower,
+            resamples: opts.bootstrap,
+            seed: opts.seed,
+            level: opts.level,
+        };
+        for run in report.runs.iter().filter(|r| !r.arms.is_empty()) {
+            report.regression.push(regression::regression(run, &base, &gate)?);
+        }
+    }
+    Ok((report, warning))
 }
 
 /// Why a record cannot be summarized at all (bad input, exit 2).
@@ -101,6 +198,58 @@ pub enum SummaryError {
         /// Why.
         reason: String,
     },
+    /// `--baseline-record` holds a record of another model, workload, length or batch.
+    #[error("{file} and the --baseline-record {baseline} differ in `{field}` ({value} here, {baseline_value} in the baseline record): their times measure different things; give a baseline record of the same command, model, workload, length and batch")]
+    BaselineDiffers {
+        /// The run's raw file.
+        file: String,
+        /// The baseline record.
+        baseline: String,
+        /// The header field that differs (`workload.length`, …).
+        field: String,
+        /// Its value in the run.
+        value: String,
+        /// Its value in the baseline record.
+        baseline_value: String,
+    },
+    /// No arm of the run has the name of an arm of the baseline record.
+    #[error("{file} has no arm of the --baseline-record {baseline} (its arms: {}; the baseline record's: {}): arms are matched by name; record the baseline with the same --arm NAME=SPEC", arms.join(", "), baseline_arms.join(", "))]
+    NoCommonArm {
+        /// The run's raw file.
+        file: String,
+        /// The baseline record.
+        baseline: String,
+        /// The run's arms.
+        arms: Vec<String>,
+        /// The baseline record's arms.
+        baseline_arms: Vec<String>,
+    },
+    /// The baseline record has no figures to compare with.
+    #[error("the --baseline-record {baseline} has no figures to compare with ({reason}); record a complete baseline")]
+    BaselineUnusable {
+        /// The baseline record.
+        baseline: String,
+        /// Why.
+        reason: String,
+    },
+    /// `--bootstrap 0` with `--baseline-record`.
+    #[error("--baseline-record needs bootstrap intervals (its verdict reads the interval of each arm's change): drop --bootstrap 0")]
+    GateNeedsResamples,
+    /// Too few cycles for an interval of the change.
+    #[error("{file} has {cycles} balanced cycle(s): the regression gate resamples whole cycles and needs at least 2 in each record (10 or more for an interval worth a verdict); record with more --cycles")]
+    GateNeedsCycles {
+        /// The raw file.
+        file: String,
+        /// Its cycles.
+        cycles: usize,
+    },
+}
+
+impl crate::error::Classify for SummaryError {
+    /// The input's: the records or flags given cannot be summarized as asked (exit 2).
+    fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Input
+    }
 }
 
 /// The checks a run cut short by its own rejection fails as a consequence: its cycles are not
@@ -413,6 +562,7 @@ pub fn report(
         },
         runs,
         comparison,
+        regression: Vec::new(),
         plots: Vec::new(),
     };
     Ok((report, warning))
@@ -426,6 +576,26 @@ pub fn not_complete(runs: &[RunSummary]) -> Vec<String> {
             format!("{}: {}: {}", r.source, r.status.as_str().to_uppercase(), r.status_reasons.join("; "))
         })
         .collect()
+}
+
+/// Why the summary does not pass (exit 1), or `None`: the runs that are not complete, and the
+/// arms the regression gate finds slower than `--fail-if-slower` allows; `written` says where
+/// the summary is.
+pub fn not_passed(report: &SummaryReport, written: &str) -> Option<String> {
+    let list = |v: Vec<String>| v.join("\n  - ");
+    let bad = not_complete(&report.runs);
+    let slower: Vec<String> = report.regression.iter().flat_map(regression::failures).collect();
+    let mut why = Vec::new();
+    if !bad.is_empty() {
+        why.push(format!("not every record holds up as a complete run ({written}):\n  - {}", list(bad)));
+    }
+    if !slower.is_empty() {
+        why.push(format!(
+            "regression: slower than the baseline record allows ({written}):\n  - {}",
+            list(slower)
+        ));
+    }
+    (!why.is_empty()).then(|| why.join("\n"))
 }
 
 /// Per-arm figures, ratios, latency and bootstrap intervals.

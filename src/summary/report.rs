@@ -412,9 +412,19 @@ pub struct SummaryReport {
     pub runs: Vec<RunSummary>,
     /// Side by side, when several records were given.
     pub comparison: Option<Comparison>,
+    /// Each run against `--baseline-record` (the regression gate); empty without it. Absent in
+    /// summaries written without it (additive, no version bump).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regression: Vec<crate::summary::regression::Regression>,
     /// Pictures written (`--plots`).
     pub plots: Vec<PlotFile>,
 }
+
+/// What a speed record's Markdown says instead of its energy rows.
+const SPEED_ONLY: &str = "A speed record has no power samples, so no power or energy figure is shown (run `laya-bench energy` for them).";
+
+/// The figures a speed record has; its Markdown leaves out the others (power and energy).
+const TIME_QUANTITIES: [&str; 2] = ["time_per_decision_s", "speed_gain"];
 
 /// `value [low–high]`, or `n/a`.
 fn with_interval(v: Option<f64>, i: Option<&Interval>, digits: usize, scale: f64) -> String {
@@ -589,37 +599,54 @@ impl RunSummary {
             with_interval(a.totals.time_per_decision_s, a.intervals.time_per_decision_s.as_ref(), 3, 1e3)
         });
         let b = &self.power_boundary;
-        row(&format!("mean {}", b.label("power", "W")), &|a| {
-            with_interval(a.totals.mean_power_w, a.intervals.mean_power_w.as_ref(), 2, 1.0)
-        });
-        row(&b.label("energy / decision", "J"), &|a| {
-            with_interval(a.totals.energy_per_decision_j, a.intervals.energy_per_decision_j.as_ref(), 4, 1.0)
-        });
+        // A speed record has no power samples: its energy rows would be n/a throughout, so
+        // they are left out, with one sentence saying why.
+        let energy = self.kind != "speed";
+        if energy {
+            row(&format!("mean {}", b.label("power", "W")), &|a| {
+                with_interval(a.totals.mean_power_w, a.intervals.mean_power_w.as_ref(), 2, 1.0)
+            });
+            row(&b.label("energy / decision", "J"), &|a| {
+                with_interval(
+                    a.totals.energy_per_decision_j,
+                    a.intervals.energy_per_decision_j.as_ref(),
+                    4,
+                    1.0,
+                )
+            });
+        }
         row("speed gain S", &|a| {
             with_interval(a.vs_baseline.speed_gain, a.intervals.speed_gain.as_ref(), 3, 1.0)
         });
-        row("power ratio R", &|a| {
-            with_interval(a.vs_baseline.power_ratio, a.intervals.power_ratio.as_ref(), 3, 1.0)
-        });
-        row("energy gain S × R", &|a| {
-            with_interval(a.vs_baseline.energy_gain, a.intervals.energy_gain.as_ref(), 3, 1.0)
-        });
-        row("idle-subtracted energy gain (different boundary)", &|a| {
-            with_interval(
-                a.vs_baseline.idle_subtracted_energy_gain,
-                a.intervals.idle_subtracted_energy_gain.as_ref(),
-                2,
-                1.0,
-            )
-        });
+        if energy {
+            row("power ratio R", &|a| {
+                with_interval(a.vs_baseline.power_ratio, a.intervals.power_ratio.as_ref(), 3, 1.0)
+            });
+            row("energy gain S × R", &|a| {
+                with_interval(a.vs_baseline.energy_gain, a.intervals.energy_gain.as_ref(), 3, 1.0)
+            });
+            row("idle-subtracted energy gain (different boundary)", &|a| {
+                with_interval(
+                    a.vs_baseline.idle_subtracted_energy_gain,
+                    a.intervals.idle_subtracted_energy_gain.as_ref(),
+                    2,
+                    1.0,
+                )
+            });
+        }
         row("unstable calls", &|a| a.unstable_calls.to_string());
-        out.push_str(&format!("\n{RATIO_RULE}\n\n{}\n\n", idle_boundary(b)));
+        if energy {
+            out.push_str(&format!("\n{RATIO_RULE}\n\n{}\n\n", idle_boundary(b)));
+        } else {
+            out.push_str(&format!("\nS = t_base / t_arm (speed gain). {SPEED_ONLY}\n\n"));
+        }
         let arms: Vec<(&str, Vec<(&str, &str)>)> = self
             .arms
             .iter()
             .map(|a| {
                 let all = a.totals.missing.iter().chain(&a.vs_baseline.missing).chain(&a.intervals.missing);
-                (a.name.as_str(), all.map(|(f, why)| (f.as_str(), why.as_str())).collect())
+                let shown = all.filter(|(f, _)| energy || TIME_QUANTITIES.contains(&f.as_str()));
+                (a.name.as_str(), shown.map(|(f, why)| (f.as_str(), why.as_str())).collect())
             })
             .collect();
         out.push_str(&missing_markdown(&arms));
@@ -688,7 +715,9 @@ impl Comparison {
         out.push_str(":---|\n");
         let boundary =
             runs.first().map(|r| &r.power_boundary).filter(|b| runs.iter().all(|r| &r.power_boundary == *b));
-        for row in &self.rows {
+        // Speed records only: their power and energy rows would be n/a throughout.
+        let energy = runs.iter().any(|r| r.kind != "speed");
+        for row in self.rows.iter().filter(|r| energy || TIME_QUANTITIES.contains(&r.quantity.as_str())) {
             let (label, digits, scale) = quantity_display(&row.quantity, boundary);
             out.push_str(&format!("| `{}`{} | {label} |", row.arm, identical_in_runs(&row.arm, runs)));
             for v in &row.runs {
@@ -737,6 +766,9 @@ impl Render for SummaryReport {
         }
         if let Some(c) = &self.comparison {
             out.push_str(&c.to_markdown(&self.runs));
+        }
+        for r in &self.regression {
+            out.push_str(&r.to_markdown());
         }
         out
     }

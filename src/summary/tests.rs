@@ -355,6 +355,7 @@ fn report(runs: Vec<RunSummary>) -> SummaryReport {
             baseline: None,
         },
         comparison: None,
+        regression: vec![],
         runs,
         plots: vec![],
     }

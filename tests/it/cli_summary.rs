@@ -154,6 +154,12 @@ fn a_speed_record_summarizes_time_and_speed_ratios_only() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--output", "s.json", "--plots", "p"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // No rows of n/a energy figures: one sentence says why they are left out.
+    let md = crate::common::stdout(&o);
+    assert!(md.contains("| speed gain S |") && md.contains("A speed record has no power samples"), "{md}");
+    for gone in ["mean power", "energy / decision", "power ratio R", "energy gain", "mean_power_w"] {
+        assert!(!md.contains(gone), "{gone}: {md}");
+    }
     let run = &summary_json(d, "s.json").runs[0];
     assert_eq!(run.kind, "speed");
     let b = &run.arms[1];
@@ -212,8 +218,9 @@ fn bad_input_exits_2_naming_the_file_and_line() {
         "{}",
         stderr(&o)
     );
-    // No output replaces a raw record given, another output, or an existing file unless
-    // --overwrite; the raw record is left as it was.
+    // Outputs are derived from the records: an existing file is replaced (--overwrite is
+    // accepted and does nothing), but never a raw record given, another output, or a file that
+    // is itself a raw record; the raw records are left as they were.
     let refused = |args: &[&str], needle: &str| {
         let o = laya_bench(d, &[&["summary", "r.raw.jsonl"][..], args].concat());
         assert!(o.status.code() == Some(2) && stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
@@ -223,10 +230,15 @@ fn bad_input_exits_2_naming_the_file_and_line() {
         "--output ./r.raw.jsonl is the input r.raw.jsonl: an output never replaces",
     );
     refused(&["--output", "s.out", "--markdown", "s.out"], "--output and --markdown both name s.out");
-    std::fs::write(d.join("keep.json"), "kept").unwrap();
-    refused(&["--output", "s.json", "--csv", "keep.json"], "keep.json exists");
-    assert_eq!(std::fs::read_to_string(d.join("keep.json")).unwrap(), "kept");
+    std::fs::copy(d.join("r.raw.jsonl"), d.join("other.raw.jsonl")).unwrap();
+    refused(&["--output", "s.json", "--csv", "other.raw.jsonl"], "--csv other.raw.jsonl is a raw record");
+    assert_eq!(std::fs::read_to_string(d.join("other.raw.jsonl")).unwrap(), text);
     assert!(!d.join("s.json").exists(), "nothing is written when an output is refused");
+    std::fs::write(d.join("keep.json"), "kept").unwrap();
+    let o = laya_bench(d, &["summary", "r.raw.jsonl", "--csv", "keep.json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(d.join("keep.json")).unwrap().starts_with("run,"));
+    std::fs::write(d.join("keep.json"), "kept").unwrap();
     let o = laya_bench(d, &["summary", "r.raw.jsonl", "--csv", "keep.json", "--overwrite"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(std::fs::read_to_string(d.join("keep.json")).unwrap().starts_with("run,"));

@@ -21,6 +21,7 @@ mod cli_snake;
 mod cli_speed;
 mod cli_speed_batch;
 mod cli_summary;
+mod cli_summary_gate;
 mod cli_trace;
 mod cli_verify;
 mod docs_self_contained;
