@@ -30,6 +30,7 @@ use super::sampler::MIN_STREAM_SPACING;
 use super::{
     Pacing, ProgramProvenance, Reading, Sensor, SensorError, SensorInfo, SensorKind, SkippedReadings,
 };
+use crate::error::{Classify, Error, Kind};
 use crate::settings::Settings;
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
@@ -95,51 +96,89 @@ impl PowerUnit {
     }
 }
 
-impl std::str::FromStr for PowerUnit {
-    type Err = String;
+/// A `--sensor-unit` value that is not a power unit: the text as given (trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unit `{0}` is not W, mW or uW")]
+pub struct UnknownUnit(pub String);
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl Classify for UnknownUnit {
+    /// A bad flag value.
+    fn kind(&self) -> Kind {
+        Kind::Input
+    }
+}
+
+impl std::str::FromStr for PowerUnit {
+    type Err = UnknownUnit;
+
+    fn from_str(s: &str) -> Result<Self, UnknownUnit> {
         match s.trim() {
             "W" | "w" => Ok(PowerUnit::W),
             "mW" | "mw" => Ok(PowerUnit::MilliW),
             "uW" | "uw" | "µW" | "μW" => Ok(PowerUnit::MicroW),
-            other => Err(format!("unit `{other}` is not W, mW or uW")),
+            other => Err(UnknownUnit(other.to_string())),
         }
     }
 }
 
+/// Why a meter line is not a reading: the detail of its [`SensorError::Malformed`] fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// A field is not a number (`field`: `t_s`, or `power` before a unit suffix).
+    #[error("{field} {text:?} is not a number")]
+    NotANumber {
+        /// Which field: `t_s` or `power`.
+        field: &'static str,
+        /// The field as read, trimmed.
+        text: String,
+    },
+    /// The value is neither a number nor a number with a unit.
+    #[error("power {0:?} is not a number (with an optional unit W, mW or uW)")]
+    NotAPower(String),
+    /// Neither `VALUE` nor `T_S,VALUE` (empty, or more than one comma).
+    #[error("expected `VALUE` or `T_S,VALUE` on each line (VALUE in watts, or with a unit: W, mW, uW)")]
+    NotALine,
+}
+
+impl Classify for LineError {
+    /// The meter printed it during the run.
+    fn kind(&self) -> Kind {
+        Kind::Run
+    }
+}
+
 /// Parse one meter line: `WATTS` or `T_S,WATTS`. `Ok(None)` for a `#` comment.
-pub fn parse_line(line: &str) -> Result<Option<(Option<f64>, f64)>, String> {
+pub fn parse_line(line: &str) -> Result<Option<(Option<f64>, f64)>, LineError> {
     parse_line_in(line, PowerUnit::W)
 }
 
 /// Parse one meter line, `VALUE` or `T_S,VALUE`, into (t_s, watts): the value may end with a
 /// unit (`61.39 W`, `61390 mW`, `61390000 uW`); a bare number is in `unit`. `Ok(None)` for a
 /// `#` comment.
-pub fn parse_line_in(line: &str, unit: PowerUnit) -> Result<Option<(Option<f64>, f64)>, String> {
+pub fn parse_line_in(line: &str, unit: PowerUnit) -> Result<Option<(Option<f64>, f64)>, LineError> {
     let s = line.trim();
     if s.starts_with('#') {
         return Ok(None);
     }
-    let num = |f: &str, what: &str| -> Result<f64, String> {
-        f.trim().parse::<f64>().map_err(|_| format!("{what} {:?} is not a number", f.trim()))
+    let num = |f: &str, field: &'static str| -> Result<f64, LineError> {
+        let text = f.trim();
+        text.parse::<f64>().map_err(|_| LineError::NotANumber { field, text: text.to_string() })
     };
-    let power = |f: &str| -> Result<f64, String> {
+    let power = |f: &str| -> Result<f64, LineError> {
         let f = f.trim();
         if let Ok(v) = f.parse::<f64>() {
             return Ok(unit.to_watts(v));
         }
         match PowerUnit::strip_suffix(f) {
             Some((value, u)) if !value.trim().is_empty() => Ok(u.to_watts(num(value, "power")?)),
-            _ => Err(format!("power {f:?} is not a number (with an optional unit W, mW or uW)")),
+            _ => Err(LineError::NotAPower(f.to_string())),
         }
     };
     let fields: Vec<&str> = s.split(',').collect();
     match fields.as_slice() {
         [w] if !w.is_empty() => Ok(Some((None, power(w)?))),
         [t, w] => Ok(Some((Some(num(t, "t_s")?), power(w)?))),
-        _ => Err("expected `VALUE` or `T_S,VALUE` on each line (VALUE in watts, or with a unit: W, mW, uW)"
-            .to_string()),
+        _ => Err(LineError::NotALine),
     }
 }
 
@@ -399,7 +438,7 @@ fn classify(line: &[u8], at: Instant, prev_t_s: &mut Option<f64>) -> Option<Item
                 None => Some(Item::Reading(text, at)),
             }
         }
-        Err(detail) => Some(Item::Fault { detail, raw: text }),
+        Err(e) => Some(Item::Fault { detail: e.to_string(), raw: text }),
     }
 }
 
@@ -706,9 +745,11 @@ impl ExecSensor {
                     r.raw = Some(line);
                     Ok(Some(r))
                 }
-                Err(detail) => {
-                    Err(SensorError::Malformed { sensor: self.info.spec.clone(), detail, raw: line })
-                }
+                Err(e) => Err(SensorError::Malformed {
+                    sensor: self.info.spec.clone(),
+                    detail: e.to_string(),
+                    raw: line,
+                }),
             },
             Item::Fault { detail, raw } => {
                 Err(SensorError::Malformed { sensor: self.info.spec.clone(), detail, raw })
@@ -859,10 +900,10 @@ fn kill_group_and_reap(child: &mut Child) -> std::io::Result<ExitStatus> {
 /// leading `NAME=value` assignments (and an `exec`), with `'…'`, `"…"` and `\` quoting
 /// removed and a leading `~/` expanded (with `home`, the process's `HOME`). Also the value of a
 /// leading `PATH=` assignment, which
-/// the shell searches instead of this process's PATH. An error says why no name can be known
-/// without running the shell (an expansion such as `$X`, a glob, shell syntax, only
-/// assignments).
-pub fn program_word(command: &str, home: Option<&OsStr>) -> Result<(String, Option<String>), String> {
+/// the shell searches instead of this process's PATH. An error (an input error: the command is
+/// the user's) says why no name can be known without running the shell (an expansion such as
+/// `$X`, a glob, shell syntax, only assignments).
+pub fn program_word(command: &str, home: Option<&OsStr>) -> Result<(String, Option<String>), Error> {
     let mut chars = command.chars().peekable();
     let mut path = None;
     let mut assigned = false;
@@ -872,11 +913,11 @@ pub fn program_word(command: &str, home: Option<&OsStr>) -> Result<(String, Opti
             chars.next();
         }
         let Some(word) = shell_word(&mut chars, home)? else {
-            return Err(if assigned || exec_seen {
-                "the command only sets variables; nothing names a program".into()
+            return Err(Error::input(if assigned || exec_seen {
+                "the command only sets variables; nothing names a program"
             } else {
-                "the command names no program".into()
-            });
+                "the command names no program"
+            }));
         };
         if let Some((name, value)) = word.assignment {
             assigned = true;
@@ -904,7 +945,7 @@ struct ShellWord {
 fn shell_word(
     chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
     home: Option<&OsStr>,
-) -> Result<Option<ShellWord>, String> {
+) -> Result<Option<ShellWord>, Error> {
     let mut text = String::new();
     let mut quoted = false;
     // Where the first unquoted `=` is, and whether everything before it was unquoted.
@@ -912,7 +953,9 @@ fn shell_word(
     let mut plain_prefix = true;
     let mut started = false;
     let expansion = |c: char| {
-        format!("the program's name uses shell expansion (`{c}`), so it is known only when the shell runs")
+        Error::input(format!(
+            "the program's name uses shell expansion (`{c}`), so it is known only when the shell runs"
+        ))
     };
     while let Some(&c) = chars.peek() {
         match c {
@@ -921,7 +964,9 @@ fn shell_word(
                 if started {
                     break;
                 }
-                return Err(format!("the command starts with shell syntax `{c}`, not a program"));
+                return Err(Error::input(format!(
+                    "the command starts with shell syntax `{c}`, not a program"
+                )));
             }
             '#' if !started => return Ok(None),
             '\'' => {
@@ -934,7 +979,7 @@ fn shell_word(
                     match chars.next() {
                         Some('\'') => break,
                         Some(ch) => text.push(ch),
-                        None => return Err("unterminated `'` quote".into()),
+                        None => return Err(Error::input("unterminated `'` quote")),
                     }
                 }
             }
@@ -954,11 +999,11 @@ fn shell_word(
                                 text.push('\\');
                                 text.push(other);
                             }
-                            None => return Err("unterminated `\"` quote".into()),
+                            None => return Err(Error::input("unterminated `\"` quote")),
                         },
                         Some(e @ ('$' | '`')) => return Err(expansion(e)),
                         Some(ch) => text.push(ch),
-                        None => return Err("unterminated `\"` quote".into()),
+                        None => return Err(Error::input("unterminated `\"` quote")),
                     }
                 }
             }
@@ -979,7 +1024,11 @@ fn shell_word(
                 if chars.peek().is_none_or(|n| *n == '/' || *n == ' ' || *n == '\t') {
                     match home.and_then(|h| h.to_str()) {
                         Some(home) => text.push_str(home),
-                        None => return Err("the program's name starts with `~` and HOME is not set".into()),
+                        None => {
+                            return Err(Error::input(
+                                "the program's name starts with `~` and HOME is not set",
+                            ))
+                        }
                     }
                 } else {
                     return Err(expansion('~'));
@@ -1080,8 +1129,9 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// First non-empty line of `exe --version`, killed after a short timeout.
-fn probe_version(exe: &Path) -> Result<String, String> {
+/// First non-empty line of `exe --version`, killed after a short timeout. An error is a run
+/// error (the meter's program would not say its version), with the OS's error as its cause.
+fn probe_version(exe: &Path) -> Result<String, Error> {
     let mut child = Command::new(exe)
         .arg("--version")
         .stdin(Stdio::null())
@@ -1089,7 +1139,7 @@ fn probe_version(exe: &Path) -> Result<String, String> {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot run `{} --version`: {e}", exe.display()))?;
+        .map_err(|e| Error::run(format!("cannot run `{} --version`: {e}", exe.display())).because(e))?;
     let t = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -1097,13 +1147,15 @@ fn probe_version(exe: &Path) -> Result<String, String> {
             Ok(None) if t.elapsed() < VERSION_PROBE_TIMEOUT => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
                 let _ = kill_group_and_reap(&mut child);
-                return Err(format!(
+                return Err(Error::run(format!(
                     "`{} --version` did not finish within {} s",
                     exe.display(),
                     VERSION_PROBE_TIMEOUT.as_secs()
-                ));
+                )));
             }
-            Err(e) => return Err(format!("waiting for `{} --version`: {e}", exe.display())),
+            Err(e) => {
+                return Err(Error::run(format!("waiting for `{} --version`: {e}", exe.display())).because(e))
+            }
         }
     };
     let mut out = String::new();
@@ -1113,7 +1165,7 @@ fn probe_version(exe: &Path) -> Result<String, String> {
     let line = out.lines().map(str::trim).find(|l| !l.is_empty());
     match (status.success(), line) {
         (true, Some(l)) => Ok(l.to_string()),
-        (_, _) => Err(format!("`{} --version` gave no version ({status})", exe.display())),
+        (_, _) => Err(Error::run(format!("`{} --version` gave no version ({status})", exe.display()))),
     }
 }
 
@@ -1144,7 +1196,7 @@ mod tests {
         for bad in ["", "abc", "[N/A]", "1,2,3", "1,", ",1", "61.39 kW", "W", "5 WW"] {
             assert!(parse_line(bad).is_err(), "{bad:?}");
         }
-        assert!(parse_line("x,5").unwrap_err().contains("t_s"));
+        assert!(parse_line("x,5").unwrap_err().to_string().contains("t_s"));
     }
 
     #[test]
@@ -1503,12 +1555,12 @@ mod tests {
         assert_eq!(w("1A=1 x").unwrap(), "1A=1");
         assert_eq!(w("nvidia-smi --format=csv").unwrap(), "nvidia-smi");
         // What the shell alone can name.
-        assert!(w("$HOME/m").unwrap_err().contains("expansion"));
-        assert!(w("\"$M\" 1").unwrap_err().contains("expansion"));
-        assert!(w("FOO=1").unwrap_err().contains("only sets variables"));
+        assert!(w("$HOME/m").unwrap_err().to_string().contains("expansion"));
+        assert!(w("\"$M\" 1").unwrap_err().to_string().contains("expansion"));
+        assert!(w("FOO=1").unwrap_err().to_string().contains("only sets variables"));
         assert!(w("").is_err() && w("# c").is_err());
-        assert!(w("'open").unwrap_err().contains("unterminated"));
-        assert!(w("(meter)").unwrap_err().contains("syntax"));
+        assert!(w("'open").unwrap_err().to_string().contains("unterminated"));
+        assert!(w("(meter)").unwrap_err().to_string().contains("syntax"));
         // A shell keyword comes out as a word that no file on PATH matches.
         assert_eq!(w("for i in 1; do echo 1; done").unwrap(), "for");
         if let Ok(home) = std::env::var("HOME") {

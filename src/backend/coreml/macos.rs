@@ -100,9 +100,11 @@ fn url_for(path: &Path) -> Result<Retained<NSURL>, CoreMlError> {
     })
 }
 
-fn wait<T>(rx: &mpsc::Receiver<Result<T, String>>, step: &str) -> Result<T, CoreMlError> {
+/// The result a completion handler sent (its own [`CoreMlError`], built on its thread), or a
+/// [`CoreMlError::Framework`] for `step` when none came in time.
+fn wait<T>(rx: &mpsc::Receiver<Result<T, CoreMlError>>, step: &str) -> Result<T, CoreMlError> {
     match rx.recv_timeout(HANDLER_TIMEOUT) {
-        Ok(result) => result.map_err(|detail| framework(step, detail)),
+        Ok(result) => result,
         Err(_) => Err(framework(
             step,
             format!("no answer within {} s (the completion handler never ran)", HANDLER_TIMEOUT.as_secs()),
@@ -145,11 +147,14 @@ fn compile_cached(
     let step = format!("compile {}", package.display());
     let url = url_for(package)?;
     let (tx, rx) = mpsc::channel();
+    let handler_step = step.clone();
     let handler = RcBlock::new(move |compiled: *mut NSURL, error: *mut NSError| {
         // SAFETY: Core ML passes either a valid compiled-model URL or a valid error (or null).
         let result = autoreleasepool(|_| match unsafe { compiled.as_ref() } {
-            Some(url) => url.to_file_path().ok_or_else(|| "the compiled model has no file path".to_string()),
-            None => Err(describe(unsafe { error.as_ref() })),
+            Some(url) => url
+                .to_file_path()
+                .ok_or_else(|| framework(&handler_step, "the compiled model has no file path".into())),
+            None => Err(framework(&handler_step, describe(unsafe { error.as_ref() }))),
         });
         // The receiver may have timed out and gone; nothing is left to tell.
         let _ = tx.send(result);
@@ -655,13 +660,10 @@ pub(super) fn compute_plan(compiled: &Path, units: ComputeUnits) -> Result<Vec<P
         // SAFETY: Core ML passes either a valid plan or a valid error (or null). The plan is
         // walked here, on the handler's thread, in a pool of its own and with exceptions
         // caught, and only plain Rust data leaves.
-        let result = guarded(step, || {
-            Ok(match unsafe { plan.as_ref() } {
-                Some(plan) => walk_plan(plan),
-                None => Err(describe(unsafe { error.as_ref() })),
-            })
-        })
-        .unwrap_or_else(|e| Err(e.to_string()));
+        let result = guarded(step, || match unsafe { plan.as_ref() } {
+            Some(plan) => walk_plan(plan, step),
+            None => Err(framework(step, describe(unsafe { error.as_ref() }))),
+        });
         // The receiver may have timed out and gone; nothing is left to tell.
         let _ = tx.send(result);
     });
@@ -674,15 +676,19 @@ pub(super) fn compute_plan(compiled: &Path, units: ComputeUnits) -> Result<Vec<P
     wait(&rx, step)
 }
 
-fn walk_plan(plan: &MLComputePlan) -> Result<Vec<PlannedOp>, String> {
+/// The plan's operations, in program order; an error is a [`CoreMlError::Framework`] for `step`.
+fn walk_plan(plan: &MLComputePlan, step: &str) -> Result<Vec<PlannedOp>, CoreMlError> {
     // SAFETY: read-only getters of a loaded plan.
     let structure = unsafe { plan.modelStructure() };
     let program = unsafe { structure.program() }.ok_or_else(|| {
-        "the model is not an ML program; only ML programs have a per-operation plan here".to_string()
+        framework(
+            step,
+            "the model is not an ML program; only ML programs have a per-operation plan here".into(),
+        )
     })?;
     let main = unsafe { program.functions() }
         .objectForKey(&NSString::from_str("main"))
-        .ok_or_else(|| "the ML program has no `main` function".to_string())?;
+        .ok_or_else(|| framework(step, "the ML program has no `main` function".into()))?;
     let mut ops = Vec::new();
     walk_block(plan, &*unsafe { main.block() }, &mut ops);
     Ok(ops)

@@ -12,6 +12,8 @@
 //! [`choose_device`] moves MLX's default device to the CPU and every report says so (the
 //! device text and a note), or, with `LAYA_BENCH_REQUIRE_MLX_GPU=1`, the arm is refused.
 
+use crate::error::{Classify, Kind};
+
 /// `1` refuses an MLX arm where MLX would not run on the Metal GPU, instead of falling back to
 /// MLX's CPU device (for runs whose numbers must be the GPU's).
 pub const REQUIRE_GPU_ENV: &str = "LAYA_BENCH_REQUIRE_MLX_GPU";
@@ -28,14 +30,103 @@ pub enum MlxDevice {
     Cpu,
 }
 
+/// Why the device check failed: MLX's error, or a product that is not the exact one. Its text
+/// names the checked device "the GPU" (see `graph::product_check`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    /// MLX raised an error (no Metal device, a stream or kernel it cannot make): its exception's
+    /// text (an MLX exception is a message and a location, with no cause of its own).
+    #[error("{0}")]
+    Mlx(String),
+    /// A device's product has the wrong number of values.
+    #[error(
+        "the {device}'s {dtype} {m}×{k} · {k}×{n} product has {got} values, expected {want}",
+        m = PROBE_SHAPE.0,
+        k = PROBE_SHAPE.1,
+        n = PROBE_SHAPE.2
+    )]
+    Length {
+        /// `CPU` or `GPU`.
+        device: &'static str,
+        /// The dtype's name (`float32`, `float16`).
+        dtype: &'static str,
+        /// How many values it has.
+        got: usize,
+        /// How many it should have.
+        want: usize,
+    },
+    /// The CPU's product differs from the exact one at `[row, col]`.
+    #[error("the CPU's {dtype} product is wrong at [{row}, {col}]: {got} instead of {want}")]
+    WrongOnCpu {
+        /// The dtype's name.
+        dtype: &'static str,
+        /// The element's row.
+        row: usize,
+        /// The element's column.
+        col: usize,
+        /// The CPU's value.
+        got: f32,
+        /// The exact value.
+        want: f32,
+    },
+    /// The GPU's product differs from the CPU's at `[row, col]` (or is not finite).
+    #[error(
+        "the GPU's {dtype} {m}×{k} · {k}×{n} product differs from the CPU's at [{row}, {col}]: {gpu} vs {cpu}",
+        m = PROBE_SHAPE.0,
+        k = PROBE_SHAPE.1,
+        n = PROBE_SHAPE.2
+    )]
+    Differs {
+        /// The dtype's name.
+        dtype: &'static str,
+        /// The element's row.
+        row: usize,
+        /// The element's column.
+        col: usize,
+        /// The GPU's value.
+        gpu: f32,
+        /// The CPU's value.
+        cpu: f32,
+    },
+}
+
+impl Classify for CheckError {
+    /// The check ran and failed.
+    fn kind(&self) -> Kind {
+        Kind::Run
+    }
+}
+
+/// Why the MLX arms are refused (`LAYA_BENCH_REQUIRE_MLX_GPU=1` without a usable GPU), or why
+/// MLX cannot say where it runs.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeviceError {
+    /// The GPU is required, and this MLX build has no Metal.
+    #[error("{REQUIRE_GPU_ENV}=1, but MLX's default device is its CPU: this MLX build has no Metal")]
+    NoMetal,
+    /// The GPU is required, and its check failed.
+    #[error("the Metal GPU is unusable here ({0}), and {REQUIRE_GPU_ENV}=1 refuses MLX's CPU device")]
+    GpuRequired(#[source] CheckError),
+    /// MLX could not tell its default device: its exception's text.
+    #[error("MLX cannot tell its default device: {0}")]
+    UnknownDefault(String),
+}
+
+impl Classify for DeviceError {
+    /// The arm cannot run as asked here; found before anything is measured.
+    fn kind(&self) -> Kind {
+        Kind::Input
+    }
+}
+
 /// Where every MLX arm of this process runs ([`choose_device`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DeviceChoice {
     /// The device MLX's default is set to.
     pub device: MlxDevice,
     /// Why the Metal GPU, MLX's default device, is not used: the check's error or
     /// disagreement. `None` where nothing fell back (the GPU passed, or the build has no Metal).
-    pub metal_unusable: Option<String>,
+    pub metal_unusable: Option<CheckError>,
 }
 
 /// Whether [`REQUIRE_GPU_ENV`]'s value asks to refuse rather than fall back: exactly `1`.
@@ -46,26 +137,23 @@ pub fn require_gpu(value: Option<&str>) -> bool {
 /// Decide where MLX runs. `default_is_gpu`: MLX's default device is the GPU (its Metal build);
 /// `gpu_check` runs the product check on the GPU (called only then). The GPU is kept when the
 /// check passes; otherwise MLX falls back to its CPU device with the reason, or, when
-/// `require_gpu`, the arm is refused (`Err`, the reason). Without Metal (the Linux CPU build)
-/// MLX runs on its CPU and nothing is checked, unless `require_gpu` refuses that too.
+/// `require_gpu`, the arm is refused (`Err`, with the check's failure as its cause). Without
+/// Metal (the Linux CPU build) MLX runs on its CPU and nothing is checked, unless
+/// `require_gpu` refuses that too.
 pub fn choose_device(
     default_is_gpu: bool,
     require_gpu: bool,
-    gpu_check: impl FnOnce() -> Result<(), String>,
-) -> Result<DeviceChoice, String> {
+    gpu_check: impl FnOnce() -> Result<(), CheckError>,
+) -> Result<DeviceChoice, DeviceError> {
     if !default_is_gpu {
         if require_gpu {
-            return Err(format!(
-                "{REQUIRE_GPU_ENV}=1, but MLX's default device is its CPU: this MLX build has no Metal"
-            ));
+            return Err(DeviceError::NoMetal);
         }
         return Ok(DeviceChoice { device: MlxDevice::Cpu, metal_unusable: None });
     }
     match gpu_check() {
         Ok(()) => Ok(DeviceChoice { device: MlxDevice::Gpu, metal_unusable: None }),
-        Err(reason) if require_gpu => Err(format!(
-            "the Metal GPU is unusable here ({reason}), and {REQUIRE_GPU_ENV}=1 refuses MLX's CPU device"
-        )),
+        Err(reason) if require_gpu => Err(DeviceError::GpuRequired(reason)),
         Err(reason) => Ok(DeviceChoice { device: MlxDevice::Cpu, metal_unusable: Some(reason) }),
     }
 }
@@ -102,7 +190,7 @@ impl DeviceChoice {
 
 /// `doctor`'s Apple MLX line: whether the `mlx:` arms would run on the Metal GPU, and what
 /// happens otherwise (fall back to the CPU, or refuse).
-pub fn doctor_line(choice: &Result<DeviceChoice, String>) -> (bool, String) {
+pub fn doctor_line(choice: &Result<DeviceChoice, DeviceError>) -> (bool, String) {
     let (m, k, n) = PROBE_SHAPE;
     match choice {
         Ok(DeviceChoice { device: MlxDevice::Gpu, .. }) => (
@@ -144,33 +232,26 @@ pub fn probe_operands() -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 
 /// Compare the check's product on the GPU and on the CPU (`dtype`: the name for messages) with
 /// the exact one: `Err` names the first element where either differs (or is not finite).
-pub fn compare_products(dtype: &str, gpu: &[f32], cpu: &[f32], exact: &[f32]) -> Result<(), String> {
-    let (m, k, n) = PROBE_SHAPE;
+pub fn compare_products(
+    dtype: &'static str,
+    gpu: &[f32],
+    cpu: &[f32],
+    exact: &[f32],
+) -> Result<(), CheckError> {
+    let n = PROBE_SHAPE.2;
     for (device, got) in [("CPU", cpu), ("GPU", gpu)] {
         if got.len() != exact.len() {
-            return Err(format!(
-                "the {device}'s {dtype} {m}×{k} · {k}×{n} product has {} values, expected {}",
-                got.len(),
-                exact.len()
-            ));
+            return Err(CheckError::Length { device, dtype, got: got.len(), want: exact.len() });
         }
     }
     // exact small integers: any difference (or a NaN, which is never close) is a fault
     let close = |x: f32, y: f32| (x - y).abs() <= 1e-3;
     for (i, ((&g, &c), &e)) in gpu.iter().zip(cpu).zip(exact).enumerate() {
         if !close(c, e) {
-            return Err(format!(
-                "the CPU's {dtype} product is wrong at [{}, {}]: {c} instead of {e}",
-                i / n,
-                i % n
-            ));
+            return Err(CheckError::WrongOnCpu { dtype, row: i / n, col: i % n, got: c, want: e });
         }
         if !close(g, c) {
-            return Err(format!(
-                "the GPU's {dtype} {m}×{k} · {k}×{n} product differs from the CPU's at [{}, {}]: {g} vs {c}",
-                i / n,
-                i % n
-            ));
+            return Err(CheckError::Differs { dtype, row: i / n, col: i % n, gpu: g, cpu: c });
         }
     }
     Ok(())
@@ -186,7 +267,7 @@ mod tests {
 
     #[test]
     fn without_metal_mlx_runs_on_its_cpu_and_nothing_is_checked() {
-        let never = || -> Result<(), String> { panic!("the GPU check must not run without Metal") };
+        let never = || -> Result<(), CheckError> { panic!("the GPU check must not run without Metal") };
         assert_eq!(choose_device(false, false, never), Ok(cpu()));
         let c = cpu();
         assert_eq!(c.note(), None);
@@ -214,9 +295,9 @@ mod tests {
     #[test]
     fn a_gpu_that_fails_falls_back_to_the_cpu_and_every_text_says_why() {
         let why = "[metal::load_device] No Metal device available.";
-        let choice = choose_device(true, false, || Err(why.to_string())).unwrap();
+        let choice = choose_device(true, false, || Err(CheckError::Mlx(why.to_string()))).unwrap();
         assert_eq!(choice.device, MlxDevice::Cpu);
-        assert_eq!(choice.metal_unusable.as_deref(), Some(why));
+        assert_eq!(choice.metal_unusable.as_ref().map(ToString::to_string).as_deref(), Some(why));
         assert_eq!(
             choice.device_text("0.32.2", true),
             format!("cpu (MLX 0.32.2 Metal build; Metal unusable: {why})")
@@ -231,17 +312,25 @@ mod tests {
         assert!(!metal && line.contains(why) && line.contains("fall back to MLX's CPU device"), "{line}");
         // a disagreeing product falls back the same way
         let wrong = "the GPU's float32 64×48 · 48×32 product differs from the CPU's at [0, 0]: 0 vs 7";
-        let choice = choose_device(true, false, || Err(wrong.into())).unwrap();
-        assert_eq!(choice.metal_unusable.as_deref(), Some(wrong));
+        let differs = CheckError::Differs { dtype: "float32", row: 0, col: 0, gpu: 0.0, cpu: 7.0 };
+        let choice = choose_device(true, false, || Err(differs)).unwrap();
+        assert_eq!(choice.metal_unusable.as_ref().map(ToString::to_string).as_deref(), Some(wrong));
     }
 
     #[test]
     fn requiring_the_gpu_refuses_instead_of_falling_back() {
-        let e = choose_device(true, true, || Err("No Metal device available".into())).unwrap_err();
+        let no_device = CheckError::Mlx("No Metal device available".into());
+        let refused = choose_device(true, true, || Err(no_device.clone())).unwrap_err();
+        let e = refused.to_string();
         assert!(e.contains("No Metal device available") && e.contains("LAYA_BENCH_REQUIRE_MLX_GPU=1"), "{e}");
-        let e = choose_device(false, true, || Ok(())).unwrap_err();
+        // the check's failure stays the refusal's cause, printed once
+        let cause = std::error::Error::source(&refused).map(ToString::to_string);
+        assert_eq!(cause, Some(no_device.to_string()));
+        assert_eq!(crate::error::chain(&refused), e);
+        let refused = choose_device(false, true, || Ok(())).unwrap_err();
+        let e = refused.to_string();
         assert!(e.contains("no Metal") && e.contains("LAYA_BENCH_REQUIRE_MLX_GPU=1"), "{e}");
-        let (metal, line) = doctor_line(&Err(e.clone()));
+        let (metal, line) = doctor_line(&Err(refused));
         assert!(!metal && line.starts_with("mlx: arms are refused: ") && line.ends_with(&e), "{line}");
     }
 
@@ -277,15 +366,16 @@ mod tests {
         assert_eq!(compare_products("float32", &exact, &exact, &exact), Ok(()));
         let mut gpu = exact.clone();
         gpu[33] += 1.0;
-        let e = compare_products("float32", &gpu, &exact, &exact).unwrap_err();
+        let e = compare_products("float32", &gpu, &exact, &exact).unwrap_err().to_string();
         assert!(e.contains("GPU's float32") && e.contains("[1, 1]"), "{e}");
         gpu[33] = f32::NAN;
-        assert!(compare_products("float16", &gpu, &exact, &exact).unwrap_err().contains("GPU's float16"));
+        let e = compare_products("float16", &gpu, &exact, &exact).unwrap_err().to_string();
+        assert!(e.contains("GPU's float16"), "{e}");
         let zeros = vec![0.0; exact.len()];
         assert!(compare_products("float32", &zeros, &exact, &exact).is_err());
-        let e = compare_products("float32", &exact, &zeros, &exact).unwrap_err();
+        let e = compare_products("float32", &exact, &zeros, &exact).unwrap_err().to_string();
         assert!(e.contains("CPU's float32 product is wrong"), "{e}");
-        let e = compare_products("float32", &exact[1..], &exact, &exact).unwrap_err();
+        let e = compare_products("float32", &exact[1..], &exact, &exact).unwrap_err().to_string();
         assert!(e.contains("GPU's float32") && e.contains("values"), "{e}");
     }
 }

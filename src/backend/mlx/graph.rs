@@ -28,8 +28,8 @@ use mlx_rs::{fast, transforms, with_stream, Array, Device, DeviceType, Dtype, St
 #[cfg(target_os = "linux")]
 use super::blas::{BlasKind, BlasProvider};
 use super::device::{
-    choose_device, compare_products, doctor_line, probe_operands, require_gpu, DeviceChoice, MlxDevice,
-    PROBE_SHAPE,
+    choose_device, compare_products, doctor_line, probe_operands, require_gpu, CheckError, DeviceChoice,
+    DeviceError, MlxDevice, PROBE_SHAPE,
 };
 use super::{
     copy_outputs, default_shapes, fingerprint, host_hints, is_jit_race, parameter_names, MlxDtype, MlxInputs,
@@ -39,6 +39,7 @@ use crate::backend::registry::RegistryError;
 use crate::backend::{
     Backend, BackendError, BackendInfo, BackendKind, Context, ForwardOutput, PreparedBatch, ShapeCaps,
 };
+use crate::error::{Classify, Kind};
 use crate::laya::bundle::{Bundle, ModelSpec};
 use crate::laya::config::{EncoderConfig, LayerKind, OptionLayout};
 use crate::model::loader::load_source;
@@ -238,6 +239,38 @@ pub enum Compile {
     No,
 }
 
+/// Why MLX cannot compute here ([`probe`], [`blas_provider`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MlxError {
+    /// Where MLX runs could not be decided, or the arms are refused there.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// An MLX operation failed.
+    #[error(transparent)]
+    Mlx(#[from] Exception),
+    /// An MLX result could not be read.
+    #[error(transparent)]
+    Read(#[from] mlx_rs::error::AsSliceError),
+    /// MLX evaluated the probe's product to the wrong values.
+    #[error("MLX returned {0:?} for [[1,2],[3,4]]·[[5,6],[7,8]]")]
+    WrongProduct(Vec<f32>),
+    /// The BLAS behind MLX's CPU products is not the one this build chose (`super::blas::refusal`).
+    #[error("{0}")]
+    Blas(String),
+}
+
+impl Classify for MlxError {
+    /// A refused device or BLAS is found before anything is measured; MLX failing to compute
+    /// is a failed run.
+    fn kind(&self) -> Kind {
+        match self {
+            MlxError::Device(e) => e.kind(),
+            MlxError::Blas(_) => Kind::Input,
+            MlxError::Mlx(_) | MlxError::Read(_) | MlxError::WrongProduct(_) => Kind::Run,
+        }
+    }
+}
+
 /// The MLX backend.
 pub struct MlxBackend {
     info: BackendInfo,
@@ -276,15 +309,16 @@ pub fn mlx_version() -> String {
 }
 
 /// The check's product `a·b` in `dtype` on `stream`, as float32 values.
-fn product_on(stream: &Stream, a: &[f32], b: &[f32], dtype: Dtype) -> Result<Vec<f32>, String> {
+fn product_on(stream: &Stream, a: &[f32], b: &[f32], dtype: Dtype) -> Result<Vec<f32>, CheckError> {
     let (m, k, n) = PROBE_SHAPE;
     let (m, k, n) = (m as i32, k as i32, n as i32);
-    with_stream(stream, || -> Result<Vec<f32>, String> {
-        let a = Array::from_slice(a, &[m, k]).as_dtype(dtype).map_err(|e| e.to_string())?;
-        let b = Array::from_slice(b, &[k, n]).as_dtype(dtype).map_err(|e| e.to_string())?;
-        let c = matmul(&a, &b).and_then(|c| c.as_dtype(Dtype::Float32)).map_err(|e| e.to_string())?;
-        c.eval().map_err(|e| e.to_string())?;
-        c.try_as_slice::<f32>().map(<[f32]>::to_vec).map_err(|e| e.to_string())
+    let mlx = |e: &dyn std::error::Error| CheckError::Mlx(e.to_string());
+    with_stream(stream, || -> Result<Vec<f32>, CheckError> {
+        let a = Array::from_slice(a, &[m, k]).as_dtype(dtype).map_err(|e| mlx(&e))?;
+        let b = Array::from_slice(b, &[k, n]).as_dtype(dtype).map_err(|e| mlx(&e))?;
+        let c = matmul(&a, &b).and_then(|c| c.as_dtype(Dtype::Float32)).map_err(|e| mlx(&e))?;
+        c.eval().map_err(|e| mlx(&e))?;
+        c.try_as_slice::<f32>().map(<[f32]>::to_vec).map_err(|e| mlx(&e))
     })
 }
 
@@ -293,13 +327,13 @@ fn product_on(stream: &Stream, a: &[f32], b: &[f32], dtype: Dtype) -> Result<Vec
 /// product in float32 and float16 on it and on the CPU, compared with the exact one
 /// ([`compare_products`]; its messages call the checked device "the GPU"). With
 /// `MlxDevice::Cpu` it checks the CPU against itself (the tests' use on Linux).
-pub fn product_check(device: MlxDevice) -> Result<(), String> {
+pub fn product_check(device: MlxDevice) -> Result<(), CheckError> {
     let checked = match device {
         MlxDevice::Gpu => Device::gpu(),
         MlxDevice::Cpu => Device::cpu(),
     };
-    let on = Stream::try_default_on_device(&checked).map_err(|e| e.to_string())?;
-    let cpu = Stream::try_default_on_device(&Device::cpu()).map_err(|e| e.to_string())?;
+    let on = Stream::try_default_on_device(&checked).map_err(|e| CheckError::Mlx(e.to_string()))?;
+    let cpu = Stream::try_default_on_device(&Device::cpu()).map_err(|e| CheckError::Mlx(e.to_string()))?;
     let (a, b, exact) = probe_operands();
     for (dtype, name) in [(Dtype::Float32, "float32"), (Dtype::Float16, "float16")] {
         let on_device = product_on(&on, &a, &b, dtype)?;
@@ -315,8 +349,8 @@ pub fn product_check(device: MlxDevice) -> Result<(), String> {
 /// errors or disagrees is replaced by MLX's CPU device, or the arm refused under
 /// `LAYA_BENCH_REQUIRE_MLX_GPU=1` ([`choose_device`], as `settings` hold it). The same answer
 /// for every later call (the process has one default device and one [`Settings`]).
-pub fn device_choice(settings: &Settings) -> Result<&'static DeviceChoice, String> {
-    static CHOICE: OnceLock<Result<DeviceChoice, String>> = OnceLock::new();
+pub fn device_choice(settings: &Settings) -> Result<&'static DeviceChoice, DeviceError> {
+    static CHOICE: OnceLock<Result<DeviceChoice, DeviceError>> = OnceLock::new();
     CHOICE
         .get_or_init(|| {
             // `try_default` is a checked call: it also installs mlx-rs's error handler, without
@@ -325,7 +359,7 @@ pub fn device_choice(settings: &Settings) -> Result<&'static DeviceChoice, Strin
             let default_is_gpu = match Device::try_default().and_then(|d| d.get_type()) {
                 Ok(DeviceType::Gpu) => true,
                 Ok(DeviceType::Cpu) => false,
-                Err(e) => return Err(format!("MLX cannot tell its default device: {e}")),
+                Err(e) => return Err(DeviceError::UnknownDefault(e.to_string())),
             };
             let require = require_gpu(settings.require_mlx_gpu.as_deref());
             let choice = choose_device(default_is_gpu, require, || product_check(MlxDevice::Gpu))?;
@@ -347,15 +381,15 @@ pub fn device_name(settings: &Settings) -> String {
 }
 
 /// The BLAS behind MLX's CPU matrix products, checked against the build's choice: `Ok(None)`
-/// where MLX uses Apple's Accelerate (macOS), `Err` where the arm must not run (see
-/// [`super::blas::refusal`]).
-pub fn blas_provider() -> Result<Option<String>, String> {
+/// where MLX uses Apple's Accelerate (macOS), `Err` ([`MlxError::Blas`]) where the arm must
+/// not run (see [`super::blas::refusal`]).
+pub fn blas_provider() -> Result<Option<String>, MlxError> {
     #[cfg(target_os = "linux")]
     {
         let chosen_reference = option_env!("LAYA_BENCH_MLX_BLAS_CHOICE") == Some("reference");
         let p = blas_library();
         match super::blas::refusal(p.as_ref(), chosen_reference) {
-            Some(why) => Err(why),
+            Some(why) => Err(MlxError::Blas(why)),
             None => Ok(p.map(|p| p.describe())),
         }
     }
@@ -406,16 +440,15 @@ fn blas_library() -> Option<BlasProvider> {
 
 /// One small product on MLX's default device (after [`device_choice`]), checked: the device,
 /// MLX version and BLAS, or why MLX cannot compute here (`doctor`).
-pub fn probe(settings: &Settings) -> Result<String, String> {
+pub fn probe(settings: &Settings) -> Result<String, MlxError> {
     device_choice(settings)?;
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
     let b = Array::from_slice(&[5.0f32, 6.0, 7.0, 8.0], &[2, 2]);
-    let c = matmul(&a, &b).map_err(|e| e.to_string())?;
-    c.eval().map_err(|e| e.to_string())?;
-    match c.try_as_slice::<f32>() {
-        Ok([19.0, 22.0, 43.0, 50.0]) => {}
-        Ok(other) => return Err(format!("MLX returned {other:?} for [[1,2],[3,4]]·[[5,6],[7,8]]")),
-        Err(e) => return Err(e.to_string()),
+    let c = matmul(&a, &b)?;
+    c.eval()?;
+    match c.try_as_slice::<f32>()? {
+        [19.0, 22.0, 43.0, 50.0] => {}
+        other => return Err(MlxError::WrongProduct(other.to_vec())),
     }
     let blas = match blas_provider()? {
         Some(b) => format!("; BLAS {b}"),
@@ -493,9 +526,9 @@ impl MlxBackend {
         }
         // Before any other MLX operation: where MLX runs (the GPU checked, or the CPU with why).
         let choice = device_choice(&context.settings)
-            .map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
-        let blas =
-            blas_provider().map_err(|reason| RegistryError::BadSpec { spec: spec_text.into(), reason })?;
+            .map_err(|e| RegistryError::BadSpec { spec: spec_text.into(), reason: e.to_string() })?;
+        let blas = blas_provider()
+            .map_err(|e| RegistryError::BadSpec { spec: spec_text.into(), reason: e.to_string() })?;
         let (weights, source_fp) = load_source(spec_text, &src)?;
         let dtype = match spec.dtype {
             MlxDtype::F16 => Dtype::Float16,
