@@ -44,7 +44,9 @@
 
 use std::time::Instant;
 
-use laya_bench::backend::portable::{Bf16Kernel, GemmThreading, Isa, PaletteKernel, PortableBackend, Tuning};
+use laya_bench::backend::portable::{
+    Bf16Kernel, EngineKnobs, GemmThreading, Isa, PaletteKernel, PortableBackend, Tuning,
+};
 use laya_bench::backend::registry::{portable_precisions, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::bounds::{measure, targets};
@@ -551,8 +553,7 @@ fn main() {
             agent.clone(),
             caps.clone(),
             "synthetic".into(),
-            threads,
-            tuning,
+            EngineKnobs { threads, tuning },
             settings,
         );
         (backend, t.elapsed().as_secs_f64())

@@ -4,7 +4,7 @@
 //! shape and the report's parts are `fidelity/`'s; this file turns arguments into them,
 //! prints, and maps the outcome to an exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context};
@@ -16,9 +16,11 @@ use crate::backend::registry;
 use crate::cli::ConvertCheckArgs;
 use crate::fidelity::bundle_checks::{check_same_model, ModelFiles};
 use crate::fidelity::check::{run_suite, Plan};
+use crate::fidelity::gates::check_gate_and_repeats;
 use crate::fidelity::package::PackageAccounting;
 use crate::fidelity::report::{
-    compute_placement, final_verdict, is_pass, ConvertCheckReport, GateInfo, ShapeInfo, SuiteInfo,
+    compute_placement, failure_text, final_verdict, is_pass, ConvertCheckReport, GateInfo, ShapeInfo,
+    SuiteInfo,
 };
 use crate::fidelity::setup::{self, Candidate};
 use crate::fidelity::{Suite, REPORT_SCHEMA_VERSION};
@@ -34,22 +36,14 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     // From the start, so a signal while the models load is not lost (a background run inherits
     // SIGINT ignored): the suite then stops before its first question, reported incomplete.
     let stop = interrupt::install_or_warn();
-    if !(args.gate.is_finite() && args.gate > 0.0 && args.gate < 1.0) {
-        return Err(Failure::input(anyhow!("--gate {} must be a number in (0, 1), e.g. 0.02", args.gate)));
-    }
-    if args.repeats < 2 {
-        return Err(Failure::input(anyhow!(
-            "--repeats {} must be at least 2: the bit-identity gate compares repeated calls",
-            args.repeats
-        )));
-    }
+    check_gate_and_repeats(args.gate, args.repeats)?;
     let output = args
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem("convert-check"))));
     refuse_existing(&output, args.overwrite)?;
     check_folder("--output", &output)?;
-    let suite = load_suite(args.suite.as_deref())?;
+    let suite = Suite::load(args.suite.as_deref())?;
     let source_bundle = load_bundle(&args.source, &cx.hub)?;
     if matches!(source_bundle.weights, Weights::CoreMl(_)) {
         return Err(Failure::input(anyhow!(
@@ -126,31 +120,9 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     if report.passed {
         Ok(())
     } else {
-        let word = if report.verdict == "incomplete" {
-            "INCOMPLETE".to_string()
-        } else {
-            report.verdict.replace('_', " ")
-        };
-        Err(Failure::run(anyhow!(
-            "convert-check {}: {} (report: {})",
-            word,
-            report.verdict_reason,
-            output.display()
-        )))
+        let text = failure_text(&report.verdict, &report.verdict_reason);
+        Err(Failure::run(anyhow!("{text} (report: {})", output.display())))
     }
-}
-
-fn load_suite(path: Option<&Path>) -> Result<Suite, Failure> {
-    let suite = match path {
-        None => Suite::default_suite(),
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("--suite: cannot read {}", p.display()))
-                .map_err(Failure::input)?;
-            Suite::parse(&text, &p.display().to_string())
-        }
-    };
-    suite.map_err(|e| Failure::input(anyhow!(e).context("the fidelity suite is invalid")))
 }
 
 /// Load a candidate model and refuse one that reads another tokenizer or config (exit 2).

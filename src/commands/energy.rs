@@ -4,7 +4,8 @@
 
 use anyhow::anyhow;
 
-use super::common::{self, Bar};
+use super::common;
+use super::progress::Bar;
 use super::{interrupt, Failure, Outcome};
 use crate::cli::EnergyArgs;
 use crate::record::status::RunStatus;
@@ -48,7 +49,7 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
         &mut setup,
         &input,
         &settings,
-        sensor.as_ref(),
+        measure_energy::SensorChoice { spec: sensor.as_ref(), process: &cx.settings },
         RunIo {
             raw: &files.raw,
             overwrite: prepared.replace_raw(),
@@ -56,7 +57,6 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
             hurry: stop.map(|_| crate::commands::interrupt::hurry()),
         },
         &mut bar,
-        &cx.settings,
     );
     bar.finish();
     let measure_energy::EnergyOutcome { report, failure_kind } = outcome?;

@@ -25,6 +25,7 @@ mod hub_progress;
 mod interrupt;
 pub mod palettize;
 pub mod predict;
+mod progress;
 pub mod settings;
 pub mod snake;
 pub mod speed;

@@ -1,29 +1,27 @@
-//! `laya-bench predict`: one or more requests through the shared host path and a backend.
+//! `laya-bench predict`: one or more requests through the shared host path and a backend. The
+//! requests and the explain view are [`crate::laya::predict`]'s; this file turns the flags into
+//! them, runs each request and prints.
 
-use std::path::Path;
-
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use serde_json::{json, Value};
 
 use super::common::{build_backend, load_bundle};
 use super::{Failure, Outcome};
 use crate::backend::registry;
-use crate::backend::PreparedBatch;
 use crate::cli::PredictArgs;
-use crate::laya::decode::MinConfidence;
-use crate::laya::host::{CallOptions, Trace};
+use crate::laya::host::Trace;
+use crate::laya::predict::{explain_json, explain_text, is_list_file, read_requests, Request, RequestFlags};
 use crate::laya::pyjson::dumps_indent;
-use crate::laya::tokenizer::Tokenizer;
-
-/// One request: a state, questions and per-call options.
-struct Request {
-    state: Value,
-    questions: Value,
-    opts: CallOptions,
-}
 
 pub(crate) fn run(args: &PredictArgs, cx: &crate::backend::Context) -> Outcome {
-    let requests = read_requests(args)?;
+    let requests = read_requests(&RequestFlags {
+        request: args.request.as_deref(),
+        state: args.state.as_deref(),
+        questions: args.questions.as_deref(),
+        max_len: args.max_len,
+        head_max_len: args.head_max_len,
+        min_confidence: args.min_confidence.as_deref(),
+    })?;
     let bundle = load_bundle(&args.model.model, &cx.hub)?;
     // A budget above the model's own is allowed, as the reference allows it (only a row that
     // long fails); a failure then says where the budget came from.
@@ -83,7 +81,7 @@ fn print_outputs(args: &PredictArgs, outputs: Vec<(Value, Option<Value>)>) -> Re
         }
         return Ok(());
     }
-    let many = outputs.len() > 1 || args.request.as_deref().is_some_and(is_list_request);
+    let many = outputs.len() > 1 || args.request.as_deref().is_some_and(is_list_file);
     let results: Vec<Value> = outputs.iter().map(|(r, _)| r.clone()).collect();
     if many {
         outln!("{}", dumps_indent(&Value::Array(results)))?;
@@ -92,145 +90,8 @@ fn print_outputs(args: &PredictArgs, outputs: Vec<(Value, Option<Value>)>) -> Re
     }
     for (i, (_, explain)) in outputs.iter().enumerate() {
         if let Some(e) = explain {
-            print_explain(i, e)?;
+            super::write_stdout(&explain_text(i, e))?;
         }
     }
     Ok(())
-}
-
-fn is_list_request(path: &Path) -> bool {
-    crate::laya::request::read_input_file(path).map(|t| t.trim_start().starts_with('[')).unwrap_or(false)
-}
-
-fn print_explain(index: usize, e: &Value) -> Result<(), Failure> {
-    for row in e.get("rows").and_then(Value::as_array).into_iter().flatten() {
-        outln!(
-            "# request {index} question {} qtype {} ({} tokens) markers {} shape {}",
-            row["question"],
-            row["qtype"],
-            row["length"],
-            row["marker_pos"],
-            row["shape"]
-        )?;
-        let ids = row["token_ids"].as_array().cloned().unwrap_or_default();
-        let toks = row["tokens"].as_array().cloned().unwrap_or_default();
-        let pairs: Vec<String> =
-            ids.iter().zip(&toks).map(|(i, t)| format!("{}:{}", i, t.as_str().unwrap_or(""))).collect();
-        outln!("#   {}", pairs.join(" "))?;
-    }
-    Ok(())
-}
-
-/// Per question row: token ids and strings, markers, qtype and the packed shape it ran at.
-fn explain_json(tok: &Tokenizer, trace: &Trace, questions: &Value) -> Value {
-    let qids: Vec<&String> = questions.as_object().map(|m| m.keys().collect()).unwrap_or_default();
-    let mut shapes: Vec<&PreparedBatch> = Vec::new();
-    for (batch, _) in &trace.forwards {
-        for _ in 0..batch.batch {
-            shapes.push(batch);
-        }
-    }
-    let rows: Vec<Value> = trace
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, row)| {
-            let qtype = ["choice", "score", "noul"].get(row.qtype as usize).copied();
-            let shape = shapes
-                .get(i)
-                .map(|b| json!({"batch": b.batch, "length": b.length, "max_options": b.max_options}));
-            json!({
-                "question": qids.get(i % qids.len().max(1)).map(|s| s.as_str()),
-                "qtype": qtype,
-                "length": row.ids.len(),
-                "token_ids": row.ids,
-                "tokens": row.ids.iter().map(|&id| tok.id_to_token(id)).collect::<Vec<_>>(),
-                "marker_pos": row.markers,
-                "shape": shape,
-            })
-        })
-        .collect();
-    json!({"rows": rows})
-}
-
-fn read_requests(args: &PredictArgs) -> Result<Vec<Request>, Failure> {
-    let cli_opts = cli_options(args)?;
-    if let Some(path) = &args.request {
-        let text = crate::laya::request::read_input_file(path)
-            .map_err(|e| Failure::input(anyhow!(e).context("cannot read the request file")))?;
-        let value: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON", path.display()))
-            .map_err(Failure::input)?;
-        let items = match value {
-            Value::Array(items) => items,
-            other => vec![other],
-        };
-        if items.is_empty() {
-            return Err(Failure::input(anyhow!(
-                "{}: the request list is empty; add {{\"state\": ..., \"questions\": {{...}}}}",
-                path.display()
-            )));
-        }
-        return items
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| {
-                request_from_json(item, &cli_opts)
-                    .map_err(|e| Failure::input(anyhow!("{}: request {i}: {e}", path.display())))
-            })
-            .collect();
-    }
-    let (Some(state), Some(questions)) = (&args.state, &args.questions) else {
-        return Err(Failure::input(anyhow!(
-            "give either --request FILE, or --state TEXT with --questions JSON (see laya-bench predict --help)"
-        )));
-    };
-    let questions = parse_questions_arg(questions)?;
-    Ok(vec![Request { state: Value::String(state.clone()), questions, opts: cli_opts }])
-}
-
-fn parse_questions_arg(arg: &str) -> Result<Value, Failure> {
-    let trimmed = arg.trim_start();
-    let text = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        arg.to_string()
-    } else {
-        crate::laya::request::read_input_file(Path::new(arg)).map_err(|e| {
-            Failure::input(anyhow!(e).context(format!(
-                "--questions: `{arg}` is not inline JSON (it starts with neither `{{` nor `[`), so it was read as a file"
-            )))
-        })?
-    };
-    serde_json::from_str(&text).context("--questions is not valid JSON").map_err(Failure::input)
-}
-
-fn cli_options(args: &PredictArgs) -> Result<CallOptions, Failure> {
-    let min_confidence = match &args.min_confidence {
-        None => None,
-        Some(text) => {
-            let v: Value = serde_json::from_str(text).map_err(|_| {
-                Failure::input(anyhow!("--min-confidence: `{text}` is neither a number nor a JSON map"))
-            })?;
-            Some(MinConfidence::parse(&v).map_err(Failure::input)?)
-        }
-    };
-    Ok(CallOptions {
-        max_len: args.max_len,
-        head_max_len: args.head_max_len,
-        min_confidence,
-        states_per_batch: None,
-    })
-}
-
-fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> {
-    let (state, questions, opts) = crate::laya::request::parse_request(item)?;
-    Ok(Request {
-        state,
-        questions,
-        opts: CallOptions {
-            max_len: opts.max_len.or(cli.max_len),
-            head_max_len: opts.head_max_len.or(cli.head_max_len),
-            min_confidence: opts.min_confidence.or_else(|| cli.min_confidence.clone()),
-            states_per_batch: None,
-        },
-    })
 }

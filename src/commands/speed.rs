@@ -4,7 +4,8 @@
 
 use anyhow::anyhow;
 
-use super::common::{self, Bar};
+use super::common;
+use super::progress::Bar;
 use super::{interrupt, Failure, Outcome};
 use crate::cli::SpeedArgs;
 use crate::report::Render;

@@ -148,9 +148,36 @@ pub fn bit_identical(a: &(Vec<f32>, f32), b: &(Vec<f32>, f32)) -> bool {
         && a.1.to_bits() == b.1.to_bits()
 }
 
+/// A check's `--gate` (a number in (0, 1)) and `--repeats` (at least 2), checked before any
+/// model loads (exit 2 otherwise).
+pub fn check_gate_and_repeats(gate: f64, repeats: usize) -> Result<(), crate::error::Error> {
+    if !(gate.is_finite() && gate > 0.0 && gate < 1.0) {
+        return Err(crate::error::Error::input(format!(
+            "--gate {gate} must be a number in (0, 1), e.g. 0.02"
+        )));
+    }
+    if repeats < 2 {
+        return Err(crate::error::Error::input(format!(
+            "--repeats {repeats} must be at least 2: the bit-identity gate compares repeated calls"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gate_is_a_fraction_and_repeats_are_at_least_two() {
+        check_gate_and_repeats(DEFAULT_GATE, 2).unwrap();
+        for (gate, repeats) in [(0.0, 2), (1.0, 2), (f64::NAN, 2), (0.02, 1)] {
+            let e = check_gate_and_repeats(gate, repeats).unwrap_err();
+            assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Input, "{gate} {repeats}");
+        }
+        let e = check_gate_and_repeats(2.0, 5).unwrap_err();
+        assert_eq!(e.to_string(), "--gate 2 must be a number in (0, 1), e.g. 0.02");
+    }
 
     fn d(p: &[f32], act: f32) -> Decision {
         Decision { probabilities: p.to_vec(), act_probability: act }

@@ -179,6 +179,13 @@ pub fn is_pass(verdict: &str) -> bool {
     verdict == "passed" || verdict == "identical"
 }
 
+/// What a check that did not pass says: `convert-check VERDICT: REASON`, the verdict in words
+/// (`INCOMPLETE` for a stopped suite).
+pub fn failure_text(verdict: &str, reason: &str) -> String {
+    let word = if verdict == "incomplete" { "INCOMPLETE".to_string() } else { verdict.replace('_', " ") };
+    format!("convert-check {word}: {reason}")
+}
+
 /// When the candidate is the source model itself (the same weights fingerprint on the same
 /// engine, e.g. a palettization that changed nothing), what the verdict says instead of
 /// PASSED: the check compared it with itself.
@@ -417,6 +424,15 @@ impl Render for ConvertCheckReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_check_says_its_verdict_in_words() {
+        assert_eq!(
+            failure_text("not_passed", "no question fits"),
+            "convert-check not passed: no question fits"
+        );
+        assert_eq!(failure_text("incomplete", "stopped"), "convert-check INCOMPLETE: stopped");
+    }
 
     fn summary(fitting: usize, failed: &[&str], not_run: Option<&str>) -> SuiteSummary {
         SuiteSummary {

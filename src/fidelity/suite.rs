@@ -104,6 +104,21 @@ impl Suite {
         Self::parse(DEFAULT_SUITE, DEFAULT_SUITE_SOURCE)
     }
 
+    /// The suite a check runs: the file at `path` (`--suite`), else the embedded default
+    /// (exit 2 when the file cannot be read or fails validation).
+    pub fn load(path: Option<&std::path::Path>) -> Result<Self, crate::error::Error> {
+        use crate::error::ResultExt;
+        let suite = match path {
+            None => Suite::default_suite(),
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .input_context(|| format!("--suite: cannot read {}", p.display()))?;
+                Suite::parse(&text, &p.display().to_string())
+            }
+        };
+        suite.input_context(|| "the fidelity suite is invalid".into())
+    }
+
     /// The state value an item is asked about.
     pub fn state(&self, key: &str) -> Option<&Value> {
         self.states.iter().find(|(k, _)| k == key).map(|(_, v)| v)
@@ -239,6 +254,23 @@ fn parse_item(
 mod tests {
     use super::*;
     use crate::laya::question::QType;
+
+    #[test]
+    fn a_suite_is_the_default_or_a_readable_valid_file() {
+        assert!(!Suite::load(None).unwrap().items.is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let e = Suite::load(Some(&path)).unwrap_err();
+        let text = crate::error::chain(&e);
+        assert!(
+            crate::error::Classify::kind(&e) == crate::error::Kind::Input
+                && text.starts_with("--suite: cannot read "),
+            "{text}"
+        );
+        std::fs::write(&path, "[]").unwrap();
+        let text = crate::error::chain(&Suite::load(Some(&path)).unwrap_err());
+        assert!(text.starts_with("the fidelity suite is invalid: "), "{text}");
+    }
 
     fn suite(questions: &str) -> Result<Suite, SuiteError> {
         let text = format!(

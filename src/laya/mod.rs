@@ -7,6 +7,7 @@ pub mod config;
 pub mod coreml_format;
 pub mod decode;
 pub mod host;
+pub mod predict;
 pub mod prefix;
 pub mod prompt;
 pub mod pyjson;

@@ -265,6 +265,9 @@ mod tests {
         assert_eq!(a.text(), "a=portable:f32");
         let twice = ArmSpec::defaults_or(&[a.clone(), a]).unwrap_err();
         assert!(twice.to_string().contains("`a` is used twice"), "{twice}");
+        for bad in ["portable:f32", "=portable:f32", "x=", "x=nope:1"] {
+            assert_eq!(ArmSpec::parse_named(bad).unwrap_err().kind(), crate::error::Kind::Input, "{bad}");
+        }
         let e = ArmSpec::parse_named("a=nope:x").unwrap_err();
         assert!(
             e.kind() == crate::error::Kind::Input

@@ -292,23 +292,31 @@ fn window(start_ns: u64, end_ns: u64) -> Window {
     Window { start_s: seconds(start_ns), end_s: seconds(end_ns) }
 }
 
+/// The power sensor a run opens: the one given (`--sensor`), else the first usable default,
+/// and the process's settings it opens with.
+#[derive(Debug, Clone, Copy)]
+pub struct SensorChoice<'a> {
+    /// The sensor given, or `None` for the first usable of [`power::default_specs`].
+    pub spec: Option<&'a SensorSpec>,
+    /// The process's settings, which the sensor opens with.
+    pub process: &'a crate::settings::Settings,
+}
+
 /// Run the energy protocol on the set-up's arms, recording into a new raw file at `raw`.
 /// A sensor that cannot be opened, or whose readings before measuring break a rule, is a bad
 /// input (exit 2; the latter's raw record keeps the readings); a run that stops before its
-/// verdict is a failed run; otherwise the outcome carries the verdict. `process` are the
-/// process's settings, which the sensor opens with.
-#[allow(clippy::too_many_arguments)]
+/// verdict is a failed run; otherwise the outcome carries the verdict.
 pub fn run(
     bundle: &Bundle,
     setup: &mut Setup<'_>,
     input: &HeaderInput<'_>,
     settings: &Settings,
-    sensor_spec: Option<&SensorSpec>,
+    sensor_choice: SensorChoice<'_>,
     io: RunIo<'_>,
     watch: &mut dyn Observer,
-    process: &crate::settings::Settings,
 ) -> Result<EnergyOutcome, Error> {
     let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
+    let SensorChoice { spec: sensor_spec, process } = sensor_choice;
     let stream_timeout = max_gap(settings.interval);
     let (sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout, process)?;
     // Closed on every early return until the sampler takes it.

@@ -6,6 +6,9 @@
 //! Per-tick numbers go into the episode's preallocated trace; nothing is serialized inside a
 //! tick. The caller gets each finished episode (to save the report and print a line) and can
 //! stop the run between ticks.
+//!
+//! A new report, one read back to resume and checked against its model and arm, the line
+//! printed per episode and the verdict's text are in the `report` submodule.
 
 use std::time::{Duration, Instant};
 
@@ -543,6 +546,8 @@ pub fn parse_rates(values: &[f64]) -> Result<Vec<f64>, crate::error::Error> {
     out.sort_by(f64::total_cmp);
     Ok(out)
 }
+
+mod report;
 
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
 use crate::snake::game::{Cell, Direction, Game, Snapshot};
+use crate::snake::rate_search::FrameInfo;
 use crate::snake::Decision;
 
 /// The key line shown in the footer (and documented in docs/snake.md).
@@ -324,6 +325,24 @@ impl OffscreenCanvas {
     pub fn draw(&mut self, view: &View<'_>) {
         self.buffer.reset();
         render(view, &mut self.buffer);
+    }
+
+    /// Draw the live frame of a rate-benchmark tick of `engine` (`backend · precision`).
+    pub fn draw_tick(&mut self, game: &Game, decision: &Decision, info: &FrameInfo, engine: &str) {
+        self.draw(&View {
+            board: BoardView::from_game(game),
+            decision: Some(decision),
+            state: "LIVE",
+            round: 1,
+            best: game.score(),
+            interventions: info.interventions,
+            guarded: info.guarded,
+            engine,
+            decisions_per_second: None,
+            target_fps: info.target_fps,
+            elapsed_s: info.elapsed_s,
+            keys: PLAY_KEYS,
+        });
     }
 
     /// The drawn cells, one string per row (for tests).

@@ -17,7 +17,10 @@
 //! run` child (guarded), the wait for its ready file and the `xcrun xctrace` steps, always with
 //! the programs it is given.
 //!
-//! Nothing here prints or calls macOS; `commands::trace` drives the recorder.
+//! [`record`] is `trace record` as one call (the child, xctrace's steps, the summary and the
+//! artifacts), driven by `commands::trace`, which checks the flags and prints.
+//!
+//! Nothing here prints or calls macOS.
 #![warn(missing_docs)]
 
 pub mod child;
@@ -26,6 +29,7 @@ mod error;
 pub mod intervals;
 pub mod plan_evidence;
 mod reader;
+pub mod record;
 pub mod recorder;
 pub mod render;
 pub mod toc;

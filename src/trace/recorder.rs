@@ -7,7 +7,7 @@
 //! - The exact `xcrun xctrace` argument vectors: [`record_args`], [`toc_export_args`],
 //!   [`table_export_args`].
 //!
-//! Nothing here starts a process; `commands::trace` does, on macOS only.
+//! Nothing here starts a process; [`super::child`] does, driven by [`super::record`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

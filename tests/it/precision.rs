@@ -6,7 +6,7 @@
 //! (D = 64: the largest is 256 × 64), so the palettized arms here use `above_elements = 0` to
 //! palettize every projection; the registry's default (threshold 65,536) leaves them FP32.
 
-use laya_bench::backend::portable::{Bf16Kernel, PaletteKernel, PortableBackend, Tuning};
+use laya_bench::backend::portable::{Bf16Kernel, EngineKnobs, PaletteKernel, PortableBackend, Tuning};
 use laya_bench::backend::registry::{build_portable, BackendSpec, Precision};
 use laya_bench::backend::{Backend, ForwardOutput, PreparedBatch, ShapeCaps, ShapeMode};
 use laya_bench::laya::bundle::{Bundle, ModelSpec};
@@ -55,7 +55,8 @@ fn engine_tuned(w: DecisionWeights, parallel: bool, tuning: Tuning) -> PortableB
         max_options: 32,
         mode: ShapeMode::Range,
     };
-    PortableBackend::new_tuned(w, enc, agent, caps, "test".into(), 2, tuning, &Settings::UNSET)
+    let knobs = EngineKnobs { threads: 2, tuning };
+    PortableBackend::new_tuned(w, enc, agent, caps, "test".into(), knobs, &Settings::UNSET)
 }
 
 /// Logits and action logits of every golden batch (option logits of unmasked slots only).

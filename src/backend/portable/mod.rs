@@ -77,6 +77,17 @@ impl Default for Ablation {
     }
 }
 
+/// The engine choices [`PortableBackend::new_tuned`] is given (benchmarks only): how many
+/// workers it runs and which kernels and layouts it uses.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineKnobs {
+    /// Worker threads; 0 means one per available core.
+    pub threads: usize,
+    /// The kernels and weight layouts.
+    pub tuning: Tuning,
+}
+
 /// Engine choices that are measured rather than semantic (benchmarks only).
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,23 +414,23 @@ impl PortableBackend {
         threads: usize,
         settings: &Settings,
     ) -> Self {
-        Self::new_tuned(weights, enc, agent, shapes, fingerprint, threads, Tuning::new(settings), settings)
+        let knobs = EngineKnobs { threads, tuning: Tuning::new(settings) };
+        Self::new_tuned(weights, enc, agent, shapes, fingerprint, knobs, settings)
     }
 
     /// [`Self::new`] with explicit engine choices (benchmarks only); `settings` still say which
     /// choices were the engine's own, for the notes.
     #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
     pub fn new_tuned(
         weights: DecisionWeights,
         enc: EncoderConfig,
         agent: AgentConfig,
         shapes: ShapeCaps,
         fingerprint: String,
-        threads: usize,
-        tuning: Tuning,
+        knobs: EngineKnobs,
         settings: &Settings,
     ) -> Self {
+        let EngineKnobs { threads, tuning } = knobs;
         let tuning = Tuning { isa: tuning.isa.min(Isa::detected()), ..tuning };
         let isa = tuning.isa;
         let threads =

@@ -279,8 +279,7 @@ fn every_kernel_family_matches_f64_reference_and_names_itself() {
                 agent.clone(),
                 caps(2, 24, 5),
                 "x".into(),
-                threads,
-                tuning,
+                EngineKnobs { threads, tuning },
                 &settings(),
             );
             assert_eq!(e.isa(), isa);

@@ -27,7 +27,7 @@ pub(crate) fn run(args: &TraceArgs, cx: &crate::backend::Context) -> Outcome {
     match &args.command {
         TraceCommand::Run(a) => run::run(a, cx),
         TraceCommand::Summarize(a) => summarize(a),
-        TraceCommand::Record(a) => record::record(a, &cx.settings),
+        TraceCommand::Record(a) => record::run(a, &cx.settings),
     }
 }
 
@@ -59,7 +59,7 @@ fn summarize(args: &TraceSummarizeArgs) -> Outcome {
     print_summary(&summary, args.json)
 }
 
-pub(super) fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<(), Failure> {
+fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<(), Failure> {
     let json = serde_json::to_vec_pretty(value).map_err(|e| Failure::run(anyhow!(e)))?;
     write_atomic(path, &json)
         .with_context(|| format!("cannot write {}", path.display()))

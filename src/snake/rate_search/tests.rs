@@ -3,6 +3,8 @@ use std::cell::Cell as StdCell;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::error::{Classify, Kind};
+use crate::report::Render;
 
 /// A model that always answers uniform move probabilities (so UP is proposed).
 fn uniform(_: &Value, _: &Value) -> Result<Value, ModelError> {
@@ -78,6 +80,11 @@ fn unshielded_uniform_model_walks_up_into_the_wall() {
     // The head starts at (12,8); UP eight times is still on the board, the ninth hits the wall.
     assert_eq!(e.steps, 9);
     assert!(!e.alive);
+    let line = e.line(Phase::RawTop1);
+    assert!(
+        line.starts_with("raw_top1      top-1 seed=7 target=uncapped steps=9 score=0 alive=false actual="),
+        "{line}"
+    );
     assert_eq!(e.death_reason, Some(DeathReason::Wall));
     assert!(!e.passes);
     assert_eq!(e.interventions, 0);
@@ -237,4 +244,49 @@ fn the_report_opens_with_its_head_keys_in_order_and_reads_back() {
     assert_eq!(v["created_utc"], "2026-11-29T17:00:00Z");
     let back: RateReport = serde_json::from_str(&json).unwrap();
     assert_eq!(back, r);
+}
+
+#[test]
+fn settings_of_a_new_run_need_good_rates_and_a_seed() {
+    let s = RateSettings { rates_fps: vec![2.0e6, 1.0e6], ..settings() }.checked().unwrap();
+    assert_eq!(s.rates_fps, [1.0e6, 2.0e6]);
+    let e = RateSettings { seeds: vec![], ..settings() }.checked().unwrap_err();
+    assert_eq!(
+        (e.kind(), e.to_string().as_str()),
+        (Kind::Input, "--seeds needs at least one seed, e.g. --seeds 101,102")
+    );
+    assert_eq!(
+        RateSettings { rates_fps: vec![-1.0], ..settings() }.checked().unwrap_err().kind(),
+        Kind::Input
+    );
+}
+
+#[test]
+fn a_report_resumes_only_from_its_own_kind_and_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let e = RateReport::read_to_resume(&path).unwrap_err();
+    assert!(e.kind() == Kind::Input && e.to_string().contains("cannot read"), "{e}");
+    std::fs::write(&path, serde_json::to_vec(&report(settings())).unwrap()).unwrap();
+    let back = RateReport::read_to_resume(&path).unwrap();
+    assert_eq!(back.settings, settings());
+    back.check_resumable(&back.model, &back.arm).unwrap();
+    let arm = ArmInfo { precision: "f16".into(), ..back.arm.clone() };
+    let e = back.check_resumable(&back.model, &arm).unwrap_err();
+    assert!(e.kind() == Kind::Input && e.to_string().contains("(precision none → f16)"), "{e}");
+    std::fs::write(&path, r#"{"kind": "snake-compare", "schema_version": 1}"#).unwrap();
+    let e = RateReport::read_to_resume(&path).unwrap_err();
+    assert!(e.to_string().contains("(kind `snake-compare`, schema_version 1)"), "{e}");
+}
+
+#[test]
+fn a_new_report_holds_the_method_and_prints_its_fastest_stable_rate() {
+    let mut r = RateReport::new(ModelInfo::spec_only("m"), report(settings()).arm, settings());
+    assert!(r.method.contains_key("stable") && r.raw_top1.is_empty() && !r.complete);
+    assert_eq!(r.terminal(), "");
+    r.fastest_tested_stable_fps = Some(30.0);
+    assert_eq!(
+        r.terminal(),
+        "fastest tested stable rate: 30 decisions/s (every soak seed alive, ≤1% deadline misses)\n"
+    );
 }
