@@ -46,8 +46,8 @@ impl<T: Clone + Send + Sync + 'static> TypedValueParser for FlagParser<T> {
 /// a zero makes no sense).
 pub const DURATION: FlagParser<Duration> = FlagParser(crate::run::duration_flags::duration);
 
-/// `NAME=SPEC`, the spec parsed.
-pub const NAMED_ARM: FlagParser<ArmSpec> = FlagParser(|_, text| ArmSpec::parse_named(text));
+/// `[NAME=]SPEC`, the spec parsed; an arm given without a name is named after its spec.
+pub const NAMED_ARM: FlagParser<ArmSpec> = FlagParser(ArmSpec::parse_flag);
 
 /// Audit-grade speed and energy benchmarks for Laya typed-decision models.
 #[derive(Debug, Parser)]
@@ -86,13 +86,13 @@ pub enum Command {
     /// Compute the math bounds of one decision: FLOP, weight bytes, compute and bandwidth
     /// floors, what a target speed-up needs, and Amdahl's law.
     #[command(
-        after_help = "Examples:\n  laya-bench bounds --baseline-ms 7.87 --target 10\n  laya-bench bounds --model synthetic:english --baseline-ms 13.33 --json\n  laya-bench bounds --precision w8 --profile h200 --fraction 0.95\n  laya-bench bounds --profile zen4-2core --precision f32 --bandwidth-gbs 40"
+        after_help = "Examples:\n  laya-bench bounds --baseline-ms 7.87 --target-speedup 10\n  laya-bench bounds --model synthetic:english --baseline-ms 13.33 --json\n  laya-bench bounds --precision w8 --profile h200 --fraction 0.95\n  laya-bench bounds --profile zen4-2core --precision f32 --bandwidth-gbs 40"
     )]
     Bounds(BoundsArgs),
     /// Trace where a model's work runs: run one arm for a profiler to attach to, record it with
     /// Instruments (macOS), or summarize xctrace exports (any OS).
     #[command(
-        after_help = "Examples:\n  # macOS: one command\n  laya-bench trace record --arm f32=portable:f32 --seconds 15s\n  # Linux: then attach perf\n  laya-bench trace run --seconds 30s --ready ready.json &\n  laya-bench trace summarize --hardware-xml ane.xml --toc-xml toc.xml"
+        after_help = "Examples:\n  # macOS: one command\n  laya-bench trace record --backend f32=portable:f32 --seconds 15s\n  # Linux: then attach perf\n  laya-bench trace run --seconds 30s --ready ready.json &\n  laya-bench trace summarize --hardware-xml ane.xml --toc-xml toc.xml"
     )]
     Trace(TraceArgs),
     /// Energy per decision of one or more arms with a power sensor: warm-up, then balanced
@@ -104,7 +104,7 @@ pub enum Command {
     /// The Snake workload played by the model: watch it, replay a recording, compare two arms
     /// on the same live states, or find the fastest stable decision rate.
     #[command(
-        after_help = "Examples:\n  laya-bench snake play --steps 300\n  laya-bench snake play --headless --steps 100 --record run.jsonl\n  laya-bench snake replay run.jsonl --headless\n  laya-bench snake compare --arm a=portable:f32 --arm b=portable:f16 \\\n    --seeds 101 102 --steps 300 --output compare.json\n  laya-bench snake bench --rates 10,20,30 --output snake-bench.json"
+        after_help = "Examples:\n  laya-bench snake play --steps 300\n  laya-bench snake play --headless --steps 100 --record run.jsonl\n  laya-bench snake replay run.jsonl --headless\n  laya-bench snake compare --arm a=portable:f32 --arm b=portable:f16 \\\n    --seed 101,102 --steps 300 --output compare.json\n  laya-bench snake bench --rate 10,20,30 --output snake-bench.json"
     )]
     Snake(SnakeArgs),
     /// Check that a converted or compressed candidate (FP16, BF16, palettized, an ANE or Core ML
@@ -112,7 +112,7 @@ pub enum Command {
     /// drift, finiteness and bit-identical repeats, plus static bundle checks and sizes.
     #[command(
         name = "convert-check",
-        after_help = "Examples:\n  laya-bench convert-check --source builtin:tiny --candidate portable:f16 \\\n    --output f16.json\n  laya-bench convert-check --source ckpt/ --candidate portable:w8 \\\n    --gate 0.02 --max-len 96 --output w8.json\n  laya-bench convert-check --source ckpt/ --candidate ane-bundle/ \\\n    --suite my-suite.json --output ane.json\n\nExit status: 0 every gate passed; 1 a gate failed or could not run here (the report is\nstill written); 2 bad input (suite, specs, a candidate of another model, a bundle hash)."
+        after_help = "Examples:\n  laya-bench convert-check --model builtin:tiny --backend portable:f16 \\\n    --output f16.json\n  laya-bench convert-check --model ckpt/ --backend portable:w8 \\\n    --gate 0.02 --max-len 96 --output w8.json\n  laya-bench convert-check --model ckpt/ --backend ane-bundle/ \\\n    --suite my-suite.json --output ane.json\n\nExit status: 0 every gate passed; 1 a gate failed or could not run here (the report is\nstill written); 2 bad input (suite, specs, a candidate of another model, a bundle hash)."
     )]
     ConvertCheck(ConvertCheckArgs),
     /// List every power sensor and backend and say why each is or is not usable here.
@@ -122,7 +122,7 @@ pub enum Command {
     /// bootstrap over whole cycles, the claim rule, exports and pictures; or append a metadata
     /// correction to a raw record.
     #[command(
-        after_help = "Examples:\n  laya-bench summary run.raw.jsonl --output summary.json \\\n    --markdown summary.md --plots plots\n  laya-bench summary a.raw.jsonl b.raw.jsonl --output both.json --target 10 \\\n    --seed 7\n  laya-bench summary --correct run.raw.jsonl --field host.cpu_model \\\n    --note 'M3 Max, 40 GPU cores'\n\nExit codes: 0 every record summarized as complete; 1 a record is rejected, incomplete, failed\nor fails its audit (the summary is still written); 2 bad input (an unreadable or garbled file)."
+        after_help = "Examples:\n  laya-bench summary run.raw.jsonl --output summary.json \\\n    --export-markdown summary.md --plots plots\n  laya-bench summary a.raw.jsonl b.raw.jsonl --output both.json \\\n    --target-gain 10 --seed 7\n  laya-bench summary --correct run.raw.jsonl --field host.cpu_model \\\n    --note 'M3 Max, 40 GPU cores'\n\nExit codes: 0 every record summarized as complete; 1 a record is rejected, incomplete, failed\nor fails its audit (the summary is still written); 2 bad input (an unreadable or garbled file)."
     )]
     Summary(SummaryArgs),
     /// Check a model and backends against parity goldens (laya-apple 1.7.0's format, made by
@@ -187,8 +187,10 @@ pub struct RunArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// An arm as NAME=SPEC (repeat; the first is the baseline). Default: every portable precision.
-    #[arg(long = "arm", allow_negative_numbers = true, value_name = "NAME=SPEC", value_parser = NAMED_ARM)]
+    /// An arm as `[NAME=]SPEC` (repeat; the first is the baseline; an arm without a name is
+    /// named after its spec, so two unnamed arms need two specs). Default: every portable
+    /// precision.
+    #[arg(long = "arm", allow_negative_numbers = true, value_name = "[NAME=]SPEC", value_parser = NAMED_ARM)]
     pub arms: Vec<ArmSpec>,
     /// `invoice` (eight invoice states, one four-option choice question) or a request file.
     #[arg(long, allow_negative_numbers = true, default_value = "invoice", value_name = "invoice|FILE")]
@@ -211,7 +213,7 @@ pub struct RunArgs {
     pub raw: Option<std::path::PathBuf>,
     /// Final report (default: the raw path with .json instead of .raw.jsonl, or with
     /// .report.json added when --raw does not end in .raw.jsonl).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, alias = "export-json", value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
     /// Also write a Markdown table.
     #[arg(long, value_name = "PATH")]
@@ -364,7 +366,13 @@ pub struct BoundsArgs {
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     pub baseline_ms: Option<f64>,
     /// Target overall speed-up over the baseline.
-    #[arg(long, default_value_t = 10.0, value_name = "S", allow_negative_numbers = true)]
+    #[arg(
+        long = "target-speedup",
+        alias = "target",
+        default_value_t = 10.0,
+        value_name = "S",
+        allow_negative_numbers = true
+    )]
     pub target: f64,
     /// Measured fraction f in [0, 1] of the latency that the speed-up would apply to.
     #[arg(long, value_name = "F", allow_negative_numbers = true)]
@@ -404,7 +412,7 @@ pub enum TraceCommand {
     /// macOS: start `trace run`, attach `xcrun xctrace record --template 'Core ML'`, export the
     /// tables and summarize them; everything stays in an artifacts folder.
     #[command(
-        after_help = "Example:\n  laya-bench trace record --model synthetic:multilingual \\\n    --arm f32=portable:f32 --seconds 15s"
+        after_help = "Example:\n  laya-bench trace record --model synthetic:multilingual \\\n    --backend f32=portable:f32 --seconds 15s"
     )]
     Record(TraceRecordArgs),
 }
@@ -415,12 +423,14 @@ pub struct TraceWorkloadArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The one arm to run, as NAME=SPEC.
+    /// The one backend to run, as `[NAME=]SPEC` (the name labels it in the record and the ready
+    /// file; without one it is named after its spec).
     #[arg(
-        long,
+        long = "backend",
+        alias = "arm",
         allow_negative_numbers = true,
         default_value = "f32=portable:f32",
-        value_name = "NAME=SPEC",
+        value_name = "[NAME=]SPEC",
         value_parser = NAMED_ARM
     )]
     pub arm: ArmSpec,
@@ -479,7 +489,7 @@ pub struct TraceSummarizeArgs {
     #[arg(long)]
     pub json: bool,
     /// Also write the summary JSON to this file.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, alias = "export-json", value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
 }
 
@@ -589,12 +599,12 @@ pub struct SnakeGameArgs {
     /// Prompt wording sent to the model.
     #[arg(long, allow_negative_numbers = true, default_value = "compact", value_parser = ["compact", "detailed"])]
     pub prompt: String,
-    /// Tokens per question row: the decision runs as one fixed batch of 3 rows × this length ×
+    /// Padded length of a question row in tokens: the decision runs as one fixed batch of 3 rows × this length ×
     /// 4 option slots (64 = the published Snake bundle). A state that does not fit is cut and
     /// counted. Default: the smallest multiple of 32, at least 64, that holds every row of a
     /// 600-tick probe walk of this board with this model's tokenizer (64 for the published
     /// checkpoints, 96 for builtin:tiny's byte-level tokenizer).
-    #[arg(long, allow_negative_numbers = true, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
+    #[arg(long = "length", alias = "row-length", allow_negative_numbers = true, value_name = "L", value_parser = clap::value_parser!(u64).range(16..=4096))]
     pub row_length: Option<u64>,
 }
 
@@ -604,8 +614,15 @@ pub struct SnakePlayArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The arm that plays: a backend spec, optionally named (`NAME=SPEC`).
-    #[arg(long, allow_negative_numbers = true, default_value = "portable:f32", value_name = "SPEC")]
+    /// The backend that plays: a spec, optionally named (`NAME=SPEC`; without a name it is
+    /// named after its spec).
+    #[arg(
+        long = "backend",
+        alias = "arm",
+        allow_negative_numbers = true,
+        default_value = "portable:f32",
+        value_name = "[NAME=]SPEC"
+    )]
     pub arm: String,
     /// Board and prompt.
     #[command(flatten)]
@@ -616,11 +633,17 @@ pub struct SnakePlayArgs {
     /// Stop after this many game steps (over all rounds).
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: Option<u64>,
-    /// Stop after this long (`30s`, `2m`; warm-up excluded).
-    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    /// Stop after this long (`30s`, `2m`; a plain number is seconds; warm-up excluded).
+    #[arg(long = "seconds", alias = "duration", allow_hyphen_values = true, value_name = "DURATION")]
     pub duration: Option<String>,
     /// Decisions per second to pace at (UP/DOWN change it while playing).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 12.0, value_name = "R")]
+    #[arg(
+        long = "rate",
+        alias = "fps",
+        allow_negative_numbers = true,
+        default_value_t = 12.0,
+        value_name = "R"
+    )]
     pub fps: f64,
     /// No pacing: decide and step as fast as the model answers.
     #[arg(long)]
@@ -666,14 +689,14 @@ pub struct SnakeCompareArgs {
     /// Board and prompt.
     #[command(flatten)]
     pub game: SnakeGameArgs,
-    /// Game seeds, one game each.
-    #[arg(long, allow_negative_numbers = true, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102], value_name = "N")]
+    /// Game seeds, one game each (`101,102` or `101 102`).
+    #[arg(long = "seed", alias = "seeds", allow_negative_numbers = true, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102], value_name = "N")]
     pub seeds: Vec<i64>,
     /// Live steps per seed (fewer if the game ends).
     #[arg(long, allow_negative_numbers = true, default_value_t = 300, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: u64,
     /// JSON report (default: snake-compare-<UTC time>.json).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, alias = "export-json", value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
     /// Replace an existing report instead of refusing.
     #[arg(long)]
@@ -686,14 +709,21 @@ pub struct SnakeBenchArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The arm that plays: a backend spec, optionally named (`NAME=SPEC`).
-    #[arg(long, allow_negative_numbers = true, default_value = "portable:f32", value_name = "SPEC")]
+    /// The backend that plays: a spec, optionally named (`NAME=SPEC`; without a name it is
+    /// named after its spec).
+    #[arg(
+        long = "backend",
+        alias = "arm",
+        allow_negative_numbers = true,
+        default_value = "portable:f32",
+        value_name = "[NAME=]SPEC"
+    )]
     pub arm: String,
     /// Board and prompt.
     #[command(flatten)]
     pub game: SnakeGameArgs,
     /// Target decision rates of the paced sweep, per second (`10,20,30` or `10 20 30`).
-    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], value_name = "R", allow_negative_numbers = true)]
+    #[arg(long = "rate", alias = "rates", num_args = 1.., value_delimiter = ',', default_values_t = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], value_name = "R", allow_negative_numbers = true)]
     pub rates: Vec<f64>,
     /// Steps of the uncapped episode and of each sweep episode.
     #[arg(long, allow_negative_numbers = true, default_value_t = 120, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -704,11 +734,11 @@ pub struct SnakeBenchArgs {
     /// Steps of each unshielded top-1 episode.
     #[arg(long, allow_negative_numbers = true, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub raw_steps: u64,
-    /// Soak seeds (the first three also play unshielded top-1).
-    #[arg(long, allow_negative_numbers = true, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102, 103, 104], value_name = "N")]
+    /// Soak seeds (the first three also play unshielded top-1; `101,102` or `101 102`).
+    #[arg(long = "seed", alias = "seeds", allow_negative_numbers = true, num_args = 1.., value_delimiter = ',', default_values_t = [101, 102, 103, 104], value_name = "N")]
     pub seeds: Vec<i64>,
     /// JSON report, rewritten atomically after every episode (default: snake-bench-<UTC time>.json).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, alias = "export-json", value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
     /// Continue the report given with --output: its settings are reused, finished episodes are
     /// skipped, and a different model or arm is refused.
@@ -723,12 +753,12 @@ pub struct SnakeBenchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ConvertCheckArgs {
     /// The source model, run on portable:f32: `builtin:tiny`, `synthetic:NAME` or a checkpoint folder.
-    #[arg(long, allow_negative_numbers = true, value_name = "SPEC")]
+    #[arg(long = "model", alias = "source", allow_negative_numbers = true, value_name = "SPEC")]
     pub source: String,
-    /// The candidate: a backend spec run on the source model (`portable:f16`, `portable:bf16`,
+    /// The candidate backend under test: a backend spec run on the source model (`portable:f16`, `portable:bf16`,
     /// `portable:w8`, `portable:w6`, `portable:w4`, `portable:palette:FILE`), or a model folder:
     /// an ANE or Core ML bundle (also `coreml:FOLDER`), or another checkpoint run on portable:f32.
-    #[arg(long, allow_negative_numbers = true, value_name = "SPEC|FOLDER")]
+    #[arg(long = "backend", alias = "candidate", allow_negative_numbers = true, value_name = "SPEC|FOLDER")]
     pub candidate: String,
     /// Suite file (default: the embedded fixtures/suites/default.json; format in docs/convert-check.md).
     #[arg(long, value_name = "FILE")]
@@ -744,7 +774,7 @@ pub struct ConvertCheckArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub max_len: Option<usize>,
     /// The report (default: convert-check-<UTC time>.json in the current folder).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, alias = "export-json", value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
     /// Replace an existing report instead of refusing.
     #[arg(long)]
@@ -760,13 +790,13 @@ pub struct SummaryArgs {
     pub raws: Vec<std::path::PathBuf>,
     /// Write the summary (JSON, schema_version 1) here; without it the Markdown report is only
     /// printed to the terminal.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, alias = "export-json", value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Also write the Markdown report (published-style table with intervals).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-markdown", alias = "markdown", value_name = "FILE")]
     pub markdown: Option<std::path::PathBuf>,
     /// Also write a CSV with one row per block.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-csv", alias = "csv", value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
     /// Write SVG pictures into this folder (created if needed; pictures of the same names in it
     /// are replaced, as every output of summary is: they are derived from the raw records); the
@@ -774,7 +804,7 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "DIR")]
     pub plots: Option<std::path::PathBuf>,
     /// Accepted and ignored, for old scripts: summary's outputs are derived, so existing
-    /// --output, --markdown and --csv files (never a raw record: refused) and --plots pictures
+    /// --output, --export-markdown and --export-csv files (never a raw record: refused) and --plots pictures
     /// are always replaced.
     #[arg(long, hide = true)]
     pub overwrite: bool,
@@ -785,7 +815,7 @@ pub struct SummaryArgs {
     #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_name = "S")]
     pub seed: u64,
     /// Target energy gain for the claim rule (reached only if the interval's LOWER bound is).
-    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    #[arg(long = "target-gain", alias = "target", value_name = "X", allow_negative_numbers = true)]
     pub target: Option<f64>,
     /// Baseline arm by name (default: each record's first arm).
     #[arg(long, allow_negative_numbers = true, value_name = "ARM")]
@@ -834,7 +864,7 @@ pub struct VerifyArgs {
     #[arg(long = "backend", value_name = "SPEC")]
     pub backends: Vec<String>,
     /// Write the JSON report (schema_version 1) here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, alias = "export-json", value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Replace an existing report instead of refusing.
     #[arg(long)]

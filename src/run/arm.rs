@@ -78,26 +78,37 @@ pub fn split_named(text: &str) -> Result<(String, String), Error> {
 /// `SPEC` or `NAME=SPEC` as (name, spec); an unnamed arm is named after its spec. A name has
 /// no `:`, so `mock:fail-after=3` is a spec, not a name.
 pub fn split_single(text: &str) -> Result<(String, String), Error> {
+    split_flagged("--arm", text)
+}
+
+/// [`split_single`] for the flag `flag` (`--arm`, `--backend`), which its message names.
+fn split_flagged(flag: &str, text: &str) -> Result<(String, String), Error> {
     let (name, spec) = match text.split_once('=') {
         Some((n, s)) if !n.contains(':') => (n, s),
         _ => (text, text),
     };
     if name.is_empty() || spec.is_empty() {
         return Err(Error::input(format!(
-            "--arm `{text}`: give a backend spec, e.g. --arm portable:f32 (or NAME=SPEC)"
+            "{flag} `{text}`: give a backend spec, e.g. {flag} portable:f32 (or NAME=SPEC)"
         )));
     }
     Ok((name.to_string(), spec.to_string()))
 }
 
-/// Exit 2 when a name is given to two arms.
-fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), Error> {
+/// Exit 2 when a name is given to two arms (two arms without a name and of the same spec
+/// share the spec as their name, and are told apart by naming them).
+fn unique_names<'a>(arms: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), Error> {
     let mut seen: Vec<&str> = Vec::new();
-    for name in names {
+    for (name, spec) in arms {
         if seen.contains(&name) {
-            return Err(Error::input(format!(
-                "--arm: the name `{name}` is used twice; give every arm its own name"
-            )));
+            return Err(Error::input(if name == spec {
+                format!(
+                    "--arm: two arms without a name run `{spec}` (an unnamed arm is named after its \
+                     spec); name them, e.g. --arm a={spec} --arm b={spec}"
+                )
+            } else {
+                format!("--arm: the name `{name}` is used twice; give every arm its own name")
+            }));
         }
         seen.push(name);
     }
@@ -107,7 +118,7 @@ fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), Erro
 /// Several `NAME=SPEC` texts as (name, spec) pairs; exit 2 on a malformed or repeated name.
 pub fn split_all(texts: &[String]) -> Result<Vec<(String, String)>, Error> {
     let out = texts.iter().map(|t| split_named(t)).collect::<Result<Vec<_>, _>>()?;
-    unique_names(out.iter().map(|(n, _)| n.as_str()))?;
+    unique_names(out.iter().map(|(n, s)| (n.as_str(), s.as_str())))?;
     Ok(out)
 }
 
@@ -127,20 +138,30 @@ impl ArmSpec {
                 .map(|p| Self::new(p.name().to_string(), format!("portable:{}", p.name())))
                 .collect();
         }
-        unique_names(given.iter().map(|a| a.name.as_str()))?;
+        unique_names(given.iter().map(|a| (a.name.as_str(), a.spec.as_str())))?;
         Ok(given.to_vec())
     }
 
-    /// `NAME=SPEC` as the user would type it again.
+    /// `NAME=SPEC` as the user would type it again (an unnamed arm's name is its spec).
     pub fn text(&self) -> String {
         format!("{}={}", self.name, self.spec)
     }
 
-    /// One `--arm NAME=SPEC` (a single-arm command), the spec error naming the flag.
+    /// One `--arm [NAME=]SPEC` ([`split_single`]: an arm without a name is named after its
+    /// spec), the spec error naming the flag (and the `NAME=SPEC` form when no name was given,
+    /// in case the text was meant as one).
     pub fn parse_named(text: &str) -> Result<Self, Error> {
-        let (name, spec) = split_named(text)?;
-        let parsed =
-            BackendSpec::parse(&spec).map_err(|e| Error::input(format!("--arm `{text}`")).because(e))?;
+        Self::parse_flag("--arm", text)
+    }
+
+    /// [`ArmSpec::parse_named`] for the flag `flag` (`--arm`, or `--backend` of a command that
+    /// runs one), which its messages name.
+    pub fn parse_flag(flag: &str, text: &str) -> Result<Self, Error> {
+        let (name, spec) = split_flagged(flag, text)?;
+        let parsed = BackendSpec::parse(&spec).map_err(|e| {
+            let form = if name == spec { " (SPEC or NAME=SPEC)" } else { "" };
+            Error::input(format!("{flag} `{text}`{form}")).because(e)
+        })?;
         Ok(Self { name, spec, parsed })
     }
 }
@@ -265,7 +286,24 @@ mod tests {
         assert_eq!(a.text(), "a=portable:f32");
         let twice = ArmSpec::defaults_or(&[a.clone(), a]).unwrap_err();
         assert!(twice.to_string().contains("`a` is used twice"), "{twice}");
-        for bad in ["portable:f32", "=portable:f32", "x=", "x=nope:1"] {
+        // Without a name an arm is named after its spec; two such arms of one spec are refused
+        // with the way out.
+        let unnamed = ArmSpec::parse_named("portable:f16").unwrap();
+        assert_eq!((unnamed.name.as_str(), unnamed.spec.as_str()), ("portable:f16", "portable:f16"));
+        let named = ArmSpec::parse_named("b=portable:f16").unwrap();
+        assert_eq!(ArmSpec::defaults_or(&[unnamed.clone(), named]).unwrap().len(), 2);
+        let same = ArmSpec::defaults_or(&[unnamed.clone(), unnamed]).unwrap_err();
+        assert!(
+            same.kind() == crate::error::Kind::Input
+                && same.to_string().contains("two arms without a name run `portable:f16`")
+                && same.to_string().contains("--arm a=portable:f16 --arm b=portable:f16"),
+            "{same}"
+        );
+        let e = ArmSpec::parse_flag("--backend", "nospec").unwrap_err();
+        assert!(crate::error::chain(&e).starts_with("--backend `nospec` (SPEC or NAME=SPEC): "), "{e}");
+        let e = ArmSpec::parse_flag("--backend", "=portable:f32").unwrap_err();
+        assert!(e.to_string().contains("e.g. --backend portable:f32 (or NAME=SPEC)"), "{e}");
+        for bad in ["=portable:f32", "x=", "x=nope:1"] {
             assert_eq!(ArmSpec::parse_named(bad).unwrap_err().kind(), crate::error::Kind::Input, "{bad}");
         }
         let e = ArmSpec::parse_named("a=nope:x").unwrap_err();

@@ -212,7 +212,7 @@ mod run {
     fn bad_input_exits_2_before_running() {
         let dir = tempfile::tempdir().unwrap();
         for (args, needle) in [
-            (vec!["--arm", "portable:f32"], "NAME=SPEC"),
+            (vec!["--arm", "=portable:f32"], "NAME=SPEC"),
             (vec!["--arm", "a=mock:ok", "--arm", "b=mock:ok"], "cannot be used multiple times"),
             (vec!["--seconds", "0"], "longer than zero"),
             (vec!["--seconds", "3 parsecs"], "--seconds"),
