@@ -222,7 +222,7 @@ fn cli_options(args: &PredictArgs) -> Result<CallOptions, Failure> {
 }
 
 fn request_from_json(item: Value, cli: &CallOptions) -> Result<Request, String> {
-    let (state, questions, opts) = crate::laya::request::parse_request(item)?;
+    let (state, questions, opts) = crate::laya::request::parse_request(item).map_err(|e| e.to_string())?;
     Ok(Request {
         state,
         questions,
