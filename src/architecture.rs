@@ -586,17 +586,6 @@ mod tests {
         );
     }
 
-    /// Library files whose `Result<_, String>` is not converted yet (issue 50, item 4, left
-    /// over): each is to leave this list as it moves to a typed error or `crate::error::Error`.
-    const STRING_ERRORS_LEFT: &[&str] = &[
-        "fidelity/check.rs",
-        "fidelity/setup.rs",
-        "laya/coreml_format/description.rs",
-        "laya/decode.rs",
-        "laya/host.rs",
-        "laya/request.rs",
-    ];
-
     /// Whether a file of `src/` (relative path) is library code: not the command edge
     /// (`commands/`, `main.rs`, `cli.rs`) and not a test file.
     fn is_library(rel: &Path) -> bool {
@@ -670,7 +659,7 @@ mod tests {
         for file in files {
             let rel = file.strip_prefix(&root).unwrap();
             let shown = rel.display().to_string().replace('\\', "/");
-            if !is_library(rel) || STRING_ERRORS_LEFT.contains(&shown.as_str()) {
+            if !is_library(rel) {
                 continue;
             }
             let src = std::fs::read_to_string(&file).unwrap();

@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::gates::{bit_identical, judge, Decision, Judgement};
 use super::suite::{Suite, SuiteItem};
+use crate::backend::registry::RegistryError;
 use crate::backend::{Backend, PreparedBatch};
+use crate::error::Error;
 use crate::laya::decode::calibrated_probabilities;
 use crate::laya::decode::AnswerValue;
 use crate::laya::host::{CallOptions, Host, HostError, StateResult};
@@ -34,8 +36,9 @@ pub struct Engines<'h, 'b> {
     pub source_host: &'h Host<'h>,
     /// The FP32 source on the portable engine.
     pub source: &'b mut dyn Backend,
-    /// The candidate, or why its decisions cannot be computed here.
-    pub candidate: Result<&'b mut dyn Backend, String>,
+    /// The candidate, or why its decisions cannot be computed here (a backend this build or
+    /// machine cannot run).
+    pub candidate: Result<&'b mut dyn Backend, &'b RegistryError>,
 }
 
 /// A row or backend failure that is not a finding about the candidate.
@@ -136,25 +139,25 @@ pub fn option_label(q: &Question, index: usize) -> String {
 }
 
 /// Build the question's row with the candidate's host and check that it packs into the
-/// candidate's shape; `Err` carries the host's reason when it does not fit.
+/// candidate's shape; the inner `Err` is the host's reason when it does not fit, the outer one
+/// a tokenizer failure.
 fn fit(
     host: &Host<'_>,
     state: &Value,
     item: &SuiteItem,
     opts: &CallOptions,
-) -> Result<Result<Row, String>, HostError> {
+) -> Result<Result<Row, HostError>, HostError> {
     let rows =
         match host.prepare_rows(std::slice::from_ref(state), std::slice::from_ref(&item.compiled), opts) {
             Ok(rows) => rows,
             Err(e @ HostError::Tokenizer(_)) => return Err(e),
-            Err(e) => return Ok(Err(e.to_string())),
+            Err(e) => return Ok(Err(e)),
         };
     let mut batch = PreparedBatch::default();
     let length = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
-    match host.pack(&rows, length, &mut batch) {
-        Ok(()) => Ok(rows.into_iter().next().ok_or_else(|| "the host built no row".to_string())),
-        Err(e) => Ok(Err(e.to_string())),
-    }
+    Ok(host.pack(&rows, length, &mut batch).and_then(|()| {
+        rows.into_iter().next().ok_or_else(|| HostError::Shape("the host built no row".into()))
+    }))
 }
 
 /// Run one row on a backend: the slot logits and the action probability, or `None` when the
@@ -208,14 +211,14 @@ fn ask(
 
 /// The decision a runtime's result states for question `id`: the calibrated probabilities in
 /// label order (noul: `[1 − P(true), P(true)]`) and the action probability, as the runtime
-/// rounds them.
-fn stated_decision(result: &StateResult, id: &str, q: &Question) -> Result<Decision, String> {
+/// rounds them. `Err` (a failed run) says how the result does not answer the question.
+fn stated_decision(result: &StateResult, id: &str, q: &Question) -> Result<Decision, Error> {
     let answer = result
         .answers
         .iter()
         .find(|(qid, _)| qid == id)
         .map(|(_, a)| a)
-        .ok_or_else(|| format!("the runtime's result has no answer for question {id:?}"))?;
+        .ok_or_else(|| Error::run(format!("the runtime's result has no answer for question {id:?}")))?;
     let probabilities: Vec<f32> = match (&answer.value, q.qtype) {
         (AnswerValue::Noul { noul }, QType::Noul) => vec![(1.0 - noul) as f32, *noul as f32],
         (AnswerValue::Choice { probabilities, .. }, QType::Choice) => q
@@ -223,7 +226,7 @@ fn stated_decision(result: &StateResult, id: &str, q: &Question) -> Result<Decis
             .iter()
             .map(|k| {
                 probabilities.iter().find(|(key, _)| key == k).map(|(_, p)| *p as f32).ok_or_else(|| {
-                    format!("question {id:?}: the runtime gave no probability for option {k:?}")
+                    Error::run(format!("question {id:?}: the runtime gave no probability for option {k:?}"))
                 })
             })
             .collect::<Result<_, _>>()?,
@@ -231,11 +234,11 @@ fn stated_decision(result: &StateResult, id: &str, q: &Question) -> Result<Decis
             probabilities.iter().map(|&p| p as f32).collect()
         }
         _ => {
-            return Err(format!(
+            return Err(Error::run(format!(
                 "question {id:?}: the runtime answered a {} question as {}",
                 q.qtype.name(),
                 answer.qtype.name()
-            ))
+            )))
         }
     };
     Ok(Decision { probabilities, act_probability: answer.act_probability as f32 })
@@ -271,7 +274,7 @@ pub fn run_suite(
     at_question: &dyn Fn(usize),
 ) -> Result<(Vec<QuestionResult>, SuiteSummary), RunError> {
     let Engines { rows_host, source_host, source, mut candidate } = engines;
-    let not_run_reason = candidate.as_ref().err().cloned();
+    let not_run_reason = candidate.as_ref().err().map(|e| e.to_string());
     let mut results = Vec::with_capacity(suite.items.len());
     'questions: for item in &suite.items {
         at_question(results.len());
@@ -300,7 +303,7 @@ pub fn run_suite(
         {
             Ok(row) => row,
             Err(reason) => {
-                r.not_fitting_reason = Some(reason);
+                r.not_fitting_reason = Some(reason.to_string());
                 r.gates_not_run_reason = Some("the question does not fit the candidate's shape".into());
                 results.push(r);
                 continue;
@@ -317,7 +320,7 @@ pub fn run_suite(
         let backend = match candidate.as_mut() {
             Ok(b) => &mut **b,
             Err(reason) => {
-                r.gates_not_run_reason = Some(reason.clone());
+                r.gates_not_run_reason = Some(reason.to_string());
                 results.push(r);
                 continue;
             }
@@ -349,7 +352,7 @@ pub fn run_suite(
         let cand = match &first {
             Said::Slots(out) => decision(rows_host, q, out.as_ref(), k),
             Said::Result(result) => stated_decision(result, &item.id, q).unwrap_or_else(|why| {
-                failure.get_or_insert(why);
+                failure.get_or_insert(why.to_string());
                 decision(rows_host, q, None, k)
             }),
         };
@@ -530,18 +533,15 @@ mod tests {
         let caps = shapes(64);
         let mut src = f32_engine(&bundle, &caps);
         let host = Host::new(&bundle.tokenizer, &bundle.agent, caps);
-        let engines = Engines {
-            rows_host: &host,
-            source_host: &host,
-            source: &mut src,
-            candidate: Err("needs macOS".into()),
-        };
+        let why = RegistryError::Unavailable { spec: "coreml:b".into(), needs: "macOS", os: "linux" };
+        let engines =
+            Engines { rows_host: &host, source_host: &host, source: &mut src, candidate: Err(&why) };
         let (results, summary) = run_suite(&suite(), engines, &plan(), &|| false, &|_| {}).unwrap();
         assert!(!summary.gates_run);
         assert_eq!(summary.fitting, "2/3 fitting");
         assert!(summary.max_drift.is_none());
         assert!(summary.max_drift_missing_reason.as_deref().unwrap().contains("needs macOS"));
-        assert_eq!(results[0].gates_not_run_reason.as_deref(), Some("needs macOS"));
+        assert_eq!(results[0].gates_not_run_reason, Some(why.to_string()));
         assert!(results[0].source_answer.is_some() && results[0].gates.is_none());
         // The 64-token shape truncates the state but keeps the markers.
         assert!(results[0].row_tokens.unwrap() <= 64);
@@ -595,16 +595,16 @@ mod tests {
         let d = stated_decision(&r, "c", choice).unwrap();
         assert_eq!((d.probabilities.clone(), d.act_probability), (vec![0.375, 0.5, 0.125], 0.5));
         assert_eq!(d.selected(), 1);
-        assert!(stated_decision(&r, "missing", noul)
-            .unwrap_err()
-            .contains("no answer for question \"missing\""));
-        let e = stated_decision(&r, "n", choice).unwrap_err();
+        let e = stated_decision(&r, "missing", noul).unwrap_err();
+        assert_eq!(e.to_string(), "the runtime's result has no answer for question \"missing\"");
+        assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Run);
+        let e = stated_decision(&r, "n", choice).unwrap_err().to_string();
         assert!(e.contains("answered a choice question as noul"), "{e}");
         let partial = result(serde_json::json!({
             "c": {"type": "choice", "choice": "billing", "probabilities": {"billing": 1.0},
                   "confidence": 1.0, "answer_confidence": 1.0, "action": {"act_probability": 0.5}},
         }));
-        let e = stated_decision(&partial, "c", choice).unwrap_err();
+        let e = stated_decision(&partial, "c", choice).unwrap_err().to_string();
         assert!(e.contains("no probability for option \"shipping\""), "{e}");
     }
 

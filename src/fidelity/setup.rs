@@ -49,8 +49,8 @@ pub enum Engine<'b> {
     Runs(Box<Side<'b>>),
     /// It cannot run here: why, and a plain host on its model that still builds the rows.
     Unavailable {
-        /// The reason, for the report.
-        reason: String,
+        /// Why (the registry's refusal; its text is the report's reason).
+        reason: registry::RegistryError,
         /// The candidate model's host at the check's shape.
         host: Box<Host<'b>>,
     },
@@ -228,7 +228,7 @@ impl<'b> Candidate<'b> {
     ) -> Result<Engine<'b>, Error> {
         let context =
             |e: registry::RegistryError| Error::new(e.kind(), format!("--candidate {text}")).because(e);
-        let unavailable = |reason: String| Engine::Unavailable {
+        let unavailable = |reason: registry::RegistryError| Engine::Unavailable {
             reason,
             host: Box::new(Host::new(&cand.tokenizer, &cand.agent, shapes.clone())),
         };
@@ -246,7 +246,7 @@ impl<'b> Candidate<'b> {
                     .and_then(|s| registry::build(&s, &spec, cand, Some(shapes.clone()), ctx))
                 {
                     Ok(b) => arm(b, &spec),
-                    Err(e) => unavailable(e.to_string()),
+                    Err(e) => unavailable(e),
                 },
             );
         }
@@ -256,8 +256,8 @@ impl<'b> Candidate<'b> {
         };
         let parsed = match BackendSpec::parse(spec_text) {
             Ok(p) => p,
-            Err(e @ registry::RegistryError::Unavailable { .. }) => return Ok(unavailable(e.to_string())),
-            Err(e) if *kind == SpecKind::Engine(BackendKind::Mlx) => return Ok(unavailable(e.to_string())),
+            Err(e @ registry::RegistryError::Unavailable { .. }) => return Ok(unavailable(e)),
+            Err(e) if *kind == SpecKind::Engine(BackendKind::Mlx) => return Ok(unavailable(e)),
             Err(e) => return Err(context(e)),
         };
         if matches!(parsed, BackendSpec::Mock { .. } | BackendSpec::Mlx(_) | BackendSpec::Reference(_)) {
@@ -289,13 +289,14 @@ impl<'b> Candidate<'b> {
 
     /// The engines of the check: the candidate's rows host and backend next to the source's.
     pub fn engines<'s>(&'s mut self, source: &'s mut Source<'_>) -> Engines<'s, 's> {
-        let (rows_host, candidate): (&Host<'_>, Result<&mut dyn Backend, String>) = match &mut self.engine {
-            Engine::Runs(side) => {
-                let Side { arm, .. } = &mut **side;
-                (&arm.host, Ok(arm.backend.as_mut()))
-            }
-            Engine::Unavailable { reason, host } => (host, Err(reason.clone())),
-        };
+        let (rows_host, candidate): (&Host<'_>, Result<&mut dyn Backend, &registry::RegistryError>) =
+            match &mut self.engine {
+                Engine::Runs(side) => {
+                    let Side { arm, .. } = &mut **side;
+                    (&arm.host, Ok(arm.backend.as_mut()))
+                }
+                Engine::Unavailable { reason, host } => (host, Err(reason)),
+            };
         Engines { rows_host, source_host: &source.arm.host, source: source.arm.backend.as_mut(), candidate }
     }
 
@@ -421,7 +422,7 @@ impl<'b> Candidate<'b> {
                 ),
                 (None, _) => missing_side(spec, "a scripted backend has no weights"),
             },
-            Engine::Unavailable { reason, .. } => missing_side(spec, reason),
+            Engine::Unavailable { reason, .. } => missing_side(spec, &reason.to_string()),
         }
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::config::AgentConfig;
 use super::pyjson::{format_g, py_repr, round4};
 use super::question::{QType, Question, RequestError};
+use crate::error::Error;
 
 /// Lowest temperature applied.
 pub const TEMP_MIN: f64 = 0.5;
@@ -313,32 +314,38 @@ impl Answer {
     }
 
     /// The answer from the reference's dict (what [`Answer::to_json`] writes; keys a runtime
-    /// adds are ignored). `Err` names what is missing or of another type.
-    pub fn from_json(v: &Value) -> Result<Self, String> {
-        let m = v.as_object().ok_or("an answer is not an object")?;
-        let num = |o: &Map<String, Value>, k: &str| -> Result<f64, String> {
+    /// adds are ignored). `Err` (a failed run: the runtime answered in another shape) names
+    /// what is missing or of another type.
+    pub fn from_json(v: &Value) -> Result<Self, Error> {
+        fn missing(what: &'static str) -> impl Fn() -> Error {
+            move || Error::run(what)
+        }
+        let m = v.as_object().ok_or_else(missing("an answer is not an object"))?;
+        let num = |o: &Map<String, Value>, k: &str| -> Result<f64, Error> {
             match o.get(k) {
                 Some(Value::Null) => Ok(f64::NAN),
-                Some(x) => x.as_f64().ok_or_else(|| format!("`{k}` is not a number")),
-                None => Err(format!("no `{k}`")),
+                Some(x) => x.as_f64().ok_or_else(|| Error::run(format!("`{k}` is not a number"))),
+                None => Err(Error::run(format!("no `{k}`"))),
             }
         };
         let qtype = match m.get("type").and_then(Value::as_str) {
             Some("choice") => QType::Choice,
             Some("score") => QType::Score,
             Some("noul") => QType::Noul,
-            _ => return Err("`type` is not choice, score or noul".into()),
+            _ => return Err(Error::run("`type` is not choice, score or noul")),
         };
-        let probs = || m.get("probabilities").and_then(Value::as_object).ok_or("no `probabilities` object");
+        let probs = || {
+            m.get("probabilities").and_then(Value::as_object).ok_or_else(missing("no `probabilities` object"))
+        };
         let value = match qtype {
             QType::Choice => AnswerValue::Choice {
-                choice: m.get("choice").cloned().ok_or("no `choice`")?,
+                choice: m.get("choice").cloned().ok_or_else(missing("no `choice`"))?,
                 probabilities: probs()?
                     .iter()
                     .map(|(k, p)| {
                         p.as_f64()
                             .map(|p| (k.clone(), p))
-                            .ok_or_else(|| format!("probability `{k}` is not a number"))
+                            .ok_or_else(|| Error::run(format!("probability `{k}` is not a number")))
                     })
                     .collect::<Result<_, _>>()?,
             },
@@ -347,18 +354,18 @@ impl Answer {
                 legend: m
                     .get("legend")
                     .and_then(Value::as_object)
-                    .ok_or("no `legend` object")?
+                    .ok_or_else(missing("no `legend` object"))?
                     .values()
-                    .map(|t| t.as_str().map(str::to_string).ok_or("a legend entry is not text"))
+                    .map(|t| t.as_str().map(str::to_string).ok_or_else(missing("a legend entry is not text")))
                     .collect::<Result<_, _>>()?,
                 probabilities: probs()?
                     .values()
-                    .map(|p| p.as_f64().ok_or("a probability is not a number"))
+                    .map(|p| p.as_f64().ok_or_else(missing("a probability is not a number")))
                     .collect::<Result<_, _>>()?,
             },
             QType::Noul => AnswerValue::Noul { noul: num(m, "noul")? },
         };
-        let action = m.get("action").and_then(Value::as_object).ok_or("no `action` object")?;
+        let action = m.get("action").and_then(Value::as_object).ok_or_else(missing("no `action` object"))?;
         let gate = match m.get("abstention").and_then(Value::as_str) {
             None => None,
             Some(name) => {
@@ -366,7 +373,7 @@ impl Answer {
                     .into_iter()
                     .find(|a| a.name() == name)
                     .ok_or_else(|| {
-                        format!("`abstention` `{name}` is not passed, abstained or unevaluated")
+                        Error::run(format!("`abstention` `{name}` is not passed, abstained or unevaluated"))
                     })?;
                 Some((state, num(m, "abstention_threshold")?))
             }

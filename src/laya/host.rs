@@ -11,6 +11,7 @@ use super::prompt::{build_head, build_row, encode_question, Head, OptionStats, R
 use super::pyjson::write_dumps;
 use super::question::{compile_questions, Question, RequestError};
 use super::tokenizer::{Tokenizer, TokenizerError};
+use crate::error::Error;
 
 /// A call that could not be completed.
 #[derive(Debug, thiserror::Error)]
@@ -141,44 +142,55 @@ impl StateResult {
 impl StateResult {
     /// The result from the reference's result dict (what [`StateResult::to_json`] writes, as a
     /// reference runtime returns it; keys it adds are ignored). `Err` says what is missing or
-    /// of another type: a result of another shape.
-    pub fn from_json(v: &Value) -> Result<Self, String> {
-        let m = v.as_object().ok_or("the result is not an object")?;
+    /// of another type: a result of another shape, a failed run.
+    pub fn from_json(v: &Value) -> Result<Self, Error> {
+        fn missing(what: &'static str) -> impl Fn() -> Error {
+            move || Error::run(what)
+        }
+        let m = v.as_object().ok_or_else(missing("the result is not an object"))?;
         let answers = m
             .get("answers")
             .and_then(Value::as_object)
-            .ok_or("the result has no `answers` object")?
+            .ok_or_else(missing("the result has no `answers` object"))?
             .iter()
-            .map(|(k, a)| {
-                Answer::from_json(a).map(|a| (k.clone(), a)).map_err(|e| format!("answer `{k}`: {e}"))
+            .map(|(k, a)| match Answer::from_json(a) {
+                Ok(a) => Ok((k.clone(), a)),
+                Err(e) => Err(Error::run(format!("answer `{k}`: {e}")).because(e)),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let u = m.get("usage").and_then(Value::as_object).ok_or("the result has no `usage` object")?;
-        let count = |k: &str| -> Result<usize, String> {
+        let u = m
+            .get("usage")
+            .and_then(Value::as_object)
+            .ok_or_else(missing("the result has no `usage` object"))?;
+        let count = |k: &str| -> Result<usize, Error> {
             u.get(k)
                 .and_then(Value::as_u64)
                 .map(|n| n as usize)
-                .ok_or_else(|| format!("usage `{k}` is not a count"))
+                .ok_or_else(|| Error::run(format!("usage `{k}` is not a count")))
         };
         let usage = if u.contains_key("state_tokens") {
             let truncated_questions = match u.get("truncated_questions") {
                 None => Vec::new(),
                 Some(q) => q
                     .as_array()
-                    .ok_or("usage `truncated_questions` is not a list")?
+                    .ok_or_else(missing("usage `truncated_questions` is not a list"))?
                     .iter()
-                    .map(|q| q.as_str().map(str::to_string).ok_or("a truncated question is not text"))
+                    .map(|q| {
+                        q.as_str().map(str::to_string).ok_or_else(missing("a truncated question is not text"))
+                    })
                     .collect::<Result<_, _>>()?,
             };
             let mut collapsed = Vec::new();
             if let Some(o) = u.get("options") {
-                for (qid, e) in o.as_object().ok_or("usage `options` is not an object")? {
+                for (qid, e) in o.as_object().ok_or_else(missing("usage `options` is not an object"))? {
                     let n = |k: &str| e.get(k).and_then(Value::as_u64).map(|n| n as usize);
                     collapsed.push((
                         qid.clone(),
                         OptionStats {
-                            options: n("total").ok_or("usage options `total` is not a count")?,
-                            distinct: n("distinct").ok_or("usage options `distinct` is not a count")?,
+                            options: n("total")
+                                .ok_or_else(missing("usage options `total` is not a count"))?,
+                            distinct: n("distinct")
+                                .ok_or_else(missing("usage options `distinct` is not a count"))?,
                             tokens_per_option: n("tokens_per_option"),
                         },
                     ));
@@ -479,5 +491,29 @@ fn usage(qs: &[Question], rows: &[Row]) -> Usage {
             .filter(|(_, r)| r.options.distinct < r.options.options)
             .map(|(q, r)| (q.id.clone(), r.options))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StateResult;
+    use crate::error::{chain, Classify, Kind};
+    use serde_json::json;
+
+    #[test]
+    fn a_result_of_another_shape_is_a_failed_run_naming_what_is_wrong() {
+        let usage = json!({"input_tokens": 3});
+        let ok = json!({"answers": {}, "usage": usage});
+        assert!(StateResult::from_json(&ok).unwrap().answers.is_empty());
+        let e = StateResult::from_json(&json!({"answers": {}})).unwrap_err();
+        assert_eq!((e.kind(), e.to_string().as_str()), (Kind::Run, "the result has no `usage` object"));
+        // an answer's own error is the cause, quoted once
+        let bad = json!({"answers": {"q": {"type": "noul"}}, "usage": usage});
+        let e = StateResult::from_json(&bad).unwrap_err();
+        assert_eq!(e.to_string(), "answer `q`: no `noul`");
+        assert_eq!(std::error::Error::source(&e).map(ToString::to_string).as_deref(), Some("no `noul`"));
+        assert_eq!(chain(&e), "answer `q`: no `noul`");
+        let e = StateResult::from_json(&json!({"answers": {}, "usage": {"state_tokens": "3"}})).unwrap_err();
+        assert_eq!(e.to_string(), "usage `input_tokens` is not a count");
     }
 }

@@ -64,14 +64,14 @@ pub enum PredictInputError {
         path: PathBuf,
     },
     /// One request of the file is invalid.
-    #[error("{}: request {index}: {detail}", path.display())]
+    #[error("{}: request {index}: {source}", path.display())]
     Request {
         /// The file.
         path: PathBuf,
         /// Its position in the file (0 for a single request).
         index: usize,
-        /// What is wrong.
-        detail: String,
+        /// What is wrong (kept as the cause).
+        source: crate::error::Error,
     },
     /// Neither a request file nor a state and questions.
     #[error(
@@ -124,9 +124,8 @@ pub fn read_requests(flags: &RequestFlags<'_>) -> Result<Vec<Request>, PredictIn
             .into_iter()
             .enumerate()
             .map(|(index, item)| {
-                let (state, questions, opts) = parse_request(item).map_err(|e| {
-                    PredictInputError::Request { path: path.to_path_buf(), index, detail: e.to_string() }
-                })?;
+                let (state, questions, opts) = parse_request(item)
+                    .map_err(|e| PredictInputError::Request { path: path.to_path_buf(), index, source: e })?;
                 Ok(Request { state, questions, opts: with_defaults(opts, &cli_opts) })
             })
             .collect();

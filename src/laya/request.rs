@@ -6,23 +6,27 @@ use serde_json::{Map, Value};
 use super::decode::MinConfidence;
 use super::host::CallOptions;
 use super::pyjson::str_repr;
+use crate::error::Error;
 
-/// Split a request object into state, questions and per-call options.
-pub fn parse_request(item: Value) -> Result<(Value, Value, CallOptions), String> {
+/// Split a request object into state, questions and per-call options. `Err` is bad input
+/// (exit 2) saying which field is wrong and what it must be.
+pub fn parse_request(item: Value) -> Result<(Value, Value, CallOptions), Error> {
     let Value::Object(mut m) = item else {
-        return Err("must be an object {\"state\": ..., \"questions\": {...}}".into());
+        return Err(Error::input("must be an object {\"state\": ..., \"questions\": {...}}"));
     };
-    let state =
-        m.remove("state").ok_or("`state` is missing; add the text, dict or list the questions are about")?;
-    let questions =
-        m.remove("questions").ok_or("`questions` is missing; add a dict of question id -> definition")?;
-    let budget = |m: &Map<String, Value>, key: &str| -> Result<Option<usize>, String> {
+    let state = m.remove("state").ok_or_else(|| {
+        Error::input("`state` is missing; add the text, dict or list the questions are about")
+    })?;
+    let questions = m
+        .remove("questions")
+        .ok_or_else(|| Error::input("`questions` is missing; add a dict of question id -> definition"))?;
+    let budget = |m: &Map<String, Value>, key: &str| -> Result<Option<usize>, Error> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
                 .as_u64()
                 .map(|n| Some(n as usize))
-                .ok_or_else(|| format!("`{key}` must be a non-negative integer, got {v}")),
+                .ok_or_else(|| Error::input(format!("`{key}` must be a non-negative integer, got {v}"))),
         }
     };
     let mut opts = CallOptions {
@@ -31,14 +35,15 @@ pub fn parse_request(item: Value) -> Result<(Value, Value, CallOptions), String>
         ..CallOptions::default()
     };
     if let Some(v) = m.get("min_confidence").filter(|v| !v.is_null()) {
-        opts.min_confidence = Some(MinConfidence::parse(v).map_err(|e| e.to_string())?);
+        opts.min_confidence =
+            Some(MinConfidence::parse(v).map_err(|e| Error::input(e.to_string()).because(e))?);
     }
     for key in m.keys() {
         if !matches!(key.as_str(), "max_len" | "head_max_len" | "min_confidence") {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "unknown field {}; a request holds state, questions, max_len, head_max_len, min_confidence",
                 str_repr(key)
-            ));
+            )));
         }
     }
     Ok((state, questions, opts))
@@ -101,6 +106,42 @@ fn read_input_file_limited(path: &std::path::Path, limit: u64) -> Result<String,
         return Err(InputFileError::TooLarge { path: p() });
     }
     String::from_utf8(bytes).map_err(|e| InputFileError::NotText { path: p(), source: e.utf8_error() })
+}
+
+#[cfg(test)]
+mod request_tests {
+    use super::*;
+    use crate::error::{chain, Classify, Kind};
+    use serde_json::json;
+
+    #[test]
+    fn a_bad_request_is_bad_input_naming_the_field() {
+        let (state, questions, opts) =
+            parse_request(json!({"state": "s", "questions": {}, "max_len": 32, "min_confidence": 0.5}))
+                .unwrap();
+        assert_eq!(
+            (state, questions, opts.max_len, opts.head_max_len),
+            (json!("s"), json!({}), Some(32), None)
+        );
+        for (item, want) in [
+            (json!([1]), "must be an object {\"state\": ..., \"questions\": {...}}"),
+            (json!({"questions": {}}), "`state` is missing; add the text, dict or list the questions are about"),
+            (json!({"state": "s", "questions": {}, "max_len": -1}), "`max_len` must be a non-negative integer, got -1"),
+            (
+                json!({"state": "s", "questions": {}, "batch": 2}),
+                "unknown field 'batch'; a request holds state, questions, max_len, head_max_len, min_confidence",
+            ),
+        ] {
+            let e = parse_request(item).unwrap_err();
+            assert_eq!((e.kind(), e.to_string().as_str()), (Kind::Input, want));
+        }
+        // a bad threshold keeps the validator's error as its cause, printed once
+        let e = parse_request(json!({"state": "s", "questions": {}, "min_confidence": 2})).unwrap_err();
+        let cause = std::error::Error::source(&e).expect("the validator's error");
+        assert!(cause.is::<crate::laya::question::RequestError>(), "{cause:?}");
+        assert_eq!(chain(&e), e.to_string());
+        assert_eq!(e.to_string(), "min_confidence must be a float in [0.0, 1.0], got 2");
+    }
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub enum DescriptionError {
         /// What is wrong and what to do.
         detail: String,
     },
-    /// The protobuf is malformed at `field`.
+    /// A field of the protobuf holds a value of another type, out of range, or none at all.
     #[error("{path}: cannot read the model description at {field}: {detail}; the package is damaged, convert or fetch it again")]
     Wire {
         /// The `model.mlmodel` file.
@@ -48,6 +48,60 @@ pub enum DescriptionError {
         field: String,
         /// What was found.
         detail: String,
+    },
+    /// The protobuf's wire format itself is broken at `field` (a truncated or overlong value).
+    #[error("{path}: cannot read the model description at {field}: {source}; the package is damaged, convert or fetch it again")]
+    Malformed {
+        /// The `model.mlmodel` file.
+        path: String,
+        /// Dotted field path of the message being read.
+        field: String,
+        /// What the wire reader found.
+        source: WireError,
+    },
+}
+
+/// What the protobuf wire reader found where a well-formed message has a value.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The buffer ends inside a varint.
+    #[error("truncated varint at byte {at}")]
+    TruncatedVarint {
+        /// Offset of the missing byte.
+        at: usize,
+    },
+    /// A varint that does not end within 10 bytes.
+    #[error("varint longer than 10 bytes at byte {at}")]
+    LongVarint {
+        /// Offset past its 10th byte.
+        at: usize,
+    },
+    /// A value longer than what is left of the buffer.
+    #[error("{len} bytes announced at byte {at} but only {remain} remain")]
+    Overrun {
+        /// Bytes the value announces.
+        len: usize,
+        /// Where it starts.
+        at: usize,
+        /// Bytes left.
+        remain: usize,
+    },
+    /// A length that does not fit in `usize`.
+    #[error("length does not fit in memory")]
+    LengthTooLarge,
+    /// Field number 0, which protobuf does not allow.
+    #[error("field number 0 at byte {at}")]
+    FieldZero {
+        /// Offset past the key.
+        at: usize,
+    },
+    /// A group or unknown wire type.
+    #[error("wire type {wire} (field {field}) is not used by Core ML specifications")]
+    WireType {
+        /// The wire type.
+        wire: u64,
+        /// The field it came with.
+        field: u64,
     },
 }
 
@@ -217,11 +271,11 @@ impl<'a> Fields<'a> {
         Self { buf, pos: 0 }
     }
 
-    fn varint(&mut self) -> Result<u64, String> {
+    fn varint(&mut self) -> Result<u64, WireError> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&byte) = self.buf.get(self.pos) else {
-                return Err(format!("truncated varint at byte {}", self.pos));
+                return Err(WireError::TruncatedVarint { at: self.pos });
             };
             self.pos += 1;
             value |= u64::from(byte & 0x7f) << shift;
@@ -229,12 +283,14 @@ impl<'a> Fields<'a> {
                 return Ok(value);
             }
         }
-        Err(format!("varint longer than 10 bytes at byte {}", self.pos))
+        Err(WireError::LongVarint { at: self.pos })
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| {
-            format!("{n} bytes announced at byte {} but only {} remain", self.pos, self.buf.len() - self.pos)
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(WireError::Overrun {
+            len: n,
+            at: self.pos,
+            remain: self.buf.len() - self.pos,
         })?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
@@ -242,14 +298,14 @@ impl<'a> Fields<'a> {
     }
 
     /// The next `(field number, value)`, or `None` at the end.
-    fn next_field(&mut self) -> Result<Option<(u64, Wire<'a>)>, String> {
+    fn next_field(&mut self) -> Result<Option<(u64, Wire<'a>)>, WireError> {
         if self.pos >= self.buf.len() {
             return Ok(None);
         }
         let key = self.varint()?;
         let (field, wire) = (key >> 3, key & 7);
         if field == 0 {
-            return Err(format!("field number 0 at byte {}", self.pos));
+            return Err(WireError::FieldZero { at: self.pos });
         }
         let value = match wire {
             0 => Wire::Varint(self.varint()?),
@@ -258,19 +314,14 @@ impl<'a> Fields<'a> {
                 Wire::Fixed64
             }
             2 => {
-                let n = usize::try_from(self.varint()?)
-                    .map_err(|_| "length does not fit in memory".to_string())?;
+                let n = usize::try_from(self.varint()?).map_err(|_| WireError::LengthTooLarge)?;
                 Wire::Bytes(self.take(n)?)
             }
             5 => {
                 self.take(4)?;
                 Wire::Fixed32
             }
-            other => {
-                return Err(format!(
-                    "wire type {other} (field {field}) is not used by Core ML specifications"
-                ))
-            }
+            other => return Err(WireError::WireType { wire: other, field }),
         };
         Ok(Some((field, value)))
     }
@@ -289,6 +340,10 @@ impl Ctx<'_> {
         }
     }
 
+    fn malformed(&self, field: &str, source: WireError) -> DescriptionError {
+        DescriptionError::Malformed { path: self.file.to_string(), field: field.to_string(), source }
+    }
+
     /// Walk a message's fields, calling `f(field number, value)`.
     fn each<'a>(
         &self,
@@ -297,7 +352,7 @@ impl Ctx<'_> {
         mut f: impl FnMut(u64, Wire<'a>) -> Result<(), DescriptionError>,
     ) -> Result<(), DescriptionError> {
         let mut fields = Fields::new(buf);
-        while let Some((n, w)) = fields.next_field().map_err(|e| self.err(at, e))? {
+        while let Some((n, w)) = fields.next_field().map_err(|e| self.malformed(at, e))? {
             f(n, w)?;
         }
         Ok(())
@@ -324,7 +379,7 @@ impl Ctx<'_> {
             Wire::Bytes(b) => {
                 let mut f = Fields::new(b);
                 while f.pos < b.len() {
-                    out.push(f.varint().map_err(|e| self.err(at, e))? as i64);
+                    out.push(f.varint().map_err(|e| self.malformed(at, e))? as i64);
                 }
             }
             _ => return Err(self.err(at, "expected int64 values")),
@@ -640,9 +695,16 @@ mod tests {
         bytes(1, &feature("x", &t), &mut desc);
         let mut model = Vec::new();
         bytes(2, &desc, &mut model);
-        let e = parse_model(&model, "m").unwrap_err().to_string();
+        let e = parse_model(&model, "m").unwrap_err();
         assert!(
-            e.contains("at Model.description.input[0].type.multiArrayType.shape: truncated varint"),
+            matches!(&e, DescriptionError::Malformed { source: WireError::TruncatedVarint { at: 1 }, .. }),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.contains(
+                "at Model.description.input[0].type.multiArrayType.shape: truncated varint at byte 1;"
+            ),
             "{e}"
         );
         // a negative dimension
