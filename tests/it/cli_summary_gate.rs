@@ -1,9 +1,9 @@
 //! `laya-bench summary RUN --baseline-record BASE --fail-if-slower PCT`, the regression gate,
 //! as CI runs it: a `mock:` arm recorded once as the baseline, then recorded again unchanged
 //! (no change detected, exit 0) and with a longer delay per call (slower, exit 1); baselines
-//! of another arm or another length are refused (exit 2). The delays (20 ms against 28 ms, a
-//! 40 % slowdown read against a 10 % threshold) are long enough that a loaded machine's
-//! scheduler cannot flip a verdict.
+//! of another arm or another length are refused (exit 2). The delays (20 ms against 24 ms: the
+//! 20 % slowdown of the issue, read against a 10 % threshold) are long enough that a loaded
+//! machine's scheduler jitter (well under a millisecond a call) cannot flip a verdict.
 
 use std::path::Path;
 
@@ -41,7 +41,7 @@ fn a_slower_arm_fails_the_gate_and_an_unchanged_one_passes() {
     let d = dir.path();
     record(d, "m=mock:ok:delay-us=20000", "base.raw.jsonl", &[]);
     record(d, "m=mock:ok:delay-us=20000", "same.raw.jsonl", &[]);
-    record(d, "m=mock:ok:delay-us=28000", "slow.raw.jsonl", &[]);
+    record(d, "m=mock:ok:delay-us=24000", "slow.raw.jsonl", &[]);
 
     let o = gate(d, "same.raw.jsonl", &["--output", "same.json"]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
@@ -60,7 +60,7 @@ fn a_slower_arm_fails_the_gate_and_an_unchanged_one_passes() {
     // Arms are matched by name; a spec that differs is said.
     assert!(
         out.contains(
-            "the spec differs (baseline `mock:ok:delay-us=20000`, this run `mock:ok:delay-us=28000`)"
+            "the spec differs (baseline `mock:ok:delay-us=20000`, this run `mock:ok:delay-us=24000`)"
         ),
         "{out}"
     );
@@ -69,7 +69,7 @@ fn a_slower_arm_fails_the_gate_and_an_unchanged_one_passes() {
         serde_json::from_str(&std::fs::read_to_string(d.join("slow.json")).unwrap()).unwrap();
     let a = &s.regression[0].arms[0];
     assert!(s.regression[0].failed && a.verdict == Verdict::Slower);
-    assert!(a.interval_pct.low > 10.0 && a.change_pct > 20.0, "{a:?}");
+    assert!(a.interval_pct.low > 10.0 && a.change_pct > 15.0, "{a:?}");
     assert!(std::fs::read_to_string(d.join("slow.md")).unwrap().contains("**REGRESSION**"));
     // Without --fail-if-slower the comparison is reported, never failed.
     let o = laya_bench(d, &["summary", "slow.raw.jsonl", "--baseline-record", "base.raw.jsonl"]);
