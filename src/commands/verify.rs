@@ -8,10 +8,10 @@ use super::{Failure, Outcome};
 use crate::backend::registry;
 use crate::cli::VerifyArgs;
 use crate::laya::bundle::{sha256_hex, Weights};
-use crate::laya::config::OptionLayout;
 use crate::report::Render;
 use crate::run::outputs::{check_folder, refuse_existing};
 use crate::verify::report::{BackendReport, BackendTable, GoldensInfo, ModelCheck, VerifyReport};
+use crate::verify::weights::{Overrides, Pin, WeightsCheck};
 use crate::verify::{self, Goldens, ModelFacts, Tolerance};
 
 pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
@@ -23,14 +23,10 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
         check_folder("--output", out)?;
         refuse_existing(out, args.overwrite)?;
     }
-    for (name, v) in [
-        ("--logit-atol", args.logit_atol),
-        ("--logit-rtol", args.logit_rtol),
-        ("--answer-tol", args.answer_tol),
-    ] {
-        if let Some(x) = v.filter(|x| !(x.is_finite() && *x >= 0.0)) {
-            return Err(Failure::input(anyhow!("{name} {x} must be a finite number ≥ 0")));
-        }
+    let overrides =
+        Overrides { logit_atol: args.logit_atol, logit_rtol: args.logit_rtol, answer_tol: args.answer_tol };
+    if let Some((name, x)) = overrides.invalid() {
+        return Err(Failure::input(anyhow!("{name} {x} must be a finite number ≥ 0")));
     }
     let file = args.goldens.display().to_string();
     let bytes = std::fs::read(&args.goldens)
@@ -51,30 +47,11 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
     };
     // The weights the goldens were made from: their own `source_weights_sha256`, else, for
     // goldens of a published checkpoint (`model` names a pin), the pinned weights' hash.
-    let pin = crate::hub::pins::find(&goldens.model);
-    let expected = match (&goldens.source_weights_sha256, pin) {
-        (Some(g), _) => Some((g.clone(), "`source_weights_sha256`".to_string())),
-        (None, Some(p)) => Some((
-            p.weights_sha256.to_string(),
-            format!("their `model` is `{}`, whose published model.safetensors this tool pins", p.name),
-        )),
-        (None, None) => None,
-    };
-    let weights_match = match (&expected, &weights_sha256) {
-        (Some((g, _)), Some(m)) => Some(g == m),
-        _ => None,
-    };
-    if weights_match == Some(false) && !args.any_weights {
-        let (sha, from) = expected.unwrap_or_default();
-        return Err(Failure::input(anyhow!(
-            "{file}: the goldens were made from weights with sha256 {sha} ({from}), but {}'s weights have sha256 {}; use the checkpoint they were made from{}, or pass --any-weights to see which cases these weights fail",
-            args.model.model,
-            weights_sha256.as_deref().unwrap_or_default(),
-            match pin {
-                Some(p) => format!(" (--model hub:{} pins it)", p.name),
-                None => String::new(),
-            }
-        )));
+    let pin = crate::hub::pins::find(&goldens.model)
+        .map(|p| Pin { name: p.name, weights_sha256: p.weights_sha256 });
+    let weights = WeightsCheck::new(&goldens, pin, weights_sha256);
+    if let Some(refusal) = weights.mismatch(&file, &args.model.model).filter(|_| !args.any_weights) {
+        return Err(Failure::input(anyhow!(refusal)));
     }
     // every backend is built before any case runs
     let backends =
@@ -89,23 +66,12 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
         }
         let info = backend.info().clone();
         let host = registry::host_for(&bundle, info.shapes.clone(), &info);
-        let facts = ModelFacts {
-            vocab_size: bundle.encoder.vocab_size,
-            num_actions: bundle.agent.num_actions,
-            checkpoint_max_len: bundle.agent.max_len,
-            max_options: info.shapes.max_options,
-            parallel: bundle.agent.option_layout == OptionLayout::Parallel,
-        };
+        let facts = ModelFacts::of(&bundle, info.shapes.max_options);
         verify::check_fits(&goldens, &facts)
             .map_err(|e| Failure::input(anyhow!(e).context(format!("--backend {spec}"))))?;
         let prompts = verify::check_prompts(&host, &goldens).map_err(Failure::input)?;
         let decodes = verify::check_decoding(&host, &goldens).map_err(Failure::input)?;
-        let base = Tolerance::for_precision(&info.precision);
-        let tol = Tolerance {
-            logit_atol: args.logit_atol.unwrap_or(base.logit_atol),
-            logit_rtol: args.logit_rtol.unwrap_or(base.logit_rtol),
-            answer_tol: args.answer_tol.unwrap_or(base.answer_tol),
-        };
+        let tol = overrides.apply(Tolerance::for_precision(&info.precision));
         let cases =
             verify::check_backend(&host, backend.as_mut(), &goldens, &prompts, &decodes, tol, &stopped)
                 .map_err(|e| Failure::of(e).context(format!("--backend {spec}")))?;
@@ -129,11 +95,11 @@ pub(crate) fn run(args: &VerifyArgs, cx: &crate::backend::Context) -> Outcome {
     let model = ModelCheck {
         spec: args.model.model.clone(),
         source: bundle.source.clone(),
-        weights_sha256,
-        weights_match_goldens: weights_match,
+        weights_match_goldens: weights.matches(),
+        weights_sha256: weights.found.clone(),
     };
     let report = VerifyReport::new(GoldensInfo::of(&goldens), model, checks, backend_reports, incomplete);
-    if weights_match.is_none() {
+    if weights.matches().is_none() {
         eprintln!(
             "note: the weights of {} could not be compared with the goldens' source_weights_sha256",
             args.model.model

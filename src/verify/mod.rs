@@ -19,6 +19,7 @@
 
 pub mod goldens;
 pub mod report;
+pub mod weights;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -106,6 +107,19 @@ pub struct ModelFacts {
     pub max_options: usize,
     /// The checkpoint's option layout is parallel.
     pub parallel: bool,
+}
+
+impl ModelFacts {
+    /// The facts of `bundle` run by a backend that takes `max_options` marker slots.
+    pub fn of(bundle: &crate::laya::bundle::Bundle, max_options: usize) -> Self {
+        ModelFacts {
+            vocab_size: bundle.encoder.vocab_size,
+            num_actions: bundle.agent.num_actions,
+            checkpoint_max_len: bundle.agent.max_len,
+            max_options,
+            parallel: bundle.agent.option_layout == crate::laya::config::OptionLayout::Parallel,
+        }
+    }
 }
 
 /// Refuse goldens that do not fit the model (exit 2), naming the case and field.
