@@ -1,7 +1,9 @@
-//! The `speed` report (schema_version 1) and its Markdown and CSV exports.
+//! The `speed` report (schema_version 2) and its Markdown and CSV exports.
 
 use super::render::Render;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 use super::format::{csv_field, csv_num, ms, num};
 use super::Interval;
@@ -12,28 +14,26 @@ use crate::record::{ArmInfo, PlanInfo, WorkloadInfo};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
-/// One arm's results.
+/// One arm's results. Schema 2 names what the `energy` report and `summary` also report as
+/// they do: `totals` (decisions, time, t), `latency` (P50/P95/P99), `vs_baseline.speed_gain` S
+/// and `intervals.speed_gain`; a schema-1 arm (flat `total_s`, `speed_ratio_vs_baseline`, ...)
+/// is read into the same places ([`SpeedReport::arms`], `docs/formats.md` §6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmResult {
     /// The arm.
     pub arm: ArmInfo,
     /// Timed calls (one request each, or `plan.batch` requests each with `--batch N`).
     pub calls: u64,
-    /// Requests answered = calls × `plan.batch` (what t and decisions/s count).
-    #[serde(default)]
-    pub decisions: u64,
-    /// Σ block wall time, seconds.
-    pub total_s: f64,
-    /// Mean time per decision over all completed work: total time / decisions.
-    pub time_per_decision_s: f64,
-    /// Decisions per second (1 / time per decision).
-    pub decisions_per_s: f64,
+    /// Decisions and time summed over the arm's blocks.
+    pub totals: SpeedTotals,
     /// Per-call latency over the full boundary (with `--batch N`: per batch of N requests).
     pub latency: LatencySummary,
-    /// `t_baseline / t_arm` (1 for the baseline).
-    pub speed_ratio_vs_baseline: f64,
+    /// S and the answers against the first arm (the baseline).
+    pub vs_baseline: SpeedVsBaseline,
+    /// The bootstrap interval of S, or why there is none.
+    pub intervals: SpeedIntervals,
     /// Calls whose result differed from the arm's warm-up result.
     pub unstable_calls: u64,
     /// FLOP of one decision at the padded length (dense MACs × 2), if known.
@@ -42,26 +42,6 @@ pub struct ArmResult {
     pub achieved_gflops: Option<f64>,
     /// Selected answers per request (warm-up result).
     pub answers: Vec<String>,
-    /// Largest absolute difference of any probability from the baseline, over all requests.
-    pub max_probability_diff_vs_baseline: f64,
-    /// Requests whose selected answers differ from the baseline's.
-    pub answer_mismatches_vs_baseline: usize,
-    /// The 95 % interval of `speed_ratio_vs_baseline`: a seeded percentile bootstrap over whole
-    /// balanced cycles (10,000 resamples, seed 0; `docs/speed.md`); `None` with the reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speed_ratio_interval: Option<Interval>,
-    /// Why there is no interval (fewer than two whole cycles).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speed_ratio_interval_missing_reason: Option<String>,
-    /// The ratio in words, its interval deciding the direction ([`ratio_in_words`]):
-    /// `1.39× faster`, `0.92× = 8 % slower`, `1.03× (no clear difference)`.
-    #[serde(default)]
-    pub speed_ratio_words: String,
-    /// Which way the ratio goes as far as its interval shows ([`direction`]): `above` (faster),
-    /// `below` (slower), `no_clear_difference` (the interval contains 1), `no_interval`,
-    /// `no_ratio`. Absent in reports written before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speed_ratio_direction: Option<Direction>,
     /// Why this arm's times, rates and latencies are `null`: it made no call (the run stopped
     /// before its first block). Absent when it made calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +71,111 @@ pub struct ArmResult {
     /// is in `host_steal.steal_ticks / host_steal.cpu_ticks`; from 2 % the report warns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_steal: Option<crate::report::steal::StealTicks>,
+}
+
+/// An arm's decisions and time: the same names as the `energy` report's and `summary`'s
+/// `totals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeedTotals {
+    /// Requests answered = calls × `plan.batch` (what t and decisions/s count).
+    pub decisions: u64,
+    /// Σ block wall time, s (a `ref:` arm: Σ its runtime's own durations).
+    pub time_s: f64,
+    /// t = `time_s` / decisions, s: the mean time per decision over all completed work.
+    pub time_per_decision_s: f64,
+    /// Decisions per second (1 / t).
+    pub decisions_per_s: f64,
+}
+
+/// An arm against the baseline: the speed gain S under the name the `energy` report's and
+/// `summary`'s `vs_baseline` give it, and how the arm's answers compare.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeedVsBaseline {
+    /// S = t(baseline) / t(arm) (1 for the baseline).
+    pub speed_gain: f64,
+    /// S in words, its interval deciding the direction ([`ratio_in_words`]): `1.39× faster`,
+    /// `0.92× = 8 % slower`, `1.03× (no clear difference)`.
+    #[serde(default)]
+    pub speed_gain_words: String,
+    /// Which way S goes as far as its interval shows ([`direction`]): `above` (faster), `below`
+    /// (slower), `no_clear_difference` (the interval contains 1), `no_interval`, `no_ratio`.
+    /// Absent in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_gain_direction: Option<Direction>,
+    /// Largest absolute difference of any probability from the baseline, over all requests.
+    pub max_probability_diff: f64,
+    /// Requests whose selected answers differ from the baseline's.
+    pub answer_mismatches: usize,
+}
+
+/// The bootstrap interval of an arm's S, under the name `summary`'s `intervals` gives it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpeedIntervals {
+    /// The 95 % interval of `vs_baseline.speed_gain`: a seeded percentile bootstrap over whole
+    /// balanced cycles (10,000 resamples, seed 0; `docs/speed.md`); `null` with the reason in
+    /// `missing`.
+    #[serde(default)]
+    pub speed_gain: Option<Interval>,
+    /// Why an interval is `null`: field name (`speed_gain`) → reason (fewer than two whole
+    /// cycles).
+    #[serde(default)]
+    pub missing: BTreeMap<String, String>,
+}
+
+/// Each flat field of a schema-1 arm and its path in schema 2 (`docs/formats.md` §6).
+pub const SCHEMA_1_NAMES: [(&str, &str); 11] = [
+    ("decisions", "totals.decisions"),
+    ("total_s", "totals.time_s"),
+    ("time_per_decision_s", "totals.time_per_decision_s"),
+    ("decisions_per_s", "totals.decisions_per_s"),
+    ("speed_ratio_vs_baseline", "vs_baseline.speed_gain"),
+    ("speed_ratio_words", "vs_baseline.speed_gain_words"),
+    ("speed_ratio_direction", "vs_baseline.speed_gain_direction"),
+    ("max_probability_diff_vs_baseline", "vs_baseline.max_probability_diff"),
+    ("answer_mismatches_vs_baseline", "vs_baseline.answer_mismatches"),
+    ("speed_ratio_interval", "intervals.speed_gain"),
+    ("speed_ratio_interval_missing_reason", "intervals.missing.speed_gain"),
+];
+
+/// Sets `path` (`a.b.c`) in `map` to `value`, making the objects on the way.
+fn put(map: &mut Map<String, Value>, path: &str, value: Value) {
+    match path.split_once('.') {
+        None => {
+            map.insert(path.into(), value);
+        }
+        Some((head, rest)) => {
+            if let Value::Object(inner) = map.entry(head).or_insert_with(|| Value::Object(Map::new())) {
+                put(inner, rest, value);
+            }
+        }
+    }
+}
+
+/// A schema-1 arm (one without `totals`) with its flat fields moved to their schema-2 paths
+/// ([`SCHEMA_1_NAMES`]); one written before `decisions` reads 0 decisions, as schema 1 did. A
+/// schema-2 arm, or anything that is not an object, is returned as it is.
+fn arm_to_schema_2(arm: Value) -> Value {
+    let Value::Object(mut arm) = arm else { return arm };
+    if arm.contains_key("totals") {
+        return Value::Object(arm);
+    }
+    put(&mut arm, "totals.decisions", Value::from(0));
+    put(&mut arm, "intervals.missing", Value::Object(Map::new()));
+    for (flat, path) in SCHEMA_1_NAMES {
+        if let Some(v) = arm.remove(flat) {
+            put(&mut arm, path, v);
+        }
+    }
+    Value::Object(arm)
+}
+
+/// Reads `arms` of either schema: each schema-1 arm is moved to schema 2 first
+/// ([`arm_to_schema_2`]).
+fn arms_of_either_schema<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ArmResult>, D::Error> {
+    Vec::<Value>::deserialize(d)?
+        .into_iter()
+        .map(|arm| serde_json::from_value(arm_to_schema_2(arm)).map_err(serde::de::Error::custom))
+        .collect()
 }
 
 /// One call that is a statistical outlier of its arm.
@@ -243,7 +328,8 @@ pub struct SpeedReport {
     pub plan: PlanInfo,
     /// Raw record this report derives from.
     pub raw_path: Option<String>,
-    /// Per arm, baseline first.
+    /// Per arm, baseline first (a schema-1 report's arms are read into schema 2's places).
+    #[serde(deserialize_with = "arms_of_either_schema")]
     pub arms: Vec<ArmResult>,
     /// Every call of every arm matched its warm-up result.
     pub stable: bool,
@@ -319,21 +405,21 @@ impl Render for SpeedReport {
         ));
         let cycles = self.resampled_cycles();
         let level_named = crate::stats::resamples::names_a_level_interval(cycles);
-        let any_interval = self.arms.iter().any(|a| a.speed_ratio_interval.is_some());
+        let any_interval = self.arms.iter().any(|a| a.intervals.speed_gain.is_some());
         let column = if level_named || !any_interval {
             "vs baseline (95 % CI)"
         } else {
             "vs baseline [resample range]"
         };
-        out.push_str(&format!("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P90 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | {column} | GFLOP/s | Unstable |\n"));
+        out.push_str(&format!("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P95 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | {column} | GFLOP/s | Unstable |\n"));
         out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
         for (i, a) in self.arms.iter().enumerate() {
             let relative = if i == 0 {
                 "baseline".to_string()
             } else {
                 vs_baseline_cell(
-                    a.speed_ratio_vs_baseline,
-                    a.speed_ratio_interval.as_ref(),
+                    a.vs_baseline.speed_gain,
+                    a.intervals.speed_gain.as_ref(),
                     a.identical_to.as_deref(),
                     &self.arms[0].arm.name,
                 )
@@ -345,11 +431,11 @@ impl Render for SpeedReport {
                 ms(Some(a.latency.mean_s)),
                 ms(a.latency.std_s),
                 ms(Some(a.latency.p50_s)),
-                ms(a.latency.p90_s),
+                ms(Some(a.latency.p95_s)),
                 ms(Some(a.latency.p99_s)),
                 ms(Some(a.latency.min_s)),
                 ms(Some(a.latency.max_s)),
-                num(Some(a.decisions_per_s), 1),
+                num(Some(a.totals.decisions_per_s), 1),
                 relative,
                 num(a.achieved_gflops, 1),
                 a.unstable_calls
@@ -359,7 +445,7 @@ impl Render for SpeedReport {
             "\nvs baseline = S = t(baseline) / t(arm), t = total block time / decisions (interval means of all completed work); above 1 is faster. {WORDS_RULE} {}\n",
             interval_note(cycles, level_named || !any_interval)
         ));
-        if let Some(reason) = self.arms.iter().find_map(|a| a.speed_ratio_interval_missing_reason.as_ref()) {
+        if let Some(reason) = self.arms.iter().find_map(|a| a.intervals.missing.get("speed_gain")) {
             out.push_str(&format!("No CI: {reason}.\n"));
         }
         for w in &self.warnings {
@@ -385,28 +471,28 @@ impl Render for SpeedReport {
                 csv_field(&a.arm.spec),
                 csv_field(&a.arm.precision),
                 a.calls,
-                csv_num(Some(a.total_s)),
-                csv_num(Some(a.time_per_decision_s)),
-                csv_num(Some(a.decisions_per_s)),
+                csv_num(Some(a.totals.time_s)),
+                csv_num(Some(a.totals.time_per_decision_s)),
+                csv_num(Some(a.totals.decisions_per_s)),
                 csv_num(Some(a.latency.mean_s)),
                 csv_num(Some(a.latency.p50_s)),
                 csv_num(Some(a.latency.p95_s)),
                 csv_num(Some(a.latency.p99_s)),
                 csv_num(Some(a.latency.min_s)),
                 csv_num(Some(a.latency.max_s)),
-                csv_num(Some(a.speed_ratio_vs_baseline)),
+                csv_num(Some(a.vs_baseline.speed_gain)),
                 csv_num(a.achieved_gflops),
                 a.unstable_calls,
-                a.max_probability_diff_vs_baseline,
+                a.vs_baseline.max_probability_diff,
                 a.latency.std_s.map(|x| x.to_string()).unwrap_or_default(),
                 a.latency.p90_s.map(|x| x.to_string()).unwrap_or_default(),
-                a.speed_ratio_interval.map(|iv| iv.low.to_string()).unwrap_or_default(),
-                a.speed_ratio_interval.map(|iv| iv.high.to_string()).unwrap_or_default(),
+                a.intervals.speed_gain.map(|iv| iv.low.to_string()).unwrap_or_default(),
+                a.intervals.speed_gain.map(|iv| iv.high.to_string()).unwrap_or_default(),
                 a.outliers.len(),
                 csv_field(a.identical_to.as_deref().unwrap_or("")),
-                a.decisions,
+                a.totals.decisions,
                 a.round_trip_mean_s.map(|x| x.to_string()).unwrap_or_default(),
-                direction(a.speed_ratio_vs_baseline, a.speed_ratio_interval.as_ref()).as_str()
+                direction(a.vs_baseline.speed_gain, a.intervals.speed_gain.as_ref()).as_str()
             ));
         }
         Some(out)
@@ -486,6 +572,65 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
         }
+    }
+
+    /// A `speed` report of schema 1, as its writer (commit 7fd263e) wrote it: 2 mock arms,
+    /// 2 cycles.
+    const SCHEMA_1: &str = include_str!("../../fixtures/reports/speed-schema-1.json");
+
+    /// Issue 51: a schema-1 report reads, each flat field in its schema-2 place, and writes
+    /// back as schema 2.
+    #[test]
+    fn a_schema_1_report_reads_into_the_schema_2_names() {
+        let old: Value = serde_json::from_str(SCHEMA_1).unwrap();
+        let r: SpeedReport = serde_json::from_str(SCHEMA_1).unwrap();
+        assert_eq!(r.provenance.schema_version, 1);
+        for (a, o) in r.arms.iter().zip(old["arms"].as_array().unwrap()) {
+            assert_eq!(a.totals.decisions, o["decisions"].as_u64().unwrap());
+            assert_eq!(a.totals.time_s, o["total_s"].as_f64().unwrap());
+            assert_eq!(a.totals.time_per_decision_s, o["time_per_decision_s"].as_f64().unwrap());
+            assert_eq!(a.totals.decisions_per_s, o["decisions_per_s"].as_f64().unwrap());
+            assert_eq!(a.vs_baseline.speed_gain, o["speed_ratio_vs_baseline"].as_f64().unwrap());
+            assert_eq!(a.vs_baseline.speed_gain_words, o["speed_ratio_words"].as_str().unwrap());
+            assert_eq!(
+                serde_json::to_value(a.vs_baseline.speed_gain_direction).unwrap(),
+                o["speed_ratio_direction"]
+            );
+            assert_eq!(
+                a.vs_baseline.max_probability_diff,
+                o["max_probability_diff_vs_baseline"].as_f64().unwrap()
+            );
+            assert_eq!(
+                a.vs_baseline.answer_mismatches as u64,
+                o["answer_mismatches_vs_baseline"].as_u64().unwrap()
+            );
+            assert_eq!(serde_json::to_value(a.intervals.speed_gain).unwrap(), o["speed_ratio_interval"]);
+            assert!(a.intervals.missing.is_empty());
+        }
+        assert_eq!(r.arms[1].vs_baseline.speed_gain_direction, Some(Direction::Above));
+        // Written again, it is schema 2: no flat name is left, and it reads back the same.
+        let again = serde_json::to_value(&r).unwrap();
+        for (flat, _) in SCHEMA_1_NAMES {
+            assert!(again["arms"][1].get(flat).is_none(), "{flat}");
+        }
+        assert_eq!(again["arms"][1]["totals"]["time_s"], old["arms"][1]["total_s"]);
+        assert_eq!(serde_json::from_value::<SpeedReport>(again).unwrap(), r);
+    }
+
+    /// A schema-1 arm without an interval keeps its reason, and one written before `decisions`
+    /// reads 0 decisions, as schema 1 did.
+    #[test]
+    fn a_schema_1_arm_without_an_interval_or_decisions_reads() {
+        let mut old: Value = serde_json::from_str(SCHEMA_1).unwrap();
+        let arm = old["arms"][1].as_object_mut().unwrap();
+        arm.remove("speed_ratio_interval");
+        arm.remove("decisions");
+        arm.insert("speed_ratio_interval_missing_reason".into(), "1 whole balanced cycle".into());
+        let r: SpeedReport = serde_json::from_value(old).unwrap();
+        let a = &r.arms[1];
+        assert_eq!((a.totals.decisions, a.intervals.speed_gain), (0, None));
+        assert_eq!(a.intervals.missing.get("speed_gain").map(String::as_str), Some("1 whole balanced cycle"));
+        assert!(r.markdown().contains("No CI: 1 whole balanced cycle."));
     }
 
     #[test]

@@ -15,7 +15,8 @@ use crate::laya::bundle::Bundle;
 use crate::record::status::RunStatus;
 use crate::record::{FileSink, Header, Record};
 use crate::report::speed::{
-    self as speed_report, direction, ratio_in_words, ArmResult, OutlierCall, SpeedReport,
+    self as speed_report, direction, ratio_in_words, ArmResult, OutlierCall, SpeedIntervals, SpeedReport,
+    SpeedTotals, SpeedVsBaseline,
 };
 use crate::report::steal::{self, StealTicks};
 use crate::stats::LatencySummary;
@@ -442,25 +443,28 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         results.push(ArmResult {
             arm: info.clone(),
             calls,
-            decisions: calls * batch as u64,
-            total_s,
-            time_per_decision_s: t,
-            decisions_per_s: 1.0 / t,
+            totals: SpeedTotals {
+                decisions: calls * batch as u64,
+                time_s: total_s,
+                time_per_decision_s: t,
+                decisions_per_s: 1.0 / t,
+            },
             latency,
-            speed_ratio_vs_baseline: base_t / t,
+            vs_baseline: SpeedVsBaseline {
+                speed_gain: base_t / t,
+                // Set once the interval is known: it decides the direction.
+                speed_gain_words: String::new(),
+                speed_gain_direction: None,
+                max_probability_diff: max_diff,
+                answer_mismatches: mismatches,
+            },
+            intervals: SpeedIntervals::default(),
             unstable_calls: totals.unstable[i],
             gflop_per_decision: gflop,
             // A scripted arm or a factory callable does no known model arithmetic: a FLOP rate
             // of it would be fiction.
             achieved_gflops: gflop.filter(|_| info.runs_the_model()).map(|g| g / t).filter(|r| r.is_finite()),
             answers,
-            max_probability_diff_vs_baseline: max_diff,
-            answer_mismatches_vs_baseline: mismatches,
-            speed_ratio_interval: None,
-            speed_ratio_interval_missing_reason: None,
-            // Set once the interval is known: it decides the direction.
-            speed_ratio_words: String::new(),
-            speed_ratio_direction: None,
             missing_reason: (calls == 0)
                 .then(|| "the arm made no call (the run stopped before its first block)".to_string()),
             outliers: outlier_calls(totals, i),
@@ -476,20 +480,24 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
     if cycles.len() >= 2 {
         let intervals = speed_gain_intervals(&cycles, 0, RATIO_RESAMPLES, 0, 0.95);
         for (r, iv) in results.iter_mut().zip(intervals) {
-            r.speed_ratio_interval = iv;
+            r.intervals.speed_gain = iv;
         }
     } else {
         for r in &mut results {
-            r.speed_ratio_interval_missing_reason = Some(format!(
+            r.intervals.missing.insert(
+                "speed_gain".into(),
+                format!(
                 "{} whole balanced cycle{}: resampling whole cycles needs at least 2 ({FEW_CYCLES} or more for an interval worth reading); pass --cycles",
                 cycles.len(),
                 if cycles.len() == 1 { "" } else { "s" }
-            ));
+            ),
+            );
         }
     }
     for r in &mut results {
-        r.speed_ratio_words = ratio_in_words(r.speed_ratio_vs_baseline, r.speed_ratio_interval.as_ref());
-        r.speed_ratio_direction = Some(direction(r.speed_ratio_vs_baseline, r.speed_ratio_interval.as_ref()));
+        let (s, iv) = (r.vs_baseline.speed_gain, r.intervals.speed_gain.as_ref());
+        r.vs_baseline.speed_gain_words = ratio_in_words(s, iv);
+        r.vs_baseline.speed_gain_direction = Some(direction(s, iv));
     }
     let mut warnings = Vec::new();
     if let Some(w) = few_cycles_warning(cycles.len()) {
@@ -520,7 +528,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
                 r.arm.name,
                 r.arm.spec,
                 rt * 1e3,
-                (rt - r.time_per_decision_s) * 1e3
+                (rt - r.totals.time_per_decision_s) * 1e3
             ));
         }
         if let Some(w) = outlier_warning(r) {

@@ -590,8 +590,8 @@ impl RunSummary {
             }
             out.push('\n');
         };
-        row("P50 / P95", &|a| match &a.latency {
-            Some(l) => format!("{:.2} / {:.2} ms", l.p50_s * 1e3, l.p95_s * 1e3),
+        row("P50 / P95 / P99", &|a| match &a.latency {
+            Some(l) => format!("{:.2} / {:.2} / {:.2} ms", l.p50_s * 1e3, l.p95_s * 1e3, l.p99_s * 1e3),
             None => "n/a".into(),
         });
         row("decisions", &|a| a.totals.decisions.to_string());

@@ -370,7 +370,7 @@ fn markdown_and_csv_carry_the_published_style_table() {
     for want in [
         "## Summary of `run.raw.jsonl`: COMPLETE",
         "| metric | `mlx-fp16` | `ane-fp16` | `ane-w8` |",
-        "| P50 / P95 | 6.94 / 7.39 ms | 4.98 / 5.31 ms | 4.88 / 5.23 ms |",
+        "| P50 / P95 / P99 | 6.94 / 7.39 / 7.56 ms | 4.98 / 5.31 / 5.42 ms | 4.88 / 5.23 / 5.33 ms |",
         // The synthetic shape is the published PSTR run's: the whole system.
         "| mean whole-system power [W] | 61.39 [61.39–61.39] | 30.75 [30.75–30.75] | 27.39 [27.39–27.39] |",
         "| whole-system energy / decision [J] |",

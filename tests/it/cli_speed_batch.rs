@@ -54,11 +54,12 @@ fn batch_4_counts_four_decisions_per_call_and_answers_as_batch_1() {
         let name = a["arm"]["name"].as_str().unwrap();
         // 2 cycles × 2 blocks × 2 calls of 4 requests.
         assert_eq!(a["calls"], 8, "{name}");
-        assert_eq!(a["decisions"], 32, "{name}");
+        assert_eq!(a["totals"]["decisions"], 32, "{name}");
         assert_eq!(a["latency"]["calls"], 8, "{name}: latency is per call (per batch)");
-        let (t, total) = (a["time_per_decision_s"].as_f64().unwrap(), a["total_s"].as_f64().unwrap());
+        let (t, total) =
+            (a["totals"]["time_per_decision_s"].as_f64().unwrap(), a["totals"]["time_s"].as_f64().unwrap());
         assert!(close(t, total / 32.0), "{name}: t {t} is not total {total} / 32 decisions");
-        assert!(close(a["decisions_per_s"].as_f64().unwrap(), 32.0 / total), "{name}");
+        assert!(close(a["totals"]["decisions_per_s"].as_f64().unwrap(), 32.0 / total), "{name}");
         assert_eq!(a["unstable_calls"], 0, "{name}");
         assert_eq!(a["unbatched_identical"], true, "{name}");
         assert_eq!(a["max_probability_diff_vs_unbatched"], 0.0, "{name}");
@@ -107,7 +108,7 @@ fn batch_4_counts_four_decisions_per_call_and_answers_as_batch_1() {
     assert!(one["plan"].get("batch").is_none(), "batch 1 records stay as they were: {}", one["plan"]);
     for (a, b) in report["arms"].as_array().unwrap().iter().zip(one["arms"].as_array().unwrap()) {
         assert_eq!(a["answers"], b["answers"], "{}", a["arm"]["name"]);
-        assert_eq!(b["calls"], b["decisions"]);
+        assert_eq!(b["calls"], b["totals"]["decisions"]);
         assert!(b.get("unbatched_identical").is_none());
     }
     // `summary` derives the same decisions and t from the raw record alone.
@@ -118,10 +119,10 @@ fn batch_4_counts_four_decisions_per_call_and_answers_as_batch_1() {
     assert_eq!(run["status"], "complete", "{}", run["status_reasons"]);
     for (s, a) in run["arms"].as_array().unwrap().iter().zip(report["arms"].as_array().unwrap()) {
         assert_eq!(s["name"], a["arm"]["name"]);
-        assert_eq!(s["totals"]["decisions"], a["decisions"]);
+        assert_eq!(s["totals"]["decisions"], a["totals"]["decisions"]);
         let (ts, ta) = (
             s["totals"]["time_per_decision_s"].as_f64().unwrap(),
-            a["time_per_decision_s"].as_f64().unwrap(),
+            a["totals"]["time_per_decision_s"].as_f64().unwrap(),
         );
         assert!(close(ts, ta), "{}: summary t {ts} != speed t {ta}", s["name"]);
     }
@@ -166,7 +167,7 @@ fn requests_sharing_several_questions_pack_into_one_forward() {
     let report = json(&d.join("r.json"));
     let a = &report["arms"][0];
     assert_eq!(a["arm"]["batch"], 2 * q.as_object().unwrap().len());
-    assert_eq!((a["calls"].as_u64(), a["decisions"].as_u64()), (Some(4), Some(8)));
+    assert_eq!((a["calls"].as_u64(), a["totals"]["decisions"].as_u64()), (Some(4), Some(8)));
     assert_eq!(a["unstable_calls"], 0);
     assert_eq!(a["unbatched_identical"], true);
     // 3 requests in calls of 2 cycle: 0-1, 2-0, 1-2, 0-1.
@@ -204,7 +205,7 @@ fn every_request_of_a_batch_is_checked_against_its_warm_up() {
     assert_exit(&o, 1, "unstable");
     let report = json(&dir.path().join("r.json"));
     assert_eq!(report["arms"][0]["unstable_calls"], 8);
-    assert_eq!(report["arms"][0]["decisions"], 20);
+    assert_eq!(report["arms"][0]["totals"]["decisions"], 20);
     let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
     let unstable: Vec<&str> = run
         .records

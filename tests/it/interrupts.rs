@@ -111,7 +111,7 @@ fn interrupted_speed(signal: &str, ignore_sigint: bool) {
     // Arm b never ran: its figures are n/a with the reason, never NaN or a made-up zero.
     assert!(!stdout(&o).contains("NaN"), "{}", stdout(&o));
     let b = &report["arms"][1];
-    assert_eq!((b["calls"].clone(), b["time_per_decision_s"].clone()), (0.into(), Value::Null));
+    assert_eq!((b["calls"].clone(), b["totals"]["time_per_decision_s"].clone()), (0.into(), Value::Null));
     assert!(b["missing_reason"].as_str().unwrap().contains("made no call"), "{b}");
     assert!(report["arms"][0].get("missing_reason").is_none());
 }
