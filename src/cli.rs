@@ -56,6 +56,26 @@ pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// Colour the status words on the terminal (COMPLETE, REJECTED, INCOMPLETE, faster,
+    /// slower, WARNING): `auto` where stdout is a terminal and `NO_COLOR` is unset or empty,
+    /// `always`, or `never`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    pub color: ColorWhen,
+    /// `speed` and `energy`: no progress, no set-up notes, no tables; only the paths of the
+    /// files written (stdout) and errors (stderr). Exit codes unchanged.
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+/// When to colour the terminal output (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// Where stdout is a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always, even into a pipe or a file.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The subcommands.

@@ -74,15 +74,18 @@ impl Prepared {
     }
 }
 
-/// Check the workload flags and every output file, claim a default raw name, then load the
-/// model (exit 2 on any of them). `more_inputs` are files the run reads besides the model and
-/// the workload (a replayed record): no output may be one of them.
-pub(crate) fn prepare(
-    args: &RunArgs,
-    prefix: &str,
-    more_inputs: &[&Path],
-    hub: &crate::hub::Hub,
-) -> Result<Prepared, Failure> {
+/// A `speed`/`energy` run's workload plan and output files, checked, a default raw name
+/// claimed; nothing loaded yet ([`Checked::load`] loads the model).
+pub(crate) struct Checked {
+    workload: WorkloadPlan,
+    files: OutputFiles,
+    claim: Option<ClaimedRaw>,
+}
+
+/// Check the workload flags and every output file and claim a default raw name (exit 2 on any
+/// of them). `more_inputs` are files the run reads besides the model and the workload (a
+/// replayed record): no output may be one of them.
+pub(crate) fn check(args: &RunArgs, prefix: &str, more_inputs: &[&Path]) -> Result<Checked, Failure> {
     let workload = workload(args)?;
     let mut files = output_files(args, prefix);
     // what the run reads: no output may replace it, even with --overwrite
@@ -93,8 +96,16 @@ pub(crate) fn prepare(
     inputs.extend(more_inputs.iter().map(|p| p.to_path_buf()));
     files.check(&inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
     let claim = files.claim()?;
-    let bundle = load_bundle(&args.model.model, hub)?;
-    Ok(Prepared { workload, files, bundle, claim })
+    Ok(Checked { workload, files, claim })
+}
+
+impl Checked {
+    /// Load the model `--model` names (exit 2).
+    pub(crate) fn load(self, args: &RunArgs, hub: &crate::hub::Hub) -> Result<Prepared, Failure> {
+        let bundle = load_bundle(&args.model.model, hub)?;
+        let Checked { workload, files, claim } = self;
+        Ok(Prepared { workload, files, bundle, claim })
+    }
 }
 
 /// The files a checkpoint folder given as `--model` is made of (weights and configs at its top,
@@ -125,14 +136,16 @@ pub(crate) fn model_files(spec: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Build the arms and the workload, print their notes, and the raw header's inputs for `kind`.
+/// Build the arms and the workload, print their notes (unless `quiet`), and the raw header's
+/// inputs for `kind`.
 pub(crate) fn set_up<'b>(
     kind: &'static str,
     prepared: &'b Prepared,
     arms: &[ArmSpec],
     cx: &crate::backend::Context,
+    quiet: bool,
 ) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
-    set_up_batched(kind, prepared, arms, 1, cx)
+    set_up_batched(kind, prepared, arms, 1, cx, quiet)
 }
 
 /// [`set_up`] for calls of `batch` requests each (`speed --batch N`).
@@ -142,9 +155,12 @@ pub(crate) fn set_up_batched<'b>(
     arms: &[ArmSpec],
     batch: usize,
     cx: &crate::backend::Context,
+    quiet: bool,
 ) -> Result<(Setup<'b>, HeaderInput<'b>), Failure> {
     let setup = Setup::build_batched(&prepared.bundle, arms, &prepared.workload, batch, cx)?;
-    print_setup(&setup);
+    if !quiet {
+        print_setup(&setup);
+    }
     let input = HeaderInput {
         kind,
         command_line: std::env::args().collect(),

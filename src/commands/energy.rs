@@ -13,7 +13,7 @@ use crate::report::Render;
 use crate::run::measure_energy::{self, EnergyFlags};
 use crate::run::recorder::RunIo;
 
-pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
+pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context, out: super::terminal::Output) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
@@ -40,16 +40,22 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
         Some(crate::power::SensorSpec::Replay { path }) => vec![path.as_path()],
         _ => Vec::new(),
     };
-    let prepared = common::prepare(common, "energy", &replayed, &cx.hub)?;
-    let (mut setup, input) = common::set_up("energy", &prepared, &arms, cx)?;
+    let checked = common::check(common, "energy", &replayed)?;
+    // The sensor is opened and probed before the model and the arms load: a missing or
+    // unusable one is refused (exit 2) at once.
+    let probed = measure_energy::open(
+        &settings,
+        measure_energy::SensorChoice { spec: sensor.as_ref(), process: &cx.settings },
+    )?;
+    let prepared = checked.load(common, &cx.hub)?;
+    let (mut setup, input) = common::set_up("energy", &prepared, &arms, cx, out.quiet)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
-    let mut bar = Bar::for_run(&setup, &settings.plan, common.no_progress);
+    let mut bar = Bar::for_run(&setup, &probed.settings().plan, common.no_progress || out.quiet);
     let outcome = measure_energy::run(
         bundle,
         &mut setup,
         &input,
-        &settings,
-        measure_energy::SensorChoice { spec: sensor.as_ref(), process: &cx.settings },
+        probed,
         RunIo {
             raw: &files.raw,
             overwrite: prepared.replace_raw(),
@@ -63,9 +69,11 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context) -> Outcome {
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.markdown();
     files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
-    let printed = outln!("{markdown}")
+    let printed = if out.quiet { Ok(()) } else { outln!("{}", out.style.apply(&markdown)) }
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
-    common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
+    if !out.quiet {
+        common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
+    }
     let reason = report.status_reason.clone().unwrap_or_default();
     let verdict = match report.status {
         RunStatus::Complete if report.stable => Ok(()),

@@ -30,6 +30,7 @@ pub mod settings;
 pub mod snake;
 pub mod speed;
 pub mod summary;
+mod terminal;
 mod ticker;
 pub mod trace;
 pub mod verify;
@@ -142,18 +143,25 @@ pub(crate) fn versioned(kind: &str, body: impl serde::Serialize) -> Result<Strin
 }
 
 /// Run a parsed command line. The process's [`Context`] (the hub and the settings, read from
-/// the environment here and nowhere else) is built once and passed to the command.
+/// the environment here and nowhere else) is built once and passed to the command, and so is
+/// how `speed` and `energy` show their results ([`terminal::Output`]: `--color`, `--quiet`).
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
+    let out = terminal::Output::from_flags(cli.color, cli.quiet);
+    if cli.quiet && !matches!(cli.command, crate::cli::Command::Speed(_) | crate::cli::Command::Energy(_)) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--quiet applies to speed and energy only; leave it out for this command"
+        )));
+    }
     let context = Context { hub: hub_progress::from_env(), settings: settings::from_env() };
     let cx = &context;
     match cli.command {
         crate::cli::Command::Predict(args) => predict::run(&args, cx),
-        crate::cli::Command::Speed(args) => speed::run(&args, cx),
+        crate::cli::Command::Speed(args) => speed::run(&args, cx, out),
         crate::cli::Command::Palettize(args) => palettize::run(&args, cx),
         crate::cli::Command::Export(args) => export::run(&args, cx),
         crate::cli::Command::Bounds(args) => bounds::run(&args, cx),
         crate::cli::Command::Trace(args) => trace::run(&args, cx),
-        crate::cli::Command::Energy(args) => energy::run(&args, cx),
+        crate::cli::Command::Energy(args) => energy::run(&args, cx, out),
         crate::cli::Command::Doctor(args) => doctor::run(&args, cx),
         crate::cli::Command::Snake(args) => snake::run(&args, cx),
         crate::cli::Command::ConvertCheck(args) => convert_check::run(&args, cx),

@@ -3,6 +3,7 @@
 //! after each block where it is not (a CI log, `2> file`).
 
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -10,12 +11,67 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::ticker::{clock_text, time_left};
 use crate::laya::host::StateResult;
 use crate::run::setup::Setup;
-use crate::run::{Arm, BlockRecord, CallRecord, Observer, Progress, RunError, WarmupRecord};
+use crate::run::{Arm, BlockRecord, CallRecord, IdleRecord, Observer, Progress, RunError, WarmupRecord};
 
 /// The progress line: blocks done, elapsed time and the estimated time left (from the blocks
-/// done so far), and the live message.
+/// done so far), and the live message; for a plan of known length, [`PLANNED_TEMPLATE`].
 pub(crate) const PROGRESS_TEMPLATE: &str =
     "{spinner} [{bar:30}] {pos}/{len} blocks · {elapsed_precise} elapsed · ETA {eta} · {msg}";
+
+/// The progress line of a plan whose blocks have a known length (a time, or a paced count):
+/// the time left from the plan itself ([`Timetable::left`]), from the first second.
+pub(crate) const PLANNED_TEMPLATE: &str =
+    "{spinner} [{bar:30}] {pos}/{len} blocks · {elapsed_precise} elapsed · ETA {planned_eta} · {msg}";
+
+/// The planned length of each phase of a run, in order: the warm-up (an estimate), then an
+/// idle window where the plan has them, and each block followed by its idle window.
+#[derive(Debug, Clone, PartialEq)]
+struct Timetable {
+    phases: Vec<f64>,
+}
+
+impl Timetable {
+    /// The phases of `plan` over `arms` arms and `blocks` blocks, or `None` where a block's
+    /// length is not known ahead (a count of saturated calls). The warm-up is estimated only
+    /// where the plan is paced (its calls at the plan's rate; it runs saturated, so this is an
+    /// upper bound); otherwise it counts as nothing until it ends.
+    fn of(plan: &crate::run::Plan, arms: usize, blocks: u64) -> Option<Self> {
+        let block = block_seconds(plan)?;
+        let warmup = plan.pace.map_or(0.0, |p| (plan.warmup_calls * arms) as f64 / p.rate_hz);
+        let idle = plan.idle.map(|d| d.as_secs_f64());
+        let mut phases = vec![warmup];
+        phases.extend(idle);
+        for _ in 0..blocks {
+            phases.push(block);
+            phases.extend(idle);
+        }
+        Some(Self { phases })
+    }
+
+    /// Seconds left when phase `phase` (from 0, the warm-up) began `in_phase` seconds ago: what
+    /// is left of it (its planned length less the time spent in it, never below zero) and every
+    /// phase after it. From the first second the plan's whole length, then corrected by the time
+    /// each phase really took.
+    fn left(&self, phase: usize, in_phase: f64) -> f64 {
+        let Some(now) = self.phases.get(phase) else { return 0.0 };
+        (now - in_phase).max(0.0) + self.phases[phase + 1..].iter().sum::<f64>()
+    }
+}
+
+/// Where a run is in its [`Timetable`]: the phase and when it began.
+struct Position {
+    table: Timetable,
+    phase: usize,
+    since: Instant,
+}
+
+impl Position {
+    /// The next phase begins now.
+    fn advance(&mut self) {
+        self.phase += 1;
+        self.since = Instant::now();
+    }
+}
 
 /// The block progress bar (hidden with `--no-progress`); with idle windows it says which one
 /// follows a block. Where stderr is not a terminal (a CI log, `2> file`) the bar cannot draw, so
@@ -27,6 +83,8 @@ pub(crate) struct Bar {
     batch: usize,
     /// The plain lines' state, where stderr is not a terminal and progress is not hidden.
     plain: Option<PlainLines>,
+    /// Where the run is in its plan, for the bar's time left (a plan of known length).
+    position: Option<Arc<Mutex<Position>>>,
 }
 
 /// What the plain progress lines need: the arms' names and the run's clock.
@@ -50,13 +108,29 @@ impl Bar {
         if !hidden {
             eprintln!("{}", plan_line(plan, blocks));
         }
+        let position = Timetable::of(plan, setup.arms.len(), blocks)
+            .map(|table| Arc::new(Mutex::new(Position { table, phase: 0, since: Instant::now() })));
         if hidden || !terminal {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         } else {
-            bar.set_style(
-                ProgressStyle::with_template(PROGRESS_TEMPLATE)
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
+            let style = match &position {
+                Some(p) => {
+                    let p = Arc::clone(p);
+                    ProgressStyle::with_template(PLANNED_TEMPLATE).map(|s| {
+                        s.with_key(
+                            "planned_eta",
+                            move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                if let Ok(p) = p.lock() {
+                                    let left = p.table.left(p.phase, p.since.elapsed().as_secs_f64());
+                                    let _ = w.write_str(&clock_text(Duration::from_secs_f64(left)));
+                                }
+                            },
+                        )
+                    })
+                }
+                None => ProgressStyle::with_template(PROGRESS_TEMPLATE),
+            };
+            bar.set_style(style.unwrap_or_else(|_| ProgressStyle::default_bar()));
             bar.enable_steady_tick(Duration::from_millis(200));
         }
         let plain = (!hidden && !terminal).then(|| PlainLines {
@@ -65,7 +139,16 @@ impl Bar {
             done: 0,
             clock: None,
         });
-        Self { bar, idle_windows: plan.idle.is_some(), batch: plan.batch.max(1), plain }
+        Self { bar, idle_windows: plan.idle.is_some(), batch: plan.batch.max(1), plain, position }
+    }
+
+    /// The next phase of the plan begins (the warm-up, a block or an idle window ended).
+    fn advance(&self) {
+        if let Some(p) = &self.position {
+            if let Ok(mut p) = p.lock() {
+                p.advance();
+            }
+        }
     }
 
     pub(crate) fn finish(&self) {
@@ -76,6 +159,9 @@ impl Bar {
 impl Observer for Bar {
     fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
         let arms = arms.len();
+        if rec.arm + 1 == arms {
+            self.advance();
+        }
         if let Some(p) = &mut self.plain {
             if rec.arm + 1 == arms {
                 eprintln!("warm-up done for {arms} arm(s); measuring {} blocks", p.blocks);
@@ -92,6 +178,7 @@ impl Observer for Bar {
         _calls: &[CallRecord],
         _unstable: &[(usize, StateResult)],
     ) -> Result<(), RunError> {
+        self.advance();
         self.bar.inc(1);
         if self.idle_windows {
             self.bar.set_message(format!("idle window {}", rec.index + 1));
@@ -102,6 +189,11 @@ impl Observer for Bar {
             let name = p.arms.get(rec.arm).map_or("?", String::as_str);
             eprintln!("{}", plain_line(rec, name, p.done, p.blocks, elapsed, self.batch, self.idle_windows));
         }
+        Ok(())
+    }
+
+    fn idle(&mut self, _arms: &[Arm<'_>], _rec: &IdleRecord) -> Result<(), RunError> {
+        self.advance();
         Ok(())
     }
 
@@ -152,17 +244,24 @@ fn progress_message(arm: &str, cycle: usize, calls_per_s: f64, batch: usize) -> 
     }
 }
 
+/// The planned length of one block, seconds: a time, or a paced count at the plan's rate;
+/// `None` for a count of saturated calls, whose length is not known ahead.
+fn block_seconds(plan: &crate::run::Plan) -> Option<f64> {
+    use crate::run::BlockLimit;
+    match (plan.block, plan.pace) {
+        (limit, Some(pace)) => Some(pace.calls_per_block(limit) as f64 / pace.rate_hz),
+        (BlockLimit::Duration(d), None) => Some(d.as_secs_f64()),
+        (BlockLimit::Calls(_), None) => None,
+    }
+}
+
 /// What the run will take after its warm-up, said before it starts: `blocks` blocks of the
 /// plan and its idle windows (one before the first block and one after each), where the block
 /// length is a time (or a paced call count); a block of a fixed count of saturated calls has no
 /// length known ahead, so only the count is said.
 fn plan_line(plan: &crate::run::Plan, blocks: u64) -> String {
     use crate::run::BlockLimit;
-    let block_s = match (plan.block, plan.pace) {
-        (limit, Some(pace)) => Some(pace.calls_per_block(limit) as f64 / pace.rate_hz),
-        (BlockLimit::Duration(d), None) => Some(d.as_secs_f64()),
-        (BlockLimit::Calls(_), None) => None,
-    };
+    let block_s = block_seconds(plan);
     let what = match plan.block {
         BlockLimit::Calls(k) if plan.pace.is_none() => format!("{blocks} blocks of {k} calls"),
         _ => format!("{blocks} blocks of {:.1} s", block_s.unwrap_or_default()),
@@ -237,6 +336,35 @@ mod tests {
         // saturated calls: no length known ahead
         let plan = Plan::saturated(2, BlockLimit::Calls(300), 20);
         assert_eq!(super::plan_line(&plan, 16), "plan: 16 blocks of 300 calls in 2 balanced cycle(s)");
+    }
+
+    /// Issue 51, item 5: the time left comes from the plan from the first second, corrected by
+    /// the time each phase really took, not from the bar's rate (which says 0 s at first).
+    #[test]
+    fn the_time_left_comes_from_the_plan() {
+        use crate::run::{BlockLimit, Pace, Plan};
+        // 2 arms × 1 cycle = 2 blocks of 5 s, 3 idle windows of 2 s, no warm-up estimate
+        // (saturated): 0 + 2 + 5 + 2 + 5 + 2 = 16 s.
+        let mut plan = Plan::saturated(1, BlockLimit::Duration(Duration::from_secs(5)), 20);
+        plan.idle = Some(Duration::from_secs(2));
+        let t = super::Timetable::of(&plan, 2, 2).unwrap();
+        assert_eq!(t.phases, vec![0.0, 2.0, 5.0, 2.0, 5.0, 2.0]);
+        assert_eq!(t.left(0, 0.0), 16.0, "the whole plan at the start");
+        assert_eq!(t.left(0, 3.0), 16.0, "a warm-up longer than its estimate adds nothing left");
+        assert_eq!(t.left(2, 1.5), 12.5, "1.5 s into the first block: 3.5 + 2 + 5 + 2");
+        assert_eq!(t.left(2, 9.0), 9.0, "a block past its length: the phases after it");
+        assert_eq!(t.left(5, 2.0), 0.0);
+        assert_eq!(t.left(6, 0.0), 0.0, "after the plan");
+        // paced at 10/s: blocks of 40 calls (4 s), 5 warm-up calls per arm for 2 arms (1 s),
+        // 2 blocks and 3 idle windows of 1 s: 1 + 1 + 4 + 1 + 4 + 1 = 12 s.
+        plan.block = BlockLimit::Calls(40);
+        plan.pace = Some(Pace { rate_hz: 10.0 });
+        plan.idle = Some(Duration::from_secs(1));
+        plan.warmup_calls = 5;
+        assert_eq!(super::Timetable::of(&plan, 2, 2).unwrap().left(0, 0.0), 12.0);
+        // saturated calls: no length known ahead, no planned time left
+        assert_eq!(super::Timetable::of(&Plan::saturated(1, BlockLimit::Calls(300), 20), 2, 2), None);
+        assert!(indicatif::ProgressStyle::with_template(super::PLANNED_TEMPLATE).is_ok());
     }
 
     #[test]

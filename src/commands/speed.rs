@@ -12,7 +12,7 @@ use crate::report::Render;
 use crate::run::measure_speed;
 use crate::run::recorder::RunIo;
 
-pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
+pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context, out: super::terminal::Output) -> Outcome {
     // From the start, so a signal while the model loads is not lost (a background run
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
@@ -22,10 +22,10 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
         measure_speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?,
         args.batch,
     )?;
-    let prepared = common::prepare(common, "speed", &[], &cx.hub)?;
-    let (mut setup, input) = common::set_up_batched("speed", &prepared, &arms, plan.batch, cx)?;
+    let prepared = common::check(common, "speed", &[])?.load(common, &cx.hub)?;
+    let (mut setup, input) = common::set_up_batched("speed", &prepared, &arms, plan.batch, cx, out.quiet)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
-    let mut bar = Bar::for_run(&setup, &plan, common.no_progress);
+    let mut bar = Bar::for_run(&setup, &plan, common.no_progress || out.quiet);
     let measured = measure_speed::measure(
         bundle,
         &mut setup,
@@ -50,9 +50,11 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.markdown();
     files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
-    let printed = outln!("{markdown}")
+    let printed = if out.quiet { Ok(()) } else { outln!("{}", out.style.apply(&markdown)) }
         .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
-    common::repeat_on_stderr(&report.warnings);
+    if !out.quiet {
+        common::repeat_on_stderr(&report.warnings);
+    }
     let verdict = if let Some(r) = measured.reason {
         Err(Failure::run(anyhow!(
             "the run is INCOMPLETE ({r}); everything measured so far is in {}",

@@ -16,7 +16,7 @@ pub mod speed;
 
 pub use crate::stats::steal;
 
-pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad};
+pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad, Style};
 pub use render::Render;
 
 use std::io::Write;

@@ -2,8 +2,9 @@
 //! sensor, as a library run.
 //!
 //! Flow: the settings are checked before anything loads ([`settings`], [`sensor_spec`]);
-//! [`run`] opens the sensor (exit 2 when none is usable) and takes two readings to prove it
-//! works; writes the header; then the protocol: warm-up, the sampler from before the first
+//! [`open`] opens the sensor and takes two readings to prove it works, before the model or any
+//! arm loads (exit 2 when none is usable or a reading breaks a rule); [`run`] writes the
+//! header and those readings; then the protocol: warm-up, the sampler from before the first
 //! idle window to after the last, balanced blocks between idle windows. A writer thread owns
 //! the raw file: samples arrive from the sampler's tap thread and block records from the
 //! recorder between blocks, so the benchmark thread never writes inside a timed interval.
@@ -302,28 +303,79 @@ pub struct SensorChoice<'a> {
     pub process: &'a crate::settings::Settings,
 }
 
-/// Run the energy protocol on the set-up's arms, recording into a new raw file at `raw`.
-/// A sensor that cannot be opened, or whose readings before measuring break a rule, is a bad
-/// input (exit 2; the latter's raw record keeps the readings); a run that stops before its
-/// verdict is a failed run; otherwise the outcome carries the verdict.
-pub fn run(
-    bundle: &Bundle,
-    setup: &mut Setup<'_>,
-    input: &HeaderInput<'_>,
-    settings: &Settings,
-    sensor_choice: SensorChoice<'_>,
-    io: RunIo<'_>,
-    watch: &mut dyn Observer,
-) -> Result<EnergyOutcome, Error> {
-    let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
+/// A power sensor opened and probed before anything loads ([`open`]), held by a
+/// [`SensorGuard`] (closed on every early return) until [`run`] hands it to the sampler.
+pub struct ProbedSensor {
+    sensor: SensorGuard,
+    /// How the sensor was chosen, in words.
+    choice: String,
+    /// The boundary a replayed record gives.
+    replayed_boundary: Option<PowerBoundary>,
+    /// The sensor as opened.
+    opened: power::SensorInfo,
+    /// The run's settings for this sensor ([`Settings::for_sensor`]).
+    settings: Settings,
+    /// The run's clock, started before the probe readings (which are stamped on it), and its
+    /// wall-clock start.
+    clock: Clock,
+    started_unix_s: f64,
+    /// The readings taken before anything is measured (none for a replay).
+    probes: Vec<Sample>,
+}
+
+impl ProbedSensor {
+    /// The run's settings for the opened sensor (the sample interval it chose).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+/// Open the sensor `sensor_choice` names (or the platform's default) and take two readings,
+/// before the model or any arm is loaded: a sensor that cannot be opened, whose readings break
+/// a rule, or whose update period leaves too few samples in a window is a bad input (exit 2,
+/// naming each raw value; nothing is loaded, recorded or measured). The readings go to the raw
+/// record when [`run`] writes it.
+pub fn open(settings: &Settings, sensor_choice: SensorChoice<'_>) -> Result<ProbedSensor, Error> {
     let SensorChoice { spec: sensor_spec, process } = sensor_choice;
     let stream_timeout = max_gap(settings.interval);
     let (sensor, choice, replayed_boundary) = open_sensor(sensor_spec, stream_timeout, process)?;
     // Closed on every early return until the sampler takes it.
     let mut sensor = SensorGuard::new(sensor);
-    let settings = &settings.for_sensor(sensor.get().update_period())?;
-    let mut header = recorder::header(input, bundle, setup, &settings.plan);
+    let settings = settings.for_sensor(sensor.get().update_period())?;
     let opened = sensor.get().info().clone();
+    let clock = Clock::start();
+    let started_unix_s = crate::time::unix_now();
+    // Two readings before anything loads prove the sensor works and keeps working (a
+    // one-shot meter command gives one reading and exits). They are judged by the rules every
+    // reading must pass; a fault or a bad value refuses the run (exit 2) with the raw value.
+    let probes = if matches!(sensor_spec, Some(SensorSpec::Replay { .. })) {
+        Vec::new()
+    } else {
+        power::sampler::probe(sensor.get(), clock.origin(), 2)
+    };
+    if !energy_run::check_probes(&probes, &settings.rules).is_empty() {
+        return Err(Error::input(refuse_probe(&probes, &settings, &opened.spec)));
+    }
+    Ok(ProbedSensor { sensor, choice, replayed_boundary, opened, settings, clock, started_unix_s, probes })
+}
+
+/// Run the energy protocol on the set-up's arms with the sensor [`open`] probed, recording
+/// into a new raw file at `raw` (the probe readings right after the header). A run that stops
+/// before its verdict is a failed run; otherwise the outcome carries the verdict.
+pub fn run(
+    bundle: &Bundle,
+    setup: &mut Setup<'_>,
+    input: &HeaderInput<'_>,
+    probed: ProbedSensor,
+    io: RunIo<'_>,
+    watch: &mut dyn Observer,
+) -> Result<EnergyOutcome, Error> {
+    let RunIo { raw: raw_path, overwrite, stop, hurry } = io;
+    let ProbedSensor { sensor, choice, replayed_boundary, opened, settings, clock, started_unix_s, probes } =
+        probed;
+    let settings = &settings;
+    let stream_timeout = max_gap(settings.interval);
+    let mut header = recorder::header(input, bundle, setup, &settings.plan);
     header.sensor = Some(opened.clone());
     // Declared (`--boundary`), else the replayed record's, else the sensor kind's own.
     header.power_boundary = Some(
@@ -333,8 +385,7 @@ pub fn run(
     // The lock is held until the footer is written: a second run on this file refuses
     // before measuring.
     let (_lock, writer) = recorder::open_raw(raw_path, overwrite)?;
-    let clock = Clock::start();
-    header.started_unix_s = crate::time::unix_now();
+    header.started_unix_s = started_unix_s;
     watch.started(header.started_unix_s);
     let (first_tx, rx) = mpsc::channel::<Msg>();
     let write_failed = Arc::new(AtomicBool::new(false));
@@ -345,34 +396,10 @@ pub fn run(
     let tx = first_tx;
     let fail_early = |e: mpsc::SendError<Msg>| Error::run(format!("raw record: {}: {e}", raw_path.display()));
     tx.send(Msg::Record(Record::Header(Box::new(header.clone())))).map_err(fail_early)?;
-    // Two readings before anything is measured prove the sensor works and keeps working (a
-    // one-shot meter command gives one reading and exits). They go to the raw record and are
-    // judged by the rules every reading must pass; a fault or a bad value refuses the run
-    // (exit 2) with the raw value, and the record says so.
-    let probes = if matches!(sensor_spec, Some(SensorSpec::Replay { .. })) {
-        Vec::new()
-    } else {
-        power::sampler::probe(sensor.get(), clock.origin(), 2)
-    };
     for p in &probes {
         tx.send(Msg::Record(Record::Probe(Box::new(p.clone())))).map_err(fail_early)?;
     }
     tx.send(Msg::Sync).map_err(fail_early)?;
-    if !energy_run::check_probes(&probes, &settings.rules).is_empty() {
-        drop(sensor);
-        let refused = refuse_probe(&probes, settings, &opened.spec, raw_path);
-        drop(tx);
-        let Written { raw: mut raw_file, error, .. } = writer.join()?;
-        // (nothing is written after a failed write: a record after a cut line hides the cut)
-        let finished = match error {
-            None => raw_file.write(&refused.footer).and_then(|_| raw_file.sync()),
-            Some(e) => Err(e),
-        };
-        if let Err(e) = finished {
-            return Err(Error::run(crate::record::cut_note(raw_path)).because(e));
-        }
-        return Err(Error::input(refused.error));
-    }
     let sample_tx = tx.clone();
     let sampling = Sampling {
         sensor: sensor.into_sampled(),
@@ -559,15 +586,9 @@ pub fn run(
     Ok(EnergyOutcome { report, failure_kind })
 }
 
-/// A run refused because a reading before measuring broke a rule: its footer and the error.
-struct Refused {
-    footer: Record,
-    error: String,
-}
-
-/// The footer (status `rejected`, every rule the probe broke, and `no_samples`: nothing was
-/// sampled) and the message of a run refused before measuring, naming each raw value.
-fn refuse_probe(probes: &[Sample], settings: &Settings, spec: &str, raw_path: &Path) -> Refused {
+/// The message of a run refused because a reading before measuring broke a rule, naming each
+/// raw value and every rule it broke.
+fn refuse_probe(probes: &[Sample], settings: &Settings, spec: &str) -> String {
     let verdict = energy_run::analyze(&RunInput {
         probes,
         samples: &[],
@@ -581,8 +602,8 @@ fn refuse_probe(probes: &[Sample], settings: &Settings, spec: &str, raw_path: &P
         power::sampler::SampleOutcome::Fault(f) => Some(f.clone()),
         power::sampler::SampleOutcome::Reading(_) => None,
     });
-    let kept = format!("the raw record {} keeps every reading; nothing was measured", raw_path.display());
-    let error = match fault {
+    let kept = "nothing was loaded, recorded or measured";
+    match fault {
         Some(f) => {
             let hint = if f.kind == FaultKind::Stopped {
                 "a meter command must keep running and print one line per reading; wrap a one-shot command, e.g. exec:'while :; do CMD; sleep 0.5; done'"
@@ -607,17 +628,7 @@ fn refuse_probe(probes: &[Sample], settings: &Settings, spec: &str, raw_path: &P
             ));
             msg
         }
-    };
-    let footer = footer(
-        RunStatus::Rejected,
-        0,
-        Some(
-            "a reading taken before measuring broke a rejection rule; the run was refused before measuring"
-                .into(),
-        ),
-        verdict.rejections,
-    );
-    Refused { footer, error }
+    }
 }
 
 /// What the report needs besides the run itself.

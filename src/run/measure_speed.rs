@@ -348,26 +348,33 @@ fn arm_steal(totals: &RunTotals, a: usize) -> Option<StealTicks> {
     StealTicks::sum(mine)
 }
 
-/// The warning for an arm with outlier calls: which, against its P99, and what to do.
-fn outlier_warning(r: &ArmResult) -> Option<String> {
-    if r.outliers.is_empty() {
+/// The one warning for the arms with outlier calls: the advice once, then one line per such
+/// arm (its count, its worst call against the arm's median and P99); `None` when no arm has any.
+fn outlier_warning<'a>(
+    arms: impl IntoIterator<Item = (&'a str, &'a LatencySummary, &'a [OutlierCall])>,
+) -> Option<String> {
+    let lines: Vec<String> = arms
+        .into_iter()
+        .filter_map(|(name, latency, outliers)| {
+            let worst = outliers.iter().max_by(|a, b| a.duration_s.total_cmp(&b.duration_s))?;
+            Some(format!(
+                "- arm `{name}`: {} of {} calls; worst block {} call {} ({:.3} ms; median {:.3} ms, P99 {:.3} ms)",
+                outliers.len(),
+                latency.calls,
+                worst.block,
+                worst.call,
+                worst.duration_s * 1e3,
+                latency.p50_s * 1e3,
+                latency.p99_s * 1e3,
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
         return None;
     }
-    let shown: Vec<String> = r
-        .outliers
-        .iter()
-        .take(5)
-        .map(|o| format!("block {} call {} ({:.3} ms)", o.block, o.call, o.duration_s * 1e3))
-        .collect();
-    let more =
-        if r.outliers.len() > 5 { format!(" and {} more", r.outliers.len() - 5) } else { String::new() };
     Some(format!(
-        "WARNING: arm `{}` has {} statistical outlier call(s) against a median of {:.3} ms and a P99 of {:.3} ms: {}{more}. They are kept in every figure. Something else probably used the machine (another program, frequency scaling, swapping): close other programs and run again, or run more cycles so one disturbance weighs less.",
-        r.arm.name,
-        r.outliers.len(),
-        r.latency.p50_s * 1e3,
-        r.latency.p99_s * 1e3,
-        shown.join(", ")
+        "WARNING: statistical outlier calls (listed in `outliers` of the JSON report, kept in every figure). Something else probably used the machine (another program, frequency scaling, swapping): close other programs and run again, or run more cycles so one disturbance weighs less.\n{}",
+        lines.join("\n")
     ))
 }
 
@@ -531,9 +538,6 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
                 (rt - r.totals.time_per_decision_s) * 1e3
             ));
         }
-        if let Some(w) = outlier_warning(r) {
-            warnings.push(w);
-        }
         if let Some(w) = steal::warning(&format!("arm `{}`'s blocks", r.arm.name), r.host_steal) {
             warnings.push(format!("WARNING: {w}"));
         }
@@ -541,6 +545,9 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
             warnings.push(speed_report::identical_warning(&r.arm, same));
         }
     }
+    warnings.extend(outlier_warning(
+        results.iter().map(|r| (r.arm.name.as_str(), &r.latency, r.outliers.as_slice())),
+    ));
     SpeedReport {
         provenance: header.provenance(speed_report::SCHEMA_VERSION),
         model: header.model.clone(),
@@ -677,6 +684,29 @@ mod tests {
         let found = outlier_calls(&totals, 0);
         assert_eq!(found, vec![OutlierCall { block: 3, call: 2, duration_s: 0.321 }]);
         assert!(outlier_calls(&totals, 1).is_empty());
+    }
+
+    #[test]
+    fn outliers_give_the_advice_once_and_one_line_per_arm() {
+        let latency = LatencySummary::from_latencies(&mut [0.0078; 1200]).unwrap();
+        let latency = LatencySummary { p99_s: 0.0079, ..latency };
+        let call = |block: u32, call: u64, duration_s: f64| OutlierCall { block, call, duration_s };
+        assert_eq!(outlier_warning([("a", &latency, &[][..])]), None);
+        let (a, c) = ([call(3, 2, 0.321), call(5, 9, 0.4)], [call(1, 0, 0.05)]);
+        let w = outlier_warning([("a", &latency, &a[..]), ("b", &latency, &[][..]), ("c", &latency, &c[..])])
+            .unwrap();
+        let lines: Vec<&str> = w.lines().collect();
+        assert_eq!(lines.len(), 3, "{w}");
+        assert!(
+            lines[0].starts_with("WARNING: statistical outlier calls")
+                && lines[0].contains("run more cycles")
+        );
+        assert_eq!(w.matches("close other programs").count(), 1);
+        assert_eq!(
+            lines[1],
+            "- arm `a`: 2 of 1200 calls; worst block 5 call 9 (400.000 ms; median 7.800 ms, P99 7.900 ms)"
+        );
+        assert!(lines[2].starts_with("- arm `c`: 1 of 1200 calls; worst block 1 call 0 (50.000 ms"), "{w}");
     }
 
     #[test]

@@ -454,19 +454,44 @@ fn no_usable_sensor_exits_2_before_measuring_and_says_why() {
         assert!(err.contains("  - rapl: ") && err.contains("  - nvml:0: "), "{err}");
         assert!(err.contains("--sensor exec:CMD"), "{err}");
     }
-    // Nothing is measured; a sensor that was opened has its readings (or faults) before
-    // measuring in a raw record refused with its rule, and no report is written.
+    // Nothing is loaded or written: the sensor is refused before the model and the arms load,
+    // so no raw record (the run never began) and no report.
     let files: Vec<PathBuf> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(files.len(), 3, "one raw record per opened meter: {files:?}");
-    for f in files {
-        assert!(f.to_string_lossy().ends_with(".raw.jsonl"), "{f:?}");
-        let run = record::read(&f).unwrap();
-        assert!(!record::probes(&run).is_empty(), "{f:?}");
-        let (status, _, rules) = footer(&run);
-        assert_eq!(status, "rejected");
-        assert!(rules.iter().any(|r| r == "missing_reading" || r == "sensor_stopped"), "{rules:?}");
-        assert!(!run.records.iter().any(|r| matches!(r, Record::Block { .. })));
+    assert!(files.is_empty(), "nothing written for a refused sensor: {files:?}");
+}
+
+/// A missing or unusable sensor is refused before the model or any arm loads (issue 51, item
+/// 4): a `--model` that cannot load is not the error reported.
+#[test]
+fn an_unusable_sensor_is_refused_before_the_model_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let missing = d.join("no-such-checkpoint");
+    for sensor in ["exec:while :; do echo garbage; sleep 0.05; done", "rapl:/nonexistent/powercap"] {
+        let o = bin()
+            .current_dir(d)
+            .args(["energy", "--arm", "a=mock:ok", "--no-progress", "--sensor", sensor, "--model"])
+            .arg(&missing)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{sensor}: {err}");
+        assert!(err.contains("--sensor") || err.contains("before measuring"), "{sensor}: {err}");
+        assert!(!err.contains("cannot load the model"), "the model was loaded first: {err}");
     }
+    // The same model with a usable meter: the model's error is the one reported.
+    let o = bin()
+        .current_dir(d)
+        .args(["energy", "--arm", "a=mock:ok", "--no-progress", "--sensor"])
+        .arg("exec:while :; do echo 42.5; sleep 0.05; done")
+        .arg("--model")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot load the model"), "{}", stderr(&o));
+    let files: Vec<PathBuf> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(files.is_empty(), "nothing written: {files:?}");
 }
 
 #[test]
@@ -720,11 +745,11 @@ fn a_replayed_run_is_never_called_live() {
     assert!(close(rep.arms[0].totals.mean_power_w.unwrap(), 33.3, 1e-9));
 }
 
-/// The readings an energy run takes before measuring (issue 14, item 1): each goes to the raw
-/// record as a `probe` and through the rules every reading must pass; a bad one refuses the run
-/// (exit 2) naming its raw value, and nothing is measured.
+/// The readings an energy run takes before measuring (issue 14, item 1): each goes through the
+/// rules every reading must pass; a bad one refuses the run (exit 2) naming its raw value and
+/// its rule, before the model loads (issue 51, item 4): nothing is measured or written.
 #[test]
-fn a_bad_reading_before_measuring_is_recorded_and_refuses_the_run() {
+fn a_bad_reading_before_measuring_refuses_the_run() {
     let cases = [
         ("echo 40089;", "40089", "above_cap"),
         ("echo nan;", "nan", "non_finite"),
@@ -739,16 +764,8 @@ fn a_bad_reading_before_measuring_is_recorded_and_refuses_the_run() {
         assert_eq!(o.status.code(), Some(2), "{first}: {err}");
         assert!(err.contains("before measuring") && err.contains(rule), "{first}: {err}");
         assert!(err.contains(&format!("{raw_value:?}")), "the raw value is named: {err}");
-        let run = record::read(&dir.path().join("r.raw.jsonl")).expect("the raw record is written");
-        let probes = record::probes(&run);
-        assert!(!probes.is_empty());
-        let raws: Vec<String> = raw_lines(&probes);
-        assert!(raws.iter().any(|r| r == raw_value), "{raws:?}");
-        let (status, reason, rules) = footer(&run);
-        assert_eq!(status, "rejected");
-        assert!(reason.unwrap().contains("before measuring"));
-        assert!(rules.contains(&rule.to_string()), "{rules:?}");
-        assert!(!run.records.iter().any(|r| matches!(r, Record::Block { .. } | Record::Warmup { .. })));
+        assert!(err.contains("nothing was loaded, recorded or measured"), "{err}");
+        assert!(!dir.path().join("r.raw.jsonl").exists(), "no raw record of a run that never began");
         assert!(!dir.path().join("r.json").exists(), "no report of a run that never measured");
     }
 }

@@ -705,3 +705,26 @@ fn gflop_per_decision_counts_the_rows_of_the_workload() {
     assert_eq!(b["workload"]["with_scorer_and_action_head_gflop"].as_f64(), Some(gflop(&support_report)));
     assert!((b["workload"]["gflop"].as_f64().unwrap() - 0.119_537_664).abs() < 1e-12, "{b}");
 }
+
+/// `--quiet` (issue 51, item 3): no progress, notes or tables; only the paths of the files
+/// written on stdout, nothing on stderr, the exit code unchanged. The same run without it
+/// prints the table; `--quiet` on a command that does not take it is refused (exit 2).
+#[test]
+fn quiet_prints_only_the_paths_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = ["speed", "--arm", "a=mock:ok", "--calls", "3", "--cycles", "1", "--warmup", "1"];
+    let o = laya_bench(d, &[&run[..], &["-q", "--raw", "q.raw.jsonl", "--output", "q.json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "raw record: q.raw.jsonl\nreport: q.json\n");
+    assert_eq!(stderr(&o), "", "nothing but errors on stderr");
+    assert!(d.join("q.raw.jsonl").is_file() && d.join("q.json").is_file());
+    let o = laya_bench(d, &[&run[..], &["--raw", "l.raw.jsonl", "--output", "l.json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| Arm | Spec |"), "the plain table without --quiet");
+    assert!(!stderr(&o).is_empty(), "the plan and progress without --quiet");
+    // a failing run keeps its exit code and says why on stderr
+    let o = laya_bench(d, &["speed", "--quiet", "--arm", "a=gpu:x", "--calls", "1"]);
+    assert_exit(&o, 2, "unknown backend `gpu:x`");
+    assert_exit(&laya_bench(d, &["doctor", "-q"]), 2, "--quiet applies to speed and energy only");
+}
