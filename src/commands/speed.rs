@@ -50,8 +50,7 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context) -> Outcome {
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.markdown();
     files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
-    let printed = outln!("{markdown}")
-        .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
+    let printed = common::print_results(files, &markdown);
     common::repeat_on_stderr(&report.warnings);
     let verdict = if let Some(r) = measured.reason {
         Err(Failure::run(anyhow!(
