@@ -57,6 +57,32 @@ fn output_files(args: &RunArgs, prefix: &str) -> OutputFiles {
     )
 }
 
+/// Print a run's table and where its files are; when the report or an export went to
+/// standard output (`-`), print neither the table nor the paths there (the export stays clean:
+/// `speed --export-csv - > x.csv`) and name the files on standard error instead.
+pub(crate) fn print_results(
+    files: &OutputFiles,
+    markdown: &str,
+    out: super::terminal::Output,
+) -> Result<(), Failure> {
+    let shown = |p: &std::path::Path| {
+        if crate::run::outputs::is_stdout(p) {
+            "standard output".to_string()
+        } else {
+            p.display().to_string()
+        }
+    };
+    let paths = format!("raw record: {}\nreport: {}", files.raw.display(), shown(&files.report));
+    if files.to_stdout() {
+        eprintln!("{paths}");
+        return Ok(());
+    }
+    if out.quiet {
+        return outln!("{paths}");
+    }
+    outln!("{}", out.style.apply(markdown)).and_then(|()| outln!("{paths}"))
+}
+
 /// A `speed`/`energy` run before its arms are built: the workload plan and the output files
 /// checked (a default raw name claimed), the model loaded.
 pub(crate) struct Prepared {

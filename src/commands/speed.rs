@@ -50,8 +50,7 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context, out: super::te
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.markdown();
     files.write(&json, &markdown, &report.csv().unwrap_or_default())?;
-    let printed = if out.quiet { Ok(()) } else { outln!("{}", out.style.apply(&markdown)) }
-        .and_then(|()| outln!("raw record: {}\nreport: {}", files.raw.display(), files.report.display()));
+    let printed = common::print_results(files, &markdown, out);
     if !out.quiet {
         common::repeat_on_stderr(&report.warnings);
     }

@@ -16,7 +16,7 @@ use anyhow::anyhow;
 use super::{Failure, Outcome};
 use crate::cli::SummaryArgs;
 use crate::report::Render;
-use crate::run::outputs::{check_folder, check_new_files};
+use crate::run::outputs::{check_folder, check_new_files, is_stdout, write_output};
 use crate::summary::{self, files, Options};
 
 pub(crate) fn run(args: &SummaryArgs) -> Outcome {
@@ -52,6 +52,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         .collect();
     let paths: Vec<&Path> = inputs.iter().map(|(_, p)| *p).collect();
     check_new_files(&outputs, &paths, true)?;
+    let to_stdout = outputs.iter().any(|(_, p)| is_stdout(p));
     files::check_outputs(&outputs)?;
     files::check_inputs(inputs.iter().copied())?;
     if let Some(dir) = &args.plots {
@@ -85,13 +86,18 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
         (&args.csv, report.csv().unwrap_or_default().into_bytes()),
     ] {
         if let Some(path) = path {
-            files::write(path, &bytes)?;
+            write_output(path, &bytes)?;
         }
     }
-    let printed = outln!("{markdown}").and_then(|()| match &args.output {
-        Some(o) => outln!("summary: {}", o.display()),
-        None => outln!("(no --output: the summary JSON was not written)"),
-    });
+    // An output on standard output (`-`) keeps it to itself: nothing else is printed there.
+    let printed = if to_stdout {
+        Ok(())
+    } else {
+        outln!("{markdown}").and_then(|()| match &args.output {
+            Some(o) => outln!("summary: {}", o.display()),
+            None => outln!("(no --output: the summary JSON was not written)"),
+        })
+    };
     let written = args
         .output
         .as_ref()

@@ -9,6 +9,7 @@
 use super::render::Render;
 use serde::{Deserialize, Serialize};
 
+use super::context::{RowContext, CSV_COLUMNS, MARKDOWN_ALIGN, MARKDOWN_COLUMNS};
 use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
 use super::speed::identical_mark;
 use crate::energy::reject::SeriesSummary;
@@ -147,6 +148,10 @@ pub struct EnergyReport {
     pub whole_cycles: Option<usize>,
     /// Reading rules and caveats (the ratio wording rule, idle-subtraction boundary, ...).
     pub notes: Vec<String>,
+    /// The model, machine, tool and date every exported row carries (from the raw header);
+    /// empty in reports written before it.
+    #[serde(default)]
+    pub row_context: RowContext,
 }
 
 /// The sentence that says what P and E measure: `Power boundary `gpu-board`: P is GPU board
@@ -302,22 +307,27 @@ impl Render for EnergyReport {
             self.energy_plan.idle_discard_s
         ));
         let b = &self.power_boundary;
+        let cx = &self.row_context;
+        out.push_str(&cx.markdown_line());
         out.push_str(&format!(
-            "| Arm | Spec | Decisions | t [ms] | {} | {} | {} | {} | {} | S | R | S×R | Missed deadlines |\n",
+            "| Arm | {MARKDOWN_COLUMNS}Spec | Decisions | t [ms] | {} | {} | {} | {} | {} | S | R | S×R | Missed deadlines |\n",
             b.label("P", "W"),
             b.label("E = P×t", "J"),
             b.label("active E", "J"),
             b.label("idle P", "W"),
             b.label("idle-sub. E/decision", "J"),
         ));
-        out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        out.push_str(&format!(
+            "|:---|{MARKDOWN_ALIGN}:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        ));
         let baseline = self.arms.first().map(|a| a.arm.name.as_str()).unwrap_or_default();
         for a in &self.arms {
             let t = &a.totals;
             out.push_str(&format!(
-                "| `{}`{} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| `{}`{} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 a.arm.name,
                 a.identical_to.as_deref().map(|same| identical_mark(same, baseline)).unwrap_or_default(),
+                cx.markdown_cells(&a.arm.name).join(" | "),
                 a.arm.spec,
                 t.decisions,
                 ms(t.time_per_decision_s),
@@ -333,23 +343,25 @@ impl Render for EnergyReport {
             ));
         }
         out.push_str(&format!("\n{RATIO_RULE}\n\n"));
+        out.push_str(&cx.markdown_line());
         out.push_str(&format!(
-            "| Block | Cycle | Arm | Decisions | Time [s] | t [ms] | {} | {} | {} | {} | {} | RSS [MiB] |\n",
+            "| Block | Cycle | Arm | Model | Decisions | Time [s] | t [ms] | {} | {} | {} | {} | {} | RSS [MiB] |\n",
             b.label("P", "W"),
             b.label("E = P×t", "J"),
             b.label("active E", "J"),
             b.label("idle before/after", "W"),
             b.label("idle-sub. E", "J"),
         ));
-        out.push_str("|---:|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        out.push_str("|---:|---:|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for b in &self.blocks {
             let t = &b.totals;
             out.push_str(&format!(
-                "| {}{} | {} | `{}` | {} | {:.3} | {} | {} | {} | {} | {} / {} | {} | {} |\n",
+                "| {}{} | {} | `{}` | {} | {} | {:.3} | {} | {} | {} | {} | {} / {} | {} | {} |\n",
                 b.index,
                 if b.ended_early { " (cut)" } else { "" },
                 b.cycle,
                 b.arm,
+                cx.markdown_cells(&b.arm)[0],
                 t.decisions,
                 t.time_s,
                 ms(t.time_per_decision_s),
@@ -390,18 +402,20 @@ impl Render for EnergyReport {
         out
     }
 
-    /// CSV: one row per arm, then one per block (`level` says which); empty cells are missing.
+    /// CSV: one row per arm, then one per block (`level` says which); after the arm's name
+    /// the run's context ([`RowContext::csv_cells`]); empty cells are missing.
     fn csv(&self) -> Option<String> {
-        let mut out = String::from(
-            "level,status,index,cycle,arm,spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes,power_boundary,identical_to\n",
+        let mut out = format!(
+            "level,status,index,cycle,arm,{CSV_COLUMNS},spec,decisions,time_s,time_per_decision_s,mean_power_w,energy_per_decision_j,active_energy_j,idle_power_w,idle_subtracted_energy_j,idle_subtracted_energy_per_decision_j,speed_gain,power_ratio,energy_gain,missed_deadlines,rss_bytes,power_boundary,identical_to\n",
         );
         let status = self.status.as_str();
         let boundary = csv_field(&self.power_boundary.name());
         for (i, a) in self.arms.iter().enumerate() {
             let t = &a.totals;
             out.push_str(&format!(
-                "arm,{status},{i},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},,{boundary},{}\n",
+                "arm,{status},{i},,{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},,{boundary},{}\n",
                 csv_field(&a.arm.name),
+                self.row_context.csv_cells(&a.arm.name),
                 csv_field(&a.arm.spec),
                 t.decisions,
                 t.time_s,
@@ -431,10 +445,11 @@ impl Render for EnergyReport {
                 .map(|a| a.arm.spec.clone())
                 .unwrap_or_default();
             out.push_str(&format!(
-                "block,{status},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,{},{},{boundary},{}\n",
+                "block,{status},{},{},{},{}{},{},{},{},{},{},{},{},{},{},,,,{},{},{boundary},{}\n",
                 b.index,
                 b.cycle,
                 csv_field(&b.arm),
+                self.row_context.csv_cells(&b.arm),
                 csv_field(&spec),
                 t.decisions,
                 t.time_s,

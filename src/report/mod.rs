@@ -6,16 +6,17 @@
 //! are [`crate::record`]'s.
 //! Maps data to bytes and back; never measures.
 
+pub mod context;
 pub mod doctor;
 pub mod energy;
 pub mod format;
-
 pub mod plots;
 pub mod render;
 pub mod speed;
 
 pub use crate::stats::steal;
 
+pub use context::RowContext;
 pub use format::{count, display_width, first_cycles, left_out_unstable_warning, pad, Style};
 pub use render::Render;
 
@@ -23,6 +24,12 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+/// Whether an output path is `-`: standard output, not a file (every report and export flag
+/// takes it; `crate::run::outputs::write_output` writes there).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
 
 /// A bootstrap percentile interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -5,8 +5,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use super::context::{CSV_COLUMNS, MARKDOWN_ALIGN, MARKDOWN_COLUMNS};
 use super::format::{csv_field, csv_num, ms, num};
-use super::Interval;
+use super::{Interval, RowContext};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::Provenance;
 use crate::record::status::RunStatus;
@@ -349,6 +350,10 @@ pub struct SpeedReport {
     /// What a reader must know before using the table (outlier calls, identical arms).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The model, machine, tool and date every exported row carries (from the raw header);
+    /// empty in reports written before it.
+    #[serde(default)]
+    pub row_context: RowContext,
 }
 
 fn complete() -> RunStatus {
@@ -411,8 +416,10 @@ impl Render for SpeedReport {
         } else {
             "vs baseline [resample range]"
         };
-        out.push_str(&format!("| Arm | Spec | Mean ± σ [ms] | P50 [ms] | P95 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | {column} | GFLOP/s | Unstable |\n"));
-        out.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
+        let cx = &self.row_context;
+        out.push_str(&cx.markdown_line());
+        out.push_str(&format!("| Arm | {MARKDOWN_COLUMNS}Spec | Mean ± σ [ms] | P50 [ms] | P95 [ms] | P99 [ms] | Min…Max [ms] | Decisions/s | {column} | GFLOP/s | Unstable |\n"));
+        out.push_str(&format!("|:---|{MARKDOWN_ALIGN}:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n"));
         for (i, a) in self.arms.iter().enumerate() {
             let relative = if i == 0 {
                 "baseline".to_string()
@@ -425,8 +432,9 @@ impl Render for SpeedReport {
                 )
             };
             out.push_str(&format!(
-                "| `{}` | `{}` | {} ± {} | {} | {} | {} | {}…{} | {} | {} | {} | {} |\n",
+                "| `{}` | {} | `{}` | {} ± {} | {} | {} | {} | {}…{} | {} | {} | {} | {} |\n",
                 a.arm.name,
+                cx.markdown_cells(&a.arm.name).join(" | "),
                 a.arm.spec,
                 ms(Some(a.latency.mean_s)),
                 ms(a.latency.std_s),
@@ -459,15 +467,17 @@ impl Render for SpeedReport {
         out
     }
 
-    /// One CSV row per arm.
+    /// One CSV row per arm: its name, the run's context ([`RowContext::csv_cells`]), then the
+    /// figures.
     fn csv(&self) -> Option<String> {
-        let mut out = String::from(
-            "arm,spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to,decisions,round_trip_mean_s,speed_ratio_direction\n",
+        let mut out = format!(
+            "arm,{CSV_COLUMNS},spec,precision,calls,total_s,time_per_decision_s,decisions_per_s,mean_s,p50_s,p95_s,p99_s,min_s,max_s,speed_ratio_vs_baseline,achieved_gflops,unstable_calls,max_probability_diff_vs_baseline,std_s,p90_s,speed_ratio_low,speed_ratio_high,outlier_calls,identical_to,decisions,round_trip_mean_s,speed_ratio_direction\n",
         );
         for a in &self.arms {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 csv_field(&a.arm.name),
+                self.row_context.csv_cells(&a.arm.name),
                 csv_field(&a.arm.spec),
                 csv_field(&a.arm.precision),
                 a.calls,

@@ -796,6 +796,7 @@ fn build_report(
         stable: totals.unstable.iter().all(|&u| u == 0),
         whole_cycles: None,
         notes,
+        row_context: crate::report::RowContext::of(header),
     }
 }
 

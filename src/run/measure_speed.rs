@@ -560,6 +560,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         status_reason: None,
         whole_cycles: None,
         warnings,
+        row_context: crate::report::RowContext::of(header),
     }
 }
 

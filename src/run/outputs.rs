@@ -3,11 +3,13 @@
 //! output is a special file (a FIFO, a device, a socket, or a link to one), and nothing is
 //! replaced without `--overwrite`. The raw record is claimed for the run alone: a default name
 //! is created exclusively (a run of the same second takes the next suffix) and the file is
-//! locked while the run writes it ([`lock_raw`]).
+//! locked while the run writes it ([`lock_raw`]). An export given as `-` goes to standard
+//! output instead of a file ([`is_stdout`], [`write_output`]); one export at most.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+pub use crate::report::is_stdout;
 use crate::report::write_atomic;
 
 use crate::error::Error;
@@ -92,6 +94,11 @@ impl OutputFiles {
     /// file, the model's files), none exists unless `overwrite`, and each one's folder exists
     /// and can be written in.
     pub fn check(&self, inputs: &[&Path]) -> Result<(), Error> {
+        if is_stdout(&self.raw) {
+            return Err(Error::input(
+                "--raw -: the raw record is a file the run locks and syncs after every block, never standard output; give a path (the report and exports can go to `-`)",
+            ));
+        }
         let mut files: Vec<(&str, &Path)> = vec![("--raw", &self.raw), ("--output", &self.report)];
         if let Some(p) = &self.markdown {
             files.push(("--export-markdown", p));
@@ -102,11 +109,19 @@ impl OutputFiles {
         check_new_files(&files, inputs, self.overwrite)
     }
 
-    /// Write the JSON report and the requested Markdown and CSV exports (each atomically).
+    /// Whether one of the report and exports goes to standard output (`-`): the command then
+    /// prints nothing else there.
+    pub fn to_stdout(&self) -> bool {
+        [Some(&self.report), self.markdown.as_ref(), self.csv.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|p| is_stdout(p))
+    }
+
+    /// Write the JSON report and the requested Markdown and CSV exports (each file atomically;
+    /// `-` to standard output).
     pub fn write(&self, json: &[u8], markdown: &str, csv: &str) -> Result<(), Error> {
-        let write = |p: &Path, bytes: &[u8]| {
-            write_atomic(p, bytes).map_err(|e| Error::run(format!("cannot write {}", p.display())).because(e))
-        };
+        let write = write_output;
         write(&self.report, json)?;
         if let Some(p) = &self.markdown {
             write(p, markdown.as_bytes())?;
@@ -115,6 +130,35 @@ impl OutputFiles {
             write(p, csv.as_bytes())?;
         }
         Ok(())
+    }
+}
+
+/// Write an output: `-` to standard output (a closed pipe is the reader's choice, not an
+/// error), any other path atomically as a file; a failed write is a failed run (exit 1)
+/// naming where.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    if is_stdout(path) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        return match out.write_all(bytes).and_then(|()| out.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(Error::run("cannot write to standard output").because(e))
+            }
+            _ => Ok(()),
+        };
+    }
+    write_atomic(path, bytes).map_err(|e| Error::run(format!("cannot write {}", path.display())).because(e))
+}
+
+/// The flag of the one output among `files` that goes to standard output (`-`), if any; two
+/// at once is a bad invocation (exit 2) naming both, as their text would interleave.
+pub fn stdout_flag<'f>(files: &[(&'f str, &Path)]) -> Result<Option<&'f str>, Error> {
+    let mut on_stdout = files.iter().filter(|(_, p)| is_stdout(p)).map(|(flag, _)| *flag);
+    match (on_stdout.next(), on_stdout.next()) {
+        (Some(first), Some(second)) => Err(Error::input(format!(
+            "{first} - and {second} - both write to standard output; at most one output can be `-`: give the other a file path"
+        ))),
+        (first, _) => Ok(first),
     }
 }
 
@@ -154,14 +198,18 @@ pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, Error> {
     Ok(folder)
 }
 
-/// Check the files a command will write before it reads or measures anything (exit 2): each
-/// one's folder exists and can be written in, no two are the same file, none is one of the
-/// `inputs` the command reads (never even with `overwrite`), and none exists unless `overwrite`.
+/// Check the files a command will write before it reads or measures anything (exit 2): at most
+/// one goes to standard output (`-`, [`stdout_flag`]; it is not a file and is not checked
+/// further), each other one's folder exists and can be written in, no two are the same file,
+/// none is one of the `inputs` the command reads (never even with `overwrite`), and none exists
+/// unless `overwrite`.
 pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: bool) -> Result<(), Error> {
+    stdout_flag(files)?;
+    let files: Vec<(&str, &Path)> = files.iter().copied().filter(|(_, p)| !is_stdout(p)).collect();
     // the same file however it is named: its device and inode, else its folder and name
     let inputs: Vec<(FileId, &Path)> = inputs.iter().map(|p| (file_id(p), *p)).collect();
     let mut seen: Vec<(&str, FileId)> = Vec::new();
-    for &(flag, path) in files {
+    for (flag, path) in files {
         check_folder(flag, path)?;
         let k = file_id(path);
         if let Some((other, _)) = seen.iter().find(|(_, s)| *s == k) {

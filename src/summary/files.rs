@@ -43,7 +43,7 @@ pub fn check_inputs<'p>(raws: impl IntoIterator<Item = (&'p str, &'p Path)>) -> 
 /// Refuse (exit 2) an output that would replace a raw record: summary's outputs are derived
 /// and replaced, but a measurement never is.
 pub fn check_outputs(outputs: &[(&str, &Path)]) -> Result<(), Error> {
-    match outputs.iter().find(|(_, p)| record::is_raw_record(p)) {
+    match outputs.iter().find(|(_, p)| !crate::report::is_stdout(p) && record::is_raw_record(p)) {
         None => Ok(()),
         Some((flag, p)) => Err(Error::input(format!(
             "{flag} {} is a raw record: summary replaces its own outputs but never a measurement; choose another path",

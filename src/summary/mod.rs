@@ -455,6 +455,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         warnings: Vec::new(),
         audit: audit.checks.clone(),
         whole_cycles,
+        row_context: crate::report::RowContext::of(h),
     };
     if h.plan.batch > 1 {
         summary.warnings.push(format!(

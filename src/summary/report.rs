@@ -15,6 +15,7 @@ use crate::host::HostInfo;
 use crate::power::PowerBoundary;
 use crate::record::provenance::ToolInfo;
 use crate::record::{PlanInfo, WorkloadInfo};
+use crate::report::context::{RowContext, CSV_COLUMNS};
 use crate::report::energy::RATIO_RULE;
 use crate::report::format::{count, csv_field, csv_num, missing_markdown, num};
 pub use crate::report::Interval;
@@ -316,6 +317,10 @@ pub struct RunSummary {
     pub claim: Option<Claim>,
     /// What the reader must keep in mind (few cycles, replayed sensor, ...).
     pub warnings: Vec<String>,
+    /// The model, machine, tool and date every exported row carries (from the raw header);
+    /// empty in summaries written before it.
+    #[serde(default)]
+    pub row_context: RowContext,
 }
 
 /// The whole balanced cycles of an incomplete record, summarized as a run of that many
@@ -569,6 +574,7 @@ impl RunSummary {
             (Some(_), _) => "; no intervals (see below)".to_string(),
         };
         out.push_str(&format!("### Results (baseline `{}`{intervals})\n\n", self.baseline));
+        out.push_str(&self.row_context.markdown_line());
         out.push_str("| metric |");
         for a in &self.arms {
             match &a.identical_to {
@@ -590,6 +596,12 @@ impl RunSummary {
             }
             out.push('\n');
         };
+        // What tells the arms of different runs apart: the model, its precision and batch,
+        // the threads and where it ran.
+        let cx = &self.row_context;
+        for (i, label) in ["model", "precision", "batch", "threads", "CPU/GPU"].into_iter().enumerate() {
+            row(label, &|a| cx.markdown_cells(&a.name)[i].clone());
+        }
         row("P50 / P95 / P99", &|a| match &a.latency {
             Some(l) => format!("{:.2} / {:.2} / {:.2} ms", l.p50_s * 1e3, l.p95_s * 1e3, l.p99_s * 1e3),
             None => "n/a".into(),
@@ -773,22 +785,24 @@ impl Render for SummaryReport {
         out
     }
 
-    /// CSV: one row per block of every run; empty cells are missing values.
+    /// CSV: one row per block of every run, the run's context ([`RowContext::csv_cells`])
+    /// after the arm's name; empty cells are missing values.
     fn csv(&self) -> Option<String> {
-        let mut out = String::from(
-            "run,source,status,block,cycle,arm,decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary,identical_to\n",
+        let mut out = format!(
+            "run,source,status,block,cycle,arm,{CSV_COLUMNS},decisions,start_s,end_s,time_s,time_per_decision_s,energy_j,mean_power_w,energy_per_decision_j,idle_before_w,idle_after_w,idle_power_w,idle_subtracted_energy_j,unstable_calls,ended_early,energy_missing_reason,power_boundary,identical_to\n",
         );
         for (i, run) in self.runs.iter().enumerate() {
             for b in &run.blocks {
                 let e = b.energy.as_ref();
                 let same = run.arms.iter().find(|a| a.name == b.arm).and_then(|a| a.identical_to.as_deref());
                 out.push_str(&format!(
-                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{i},{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     csv_field(&run.source),
                     run.status.as_str(),
                     b.index,
                     b.cycle,
                     csv_field(&b.arm),
+                    run.row_context.csv_cells(&b.arm),
                     b.decisions,
                     b.start_s,
                     b.end_s,

@@ -370,6 +370,9 @@ fn markdown_and_csv_carry_the_published_style_table() {
     for want in [
         "## Summary of `run.raw.jsonl`: COMPLETE",
         "| metric | `mlx-fp16` | `ane-fp16` | `ane-w8` |",
+        "| precision | fp16 | fp16 | fp16 |",
+        "| model | `synthetic:multilingual` 000000000000 |",
+        "Context: macos aarch64, laya-bench ",
         "| P50 / P95 / P99 | 6.94 / 7.39 / 7.56 ms | 4.98 / 5.31 / 5.42 ms | 4.88 / 5.23 / 5.33 ms |",
         // The synthetic shape is the published PSTR run's: the whole system.
         "| mean whole-system power [W] | 61.39 [61.39–61.39] | 30.75 [30.75–30.75] | 27.39 [27.39–27.39] |",
@@ -388,10 +391,20 @@ fn markdown_and_csv_carry_the_published_style_table() {
     let csv = report(vec![s]).csv().unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 18);
-    assert!(lines[0].starts_with("run,source,status,block,cycle,arm,decisions,"));
+    // the run's context after the arm's name, then the figures
+    assert!(lines[0].starts_with(&format!(
+        "run,source,status,block,cycle,arm,{},decisions,",
+        crate::report::context::CSV_COLUMNS
+    )));
     let first: Vec<&str> = lines[1].split(',').collect();
-    assert_eq!(&first[..7], &["0", "run.raw.jsonl", "complete", "0", "0", "mlx-fp16", "2864"]);
-    let mean_power: f64 = first[12].parse().unwrap();
+    assert_eq!(&first[..6], &["0", "run.raw.jsonl", "complete", "0", "0", "mlx-fp16"]);
+    let column = |name: &str| lines[0].split(',').position(|c| c == name).unwrap();
+    assert_eq!(first[column("model_spec")], "synthetic:multilingual");
+    assert_eq!(first[column("os")], "macos");
+    assert_eq!(first[column("started_utc")], "2027-01-15T08:00:00Z");
+    assert_eq!(first[column("boundary")], "whole-system");
+    assert_eq!(first[column("decisions")], "2864");
+    let mean_power: f64 = first[column("mean_power_w")].parse().unwrap();
     assert!((mean_power - 61.3905).abs() < 1e-9, "{mean_power}");
     assert!(lines[0].ends_with(",energy_missing_reason,power_boundary,identical_to"), "{}", lines[0]);
     assert_eq!(first[first.len() - 2..], ["whole-system", ""]);

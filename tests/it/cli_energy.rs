@@ -913,11 +913,16 @@ fn an_a_a_energy_run_marks_the_second_arm_identical_and_keeps_its_ratios() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let row = out.lines().find(|l| l.starts_with("| `b`")).unwrap_or_else(|| panic!("{out}"));
+    // the mark, then the context columns (model, precision, …), then the spec
     assert!(
-        row.starts_with("| `b` · IDENTICAL to `a` (same model: the run's noise) | `portable:f32` |"),
+        row.starts_with("| `b` · IDENTICAL to `a` (same model: the run's noise) | `builtin:tiny` "),
         "{row}"
     );
-    assert!(out.lines().any(|l| l.starts_with("| `a` | `portable:f32` |")), "{out}");
+    assert!(row.contains(" | `portable:f32` |"), "{row}");
+    assert!(
+        out.lines().any(|l| l.starts_with("| `a` | `builtin:tiny` ") && l.contains(" | `portable:f32` |")),
+        "{out}"
+    );
     assert!(out.contains("WARNING: arm `b` (portable:f32) is IDENTICAL to `a`"), "{out}");
     let r = report(dir.path());
     assert_eq!(r.arms[0].identical_to, None);

@@ -9,6 +9,7 @@ mod cli_convert_check;
 mod cli_coreml_fixtures;
 mod cli_doctor;
 mod cli_energy;
+mod cli_exports;
 mod cli_flags;
 mod cli_hub;
 #[cfg(feature = "mlx")]
