@@ -274,8 +274,22 @@ pub struct SpeedArgs {
     /// Requests per call: each call answers N consecutive requests of the workload in one
     /// packed forward of N × questions rows (MLPerf's offline scenario). t and decisions/s
     /// count requests; latency is per batch. Every arm must hold the rows (exit 2 otherwise).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_name = "N")]
-    pub batch: usize,
+    /// A comma list (`1,2,4,8`) sweeps it: every arm once per value, named `NAME-bN`, all in
+    /// one balanced run (docs/speed.md, "Sweeps").
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        num_args = 1,
+        value_delimiter = ',',
+        default_values_t = [1],
+        value_name = "N[,N…]"
+    )]
+    pub batch: Vec<usize>,
+    /// Worker threads of every arm's engine (portable arms only; exit 2 for another). Default:
+    /// the host's cores. A comma list (`1,2,4`) sweeps it: every arm once per count, named
+    /// `NAME-tN` (`NAME-bN-tM` with a `--batch` list).
+    #[arg(long, allow_negative_numbers = true, num_args = 1, value_delimiter = ',', value_name = "N[,N…]")]
+    pub threads: Vec<usize>,
 }
 
 /// `laya-bench energy`.

@@ -202,6 +202,12 @@ fn row_of(text: &str) -> Option<(&'static KindRow, &str)> {
 }
 
 impl BackendSpec {
+    /// Whether the engine takes a worker thread count (`speed --threads`): the portable engine
+    /// does; a mock, Core ML, MLX or reference arm sets its own.
+    pub fn takes_threads(&self) -> bool {
+        matches!(self, BackendSpec::Portable(_) | BackendSpec::PortablePalette { .. })
+    }
+
     /// Parse a spec string.
     pub fn parse(spec: &str) -> Result<Self, RegistryError> {
         match row_of(spec) {
@@ -442,6 +448,26 @@ pub fn build(
     shapes: Option<ShapeCaps>,
     context: &Context,
 ) -> Result<Box<dyn Backend>, RegistryError> {
+    build_threaded(spec, spec_text, bundle, shapes, None, context)
+}
+
+/// [`build`] with `threads` workers for an engine that takes a count
+/// ([`BackendSpec::takes_threads`]; `None`: [`default_threads`]); a count for any other
+/// engine is refused, naming the spec.
+pub fn build_threaded(
+    spec: &BackendSpec,
+    spec_text: &str,
+    bundle: &Bundle,
+    shapes: Option<ShapeCaps>,
+    threads: Option<usize>,
+    context: &Context,
+) -> Result<Box<dyn Backend>, RegistryError> {
+    if let (Some(n), false) = (threads, spec.takes_threads()) {
+        return Err(RegistryError::BadSpec {
+            spec: spec_text.into(),
+            reason: format!("takes no thread count ({n} asked); only portable arms do"),
+        });
+    }
     if let BackendSpec::Mock { drift_after, fail_after, delay_us } = spec {
         use super::mock::{Script, ScriptedBackend};
         let shapes = shapes.unwrap_or_else(|| portable_shapes(bundle));
@@ -466,7 +492,8 @@ pub fn build(
             .map(|b| Box::new(b) as Box<dyn Backend>)
             .map_err(|error| RegistryError::Reference { spec: spec_text.into(), error });
     }
-    let (backend, _) = build_portable(spec, spec_text, bundle, shapes, default_threads(), &context.settings)?;
+    let threads = threads.unwrap_or_else(default_threads);
+    let (backend, _) = build_portable(spec, spec_text, bundle, shapes, threads, &context.settings)?;
     Ok(Box::new(backend))
 }
 

@@ -12,7 +12,7 @@ use crate::backend::Backend;
 use crate::cli::RunArgs;
 use crate::laya::bundle::Bundle;
 use crate::model::synthetic::published_shape;
-use crate::run::arm::ArmSpec;
+use crate::run::arm::{ArmSpec, Swept};
 use crate::run::outputs::{ClaimedRaw, OutputFiles};
 use crate::run::recorder::HeaderInput;
 use crate::run::setup::Setup;
@@ -38,6 +38,12 @@ pub fn build_backend(
 /// `--arm NAME=SPEC…`, or every default portable precision (exit 2 on a bad name or spec).
 pub(crate) fn arms(args: &RunArgs) -> Result<Vec<ArmSpec>, Failure> {
     Ok(ArmSpec::defaults_or(&args.arms)?)
+}
+
+/// [`arms`] over `speed`'s `--batch` and `--threads` lists ([`crate::run::arm::sweep`]: one arm
+/// per value of a list, exit 2 for a sweep that cannot run).
+pub(crate) fn swept_arms(args: &RunArgs, batch: &[usize], threads: &[usize]) -> Result<Swept, Failure> {
+    Ok(crate::run::arm::sweep(arms(args)?, batch, threads)?)
 }
 
 /// `--workload`, `--tokens`, `--length`, checked (exit 2).

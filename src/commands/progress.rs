@@ -79,8 +79,9 @@ impl Position {
 pub(crate) struct Bar {
     bar: ProgressBar,
     idle_windows: bool,
-    /// Requests per call (`speed --batch N`): the live rate is shown in decisions.
-    batch: usize,
+    /// Requests per call of each arm (`speed --batch N`, or its value in a sweep): the live
+    /// rate is shown in decisions.
+    batch: Vec<usize>,
     /// The plain lines' state, where stderr is not a terminal and progress is not hidden.
     plain: Option<PlainLines>,
     /// Where the run is in its plan, for the bar's time left (a plan of known length).
@@ -139,7 +140,8 @@ impl Bar {
             done: 0,
             clock: None,
         });
-        Self { bar, idle_windows: plan.idle.is_some(), batch: plan.batch.max(1), plain, position }
+        let batch = setup.arms.iter().map(|a| a.requests_per_call(plan.batch).max(1)).collect();
+        Self { bar, idle_windows: plan.idle.is_some(), batch, plain, position }
     }
 
     /// The next phase of the plan begins (the warm-up, a block or an idle window ended).
@@ -149,6 +151,11 @@ impl Bar {
                 p.advance();
             }
         }
+    }
+
+    /// Requests per call of arm `a` (1 for an arm it does not know).
+    fn batch_of(&self, a: usize) -> usize {
+        self.batch.get(a).copied().unwrap_or(1)
     }
 
     pub(crate) fn finish(&self) {
@@ -183,11 +190,12 @@ impl Observer for Bar {
         if self.idle_windows {
             self.bar.set_message(format!("idle window {}", rec.index + 1));
         }
+        let batch = self.batch_of(rec.arm);
         if let Some(p) = &mut self.plain {
             p.done += 1;
             let elapsed = p.clock.get_or_insert_with(Instant::now).elapsed();
             let name = p.arms.get(rec.arm).map_or("?", String::as_str);
-            eprintln!("{}", plain_line(rec, name, p.done, p.blocks, elapsed, self.batch, self.idle_windows));
+            eprintln!("{}", plain_line(rec, name, p.done, p.blocks, elapsed, batch, self.idle_windows));
         }
         Ok(())
     }
@@ -199,7 +207,7 @@ impl Observer for Bar {
 
     fn progress(&mut self, arms: &[Arm<'_>], p: &Progress) {
         let calls_per_s = if p.elapsed_s > 0.0 { p.calls as f64 / p.elapsed_s } else { 0.0 };
-        self.bar.set_message(progress_message(&arms[p.arm].name, p.cycle, calls_per_s, self.batch));
+        self.bar.set_message(progress_message(&arms[p.arm].name, p.cycle, calls_per_s, self.batch_of(p.arm)));
     }
 }
 

@@ -17,13 +17,13 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context, out: super::te
     // inherits SIGINT ignored) and stops the run before it measures.
     let stop = interrupt::install_or_warn();
     let common = &args.run;
-    let arms = common::arms(common)?;
+    let swept = common::swept_arms(common, &args.batch, &args.threads)?;
     let plan = measure_speed::batched(
         measure_speed::plan(args.cycles, args.calls, args.seconds, common.warmup)?,
-        args.batch,
+        swept.batch,
     )?;
     let prepared = common::check(common, "speed", &[])?.load(common, &cx.hub)?;
-    let (mut setup, input) = common::set_up_batched("speed", &prepared, &arms, plan.batch, cx, out.quiet)?;
+    let (mut setup, input) = common::set_up_batched("speed", &prepared, &swept.arms, plan.batch, cx, out.quiet)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress || out.quiet);
     let measured = measure_speed::measure(
@@ -41,12 +41,17 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context, out: super::te
     );
     bar.finish();
     let measured = measured?;
-    // Every arm is built at the same shapes (the run's length, K slots, the rows of a call),
-    // so the rows the baseline's host packs are the rows every arm runs.
-    let gflop = setup.arms.first().and_then(|a| {
-        measure_speed::gflop_per_decision(bundle, &setup.built.tokens_per_row, &a.host.shapes, plan.batch)
-    });
-    let report = measure_speed::report_measured(&measured, &files.raw, gflop);
+    // Every arm runs the run's length and K slots; the rows of a call are its own (a `--batch`
+    // sweep), so each arm's FLOP per decision is of the rows its host packs.
+    let gflop: Vec<Option<f64>> = setup
+        .arms
+        .iter()
+        .map(|a| {
+            let batch = a.requests_per_call(plan.batch);
+            measure_speed::gflop_per_decision(bundle, &setup.built.tokens_per_row, &a.host.shapes, batch)
+        })
+        .collect();
+    let report = measure_speed::report_measured(&measured, &files.raw, &gflop);
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
     let markdown = report.markdown();
     files.write(&json, &markdown, &report.csv().unwrap_or_default())?;

@@ -89,6 +89,15 @@ pub struct ArmInfo {
     /// for engines with their own kernels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blas: Option<String>,
+    /// Requests per call of this arm (`speed --batch 1,2,4`, a sweep: each value its own arm);
+    /// absent: the plan's `batch`, as in every record without a sweep (additive, no version
+    /// bump).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_call: Option<usize>,
+    /// Worker threads the arm's engine was built with (`speed --threads N[,M…]`); absent: the
+    /// engine's default (the host's cores, or none for an engine without a thread count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
 }
 
 impl ArmInfo {
@@ -106,6 +115,8 @@ impl ArmInfo {
             max_options: info.shapes.max_options,
             notes: info.notes.clone(),
             blas: info.blas.clone(),
+            requests_per_call: None,
+            threads: None,
         }
     }
 
@@ -164,7 +175,9 @@ pub struct PlanInfo {
     pub order: Vec<String>,
     /// Requests per call (`speed --batch N`): each call answers this many consecutive
     /// requests in one packed forward, so a block's decisions are its calls × this. Absent in
-    /// records written before the flag and in every run at 1 (additive, no version bump).
+    /// records written before the flag and in every run at 1 (additive, no version bump). An
+    /// arm's own `requests_per_call` (a `--batch 1,2,4` sweep) overrides it
+    /// ([`Header::requests_per_call`]).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub batch: usize,
 }
@@ -175,13 +188,6 @@ fn one() -> usize {
 
 fn is_one(n: &usize) -> bool {
     *n == 1
-}
-
-impl PlanInfo {
-    /// Requests answered (decisions) by `calls` calls: `calls × batch`.
-    pub fn decisions(&self, calls: u64) -> u64 {
-        calls * self.batch.max(1) as u64
-    }
 }
 
 /// First line of a raw file.
@@ -228,6 +234,23 @@ pub struct Header {
 }
 
 impl Header {
+    /// Requests per call of arm `arm` (its `requests_per_call` in a sweep, else the plan's
+    /// `batch`; at least 1, and the plan's for an arm the header does not name).
+    pub fn requests_per_call(&self, arm: &str) -> usize {
+        self.arms
+            .iter()
+            .find(|a| a.name == arm)
+            .and_then(|a| a.requests_per_call)
+            .unwrap_or(self.plan.batch)
+            .max(1)
+    }
+
+    /// Requests answered (decisions) by `calls` calls of arm `arm`: calls × its
+    /// [`requests per call`](Self::requests_per_call).
+    pub fn decisions(&self, arm: &str, calls: u64) -> u64 {
+        calls * self.requests_per_call(arm) as u64
+    }
+
     /// The header's writer and machine, for a report of `schema_version` derived from it.
     pub fn provenance(&self, schema_version: u32) -> Provenance {
         Provenance::derived(schema_version, &self.tool, &self.host)

@@ -133,6 +133,8 @@ fn header(shape: &RunShape) -> Header {
                 max_options: 4,
                 notes: Vec::new(),
                 blas: None,
+                requests_per_call: None,
+                threads: None,
             })
             .collect(),
         workload: WorkloadInfo {

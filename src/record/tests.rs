@@ -58,6 +58,8 @@ fn arm(spec: &str, backend: &str, precision: &str, fingerprint: &str) -> ArmInfo
         max_options: 32,
         notes: vec![],
         blas: None,
+        requests_per_call: None,
+        threads: None,
     }
 }
 

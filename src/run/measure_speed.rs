@@ -242,9 +242,9 @@ pub fn time_per_decision(total_s: f64, calls: u64, batch: usize) -> f64 {
 const RATIO_RESAMPLES: usize = 10_000;
 
 /// The (decisions, seconds) of every arm per balanced cycle that ran whole (both of its blocks
-/// on every arm, none cut short): what the ratio's bootstrap resamples. A call answers
-/// `batch` requests, so a block's decisions are its calls × `batch`.
-fn whole_cycles(totals: &RunTotals, arms: usize, batch: usize) -> Vec<Vec<(f64, f64)>> {
+/// on every arm, none cut short): what the ratio's bootstrap resamples. A call of arm `a`
+/// answers `batch[a]` requests, so a block's decisions are its calls × that.
+fn whole_cycles(totals: &RunTotals, arms: usize, batch: &[usize]) -> Vec<Vec<(f64, f64)>> {
     let runtime = runtime_block_seconds(totals, arms);
     let cycles = totals.blocks.iter().map(|b| b.cycle as usize + 1).max().unwrap_or(0);
     let mut out = Vec::new();
@@ -255,7 +255,7 @@ fn whole_cycles(totals: &RunTotals, arms: usize, batch: usize) -> Vec<Vec<(f64, 
         }
         let mut row = vec![(0.0, 0.0); arms];
         for b in blocks {
-            row[b.arm].0 += (b.calls * batch as u64) as f64;
+            row[b.arm].0 += (b.calls * batch[b.arm] as u64) as f64;
             row[b.arm].1 += match runtime.get(&b.index) {
                 Some(s) => *s,
                 None => (b.end_ns - b.start_ns) as f64 / 1e9,
@@ -396,7 +396,7 @@ fn max_probability_diff(
 /// The report of a measured run with its status. An interrupted run's figures come from its
 /// whole cycles once one finished (the cut cycle's blocks ran in an order that favours the arms
 /// it reached); its stability is still every call's, the cut cycle's too.
-pub fn report_measured(m: &Measured, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
+pub fn report_measured(m: &Measured, raw_path: &Path, gflop: &[Option<f64>]) -> SpeedReport {
     let arms = m.header.arms.len();
     let whole = match m.status {
         RunStatus::Complete => None,
@@ -417,16 +417,18 @@ pub fn report_measured(m: &Measured, raw_path: &Path, gflop: Option<f64>) -> Spe
 }
 
 /// The speed report of a measured run (status `complete`; [`report_measured`] sets another).
-pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Option<f64>) -> SpeedReport {
+pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: &[Option<f64>]) -> SpeedReport {
     let none: Vec<crate::laya::host::StateResult> = Vec::new();
     let warmup = |i: usize| totals.warmup.get(i).unwrap_or(&none);
-    let batch = header.plan.batch.max(1);
-    let base_t = time_per_decision(arm_seconds(totals, 0), totals.durations_ns[0].len() as u64, batch);
+    let batches: Vec<usize> = header.arms.iter().map(|a| header.requests_per_call(&a.name)).collect();
+    let batch_of = |i: usize| batches.get(i).copied().unwrap_or(1);
+    let base_t = time_per_decision(arm_seconds(totals, 0), totals.durations_ns[0].len() as u64, batch_of(0));
     let base_answers: Vec<String> = warmup(0).iter().map(answer_label).collect();
     let mut results = Vec::with_capacity(header.arms.len());
     for (i, info) in header.arms.iter().enumerate() {
         let calls = totals.durations_ns[i].len() as u64;
         let total_s = arm_seconds(totals, i);
+        let (batch, gflop) = (batch_of(i), gflop.get(i).copied().flatten());
         let t = time_per_decision(total_s, calls, batch);
         let unbatched = totals.unbatched.get(i).filter(|u| !u.is_empty());
         let unbatched_diff = unbatched.map(|u| max_probability_diff(warmup(i), u));
@@ -483,7 +485,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
         });
     }
     let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();
-    let cycles = whole_cycles(totals, names.len(), batch);
+    let cycles = whole_cycles(totals, names.len(), &batches);
     if cycles.len() >= 2 {
         let intervals = speed_gain_intervals(&cycles, 0, RATIO_RESAMPLES, 0, 0.95);
         for (r, iv) in results.iter_mut().zip(intervals) {
@@ -510,9 +512,18 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: Optio
     if let Some(w) = few_cycles_warning(cycles.len()) {
         warnings.push(w);
     }
+    let batch = header.plan.batch.max(1);
     if batch > 1 {
         warnings.push(format!(
             "NOTE: --batch {batch}: every call answers {batch} consecutive requests in one packed forward; decisions = calls × {batch}, and t, decisions/s, the ratio and its interval count decisions. Latency is per batch of {batch} (one call), not per decision."
+        ));
+    }
+    let swept: Vec<String> =
+        header.arms.iter().filter_map(|a| a.requests_per_call.map(|n| format!("`{}` {n}", a.name))).collect();
+    if !swept.is_empty() {
+        warnings.push(format!(
+            "NOTE: --batch sweep: requests per call by arm: {}; every call of an arm answers that many consecutive requests in one packed forward, its decisions = calls × its value, and t, decisions/s, the ratio and its interval count decisions. Latency is per call (per batch of the arm's value), not per decision.",
+            swept.join(", ")
         ));
     }
     for r in &results {
@@ -724,9 +735,9 @@ mod tests {
             ..RunTotals::default()
         };
         // One arm: cycle 0 has its two blocks (40 calls in 3 s); cycle 1 was cut short.
-        assert_eq!(whole_cycles(&totals, 1, 1), vec![vec![(40.0, 3.0)]]);
+        assert_eq!(whole_cycles(&totals, 1, &[1]), vec![vec![(40.0, 3.0)]]);
         // At --batch 4 the same 40 calls answered 160 requests in the same 3 s.
-        assert_eq!(whole_cycles(&totals, 1, 4), vec![vec![(160.0, 3.0)]]);
+        assert_eq!(whole_cycles(&totals, 1, &[4]), vec![vec![(160.0, 3.0)]]);
     }
 
     #[test]

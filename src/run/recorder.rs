@@ -48,7 +48,11 @@ pub struct RunIo<'a> {
 /// An arm's identity for the raw header: name, spec, backend, precision, device, fingerprint
 /// and shape.
 pub fn arm_info(arm: &Arm<'_>) -> ArmInfo {
-    ArmInfo::describe(&arm.name, &arm.spec, arm.backend.info())
+    ArmInfo {
+        requests_per_call: arm.sweep.requests_per_call,
+        threads: arm.sweep.threads,
+        ..ArmInfo::describe(&arm.name, &arm.spec, arm.backend.info())
+    }
 }
 
 /// What a header needs besides the set-up and the plan.

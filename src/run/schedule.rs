@@ -62,7 +62,8 @@ pub struct Plan {
     /// consecutive requests (cycling through the workload) in one `Host::predict_batch`, so
     /// their rows share one packed forward. Above 1, every request must ask the same questions
     /// with the same options ([`batch_mismatch`](super::batch_mismatch)) and no arm may answer whole requests in a
-    /// worker (a reference runtime answers one request per call).
+    /// worker (a reference runtime answers one request per call). An arm of a `--batch 1,2,4`
+    /// sweep answers its own count instead ([`Arm::requests_per_call`](super::Arm::requests_per_call)).
     pub batch: usize,
 }
 

@@ -36,11 +36,13 @@ impl<'b> Setup<'b> {
         Self::build_batched(bundle, specs, plan, 1, context)
     }
 
-    /// [`Self::build`] for calls of `batch` requests each (`speed --batch N`): the workload
-    /// must ask the same questions with the same options in every request, and every arm is
-    /// asked for a shape of `batch` × questions-per-request rows per forward; an arm that
-    /// cannot hold them (a fixed shape, a runtime answering one request per call) is refused
-    /// (exit 2), never run one request at a time instead. At `batch` 1 this is [`Self::build`].
+    /// [`Self::build`] for calls of `batch` requests each (`speed --batch N`; an arm of a
+    /// `--batch 1,2,4` sweep at its own [`requests per call`](super::arm::Sweep)): the
+    /// workload must ask the same questions with the same options in every request, and every
+    /// arm is asked for a shape of its requests per call × questions-per-request rows per
+    /// forward; an arm that cannot hold them (a fixed shape, a runtime answering one request
+    /// per call) is refused (exit 2), never run one request at a time instead. An arm at 1
+    /// request per call is built as at batch 1; with every arm at 1 this is [`Self::build`].
     pub fn build_batched(
         bundle: &'b Bundle,
         specs: &[ArmSpec],
@@ -48,7 +50,8 @@ impl<'b> Setup<'b> {
         batch: usize,
         context: &Context,
     ) -> Result<Self, Error> {
-        if batch == 0 {
+        let per_arm = |spec: &ArmSpec| spec.sweep.requests_per_call.unwrap_or(batch);
+        if batch == 0 || specs.iter().any(|s| per_arm(s) == 0) {
             return Err(Error::input("--batch must be at least 1: a call answers 1 or more requests"));
         }
         if plan.length > bundle.agent.max_len {
@@ -57,7 +60,7 @@ impl<'b> Setup<'b> {
                 plan.length, bundle.agent.max_len, bundle.agent.max_len
             )));
         }
-        if batch > 1 {
+        if specs.iter().any(|s| per_arm(s) > 1) {
             return Self::batched(bundle, specs, plan, batch, context);
         }
         let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
@@ -73,7 +76,8 @@ impl<'b> Setup<'b> {
         Ok(Setup { arms, built, workload, notes, warnings })
     }
 
-    /// The `batch` > 1 arm of [`Self::build_batched`], which has checked the length.
+    /// The arm of [`Self::build_batched`] where some arm answers more than one request per
+    /// call (`batch`, or its own in a sweep), which has checked the length and every value.
     fn batched(
         bundle: &'b Bundle,
         specs: &[ArmSpec],
@@ -84,13 +88,16 @@ impl<'b> Setup<'b> {
         if specs.is_empty() {
             return Err(Error::input("a run needs at least one arm"));
         }
+        let per_arm = |spec: &ArmSpec| spec.sweep.requests_per_call.unwrap_or(batch);
+        // Named in messages: the plan's batch, or the sweep's largest value.
+        let largest = specs.iter().map(per_arm).max().unwrap_or(batch);
         // The rows per request come from the workload, so it is built first, on a plain host
         // at the run's length (the rows do not depend on the arm).
         let host = Host::new(&bundle.tokenizer, &bundle.agent, fixed_shapes(plan.length));
         let (built, workload) = plan.build(&host)?;
         if let Some(k) = batch_mismatch(&workload) {
             return Err(Error::input(format!(
-                "--batch {batch}: request {k} of workload `{}` asks other questions or options than request 0, and one packed forward answers one set of questions; run this workload with --batch 1, or give --batch a workload whose requests share their questions",
+                "--batch {largest}: request {k} of workload `{}` asks other questions or options than request 0, and one packed forward answers one set of questions; run this workload with --batch 1, or give --batch a workload whose requests share their questions",
                 workload.name
             )));
         }
@@ -108,15 +115,24 @@ impl<'b> Setup<'b> {
                 workers,
             )
         };
-        check_memory(batch, specs.len(), bytes, crate::host::available_memory_bytes())?;
-        let rows = batch.checked_mul(per_request).ok_or_else(|| {
-            Error::input(format!(
-                "--batch {batch}: {batch} requests of {per_request} question row(s) are more rows than this machine can count; pass a smaller --batch"
-            ))
-        })?;
+        // Every arm's buffers at the largest value: an upper bound of a sweep's.
+        check_memory(largest, specs.len(), bytes, crate::host::available_memory_bytes())?;
         let mut arms: Vec<Arm<'_>> = Vec::with_capacity(specs.len());
         let mut notes = Vec::new();
         for spec in specs {
+            let batch = per_arm(spec);
+            if batch == 1 {
+                // One request per call, one row per forward: as a run at batch 1 builds it.
+                let arm = Arm::build_fixed(bundle, spec, plan.length, context)?;
+                notes.extend(arm.notes().iter().map(|n| format!("arm `{}` ({}): {n}", spec.name, spec.spec)));
+                arms.push(arm);
+                continue;
+            }
+            let rows = batch.checked_mul(per_request).ok_or_else(|| {
+                Error::input(format!(
+                    "--batch {batch}: {batch} requests of {per_request} question row(s) are more rows than this machine can count; pass a smaller --batch"
+                ))
+            })?;
             let mut arm = Arm::build_fixed_rows(bundle, spec, plan.length, rows, context)?;
             if arm.backend.answers_requests().is_some() {
                 return Err(Error::input(format!(

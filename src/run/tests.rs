@@ -61,6 +61,7 @@ fn arms<'t>(bundle: &'t Bundle, scripts: Vec<Script>) -> Vec<Arm<'t>> {
             spec: "mock".into(),
             backend: Box::new(ScriptedBackend::new(shapes(), s, Duration::ZERO)),
             host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+            sweep: Default::default(),
         })
         .collect()
 }
@@ -321,6 +322,7 @@ fn paced_blocks_make_every_scheduled_call_and_count_missed_deadlines() {
             spec: "mock".into(),
             backend: Box::new(ScriptedBackend::new(shapes(), Script::Synthetic { num_actions: 2 }, delay)),
             host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+            sweep: Default::default(),
         })
         .collect();
     // 200 calls/s for 50 ms: 10 calls per block, one due every 5 ms.
@@ -370,6 +372,7 @@ fn an_impossible_rate_still_ends_each_block_by_time() {
             Duration::from_millis(1),
         )),
         host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+        sweep: Default::default(),
     }];
     let d = Duration::from_millis(50);
     assert_eq!(super::paced_overrun_limit(d), Duration::from_millis(1100));
@@ -401,6 +404,7 @@ fn a_call_slower_than_the_pace_misses_every_deadline_and_still_runs() {
             Duration::from_millis(6),
         )),
         host: Host::new(&bundle.tokenizer, &bundle.agent, shapes()),
+        sweep: Default::default(),
     }];
     // Due every 2 ms, each call takes ≥ 6 ms: every call ends after the next one was due.
     let plan = Plan { pace: Some(Pace { rate_hz: 500.0 }), ..Plan::saturated(1, BlockLimit::Calls(5), 2) };
@@ -487,6 +491,7 @@ fn batched_arm(bundle: &Bundle, script: Script, rows: usize) -> Vec<Arm<'_>> {
         spec: "mock".into(),
         backend: Box::new(ScriptedBackend::new(shapes.clone(), script, Duration::ZERO)),
         host: Host::new(&bundle.tokenizer, &bundle.agent, shapes),
+        sweep: Default::default(),
     }]
 }
 

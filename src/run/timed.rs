@@ -23,10 +23,11 @@ use super::workload::{batch_mismatch, Workload};
 pub struct CallRecord {
     /// Index of the block.
     pub block: u32,
-    /// Index of the request in the workload (with [`Plan::batch`] above 1: the first of the
+    /// Index of the request in the workload (with a batch above 1: the first of the
     /// call's requests, `state`, `state + 1`, ... modulo the workload's length).
     pub state: u32,
-    /// Requests the call answered ([`Plan::batch`]).
+    /// Requests the call answered (the arm's [`Arm::requests_per_call`]: [`Plan::batch`], or
+    /// its own in a sweep).
     pub requests: u32,
     /// Start, ns since the clock origin.
     pub start_ns: u64,
@@ -95,10 +96,10 @@ pub struct WarmupRecord {
     pub start_ns: u64,
     /// End.
     pub end_ns: u64,
-    /// The reference result per request (its last warm-up call; at [`Plan::batch`] above 1,
+    /// The reference result per request (its last warm-up call; at a batch above 1,
     /// answered batched, like the blocks' calls).
     pub results: Vec<StateResult>,
-    /// At [`Plan::batch`] above 1: every request answered once alone, one request per call
+    /// At a batch above 1 ([`Arm::requests_per_call`]): every request answered once alone, one request per call
     /// and one row per forward (what a run at batch 1 answers), after the batched warm-up and
     /// outside every measured interval; empty at batch 1.
     pub unbatched: Vec<StateResult>,
@@ -458,11 +459,11 @@ struct Runner<'r, 'a, 't> {
     block_steal: StealWatch,
     next_state: Vec<usize>,
     blocks: usize,
-    /// `plan.batch` (at least 1).
-    batch: usize,
-    /// At batch above 1: the batched call starting at request `s`, for every `s` (built
-    /// before anything is timed, so no call clones a state).
-    groups: Vec<Group>,
+    /// Per arm: its requests per call ([`Arm::requests_per_call`], at least 1).
+    batch: Vec<usize>,
+    /// Per arm at batch above 1: the batched call starting at request `s`, for every `s`
+    /// (built before anything is timed, so no call clones a state); empty at batch 1.
+    groups: Vec<Vec<Group>>,
 }
 
 impl Runner<'_, '_, '_> {
@@ -499,10 +500,10 @@ impl Runner<'_, '_, '_> {
     fn serve(&mut self, a: usize, s: usize) -> Result<Served, HostError> {
         let workload = self.workload;
         let req = &workload.requests[s];
-        if self.batch == 1 {
+        if self.batch[a] == 1 {
             call(&mut self.arms[a], req).map(Served::One)
         } else {
-            call_group(&mut self.arms[a], req, &self.groups[s])
+            call_group(&mut self.arms[a], req, &self.groups[a][s])
         }
     }
 
@@ -510,7 +511,7 @@ impl Runner<'_, '_, '_> {
         let n = self.workload.requests.len();
         for a in 0..self.arms.len() {
             let start = Instant::now();
-            let calls = self.plan.warmup_calls.max(calls_to_cover(n, self.batch));
+            let calls = self.plan.warmup_calls.max(calls_to_cover(n, self.batch[a]));
             let mut results: Vec<Option<StateResult>> = vec![None; n];
             let mut unbatched = Vec::new();
             let failed = |r: &mut Self, error: HostError| -> Result<Option<RunEnd>, RunError> {
@@ -522,7 +523,7 @@ impl Runner<'_, '_, '_> {
                 if let Some(h) = self.halt() {
                     return Ok(Some(h.end(format!("warm-up of arm `{}`", self.arms[a].name))));
                 }
-                let s = (i * self.batch) % n;
+                let s = (i * self.batch[a]) % n;
                 match self.serve(a, s) {
                     Ok(Served::One(r)) => results[s] = Some(r.result),
                     Ok(Served::Many(rs)) => {
@@ -533,7 +534,7 @@ impl Runner<'_, '_, '_> {
                     Err(error) => return failed(self, error),
                 }
             }
-            if self.batch > 1 {
+            if self.batch[a] > 1 {
                 // Every request once more, alone and one row per forward (as a run at batch 1
                 // answers it): whether batching changed any result is reported, not assumed.
                 let arm = &mut self.arms[a];
@@ -625,7 +626,7 @@ impl Runner<'_, '_, '_> {
                 None => None,
             };
             let s = self.next_state[a];
-            self.next_state[a] = (s + self.batch) % n;
+            self.next_state[a] = (s + self.batch[a]) % n;
             let t0 = Instant::now();
             let out = self.serve(a, s);
             let t1 = Instant::now();
@@ -668,7 +669,7 @@ impl Runner<'_, '_, '_> {
             self.calls.push(CallRecord {
                 block: index as u32,
                 state: s as u32,
-                requests: self.batch as u32,
+                requests: self.batch[a] as u32,
                 start_ns: self.clock.ns(t0),
                 duration_ns: t1.duration_since(t0).as_nanos() as u64,
                 runtime_ns,
@@ -782,34 +783,40 @@ pub fn run_with(
             )));
         }
     }
-    if plan.batch == 0 {
+    let batch: Vec<usize> = arms.iter().map(|a| a.requests_per_call(plan.batch)).collect();
+    if batch.contains(&0) {
         return Err(RunError::Plan(
             "a call answers at least one request: the batch must be at least 1".into(),
         ));
     }
-    let mut groups = Vec::new();
-    if plan.batch > 1 {
+    if batch.iter().any(|&b| b > 1) {
         if let Some(k) = batch_mismatch(workload) {
             return Err(RunError::Plan(format!(
                 "request {k} of workload `{}` asks other questions or options than request 0: one batched call asks one set of questions, so this workload runs at batch 1 only",
                 workload.name
             )));
         }
-        for arm in arms.iter_mut() {
-            if arm.backend.answers_requests().is_some() {
-                return Err(RunError::Plan(format!(
-                    "arm `{}` ({}) answers one request per call in its worker, so it cannot answer a batch of {}",
-                    arm.name, arm.spec, plan.batch
-                )));
-            }
+    }
+    let n = workload.requests.len();
+    let mut groups = Vec::with_capacity(arms.len());
+    for (arm, &b) in arms.iter_mut().zip(&batch) {
+        if b == 1 {
+            groups.push(Vec::new());
+            continue;
         }
-        let n = workload.requests.len();
-        for s in 0..n {
+        if arm.backend.answers_requests().is_some() {
+            return Err(RunError::Plan(format!(
+                "arm `{}` ({}) answers one request per call in its worker, so it cannot answer a batch of {b}",
+                arm.name, arm.spec
+            )));
+        }
+        let group = |s: usize| {
             let mut options = workload.requests[s].2.clone();
             options.states_per_batch = None;
-            let states = (0..plan.batch).map(|j| workload.requests[(s + j) % n].0.clone()).collect();
-            groups.push(Group { states, options });
-        }
+            let states = (0..b).map(|j| workload.requests[(s + j) % n].0.clone()).collect();
+            Group { states, options }
+        };
+        groups.push((0..n).map(group).collect());
     }
     let capacity = match (plan.pace, plan.block) {
         (Some(p), b) => p.calls_per_block(b).min(1 << 20) as usize,
@@ -840,7 +847,7 @@ pub fn run_with(
         block_steal: StealWatch::start(),
         next_state: vec![0; n_arms],
         blocks: order.len(),
-        batch: plan.batch,
+        batch,
         groups,
     };
     let outcome = |totals, end, sampler: Option<Result<_, crate::power::sampler::SamplerError>>, span_ns| {

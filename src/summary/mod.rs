@@ -399,8 +399,9 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         .iter()
         .map(|b| {
             let (energy, why) = energy_of(b.index);
-            // A call of a batched run (`speed --batch N`) answered N requests: N decisions.
-            let decisions = h.plan.decisions(b.calls);
+            // A call of a batched arm (`speed --batch N`, or its value in a `--batch 1,2,4`
+            // sweep) answered N requests: N decisions.
+            let decisions = h.decisions(&b.arm, b.calls);
             let per = |x: f64| (decisions > 0).then(|| x / decisions as f64);
             let runtime_s = d.calls.get(&b.index).and_then(|c| c.runtime_s());
             // Energy spans the wall, so an energy record keeps the wall time; a speed record
@@ -461,6 +462,14 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
         summary.warnings.push(format!(
             "--batch {0}: every call answered {0} requests in one packed forward; decisions = calls × {0}, and the latencies are per batch of {0} (one call).",
             h.plan.batch
+        ));
+    }
+    let swept: Vec<String> =
+        h.arms.iter().filter_map(|a| a.requests_per_call.map(|n| format!("`{}` {n}", a.name))).collect();
+    if !swept.is_empty() {
+        summary.warnings.push(format!(
+            "--batch sweep: requests per call by arm: {}; an arm's decisions = its calls × its value, and its latencies are per call (per batch of that many requests).",
+            swept.join(", ")
         ));
     }
     if h.sensor.as_ref().is_some_and(|s| !s.live) {

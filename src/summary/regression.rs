@@ -176,12 +176,22 @@ pub fn comparable(run: (&str, &Header), base: (&str, &Header)) -> Result<(), Sum
         ("workload.length", r.workload.length.to_string(), b.workload.length.to_string()),
         ("plan.batch", r.plan.batch.to_string(), b.plan.batch.to_string()),
     ];
+    // An arm of the same name in both must answer the same requests per call (a sweep's
+    // `NAME-b4` of one record against a `NAME-b4` of another run at another batch).
+    let per_arm = r.arms.iter().filter(|a| b.arms.iter().any(|o| o.name == a.name)).map(|a| {
+        (
+            format!("arms[`{}`].requests_per_call", a.name),
+            r.requests_per_call(&a.name).to_string(),
+            b.requests_per_call(&a.name).to_string(),
+        )
+    });
+    let fields = fields.into_iter().map(|(f, x, y)| (f.to_string(), x, y)).chain(per_arm);
     match fields.into_iter().find(|(_, x, y)| x != y) {
         None => Ok(()),
         Some((field, value, baseline_value)) => Err(SummaryError::BaselineDiffers {
             file: run.0.into(),
             baseline: base.0.into(),
-            field: field.into(),
+            field,
             value,
             baseline_value,
         }),

@@ -113,6 +113,18 @@ const CONCEPTS: &[Concept] = &[
         others: &[other("seeds", &["snake compare", "snake bench"], "1,2")],
     },
     Concept {
+        name: "requests per call (a comma list sweeps it)",
+        canonical: "batch",
+        on: Some(&["speed"]),
+        others: &[],
+    },
+    Concept {
+        name: "worker threads of the portable engine (a comma list sweeps it)",
+        canonical: "threads",
+        on: Some(&["speed"]),
+        others: &[],
+    },
+    Concept {
         name: "the speed-up to reach",
         canonical: "target-speedup",
         on: None,

@@ -22,6 +22,7 @@ mod cli_reference;
 mod cli_snake;
 mod cli_speed;
 mod cli_speed_batch;
+mod cli_speed_sweep;
 mod cli_summary;
 mod cli_summary_gate;
 mod cli_trace;

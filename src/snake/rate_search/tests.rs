@@ -52,6 +52,8 @@ fn report(settings: RateSettings) -> RateReport {
             max_options: 4,
             notes: Vec::new(),
             blas: None,
+            requests_per_call: None,
+            threads: None,
         },
         rng: "test".into(),
         settings,
