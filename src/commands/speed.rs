@@ -23,7 +23,8 @@ pub(crate) fn run(args: &SpeedArgs, cx: &crate::backend::Context, out: super::te
         swept.batch,
     )?;
     let prepared = common::check(common, "speed", &[])?.load(common, &cx.hub)?;
-    let (mut setup, input) = common::set_up_batched("speed", &prepared, &swept.arms, plan.batch, cx, out.quiet)?;
+    let (mut setup, input) =
+        common::set_up_batched("speed", &prepared, &swept.arms, plan.batch, cx, out.quiet)?;
     let (bundle, files) = (&prepared.bundle, &prepared.files);
     let mut bar = Bar::for_run(&setup, &plan, common.no_progress || out.quiet);
     let measured = measure_speed::measure(

@@ -54,8 +54,13 @@ pub struct ArmContext {
     pub backend_spec: String,
     /// Weight precision (`f32`, `f16`, `w8`).
     pub precision: String,
-    /// Threads the engine computes with, where its recorded device says (`cpu (2 threads, …)`).
+    /// Threads the engine computes with: the arm's recorded thread count (a `--threads` sweep),
+    /// else where its recorded device says (`cpu (2 threads, …)`).
     pub threads: Option<usize>,
+    /// Requests answered by one call of this arm (its value in a `--batch` sweep, else the
+    /// run's `--batch`).
+    #[serde(default)]
+    pub requests_per_call: usize,
     /// The arm's recorded device where it runs on a GPU (MLX on Metal, Core ML with the GPU
     /// allowed, a reference runtime on CUDA); `None` on the CPU.
     pub gpu: Option<String>,
@@ -77,7 +82,8 @@ impl RowContext {
                 weights_sha256_12: a.fingerprint.chars().take(12).collect(),
                 backend_spec: a.spec.clone(),
                 precision: a.precision.clone(),
-                threads: threads_of(&a.device),
+                threads: a.threads.or_else(|| threads_of(&a.device)),
+                requests_per_call: header.requests_per_call(&a.name),
                 gpu: gpu_of(&a.device),
                 boundary: if energy {
                     power.clone()
@@ -117,7 +123,7 @@ impl RowContext {
             csv_field(&a.backend_spec),
             csv_field(&a.precision),
             a.threads.map(|t| t.to_string()).unwrap_or_default(),
-            self.requests_per_call.to_string(),
+            a.requests_per_call.max(1).to_string(),
             csv_field(self.cpu_model.as_deref().unwrap_or("")),
             csv_field(a.gpu.as_deref().unwrap_or("")),
             csv_field(&self.os),
@@ -143,7 +149,7 @@ impl RowContext {
         [
             model,
             if a.precision.is_empty() { "–".into() } else { a.precision.clone() },
-            self.requests_per_call.to_string(),
+            a.requests_per_call.max(1).to_string(),
             a.threads.map(|t| t.to_string()).unwrap_or_else(|| "–".into()),
             ran_on.replace('|', "\\|"),
         ]
