@@ -65,7 +65,7 @@ pub enum BoundsError {
     #[error("invalid marker slots 0: the scorer needs at least 1 slot (the ANE bundles use 32)")]
     ZeroMarkerSlots,
     /// A target speed-up that is not a factor above 1.
-    #[error("invalid target {0}: a target speed-up is a factor above 1, e.g. --target 10")]
+    #[error("invalid target {0}: a target speed-up is a factor above 1, e.g. --target-speedup 10")]
     Target(f64),
     /// A quantity that must be positive is not.
     #[error("invalid {what} {value}: must be a finite number greater than 0 ({fix})")]

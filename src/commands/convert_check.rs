@@ -47,7 +47,7 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     let source_bundle = load_bundle(&args.source, &cx.hub)?;
     if matches!(source_bundle.weights, Weights::CoreMl(_)) {
         return Err(Failure::input(anyhow!(
-            "--source {} is a Core ML bundle; the source must be the FP32 checkpoint it was converted from",
+            "--model {} is a Core ML bundle; the source must be the FP32 checkpoint it was converted from",
             args.source
         )));
     }
@@ -133,7 +133,7 @@ fn load_candidate_model(
     hub: &crate::hub::Hub,
 ) -> Result<Bundle, Failure> {
     let bundle =
-        load_bundle(spec, hub).map_err(|f| Failure::input(f.error.context(format!("--candidate {spec}"))))?;
+        load_bundle(spec, hub).map_err(|f| Failure::input(f.error.context(format!("--backend {spec}"))))?;
     let files = |s: &str| {
         super::hub_progress::model_spec(s, hub)
             .map_err(Failure::input)
@@ -146,7 +146,7 @@ fn load_candidate_model(
     )
     .map_err(|e| {
         Failure::input(
-            anyhow!(e).context(format!("--candidate {spec} is not a conversion of --source {source_spec}")),
+            anyhow!(e).context(format!("--backend {spec} is not a conversion of --model {source_spec}")),
         )
     })?;
     Ok(bundle)

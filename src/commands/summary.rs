@@ -40,7 +40,7 @@ pub(crate) fn run(args: &SummaryArgs) -> Outcome {
     // Every output checked before anything is read: replaced when it exists (derived files),
     // but never a raw record, an input or another output.
     let outputs: Vec<(&str, &Path)> =
-        [("--output", &args.output), ("--markdown", &args.markdown), ("--csv", &args.csv)]
+        [("--output", &args.output), ("--export-markdown", &args.markdown), ("--export-csv", &args.csv)]
             .into_iter()
             .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
             .collect();

@@ -85,7 +85,7 @@ pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), Error> {
     let SpecKind::CoreMl(path) = kind else { return Ok(()) };
     if path.is_empty() {
         return Err(Error::input(format!(
-            "--candidate {spec}: name the Core ML bundle folder, e.g. --candidate coreml:bundles/laya-ane"
+            "--backend {spec}: name the Core ML bundle folder, e.g. --backend coreml:bundles/laya-ane"
         )));
     }
     let dir = std::path::Path::new(path);
@@ -100,7 +100,7 @@ pub fn check_coreml_folder(spec: &str, kind: &SpecKind) -> Result<(), Error> {
         "does not exist"
     };
     Err(Error::input(format!(
-        "--candidate {spec}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json)",
+        "--backend {spec}: the folder {} {what}, so it is not a Core ML bundle (a folder with coreml_config.json)",
         dir.display()
     )))
 }
@@ -174,7 +174,7 @@ pub fn build_source<'b>(
 ) -> Result<Source<'b>, Error> {
     let (arm, weight_bytes, _) =
         portable(bundle, &BackendSpec::Portable(Precision::F32), "portable:f32", shapes, settings)
-            .map_err(|e| Error::input(format!("--source {spec}")).because(e))?;
+            .map_err(|e| Error::input(format!("--model {spec}")).because(e))?;
     Ok(Source { arm, weight_bytes })
 }
 
@@ -227,7 +227,7 @@ impl<'b> Candidate<'b> {
         ctx: &Context,
     ) -> Result<Engine<'b>, Error> {
         let context =
-            |e: registry::RegistryError| Error::new(e.kind(), format!("--candidate {text}")).because(e);
+            |e: registry::RegistryError| Error::new(e.kind(), format!("--backend {text}")).because(e);
         let unavailable = |reason: registry::RegistryError| Engine::Unavailable {
             reason,
             host: Box::new(Host::new(&cand.tokenizer, &cand.agent, shapes.clone())),
@@ -307,12 +307,12 @@ impl<'b> Candidate<'b> {
         let weights = match c.host_weights {
             Some(_) => Some(
                 crate::model::loader::load_source("portable:f32", source)
-                    .map_err(|e| Error::input("--source").because(e))?
+                    .map_err(|e| Error::input("--model").because(e))?
                     .0,
             ),
             None => None,
         };
-        bundle_checks(c, weights.as_ref()).map(Some).map_err(|e| Error::input("--candidate").because(e))
+        bundle_checks(c, weights.as_ref()).map(Some).map_err(|e| Error::input("--backend").because(e))
     }
 
     /// What the report says about the candidate, with the notes a reader must see.
@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(mock.package().missing_reason.as_deref(), Some("a scripted backend has no weights"));
         let bad = Candidate::build("portable:w3", registry::classify("portable:w3"), &b, &caps, &ctx);
         assert!(
-            crate::error::chain(&bad.err().unwrap()).starts_with("--candidate portable:w3: unknown backend")
+            crate::error::chain(&bad.err().unwrap()).starts_with("--backend portable:w3: unknown backend")
         );
     }
 

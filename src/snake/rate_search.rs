@@ -527,13 +527,13 @@ pub fn passing_rates_descending(sweep: &[Episode]) -> Vec<f64> {
     rates
 }
 
-/// Parse `--rates`: positive finite numbers, returned as a sorted set.
+/// Parse `--rate` (a list): positive finite numbers, returned as a sorted set.
 pub fn parse_rates(values: &[f64]) -> Result<Vec<f64>, crate::error::Error> {
     let mut out: Vec<f64> = Vec::with_capacity(values.len());
     for &v in values {
         if crate::time::period_of(v).is_none() {
             return Err(crate::error::Error::input(format!(
-                "--rates: {v:?} is not a positive finite rate of at least one per 7 days; give e.g. --rates 10,20,30"
+                "--rate: {v:?} is not a positive finite rate of at least one per 7 days; give e.g. --rate 10,20,30"
             )));
         }
         if !out.contains(&v) {
@@ -541,7 +541,7 @@ pub fn parse_rates(values: &[f64]) -> Result<Vec<f64>, crate::error::Error> {
         }
     }
     if out.is_empty() {
-        return Err(crate::error::Error::input("--rates needs at least one rate, e.g. --rates 10,20,30"));
+        return Err(crate::error::Error::input("--rate needs at least one rate, e.g. --rate 10,20,30"));
     }
     out.sort_by(f64::total_cmp);
     Ok(out)

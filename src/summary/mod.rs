@@ -117,7 +117,7 @@ pub fn check_invocation<P>(
         )));
     }
     if let Some(t) = opts.target.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(Error::input(format!("--target must be a positive factor such as 10, got {t}")));
+        return Err(Error::input(format!("--target-gain must be a positive factor such as 10, got {t}")));
     }
     if let Some(p) = opts.fail_if_slower.filter(|p| !(p.is_finite() && *p >= 0.0)) {
         return Err(Error::input(format!(
@@ -519,7 +519,7 @@ pub fn summarize(run: &RawRun, source: &str, opts: &Options) -> Result<RunSummar
     statistics(&mut summary, d, baseline, energy_ok, no_energy, opts);
     if usable && opts.target.is_some() {
         summary.warnings.push(
-            "--target: no claim is made from part of a run (--whole-cycles): where a run is stopped is chosen during it, so its whole cycles are no plan fixed in advance; run the plan to its end for a claim".into(),
+            "--target-gain: no claim is made from part of a run (--whole-cycles): where a run is stopped is chosen during it, so its whole cycles are no plan fixed in advance; run the plan to its end for a claim".into(),
         );
     } else if let Some(target) = opts.target {
         let passed = audit.checks.iter().all(|c| c.outcome != CheckOutcome::Fail);

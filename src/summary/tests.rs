@@ -692,7 +692,7 @@ fn whole_cycles_make_no_claim_and_change_nothing_for_a_complete_record() {
     let s = summarize(&round_trip(&stopped_in_cycle_2()), "cut", &o).unwrap();
     assert!(s.claim.is_none());
     assert!(
-        s.warnings.iter().any(|w| w.starts_with("--target: no claim is made from part of a run")),
+        s.warnings.iter().any(|w| w.starts_with("--target-gain: no claim is made from part of a run")),
         "{:?}",
         s.warnings
     );

@@ -287,7 +287,7 @@ fn invalid_suites_and_flags_exit_2_naming_the_item() {
     let (o, _) = check(dir.path(), "c", &["--source", "builtin:tiny", "--candidate", "coreml:nothere"]);
     assert_input_error(
         &o,
-        "--candidate coreml:nothere: the folder nothere does not exist, so it is not a Core ML bundle",
+        "--backend coreml:nothere: the folder nothere does not exist, so it is not a Core ML bundle",
     );
 }
 

@@ -47,7 +47,7 @@ fn headless_play_records_a_run_that_replays() {
     );
     assert_exit(&o, 0, "");
     assert!(!stderr(&o).contains("warning"), "L96 holds every row: {}", stderr(&o));
-    assert!(!stderr(&o).contains("automatic"), "--row-length was given: {}", stderr(&o));
+    assert!(!stderr(&o).contains("automatic"), "--length was given: {}", stderr(&o));
     let s = summary(&o);
     assert_eq!(s["steps"], 12);
     assert_eq!(s["inference_calls"], 12);
@@ -184,7 +184,7 @@ fn compare_f32_and_f16_on_tiny_agree_on_every_executed_move() {
     for arm in &report.arms {
         assert_eq!((arm.decisions, arm.state_truncated_decisions), (60, 0));
     }
-    assert!(!stderr(&o).contains("raise --row-length"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("raise --length"), "{}", stderr(&o));
 }
 
 #[test]
@@ -194,7 +194,7 @@ fn a_row_length_too_short_for_the_tokenizer_cuts_every_state_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["snake", "play", "--headless", "--max-speed", "--steps", "5", "--row-length", "64"];
     let o = laya_bench(dir.path(), &args);
-    assert_exit(&o, 0, "the state was cut to fit 64 tokens per row in 5 of 5 decisions; raise --row-length");
+    assert_exit(&o, 0, "the state was cut to fit 64 tokens per row in 5 of 5 decisions; raise --length");
 }
 
 #[test]
@@ -370,7 +370,7 @@ fn play_refuses_bad_input_with_exit_2() {
     assert_exit(
         &play(&["--row-length", "1000"]),
         2,
-        "--row-length 1000 is longer than the model's max_len 512",
+        "--length 1000 is longer than the model's max_len 512",
     );
     // a recording in a folder that does not exist: said of the folder, before the model loads
     assert_exit(

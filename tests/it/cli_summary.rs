@@ -229,7 +229,7 @@ fn bad_input_exits_2_naming_the_file_and_line() {
         &["--output", "./r.raw.jsonl"],
         "--output ./r.raw.jsonl is the input r.raw.jsonl: an output never replaces",
     );
-    refused(&["--output", "s.out", "--markdown", "s.out"], "--output and --markdown both name s.out");
+    refused(&["--output", "s.out", "--markdown", "s.out"], "--output and --export-markdown both name s.out");
     std::fs::copy(d.join("r.raw.jsonl"), d.join("other.raw.jsonl")).unwrap();
     refused(&["--output", "s.json", "--csv", "other.raw.jsonl"], "--csv other.raw.jsonl is a raw record");
     assert_eq!(std::fs::read_to_string(d.join("other.raw.jsonl")).unwrap(), text);

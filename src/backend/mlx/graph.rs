@@ -496,7 +496,7 @@ impl MlxBackend {
             None => ModelSpec::parse(&spec.source).map_err(|e| weights_err(spec_text, e))?,
         };
         let src = Bundle::load(&model, published_shape).map_err(|e| weights_err(spec_text, e))?;
-        // what differs, by name (the model is --model, or convert-check's --source)
+        // what differs, by name (the model is --model)
         let mut differs = Vec::new();
         if src.encoder != bundle.encoder {
             differs.push("the encoder config (encoder/config.json)".to_string());

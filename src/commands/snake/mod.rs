@@ -61,7 +61,7 @@ fn policy(game: &SnakeGameArgs, guarded: bool) -> Result<PolicyConfig, Failure> 
     Ok(PolicyConfig { guarded, prompt })
 }
 
-/// `--row-length`, or the automatic length for this model, board and prompt
+/// `--length`, or the automatic length for this model, board and prompt
 /// ([`host_predictor::auto_row_length`] of a probe walk); says on stderr which it is.
 fn row_length(bundle: &Bundle, game: &SnakeGameArgs, policy: PolicyConfig) -> Result<usize, Failure> {
     if let Some(given) = game.row_length {
@@ -69,16 +69,16 @@ fn row_length(bundle: &Bundle, game: &SnakeGameArgs, policy: PolicyConfig) -> Re
         return match usize::try_from(given) {
             Ok(l) if l <= max_len => Ok(l),
             _ => Err(Failure::input(anyhow!(
-                "--row-length {given} is longer than the model's max_len {max_len}: the host never builds a row that long; pass at most {max_len}"
+                "--length {given} is longer than the model's max_len {max_len}: the host never builds a row that long; pass at most {max_len}"
             ))),
         };
     }
     let walk = new_game(game, 0)?;
     let longest = host_predictor::probe_row_tokens(bundle, walk, policy)
-        .map_err(|e| Failure::input(anyhow!(e).context("probing the row length (pass --row-length L)")))?;
+        .map_err(|e| Failure::input(anyhow!(e).context("probing the row length (pass --length L)")))?;
     let length = host_predictor::auto_row_length(longest, bundle.agent.max_len);
     eprintln!(
-        "row length: {length} tokens (automatic: the longest row of a probe walk has {longest}; --row-length sets it)"
+        "row length: {length} tokens (automatic: the longest row of a probe walk has {longest}; --length sets it)"
     );
     Ok(length)
 }
@@ -138,7 +138,7 @@ fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
     let (decisions, truncated) = arm.truncations();
     (truncated > 0).then(|| {
         format!(
-            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --row-length",
+            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --length",
             arm.identity().name,
             arm.identity().length
         )

@@ -35,11 +35,11 @@ pub(crate) fn run(args: &SnakePlayArgs, cx: &crate::backend::Context) -> Outcome
     let policy = policy(&args.game, !args.unassisted)?;
     if crate::time::period_of(args.fps).is_none() {
         return Err(Failure::input(anyhow!(
-            "--fps {:?} must be a positive number of decisions per second, at least one per 7 days",
+            "--rate {:?} must be a positive number of decisions per second, at least one per 7 days",
             args.fps
         )));
     }
-    let limit = args.duration.as_deref().map(|d| positive_duration("--duration", d)).transpose()?;
+    let limit = args.duration.as_deref().map(|d| positive_duration("--seconds", d)).transpose()?;
     if let Some(path) = &args.record {
         // before the model loads and warms up: its folder must exist and take files
         crate::run::outputs::check_folder("--record", path)?;

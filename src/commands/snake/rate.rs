@@ -110,7 +110,7 @@ pub(crate) fn run(args: &SnakeBenchArgs, cx: &crate::backend::Context) -> Outcom
     match report.fastest_tested_stable_fps {
         Some(_) => crate::commands::write_stdout(&report.terminal()),
         None => Err(Failure::run(anyhow!(
-            "no tested rate was stable (alive with at most 1% missed deadlines on every soak seed); try lower --rates"
+            "no tested rate was stable (alive with at most 1% missed deadlines on every soak seed); try lower --rate values"
         ))),
     }
 }

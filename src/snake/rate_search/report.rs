@@ -21,7 +21,7 @@ impl RateSettings {
     pub fn checked(self) -> Result<Self, Error> {
         let rates_fps = parse_rates(&self.rates_fps)?;
         if self.seeds.is_empty() {
-            return Err(Error::input("--seeds needs at least one seed, e.g. --seeds 101,102"));
+            return Err(Error::input("--seed needs at least one seed, e.g. --seed 101,102"));
         }
         Ok(Self { rates_fps, ..self })
     }

@@ -255,7 +255,7 @@ fn settings_of_a_new_run_need_good_rates_and_a_seed() {
     let e = RateSettings { seeds: vec![], ..settings() }.checked().unwrap_err();
     assert_eq!(
         (e.kind(), e.to_string().as_str()),
-        (Kind::Input, "--seeds needs at least one seed, e.g. --seeds 101,102")
+        (Kind::Input, "--seed needs at least one seed, e.g. --seed 101,102")
     );
     assert_eq!(
         RateSettings { rates_fps: vec![-1.0], ..settings() }.checked().unwrap_err().kind(),
