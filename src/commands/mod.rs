@@ -144,7 +144,7 @@ pub(crate) fn versioned(kind: &str, body: impl serde::Serialize) -> Result<Strin
 
 /// Run a parsed command line. The process's [`Context`] (the hub and the settings, read from
 /// the environment here and nowhere else) is built once and passed to the command, and so is
-/// how `speed` and `energy` show their results ([`terminal::Output`]: `--color`, `--quiet`).
+/// how `speed` and `energy` show their results (`terminal::Output`: `--color`, `--quiet`).
 pub fn dispatch(cli: crate::cli::Cli) -> Outcome {
     let out = terminal::Output::from_flags(cli.color, cli.quiet);
     if cli.quiet && !matches!(cli.command, crate::cli::Command::Speed(_) | crate::cli::Command::Energy(_)) {

@@ -274,7 +274,7 @@ fn status_color(word: &str) -> Option<&'static str> {
 }
 
 /// `text` with its status words coloured for a terminal (ANSI codes): the whole words of
-/// [`status_color`], and a ratio's `faster` (green) or `slower` (red) where a ratio says it
+/// `status_color`, and a ratio's `faster` (green) or `slower` (red) where a ratio says it
 /// (`1.39× faster`, `8 % slower`), not where the prose explains the words.
 pub fn colorize(text: &str) -> String {
     const RESET: &str = "\x1b[0m";
