@@ -121,8 +121,8 @@ fn table_prints_the_headline_numbers() {
 #[test]
 fn bad_inputs_exit_2_and_say_what_to_do() {
     assert_exit_2(&["--length", "0"], "--length 96");
-    assert_exit_2(&["--target", "0"], "--target 10");
-    assert_exit_2(&["--target", "-2"], "--target 10");
+    assert_exit_2(&["--target", "0"], "--target-speedup 10");
+    assert_exit_2(&["--target", "-2"], "--target-speedup 10");
     assert_exit_2(&["--fraction", "1.5"], "[0, 1]");
     assert_exit_2(&["--fraction", "-0.1"], "[0, 1]");
     assert_exit_2(&["--profile", "m9-ultra"], "use one of m3-max");

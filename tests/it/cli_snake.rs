@@ -361,17 +361,13 @@ fn play_refuses_bad_input_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let play =
         |extra: &[&str]| laya_bench(dir.path(), &[&["snake", "play", "--headless"][..], extra].concat());
-    assert_exit(&play(&["--fps", "0"]), 2, "--fps");
+    assert_exit(&play(&["--fps", "0"]), 2, "--rate");
     assert_exit(&play(&["--fps", "1e-320"]), 2, "at least one per 7 days");
     assert_exit(&play(&["--steps", "0"]), 2, "steps");
-    assert_exit(&play(&["--duration", "0s"]), 2, "--duration");
+    assert_exit(&play(&["--duration", "0s"]), 2, "--seconds");
     assert_exit(&play(&["--height", "3"]), 2, "Board dimensions");
     assert_exit(&play(&["--arm", "nope:x"]), 2, "nope:x");
-    assert_exit(
-        &play(&["--row-length", "1000"]),
-        2,
-        "--length 1000 is longer than the model's max_len 512",
-    );
+    assert_exit(&play(&["--row-length", "1000"]), 2, "--length 1000 is longer than the model's max_len 512");
     // a recording in a folder that does not exist: said of the folder, before the model loads
     assert_exit(
         &play(&["--record", "absent/r.jsonl"]),

@@ -231,7 +231,10 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     );
     refused(&["--output", "s.out", "--markdown", "s.out"], "--output and --export-markdown both name s.out");
     std::fs::copy(d.join("r.raw.jsonl"), d.join("other.raw.jsonl")).unwrap();
-    refused(&["--output", "s.json", "--csv", "other.raw.jsonl"], "--csv other.raw.jsonl is a raw record");
+    refused(
+        &["--output", "s.json", "--csv", "other.raw.jsonl"],
+        "--export-csv other.raw.jsonl is a raw record",
+    );
     assert_eq!(std::fs::read_to_string(d.join("other.raw.jsonl")).unwrap(), text);
     assert!(!d.join("s.json").exists(), "nothing is written when an output is refused");
     std::fs::write(d.join("keep.json"), "kept").unwrap();
