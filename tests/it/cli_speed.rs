@@ -599,7 +599,7 @@ fn a_negative_number_names_its_option() {
             &["energy", "--sample-interval", "-1s", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"][..],
             "--sample-interval",
         ),
-        (&["snake", "play", "--headless", "--duration", "-5s"][..], "--duration"),
+        (&["snake", "play", "--headless", "--duration", "-5s"][..], "--seconds"),
         (
             &["energy", "--max-watts", "-5", "--arm", "a=mock:ok", "--sensor", "exec:echo 1"][..],
             "--max-watts",
@@ -722,7 +722,10 @@ fn quiet_prints_only_the_paths_written() {
     assert!(d.join("q.raw.jsonl").is_file() && d.join("q.json").is_file());
     let o = laya_bench(d, &[&run[..], &["--raw", "l.raw.jsonl", "--output", "l.json"]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("| Arm | Spec |"), "the plain table without --quiet");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("| Arm | Model |"),
+        "the plain table without --quiet"
+    );
     assert!(!stderr(&o).is_empty(), "the plan and progress without --quiet");
     // a failing run keeps its exit code and says why on stderr
     let o = laya_bench(d, &["speed", "--quiet", "--arm", "a=gpu:x", "--calls", "1"]);

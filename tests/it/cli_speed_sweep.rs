@@ -48,10 +48,10 @@ fn summary_matches(dir: &Path, raw: &str, report: &Value) -> Value {
     assert_eq!(arms.len(), report["arms"].as_array().unwrap().len());
     for (s, a) in arms.iter().zip(report["arms"].as_array().unwrap()) {
         assert_eq!(s["name"], a["arm"]["name"]);
-        assert_eq!(s["totals"]["decisions"], a["decisions"], "{}", s["name"]);
+        assert_eq!(s["totals"]["decisions"], a["totals"]["decisions"], "{}", s["name"]);
         let (ts, ta) = (
             s["totals"]["time_per_decision_s"].as_f64().unwrap(),
-            a["time_per_decision_s"].as_f64().unwrap(),
+            a["totals"]["time_per_decision_s"].as_f64().unwrap(),
         );
         assert!(close(ts, ta), "{}: summary t {ts} != speed t {ta}", s["name"]);
     }
@@ -79,8 +79,9 @@ fn a_batch_list_runs_every_value_as_an_arm_of_one_balanced_run() {
         assert!(a["arm"].get("threads").is_none(), "{name}");
         // 2 cycles × 2 blocks × 3 calls of `batch` requests.
         assert_eq!(a["calls"], 12, "{name}");
-        assert_eq!(a["decisions"], 12 * batch, "{name}");
-        let (t, total) = (a["time_per_decision_s"].as_f64().unwrap(), a["total_s"].as_f64().unwrap());
+        assert_eq!(a["totals"]["decisions"], 12 * batch, "{name}");
+        let (t, total) =
+            (a["totals"]["time_per_decision_s"].as_f64().unwrap(), a["totals"]["time_s"].as_f64().unwrap());
         assert!(close(t, total / (12 * batch) as f64), "{name}: t {t}, total {total}");
         assert_eq!(a["unstable_calls"], 0, "{name}");
         // The answers check per arm: a batched arm's answers equal the ones answered alone.
@@ -91,8 +92,8 @@ fn a_batch_list_runs_every_value_as_an_arm_of_one_balanced_run() {
         }
     }
     assert_eq!(arms[0]["answers"], arms[1]["answers"]);
-    assert_eq!(arms[0]["answer_mismatches_vs_baseline"], 0);
-    assert_eq!(arms[1]["answer_mismatches_vs_baseline"], 0);
+    assert_eq!(arms[0]["vs_baseline"]["answer_mismatches"], 0);
+    assert_eq!(arms[1]["vs_baseline"]["answer_mismatches"], 0);
     // b1 arms are built as a run at batch 1 (one row per forward), b2 arms hold 2 requests.
     assert_eq!(arms[0]["arm"]["batch"], 1);
     assert_eq!(arms[1]["arm"]["batch"], 2);
@@ -136,7 +137,7 @@ fn a_threads_list_builds_each_portable_arm_at_every_count() {
         assert!(a["arm"].get("requests_per_call").is_none());
         let device = a["arm"]["device"].as_str().unwrap();
         assert!(device.starts_with(&format!("cpu ({threads} threads")), "{device}");
-        assert_eq!(a["decisions"], 12);
+        assert_eq!(a["totals"]["decisions"], 12);
     }
     assert_eq!(arms[0]["answers"], arms[1]["answers"]);
     let run = record::read(&d.join("t.raw.jsonl")).unwrap();
