@@ -4,7 +4,6 @@
 //! line without its newline is a cut write), and a header that is not its records' own fails
 //! the audit naming the line.
 
-use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -27,25 +26,65 @@ struct Ran {
     peak_rss_bytes: u64,
 }
 
-/// Run `laya-bench ARGS` in `dir` with nothing on stdin; killed (and the test failed) past
-/// [`LIMIT`]. The peak RSS is the child's own, from `wait4`'s resource usage.
-#[allow(clippy::zombie_processes)] // reaped by wait4 / waitpid below
+/// Run `laya-bench ARGS` in `dir` with nothing on stdin, through [`spawn_helper`]: a fresh
+/// copy of this test binary that runs nothing else, spawns `laya-bench`, waits for it and says
+/// its exit and peak resident memory. Why not here: on Linux a spawned child's `ru_maxrss` is
+/// the larger of its own peak and the peak of the memory it was spawned from (`execve` folds the
+/// old address space's high-water mark into the process's), and a vfork-style spawn execs from
+/// the spawning process's own address space. Spawned from this binary, with its many tests in
+/// flight, every child "peaked" at this binary's own 250 MB on a loaded machine; spawned from
+/// the helper, the child's figure is its own (plus the helper's few MB at most).
 fn run_bounded(dir: &Path, args: &[&str]) -> Ran {
+    let out = Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args(["--exact", "reliability_inputs::spawn_helper", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(HELPER_ARGS, serde_json::to_string(args).unwrap())
+        .env(HELPER_DIR, dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the spawn helper");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said
+        .lines()
+        .find_map(|l| l.split_once(HELPER_SAYS).map(|(_, said)| said))
+        .unwrap_or_else(|| panic!("the spawn helper said nothing for {args:?}: {said}\n{}", stderr(&out)));
+    let v: Value = serde_json::from_str(line).unwrap();
+    if let Some(why) = v["failed"].as_str() {
+        panic!("laya-bench {args:?}: {why}");
+    }
+    Ran {
+        code: v["code"].as_i64().map(|c| c as i32),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        wall: Duration::from_secs_f64(v["wall_s"].as_f64().unwrap()),
+        peak_rss_bytes: v["peak_rss_bytes"].as_u64().unwrap(),
+    }
+}
+
+/// The environment variables that make [`spawn_helper`] run, and the prefix of its one line.
+const HELPER_ARGS: &str = "LAYA_BENCH_IT_SPAWN_ARGS";
+const HELPER_DIR: &str = "LAYA_BENCH_IT_SPAWN_DIR";
+const HELPER_SAYS: &str = "spawn-helper: ";
+
+/// Not a test: [`run_bounded`]'s helper (ignored, so a plain test run skips it; run only with
+/// [`HELPER_ARGS`] set). Spawns `laya-bench` with the arguments given, its stderr this process's
+/// own, kills it past [`LIMIT`], and prints one JSON line after [`HELPER_SAYS`]: the exit code
+/// (null when killed by a signal), the wall time and the peak RSS from `wait4`.
+#[test]
+#[ignore = "run by run_bounded in a fresh process, not a test of its own"]
+#[allow(clippy::zombie_processes)] // reaped by wait4 / waitpid below
+fn spawn_helper() {
+    let (Ok(args), Ok(dir)) = (std::env::var(HELPER_ARGS), std::env::var(HELPER_DIR)) else {
+        panic!("spawn_helper is run by run_bounded, with {HELPER_ARGS} and {HELPER_DIR} set");
+    };
+    let args: Vec<String> = serde_json::from_str(&args).unwrap();
+    let say = |v: Value| println!("{HELPER_SAYS}{v}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
         .current_dir(dir)
-        .args(args)
+        .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("run laya-bench");
     let pid = child.id() as libc::pid_t;
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
     let start = Instant::now();
     loop {
         let mut status = 0;
@@ -59,14 +98,16 @@ fn run_bounded(dir: &Path, args: &[&str]) -> Ran {
             // ru_maxrss is in KiB on Linux, in bytes on macOS.
             let unit = if cfg!(target_os = "macos") { 1 } else { 1024 };
             let peak_rss_bytes = usage.ru_maxrss.max(0) as u64 * unit;
-            return Ran { code, stderr: reader.join().unwrap(), wall, peak_rss_bytes };
+            return say(serde_json::json!({
+                "code": code, "wall_s": wall.as_secs_f64(), "peak_rss_bytes": peak_rss_bytes
+            }));
         }
         assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
         if start.elapsed() > LIMIT {
             let _ = child.kill();
             // SAFETY: reaps our own killed child.
             unsafe { libc::waitpid(pid, &mut status, 0) };
-            panic!("laya-bench {args:?} was still running after {LIMIT:?} (killed)");
+            return say(serde_json::json!({"failed": format!("still running after {LIMIT:?} (killed)")}));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
