@@ -5,17 +5,22 @@
 //! state truncation) and packed into the Snake GPU bundle's budget: B=3 rows, L=64 tokens,
 //! K=4 option slots, so one decision is one forward pass.
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
-use super::game::Game;
+use super::game::{Game, RNG_IDENTITY};
 use super::policy::{prepare, ModelError, PolicyConfig, Predictor};
+use super::prompt::PromptStyle;
 use crate::backend::registry::{self, BackendSpec, RegistryError};
 use crate::backend::{Backend, Context, ShapeCaps, ShapeMode};
 use crate::laya::bundle::Bundle;
 use crate::laya::host::{CallOptions, Host, HostError};
 use crate::laya::question::compile_questions;
+use crate::record::model::ModelInfo;
 use crate::record::ArmInfo;
 use crate::run::Arm;
+
+/// What the policy says it is, in recordings and reports.
+pub const POLICY: &str = "Laya probabilities over planner features; optional cycle safety shield";
 
 /// Rows per decision: move, risk, food.
 pub const SNAKE_BATCH: usize = 3;
@@ -126,6 +131,42 @@ impl<'b> HostPredictor<'b> {
     pub fn load_warnings(&self) -> Vec<String> {
         self.host.load_warnings()
     }
+
+    /// A warning when some decisions' state was cut to fit the row length (the model saw
+    /// less); `None` when none was.
+    pub fn truncation_warning(&self) -> Option<String> {
+        let (decisions, truncated) = self.truncations();
+        (truncated > 0).then(|| {
+            format!(
+                "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --length",
+                self.identity.name, self.identity.length
+            )
+        })
+    }
+
+    /// Model metadata for recordings (docs/snake.md §6.1): `bundle`'s model with this arm's
+    /// identity and engine, the machine (`hardware`) and the policy's `prompt`.
+    pub fn model_metadata(&self, bundle: &Bundle, prompt: PromptStyle, hardware: &str) -> Map<String, Value> {
+        let id = self.identity();
+        let value = json!({
+            "name": bundle.source,
+            "model": ModelInfo::describe(bundle),
+            "arm": id,
+            "engine": self.engine(),
+            "weight_fingerprint": id.fingerprint,
+            "hardware": hardware,
+            "platform": format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            "versions": {"laya-bench": env!("CARGO_PKG_VERSION")},
+            "network": "offline",
+            "policy": POLICY,
+            "prompt": prompt.as_str(),
+            "rng": RNG_IDENTITY,
+        });
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
 }
 
 impl Predictor for HostPredictor<'_> {
@@ -148,7 +189,6 @@ mod tests {
     use crate::laya::bundle::ModelSpec;
     use crate::model::synthetic::published_shape;
     use crate::snake::policy::decide;
-    use crate::snake::prompt::PromptStyle;
 
     fn tiny() -> Bundle {
         Bundle::load(&ModelSpec::Builtin, published_shape).unwrap()
@@ -181,6 +221,34 @@ mod tests {
         assert_eq!(wide.truncations(), (1, 0));
         arm.reset_counts();
         assert_eq!(arm.truncations(), (0, 0));
+    }
+
+    #[test]
+    fn the_truncation_warning_counts_the_cut_decisions_and_names_the_arm() {
+        let bundle = tiny();
+        let mut arm =
+            HostPredictor::build("a", "portable:f32", &bundle, SNAKE_LENGTH, &Context::of_test_process())
+                .unwrap();
+        assert_eq!(arm.truncation_warning(), None);
+        (arm.decisions, arm.truncated) = (5, 2);
+        assert_eq!(
+            arm.truncation_warning().unwrap(),
+            "warning: arm `a`: the state was cut to fit 64 tokens per row in 2 of 5 decisions; raise --length"
+        );
+    }
+
+    #[test]
+    fn model_metadata_names_the_arm_the_prompt_and_the_machine() {
+        let bundle = tiny();
+        let arm =
+            HostPredictor::build("a", "portable:f16", &bundle, 80, &Context::of_test_process()).unwrap();
+        let m = arm.model_metadata(&bundle, PromptStyle::Detailed, "Test CPU");
+        assert_eq!(m["engine"], "portable · f16");
+        assert_eq!((m["prompt"].as_str(), m["hardware"].as_str()), (Some("detailed"), Some("Test CPU")));
+        assert_eq!((m["arm"]["name"].as_str(), m["arm"]["length"].as_u64()), (Some("a"), Some(80)));
+        assert_eq!(m["weight_fingerprint"], m["arm"]["fingerprint"]);
+        assert_eq!((m["policy"].as_str(), m["rng"].as_str()), (Some(POLICY), Some(RNG_IDENTITY)));
+        assert_eq!(m["network"], "offline");
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //! questions as JSON values exactly as the reference builds them, and the policy reads the
 //! host's result JSON back; [`host_predictor::HostPredictor`] is that predictor over the shared
 //! host path and a backend. [`paired`] and [`rate_search`] run games with predictors and time whole
-//! decisions; [`session`] is `snake play`'s loop and [`playback`] `snake replay`'s, both on a
-//! [`view::Screen`] whose frames [`view`] lays out; nothing here prints. Food placement
+//! decisions ([`compare`] plays `snake compare`'s seeds and builds its report); [`session`] is
+//! `snake play`'s loop and [`playback`] `snake replay`'s, both on a [`view::Screen`] whose frames
+//! [`view`] lays out; nothing here prints. Food placement
 //! reproduces CPython's `random.Random` ([`pyrandom`]) so seeds give the reference's boards.
 
+pub mod compare;
 pub mod features;
 pub mod game;
 pub mod host_predictor;

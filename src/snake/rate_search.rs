@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use super::game::{Cell, DeathReason, Direction, Game, GameError};
 use super::paired::LatencyMs;
 use super::policy::{decide, Decision, ModelError, MoveProbabilities, PolicyConfig, PolicyError, Predictor};
+use super::view::OffscreenCanvas;
 use crate::record::model::ModelInfo;
 use crate::record::provenance::ReportHead;
 use crate::record::ArmInfo;
@@ -520,6 +521,27 @@ impl RateRun<'_, '_> {
     }
 }
 
+/// Run every episode `report` does not hold yet ([`RateRun::run`]) with `predictor`, each
+/// tick drawing a full frame of the board into an in-memory terminal (the active tick
+/// includes it) labelled with `engine`; `sink` gets every finished episode and `stop` is asked
+/// before every tick.
+pub fn run_drawn(
+    report: &mut RateReport,
+    policy: PolicyConfig,
+    predictor: &mut dyn Predictor,
+    engine: &str,
+    sink: &mut EpisodeSink<'_>,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), RateError> {
+    let mut canvas = OffscreenCanvas::new(report.settings.width, report.settings.height);
+    let mut render = |game: &Game, decision: &Decision, info: &FrameInfo| -> Result<(), ModelError> {
+        canvas.draw_tick(game, decision, info, engine);
+        Ok(())
+    };
+    let mut sink = |report: &RateReport, phase: Phase, episode: &Episode| sink(report, phase, episode);
+    RateRun { policy, predictor, render: &mut render, sink: &mut sink, stop }.run(report)
+}
+
 /// The sweep rates whose episode passed, fastest first.
 pub fn passing_rates_descending(sweep: &[Episode]) -> Vec<f64> {
     let mut rates: Vec<f64> = sweep.iter().filter(|e| e.passes).filter_map(|e| e.target_fps).collect();
@@ -548,6 +570,8 @@ pub fn parse_rates(values: &[f64]) -> Result<Vec<f64>, crate::error::Error> {
 }
 
 mod report;
+
+pub use report::ended_early;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,9 @@
 //! The `laya-coreml-snake-v1` recording (JSONL, docs/snake.md §6.2): serde types, a line writer, a
 //! validating reader, and a model-free replay check (§7 test 8).
 
-use std::io::{BufRead, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -216,6 +218,39 @@ impl<W: Write> RecordingWriter<W> {
     pub fn into_inner(self) -> W {
         self.out
     }
+}
+
+/// Check `--record PATH` before anything loads (exit 2): its folder exists and takes files,
+/// and the file does not exist yet (recordings are never overwritten).
+pub fn check_new_path(path: &Path) -> Result<(), crate::error::Error> {
+    crate::run::outputs::check_folder("--record", path)?;
+    if path.exists() {
+        return Err(crate::error::Error::input(format!(
+            "--record {}: the file exists; recordings are never overwritten, choose a new path",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Create the recording at `path` (a new file: exit 2 when it cannot be created, an existing
+/// one included) and write its metadata line (exit 1 when that fails).
+pub fn create(
+    path: &Path,
+    metadata: Metadata,
+) -> Result<RecordingWriter<BufWriter<File>>, crate::error::Error> {
+    let file = OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
+        crate::error::Error::input(format!(
+            "--record {}: cannot create the recording (a new file; recordings are never overwritten)",
+            path.display()
+        ))
+        .because(e)
+    })?;
+    let mut writer = RecordingWriter::new(BufWriter::new(file));
+    writer
+        .write(&Record::Metadata(metadata))
+        .map_err(|e| crate::error::Error::run(format!("cannot write {}", path.display())).because(e))?;
+    Ok(writer)
 }
 
 /// A parsed recording.

@@ -269,25 +269,28 @@ pub fn child_run_args(w: &ChildWorkload<'_>, run_for: Duration, ready: &Path, ra
     args
 }
 
+/// The child workload the tests build arguments of (`builtin:tiny`, arm `f32=portable:f32`,
+/// the invoice workload at 91 tokens in rows of 96, 20 warm-up calls).
+#[cfg(test)]
+pub(crate) fn test_workload() -> ChildWorkload<'static> {
+    ChildWorkload {
+        model: "builtin:tiny",
+        arm: "f32=portable:f32".into(),
+        workload: "invoice",
+        tokens: Some(91),
+        length: 96,
+        warmup: 20,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn workload() -> ChildWorkload<'static> {
-        ChildWorkload {
-            model: "builtin:tiny",
-            arm: "f32=portable:f32".into(),
-            workload: "invoice",
-            tokens: Some(91),
-            length: 96,
-            warmup: 20,
-        }
-    }
-
     #[test]
     fn the_child_runs_trace_run_with_the_same_workload_and_the_ready_file() {
         let args = child_run_args(
-            &workload(),
+            &test_workload(),
             Duration::from_millis(25_000),
             Path::new("a/ready.json"),
             Path::new("a/r.raw.jsonl"),
@@ -318,7 +321,7 @@ mod tests {
                 "a/r.raw.jsonl"
             ]
         );
-        let untold = ChildWorkload { tokens: None, ..workload() };
+        let untold = ChildWorkload { tokens: None, ..test_workload() };
         let args = child_run_args(&untold, Duration::from_micros(10), Path::new("r"), Path::new("w"));
         assert!(!args.iter().any(|a| a == "--tokens"), "{args:?}");
         assert!(args.windows(2).any(|w| w[0] == "--seconds" && w[1] == "1ms"), "{args:?}");

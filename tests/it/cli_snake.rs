@@ -198,6 +198,20 @@ fn a_row_length_too_short_for_the_tokenizer_cuts_every_state_and_says_so() {
 }
 
 #[test]
+fn compare_output_dash_writes_the_report_alone_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = compare(dir.path(), "b=portable:f16", &["101"], "5", "-");
+    assert_exit(&o, 0, "report: standard output");
+    // Standard output holds the report and nothing else; the seed and total lines go to stderr.
+    let report: PairedReport = serde_json::from_slice(&o.stdout).expect("stdout is the JSON report");
+    assert!(report.passed);
+    assert_eq!((report.head.kind.as_str(), report.runs.len(), report.totals.steps), ("snake-compare", 1, 5));
+    let err = stderr(&o);
+    assert!(err.contains("seed 101: 5 steps") && err.contains("total: executed agreement 5/5"), "{err}");
+    assert!(!dir.path().join("-").exists(), "no file named -");
+}
+
+#[test]
 fn compare_fails_with_exit_1_when_an_arm_breaks() {
     let dir = tempfile::tempdir().unwrap();
     let o = compare(dir.path(), "b=mock:fail-after=13", &["7", "8"], "5", "c.json");
@@ -332,6 +346,33 @@ fn bench_runs_every_phase_and_resumes_a_partial_report() {
     // Without --resume an existing report is refused.
     let o = laya_bench(dir.path(), &bench_args(&[]));
     assert_exit(&o, 2, "--overwrite");
+}
+
+#[test]
+fn bench_output_dash_writes_the_report_once_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = bench_args(&[]);
+    let at = args.iter().position(|a| *a == "bench.json").unwrap();
+    args[at] = "-";
+    let o = laya_bench(dir.path(), &args);
+    let report: RateReport = serde_json::from_slice(&o.stdout).expect("stdout is the JSON report alone");
+    assert_eq!(
+        o.status.code(),
+        Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
+        "{}",
+        stderr(&o)
+    );
+    assert!(report.complete);
+    assert_eq!(
+        (report.head.kind.as_str(), report.settings.seeds.as_slice()),
+        ("snake-bench", &[101, 102][..])
+    );
+    let err = stderr(&o);
+    assert!(err.contains("raw_top1") && err.contains("report: standard output"), "{err}");
+    assert!(!dir.path().join("-").exists(), "no file named -");
+    // A report on standard output cannot be read back to resume.
+    args.push("--resume");
+    assert_exit(&laya_bench(dir.path(), &args), 2, "--resume --output -");
 }
 
 #[test]

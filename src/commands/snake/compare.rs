@@ -1,28 +1,24 @@
 //! `laya-bench snake compare`: the paired check of docs/snake.md §5.1 on two arms, written as a
-//! JSON report; exit 1 when the executed moves ever differ or the snake dies.
+//! JSON report (`--output -`: on standard output, the lines then on standard error); exit 1
+//! when the executed moves ever differ or the snake dies. The seeds and the report are
+//! `crate::snake::compare`.
 
 use anyhow::anyhow;
 
 use super::{
-    build_arm, iso_utc_now, output_path, policy, row_length, truncation_warning, warm_up_arm, write_report,
+    build_arm, check_output, output_path, policy, row_length, say, shown, warm_up_arm, write_report,
 };
 use crate::cli::SnakeCompareArgs;
 use crate::commands::common::load_bundle;
-use crate::commands::{Failure, Outcome};
+use crate::commands::{interrupt, Failure, Outcome};
 use crate::record::model::ModelInfo;
-use crate::record::provenance::ReportHead;
+use crate::report::Render;
 use crate::run::arm::split_all as named_arms;
-use crate::run::outputs::{check_folder, refuse_existing};
-use crate::snake::game::RNG_IDENTITY;
-use crate::snake::host_predictor::HostPredictor;
-use crate::snake::paired::{
-    failures, run_seed, ArmSeedResult, PairedArm, PairedReport, PairedReportSettings, PairedSettings,
-    PairedTotals, SeedRun, ORDER, REPORT_KIND, SCHEMA_VERSION,
-};
+use crate::run::outputs::is_stdout;
+use crate::snake::compare::{play_seeds, Stopped, WARMUP_DECISIONS};
+use crate::snake::paired::{PairedArm, PairedReport, PairedReportSettings, PairedSettings, SeedRun};
 use crate::snake::rate_search::WARMUP_SEED;
-
-/// Untimed guarded decisions per arm before the first seed.
-const WARMUP_DECISIONS: u64 = 6;
+use crate::time::iso_utc_now;
 
 /// Run `snake compare`.
 pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outcome {
@@ -35,11 +31,11 @@ pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outc
         )));
     };
     let output = output_path(args.output.as_deref(), "snake-compare");
-    refuse_existing(&output, args.overwrite)?;
-    check_folder("--output", &output)?;
+    check_output(&output, args.overwrite)?;
+    let to_stdout = is_stdout(&output);
     let created_utc = iso_utc_now();
     // Ctrl-C, SIGTERM or SIGHUP stops between steps; the report keeps what ran and fails (exit 1)
-    let flag = crate::commands::interrupt::install_or_warn();
+    let flag = interrupt::install_or_warn();
     let interrupted = || flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
     let bundle = load_bundle(&args.model.model, &cx.hub)?;
     let g = &args.game;
@@ -50,92 +46,39 @@ pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outc
         let what = format!("warm-up of arm `{}`", arm.identity().name);
         warm_up_arm(arm, g, WARMUP_SEED, policy, WARMUP_DECISIONS, &what)?;
     }
-    let settings = PairedSettings {
-        width: g.width,
-        height: g.height,
-        initial_length: g.initial_length,
-        steps: args.steps,
-        policy,
-    };
-    let mut runs = Vec::with_capacity(args.seeds.len());
-    // An arm that fails stops the check; the seeds finished before it are still reported.
-    let mut stopped: Option<String> = None;
+    let (width, height, initial_length, steps) = (g.width, g.height, g.initial_length, args.steps);
+    let settings = PairedSettings { width, height, initial_length, steps, policy };
     // A seed's line that cannot be printed fails the command after the report is written.
     let mut printed: Result<(), Failure> = Ok(());
-    for &seed in &args.seeds {
-        if interrupted() {
-            stopped = Some(crate::commands::interrupt::reason(&format!("the run, before seed {seed}")));
-            break;
+    let mut on_seed = |run: &SeedRun| {
+        if printed.is_ok() {
+            printed = say(to_stdout, &run.line());
         }
-        match run_seed(seed, &settings, &mut a, &mut b, &interrupted) {
-            Ok(run) => {
-                if printed.is_ok() {
-                    printed = outln!("{}", seed_line(&run));
-                }
-                let steps = run.steps;
-                runs.push(run);
-                if interrupted() {
-                    stopped = Some(crate::commands::interrupt::reason(&format!(
-                        "seed {seed}, after {steps} of its steps"
-                    )));
-                    break;
-                }
-            }
-            Err(e) => {
-                stopped = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    let mut failures = failures(&runs);
-    failures.extend(stopped.iter().map(|e| format!("stopped: {e}")));
-    let report = PairedReport {
-        head: ReportHead::current(SCHEMA_VERSION, REPORT_KIND, created_utc),
-        model: ModelInfo::describe(&bundle),
-        rng: RNG_IDENTITY.into(),
-        settings: PairedReportSettings {
-            seeds: args.seeds.clone(),
-            steps: args.steps,
-            width: g.width,
-            height: g.height,
-            initial_length: g.initial_length,
-            row_length_tokens: length as u64,
-            prompt: policy.prompt.as_str().into(),
-            guarded: true,
-            order: ORDER.into(),
-            warmup_decisions: WARMUP_DECISIONS,
-        },
-        arms: vec![paired_arm("A", &a), paired_arm("B", &b)],
-        totals: PairedTotals::of(&runs),
-        runs,
-        passed: failures.is_empty(),
-        failures,
     };
-    write_report(&output, &report).map_err(Failure::run)?;
+    let played = play_seeds(&args.seeds, &settings, &mut a, &mut b, &interrupted, &mut on_seed);
+    // An arm that fails stops the check; the seeds finished before it are still reported.
+    let stopped = played.stopped.map(|s| match s {
+        Stopped::Interrupted(during) => {
+            (interrupt::reason(&during), "what ran, the stopped seed's steps included")
+        }
+        Stopped::Failed(e) => (e.to_string(), "the seeds finished before it"),
+    });
+    let report = PairedReport::new(
+        created_utc,
+        ModelInfo::describe(&bundle),
+        PairedReportSettings::new(&args.seeds, &settings, length),
+        [PairedArm::of("A", &a), PairedArm::of("B", &b)],
+        played.runs,
+        stopped.as_ref().map(|(e, _)| e.as_str()),
+    );
+    write_report(&output, &report)?;
     printed?;
-    let t = &report.totals;
-    outln!(
-        "total: executed agreement {}/{}, proposed agreement {}/{}, deaths {}, interventions A {} B {}, max move-probability difference {}",
-        t.executed_agreement,
-        t.steps,
-        t.proposed_agreement,
-        t.steps,
-        t.deaths,
-        t.interventions_a,
-        t.interventions_b,
-        t.max_move_probability_difference.map_or("n/a".into(), |d| format!("{d:.4}")),
-    )?;
-    outln!("report: {}", output.display())?;
-    for w in [&a, &b].into_iter().filter_map(|arm| truncation_warning(arm)) {
+    say(to_stdout, &report.terminal())?;
+    say(to_stdout, &format!("report: {}", shown(&output)))?;
+    for w in [&a, &b].into_iter().filter_map(|arm| arm.truncation_warning()) {
         eprintln!("{w}");
     }
-    if let Some(e) = stopped {
-        // an interrupted seed keeps the steps it played; a failed one is left out
-        let kept = if interrupted() {
-            "what ran, the stopped seed's steps included"
-        } else {
-            "the seeds finished before it"
-        };
+    if let Some((e, kept)) = stopped {
         return Err(Failure::run(anyhow!("{e} (the report keeps {kept})")));
     }
     if report.passed {
@@ -146,46 +89,4 @@ pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outc
             report.failures.join("; ")
         )))
     }
-}
-
-fn paired_arm(role: &str, arm: &HostPredictor<'_>) -> PairedArm {
-    let (decisions, state_truncated_decisions) = arm.truncations();
-    PairedArm { role: role.into(), identity: arm.identity().clone(), decisions, state_truncated_decisions }
-}
-
-fn latency_text(arm: &ArmSeedResult) -> String {
-    match arm.decision_latency {
-        Some(l) => format!(
-            "mean {:.2} p50 {:.2} p95 {:.2} p99 {:.2} max {:.2} ms",
-            l.mean_ms, l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
-        ),
-        None => "no decisions".into(),
-    }
-}
-
-/// One line per seed: outcome, agreement, shield, probability gap and per-arm decision latency.
-fn seed_line(r: &SeedRun) -> String {
-    let state = if r.won {
-        "won"
-    } else if r.alive {
-        "alive"
-    } else {
-        "DEAD"
-    };
-    format!(
-        "seed {}: {} steps, score {} length {} {state}; executed {}/{} proposed {}/{}; interventions A {} B {}; max Δp {}\n  decision A: {}\n  decision B: {}",
-        r.seed,
-        r.steps,
-        r.score,
-        r.length,
-        r.executed_agreement,
-        r.steps,
-        r.proposed_agreement,
-        r.steps,
-        r.a.interventions,
-        r.b.interventions,
-        r.max_move_probability_difference.map_or("n/a".into(), |d| format!("{d:.4}")),
-        latency_text(&r.a),
-        latency_text(&r.b),
-    )
 }

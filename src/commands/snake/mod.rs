@@ -12,25 +12,20 @@ mod tui;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
 
 use super::common::load_bundle;
 use super::{Failure, Outcome};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::host::HostInfo;
 use crate::laya::bundle::Bundle;
-use crate::record::model::ModelInfo;
-use crate::report::write_atomic;
-use crate::snake::game::{Game, RNG_IDENTITY};
+use crate::run::outputs::{check_folder, is_stdout, refuse_existing, write_output};
+use crate::snake::game::Game;
 use crate::snake::host_predictor::{self, HostPredictor};
 use crate::snake::rate_search::warm_up;
 use crate::snake::{PolicyConfig, PromptStyle};
 use crate::time::{iso_utc_now, timestamp_stem};
-
-/// What the policy says it is, in recordings and reports.
-const POLICY: &str = "Laya probabilities over planner features; optional cycle safety shield";
 
 /// Run `laya-bench snake …`.
 pub(crate) fn run(args: &SnakeArgs, cx: &crate::backend::Context) -> Outcome {
@@ -127,22 +122,42 @@ fn output_path(output: Option<&Path>, stem: &str) -> PathBuf {
     output.map_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem(stem))), Path::to_path_buf)
 }
 
-/// Write a report as pretty JSON, atomically (a reader never sees half a report).
-fn write_report(path: &Path, report: &impl Serialize) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(report).context("cannot serialize the report")?;
-    write_atomic(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
+/// Write a report as pretty JSON: atomically to a file (a reader never sees half a report),
+/// or to standard output for `-`.
+fn write_report(path: &Path, report: &impl Serialize) -> Result<(), Failure> {
+    let bytes = serde_json::to_vec_pretty(report)
+        .map_err(|e| crate::error::Error::run("cannot serialize the report").because(e))?;
+    Ok(write_output(path, &bytes)?)
 }
 
-/// A warning when some decisions' state was cut to fit the row length (the model saw less).
-fn truncation_warning(arm: &HostPredictor<'_>) -> Option<String> {
-    let (decisions, truncated) = arm.truncations();
-    (truncated > 0).then(|| {
-        format!(
-            "warning: arm `{}`: the state was cut to fit {} tokens per row in {truncated} of {decisions} decisions; raise --length",
-            arm.identity().name,
-            arm.identity().length
-        )
-    })
+/// Check a report's path before anything loads (exit 2): a file is not replaced without
+/// `--overwrite` and its folder must exist and take files; `-` (standard output) needs neither.
+fn check_output(output: &Path, overwrite: bool) -> Outcome {
+    if !is_stdout(output) {
+        refuse_existing(output, overwrite)?;
+        check_folder("--output", output)?;
+    }
+    Ok(())
+}
+
+/// Print a line of results: on standard output, or on standard error when the report goes
+/// to standard output (`--output -`), which then holds the report alone.
+fn say(report_on_stdout: bool, line: &str) -> Outcome {
+    if report_on_stdout {
+        eprintln!("{line}");
+        Ok(())
+    } else {
+        outln!("{line}")
+    }
+}
+
+/// Where a report went, for its `report: …` line.
+fn shown(output: &Path) -> String {
+    if is_stdout(output) {
+        "standard output".into()
+    } else {
+        output.display().to_string()
+    }
 }
 
 /// Load the model (exit 2) and build one arm from `--arm SPEC|NAME=SPEC`.
@@ -155,29 +170,6 @@ fn load_single(model: &str, arm: &str, hub: &crate::hub::Hub) -> Result<(Bundle,
 fn hardware() -> String {
     let host = HostInfo::detect();
     host.cpu_model.unwrap_or(host.arch)
-}
-
-/// Model metadata for recordings (docs/snake.md §6.1), with the arm's identity.
-fn model_metadata(bundle: &Bundle, arm: &HostPredictor<'_>, prompt: PromptStyle) -> Map<String, Value> {
-    let id = arm.identity();
-    let value = json!({
-        "name": bundle.source,
-        "model": ModelInfo::describe(bundle),
-        "arm": id,
-        "engine": arm.engine(),
-        "weight_fingerprint": id.fingerprint,
-        "hardware": hardware(),
-        "platform": format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
-        "versions": {"laya-bench": env!("CARGO_PKG_VERSION")},
-        "network": "offline",
-        "policy": POLICY,
-        "prompt": prompt.as_str(),
-        "rng": RNG_IDENTITY,
-    });
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
 }
 
 #[cfg(test)]

@@ -92,20 +92,12 @@ mod tests {
     use std::time::Duration;
 
     use crate::cli::{TraceArgs, TraceCommand};
-    use crate::trace::record::{child_run_args, ChildWorkload};
+    use crate::trace::record::{child_run_args, test_workload};
 
     #[test]
     fn the_child_parses_what_the_parent_builds() {
-        let w = ChildWorkload {
-            model: "builtin:tiny",
-            arm: "f32=portable:f32".into(),
-            workload: "invoice",
-            tokens: Some(91),
-            length: 96,
-            warmup: 20,
-        };
         let mut argv = vec![OsString::from("laya-bench")];
-        argv.extend(child_run_args(&w, Duration::from_secs(1), Path::new("r"), Path::new("w")));
+        argv.extend(child_run_args(&test_workload(), Duration::from_secs(1), Path::new("r"), Path::new("w")));
         let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
         assert!(matches!(
             cli.command,

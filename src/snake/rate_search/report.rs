@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{parse_rates, Episode, Phase, RateReport, RateSettings, REPORT_KIND, SCHEMA_VERSION};
+use super::{parse_rates, Episode, Phase, RateError, RateReport, RateSettings, REPORT_KIND, SCHEMA_VERSION};
 use crate::error::{Error, ResultExt};
 use crate::record::model::ModelInfo;
 use crate::record::provenance::ReportHead;
@@ -48,9 +48,33 @@ impl RateReport {
         }
     }
 
+    /// The report a run goes on with: `resumed` (its settings kept, one more session counted)
+    /// when it was measured with `model` and `arm` (exit 2 otherwise), or a new one of
+    /// `settings`.
+    pub fn resume_or_new(
+        resumed: Option<Self>,
+        model: ModelInfo,
+        arm: &ArmInfo,
+        settings: RateSettings,
+    ) -> Result<Self, Error> {
+        match resumed {
+            Some(mut report) => {
+                report.check_resumable(&model, arm)?;
+                report.resumed_sessions += 1;
+                Ok(report)
+            }
+            None => Ok(Self::new(model, arm.clone(), settings)),
+        }
+    }
+
     /// The report at `path` to resume (`--resume`; exit 2 when it is missing, unreadable or
-    /// another kind or version).
+    /// another kind or version, or `-`: standard output, which cannot be read back).
     pub fn read_to_resume(path: &Path) -> Result<Self, Error> {
+        if crate::report::is_stdout(path) {
+            return Err(Error::input(
+                "--resume --output -: a report on standard output cannot be read back; give the --output FILE of an earlier snake bench",
+            ));
+        }
         let shown = path.display();
         let text = std::fs::read_to_string(path).input_context(|| {
             format!("--resume: cannot read {shown}; give the --output of an earlier snake bench")
@@ -94,6 +118,22 @@ impl RateReport {
             "--resume: the report was measured with a different model or arm ({}); resume with the same --model and --arm, or start a new --output",
             changed.join(", ")
         )))
+    }
+}
+
+/// What a benchmark that ended early with `error` says: a stop how to continue the report at
+/// `output` (`None`: the report went to standard output, which cannot be resumed), any other
+/// error where the finished episodes are.
+pub fn ended_early(error: &RateError, output: Option<&Path>) -> String {
+    let shown = output.map_or("standard output".into(), |o| o.display().to_string());
+    match (error, output) {
+        (RateError::Stopped, None) => {
+            "stopped; the report on standard output keeps every finished episode".into()
+        }
+        (RateError::Stopped, Some(_)) => {
+            format!("stopped; {shown} keeps every finished episode: continue with --resume --output {shown}")
+        }
+        (e, _) => format!("the benchmark stopped; finished episodes are in {shown}: {e}"),
     }
 }
 

@@ -269,6 +269,8 @@ fn a_report_resumes_only_from_its_own_kind_and_arm() {
     let path = dir.path().join("r.json");
     let e = RateReport::read_to_resume(&path).unwrap_err();
     assert!(e.kind() == Kind::Input && e.to_string().contains("cannot read"), "{e}");
+    let e = RateReport::read_to_resume(std::path::Path::new("-")).unwrap_err();
+    assert!(e.kind() == Kind::Input && e.to_string().starts_with("--resume --output -: "), "{e}");
     std::fs::write(&path, serde_json::to_vec(&report(settings())).unwrap()).unwrap();
     let back = RateReport::read_to_resume(&path).unwrap();
     assert_eq!(back.settings, settings());
@@ -291,4 +293,59 @@ fn a_new_report_holds_the_method_and_prints_its_fastest_stable_rate() {
         r.terminal(),
         "fastest tested stable rate: 30 decisions/s (every soak seed alive, ≤1% deadline misses)\n"
     );
+}
+
+#[test]
+fn a_drawn_run_plays_every_missing_episode() {
+    let mut s = settings();
+    (s.rates_fps, s.sweep_steps, s.soak_steps, s.raw_steps) = (vec![1.0e6], 2, 2, 2);
+    let mut r = report(s);
+    let mut model = uniform;
+    let mut phases = Vec::new();
+    let mut sink = |_: &RateReport, phase: Phase, _: &Episode| -> Result<(), ModelError> {
+        phases.push(phase);
+        Ok(())
+    };
+    run_drawn(&mut r, PolicyConfig::default(), &mut model, "stub · none", &mut sink, &|| false).unwrap();
+    use Phase::*;
+    assert_eq!(phases, [RawTop1, RawTop1, Uncapped, Sweep, UncappedSoak, UncappedSoak]);
+    assert!(r.complete && r.uncapped_soak.iter().all(|e| e.steps == 2));
+    let mut quiet = |_: &RateReport, _: Phase, _: &Episode| -> Result<(), ModelError> { Ok(()) };
+    let stopped =
+        run_drawn(&mut report(settings()), PolicyConfig::default(), &mut model, "", &mut quiet, &|| true);
+    assert!(matches!(stopped, Err(RateError::Stopped)));
+}
+
+#[test]
+fn a_resumed_report_counts_its_session_and_keeps_its_settings() {
+    let old = report(settings());
+    let other = RateSettings { seeds: vec![9], ..settings() };
+    let again =
+        RateReport::resume_or_new(Some(old.clone()), old.model.clone(), &old.arm, other.clone()).unwrap();
+    assert_eq!((again.resumed_sessions, &again.settings), (1, &settings()));
+    let f16 = ArmInfo { precision: "f16".into(), ..old.arm.clone() };
+    let e = RateReport::resume_or_new(Some(old.clone()), old.model.clone(), &f16, other.clone()).unwrap_err();
+    assert_eq!(e.kind(), Kind::Input);
+    let new = RateReport::resume_or_new(None, old.model.clone(), &f16, other.clone()).unwrap();
+    assert_eq!((new.resumed_sessions, &new.settings, new.arm.precision.as_str()), (0, &other, "f16"));
+}
+
+#[test]
+fn an_early_end_says_how_to_continue_or_where_the_episodes_are() {
+    let file = std::path::Path::new("b.json");
+    assert_eq!(
+        ended_early(&RateError::Stopped, Some(file)),
+        "stopped; b.json keeps every finished episode: continue with --resume --output b.json"
+    );
+    assert_eq!(
+        ended_early(&RateError::Stopped, None),
+        "stopped; the report on standard output keeps every finished episode"
+    );
+    let broke = RateError::Invariant { seed: 7, tick: 3, what: "cycle order" };
+    assert_eq!(
+        ended_early(&broke, Some(file)),
+        "the benchmark stopped; finished episodes are in b.json: seed 7, tick 3: shielded game broke an invariant: cycle order"
+    );
+    assert!(ended_early(&broke, None)
+        .starts_with("the benchmark stopped; finished episodes are in standard output: "));
 }

@@ -240,3 +240,25 @@ fn reader_accepts_python_style_lines() {
     assert_eq!(frame.stats.elapsed, 0.0);
     assert_eq!(replay(&recording).unwrap().frames, 1);
 }
+
+#[test]
+fn a_recording_file_is_created_new_with_its_metadata_line_and_never_replaced() {
+    use crate::error::Classify;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    check_new_path(&path).unwrap();
+    drop(create(&path, metadata()).unwrap());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 1);
+    assert!(text.starts_with("{\"type\":\"metadata\",\"format\":\"laya-coreml-snake-v1\""), "{text}");
+    let exists = check_new_path(&path).unwrap_err();
+    assert_eq!(exists.kind(), crate::error::Kind::Input);
+    assert!(exists
+        .to_string()
+        .ends_with("the file exists; recordings are never overwritten, choose a new path"));
+    let again = create(&path, metadata()).unwrap_err();
+    assert_eq!(again.kind(), crate::error::Kind::Input);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "the first recording is kept");
+    let no_folder = check_new_path(&dir.path().join("nodir/run.jsonl")).unwrap_err();
+    assert_eq!(no_folder.kind(), crate::error::Kind::Input);
+}
