@@ -7,11 +7,12 @@
 //! energy figure at all.
 
 use super::render::Render;
+use super::ArmIntervals;
 use serde::{Deserialize, Serialize};
 
 use super::context::{RowContext, CSV_COLUMNS, MARKDOWN_ALIGN, MARKDOWN_COLUMNS};
-use super::format::{count, csv_field, csv_num, missing_markdown, ms, num};
-use super::speed::identical_mark;
+use super::format::{count, csv_field, csv_num, interval_bracket, missing_markdown, ms, num};
+use super::speed::{identical_mark, BOOTSTRAP_METHOD};
 use crate::energy::reject::SeriesSummary;
 use crate::energy::run::{Aggregate, Ratios, RejectionDetail, SeriesKind};
 use crate::host::HostInfo;
@@ -45,6 +46,11 @@ pub struct EnergyArm {
     pub missed_deadlines: Option<u64>,
     /// S, R and S × R against the first arm (the baseline).
     pub vs_baseline: Ratios,
+    /// Bootstrap intervals of t, P, E and the ratios: the seeded percentile bootstrap over whole
+    /// balanced cycles that `summary` uses and `speed` prints beside S (10,000 resamples, seed 0,
+    /// 95 %); a `null` has its reason in `missing`. Empty in reports written before it.
+    #[serde(default)]
+    pub intervals: ArmIntervals,
     /// The earlier arm this one is the same model as (same weights, same engine): its ratios
     /// compare one model with itself, the run's noise. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,6 +158,70 @@ pub struct EnergyReport {
     /// empty in reports written before it.
     #[serde(default)]
     pub row_context: RowContext,
+}
+
+/// The ratios the arm table shows with their intervals: (column, field name).
+const RATIO_COLUMNS: [(&str, &str); 3] = [("S", "speed_gain"), ("R", "power_ratio"), ("S×R", "energy_gain")];
+
+impl EnergyReport {
+    /// The whole balanced cycles the intervals resample: an interrupted run's whole cycles,
+    /// else the plan's.
+    pub fn resampled_cycles(&self) -> usize {
+        self.whole_cycles.unwrap_or(self.plan.cycles)
+    }
+
+    /// The lines under the arm table about its brackets: what they are (as `speed` says it),
+    /// and why a ratio shown has none, one line per reason. Empty for a report without
+    /// intervals (one written before them).
+    fn interval_lines(&self) -> String {
+        use crate::stats::resamples::{distinct_resamples, interval_name, names_a_level_interval};
+        let mut out = String::new();
+        let others = self.arms.iter().skip(1);
+        let value = |a: &EnergyArm, field: &str| match field {
+            "speed_gain" => a.vs_baseline.speed_gain,
+            "power_ratio" => a.vs_baseline.power_ratio,
+            _ => a.vs_baseline.energy_gain,
+        };
+        let interval = |a: &EnergyArm, field: &str| match field {
+            "speed_gain" => a.intervals.speed_gain,
+            "power_ratio" => a.intervals.power_ratio,
+            _ => a.intervals.energy_gain,
+        };
+        let shown = others
+            .clone()
+            .any(|a| RATIO_COLUMNS.iter().any(|(_, f)| value(a, f).is_some() && interval(a, f).is_some()));
+        if shown {
+            let cycles = self.resampled_cycles();
+            if names_a_level_interval(cycles) {
+                out.push_str(&format!("[low, high] beside a ratio is its 95 % CI, {BOOTSTRAP_METHOD}.\n"));
+            } else {
+                out.push_str(&format!(
+                    "[low, high] beside a ratio is {BOOTSTRAP_METHOD}, but {cycles} whole cycles have only {:.0} distinct resamples: it is the {}.\n",
+                    distinct_resamples(cycles),
+                    interval_name(cycles, 0.95)
+                ));
+            }
+        }
+        // reason -> the columns it leaves without a bracket, in column order.
+        let mut why: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (column, field) in RATIO_COLUMNS {
+            for a in others.clone() {
+                if value(a, field).is_none() || interval(a, field).is_some() {
+                    continue;
+                }
+                let Some(reason) = a.intervals.missing.get(field) else { continue };
+                match why.iter_mut().find(|(r, _)| *r == reason.as_str()) {
+                    Some((_, cols)) if !cols.contains(&column) => cols.push(column),
+                    Some(_) => {}
+                    None => why.push((reason, vec![column])),
+                }
+            }
+        }
+        for (reason, columns) in why {
+            out.push_str(&format!("No CI ({}): {reason}.\n", columns.join(", ")));
+        }
+        out
+    }
 }
 
 /// The sentence that says what P and E measure: `Power boundary `gpu-board`: P is GPU board
@@ -321,8 +391,13 @@ impl Render for EnergyReport {
             "|:---|{MARKDOWN_ALIGN}:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         ));
         let baseline = self.arms.first().map(|a| a.arm.name.as_str()).unwrap_or_default();
-        for a in &self.arms {
+        for (i, a) in self.arms.iter().enumerate() {
             let t = &a.totals;
+            // The baseline's ratios are 1 by definition: no bracket.
+            let ratio = |v: Option<f64>, iv: Option<&super::Interval>| {
+                let ci = if i == 0 || v.is_none() { String::new() } else { interval_bracket(iv, 3) };
+                format!("{}{ci}", num(v, 3))
+            };
             out.push_str(&format!(
                 "| `{}`{} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 a.arm.name,
@@ -336,13 +411,15 @@ impl Render for EnergyReport {
                 num(t.active_energy_j, 2),
                 num(t.idle_power_w, 2),
                 num(t.idle_subtracted_energy_per_decision_j, 4),
-                num(a.vs_baseline.speed_gain, 3),
-                num(a.vs_baseline.power_ratio, 3),
-                num(a.vs_baseline.energy_gain, 3),
+                ratio(a.vs_baseline.speed_gain, a.intervals.speed_gain.as_ref()),
+                ratio(a.vs_baseline.power_ratio, a.intervals.power_ratio.as_ref()),
+                ratio(a.vs_baseline.energy_gain, a.intervals.energy_gain.as_ref()),
                 a.missed_deadlines.map(|m| m.to_string()).unwrap_or_else(|| "–".into())
             ));
         }
-        out.push_str(&format!("\n{RATIO_RULE}\n\n"));
+        out.push_str(&format!("\n{RATIO_RULE}\n"));
+        out.push_str(&self.interval_lines());
+        out.push('\n');
         out.push_str(&cx.markdown_line());
         out.push_str(&format!(
             "| Block | Cycle | Arm | Model | Decisions | Time [s] | t [ms] | {} | {} | {} | {} | {} | RSS [MiB] |\n",
@@ -466,5 +543,155 @@ impl Render for EnergyReport {
             ));
         }
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Interval;
+    use serde_json::json;
+
+    /// A hand-built complete report of two arms: `base`, and `fast` twice as fast at 0.8× the
+    /// baseline's power (S = 2, R = 1.25, S × R = 2.5), over `cycles` balanced cycles.
+    fn report(cycles: usize) -> EnergyReport {
+        let arm = |name: &str, t: f64, p: f64, ratios: [f64; 3]| {
+            json!({
+                "arm": {"name": name, "spec": "mock:ok", "backend": "mock", "precision": "scripted",
+                        "device": "none", "fingerprint": name, "batch": 1, "length": 96, "max_options": 32},
+                "totals": {"blocks": 2 * cycles, "decisions": 1000, "time_s": t * 1000.0,
+                           "time_per_decision_s": t, "active_energy_j": p * t * 1000.0, "mean_power_w": p,
+                           "energy_per_decision_j": p * t, "idle_power_w": 10.0,
+                           "idle_subtracted_energy_j": 1.0, "idle_subtracted_power_w": 0.5,
+                           "idle_subtracted_energy_per_decision_j": 0.001, "block_power_min_w": p,
+                           "block_power_max_w": p, "missing": {}},
+                "latency": null,
+                "unstable_calls": 0,
+                "vs_baseline": {"speed_gain": ratios[0], "power_ratio": ratios[1], "energy_gain": ratios[2],
+                                "idle_subtracted_energy_gain": 1.0, "missing": {}}
+            })
+        };
+        serde_json::from_value(json!({
+            "schema_version": 1, "status": "complete", "status_reason": null, "rejections": [],
+            "tool": {"name": "laya-bench", "version": "0.1.0", "git_revision": "abc"},
+            "host": {"hostname": "h", "os": "linux", "arch": "x86_64", "cpu_model": "cpu",
+                     "logical_cpus": 2, "memory_bytes": 1},
+            "model": {"spec": "builtin:tiny", "hidden_size": 64, "layers": 4, "heads": 4,
+                      "intermediate_size": 96, "vocab_size": 1400, "head_layers": 2, "max_len": 512},
+            "workload": {"name": "invoice", "requests": 8, "tokens_per_row": [[91]], "target_tokens": 91, "length": 96},
+            "plan": {"cycles": cycles, "block_seconds": 1.0, "block_calls": null, "warmup_calls": 3, "order": []},
+            "energy_plan": {"sample_interval_s": 0.05, "idle_seconds": 1.0, "idle_discard_s": 0.1,
+                            "max_watts": 500.0, "max_gap_s": 2.0, "rate_hz": null, "calls_per_block": null},
+            "sensor": {"kind": "exec", "spec": "exec:x", "source": "measured-external", "device": "d",
+                       "live": false, "notes": []},
+            "power_boundary": "gpu-board",
+            "sampler": null, "sampler_cpu_fraction": null,
+            "series": {"kind": "power", "channels": ["system"]},
+            "samples": null, "raw_path": null,
+            "arms": [arm("base", 0.002, 100.0, [1.0, 1.0, 1.0]), arm("fast", 0.001, 80.0, [2.0, 1.25, 2.5])],
+            "blocks": [], "stable": true, "notes": []
+        }))
+        .unwrap()
+    }
+
+    fn iv(low: f64, high: f64) -> Option<Interval> {
+        Some(Interval { low, high, valid_resamples: 10_000 })
+    }
+
+    /// The arm table's row of `arm`.
+    fn row<'a>(md: &'a str, arm: &str) -> &'a str {
+        md.lines().find(|l| l.starts_with(&format!("| `{arm}`"))).unwrap()
+    }
+
+    fn with_intervals(mut r: EnergyReport) -> EnergyReport {
+        for a in &mut r.arms {
+            a.intervals.speed_gain = iv(1.8, 2.2);
+            a.intervals.power_ratio = iv(1.2, 1.3125);
+            a.intervals.energy_gain = iv(2.25, 2.75);
+        }
+        r
+    }
+
+    #[test]
+    fn each_ratio_shows_its_interval_as_speed_does() {
+        let md = with_intervals(report(10)).markdown();
+        // Three decimals for the ratio and its bounds (1.3125 rounds half to even: 1.312).
+        assert!(
+            row(&md, "fast")
+                .ends_with(" | 2.000 [1.800, 2.200] | 1.250 [1.200, 1.312] | 2.500 [2.250, 2.750] | – |"),
+            "{md}"
+        );
+        // The baseline's ratios are 1 by definition: no bracket.
+        assert!(row(&md, "base").ends_with(" | 1.000 | 1.000 | 1.000 | – |"), "{md}");
+        assert!(
+            md.contains(&format!("{RATIO_RULE}\n[low, high] beside a ratio is its 95 % CI, a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0).\n\n")),
+            "{md}"
+        );
+        assert!(!md.contains("No CI"), "{md}");
+        // The printed table is the Markdown.
+        assert_eq!(with_intervals(report(10)).terminal(), md);
+    }
+
+    #[test]
+    fn few_cycles_name_the_bracket_a_range_of_resamples() {
+        // 3 cycles: C(5, 3) = 10 distinct resamples, too few to call the bracket 95 %.
+        let md = with_intervals(report(3)).markdown();
+        assert!(md.contains("[low, high] beside a ratio is a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0), but 3 whole cycles have only 10 distinct resamples: it is the range of 10 possible resamples, not a 95 % interval.\n"), "{md}");
+        // An interrupted run resamples its whole cycles, not the plan's.
+        let mut r = with_intervals(report(10));
+        r.whole_cycles = Some(2);
+        assert!(
+            r.markdown().contains("but 2 whole cycles have only 3 distinct resamples"),
+            "{}",
+            r.markdown()
+        );
+    }
+
+    #[test]
+    fn a_ratio_without_its_interval_says_why_once() {
+        let mut r = report(1);
+        let why = "1 whole balanced cycle: resampling whole cycles needs at least 2";
+        for q in ["speed_gain", "power_ratio", "energy_gain"] {
+            r.arms[1].intervals.missing.insert(q.into(), why.into());
+        }
+        let md = r.markdown();
+        assert!(row(&md, "fast").ends_with(" | 2.000 | 1.250 | 2.500 | – |"), "{md}");
+        assert!(md.contains(&format!("{RATIO_RULE}\nNo CI (S, R, S×R): {why}.\n\n")), "{md}");
+        assert!(!md.contains("[low, high]"), "{md}");
+        // Only R is without an interval: the others keep theirs and the note.
+        let mut r = with_intervals(report(10));
+        r.arms[1].intervals.power_ratio = None;
+        r.arms[1].intervals.missing.insert("power_ratio".into(), "no resample could form it".into());
+        let md = r.markdown();
+        assert!(
+            row(&md, "fast").ends_with(" | 2.000 [1.800, 2.200] | 1.250 | 2.500 [2.250, 2.750] | – |"),
+            "{md}"
+        );
+        assert!(md.contains("95 % CI, a seeded"), "{md}");
+        assert!(md.contains("\nNo CI (R): no resample could form it.\n"), "{md}");
+        // A ratio that is itself missing (n/a) says nothing about its interval.
+        r.arms[1].vs_baseline.power_ratio = None;
+        assert!(!r.markdown().contains("No CI"), "{}", r.markdown());
+    }
+
+    #[test]
+    fn a_report_written_before_the_intervals_reads_and_renders_without_them() {
+        let r = report(10);
+        let mut old = serde_json::to_value(&r).unwrap();
+        for a in old["arms"].as_array_mut().unwrap() {
+            a.as_object_mut().unwrap().remove("intervals");
+        }
+        let back: EnergyReport = serde_json::from_value(old).unwrap();
+        assert_eq!(back, r);
+        let md = back.markdown();
+        assert!(row(&md, "fast").ends_with(" | 2.000 | 1.250 | 2.500 | – |"), "{md}");
+        assert!(md.contains(&format!("{RATIO_RULE}\n\n")), "{md}");
+        // The JSON carries the intervals under each arm, as `summary`'s arms do.
+        let json = serde_json::to_value(with_intervals(report(10))).unwrap();
+        assert_eq!(
+            json["arms"][1]["intervals"]["energy_gain"],
+            json!({"low": 2.25, "high": 2.75, "valid_resamples": 10000})
+        );
+        assert_eq!(json["arms"][1]["intervals"]["mean_power_w"], json!(null));
     }
 }

@@ -49,6 +49,13 @@ pub fn num(v: Option<f64>, digits: usize) -> String {
     }
 }
 
+/// A bootstrap interval as the tables print it right after its figure: ` [low, high]` with
+/// `digits` decimals (`speed`'s ratio: 2, `energy`'s: 3, as the figure itself), or nothing
+/// without one.
+pub fn interval_bracket(interval: Option<&super::Interval>, digits: usize) -> String {
+    interval.map(|iv| format!(" [{:.digits$}, {:.digits$}]", iv.low, iv.high)).unwrap_or_default()
+}
+
 /// Seconds as milliseconds with 3 decimals, or `n/a`.
 pub fn ms(v: Option<f64>) -> String {
     num(v.map(|s| s * 1e3), 3)

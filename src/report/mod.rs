@@ -1,9 +1,9 @@
 //! Serde types with `schema_version`, atomic final files and exporters (the `speed`,
 //! `energy` and `doctor` reports; the summary report is `crate::summary::report`), the one
 //! rendering trait every printed report implements ([`Render`]), and the vocabulary they share:
-//! the bootstrap [`Interval`] and the number and table formatting (`format`); the provenance
-//! ([`crate::record::provenance`], [`crate::host`]), model and status every document carries
-//! are [`crate::record`]'s.
+//! the bootstrap [`Interval`] and an arm's [`ArmIntervals`], and the number and table formatting
+//! (`format`); the provenance ([`crate::record::provenance`], [`crate::host`]), model and status
+//! every document carries are [`crate::record`]'s.
 //! Maps data to bytes and back; never measures.
 
 pub mod context;
@@ -22,6 +22,8 @@ pub use render::Render;
 
 use std::io::Write;
 use std::path::Path;
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +49,41 @@ impl Interval {
     pub fn overlaps(&self, other: &Interval) -> bool {
         self.low <= other.high && other.low <= self.high
     }
+}
+
+/// Bootstrap intervals of one arm (a field is `None` with a reason in `missing`): what
+/// `summary` gives every arm, and `energy` its arms (the same seeded bootstrap over whole cycles).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArmIntervals {
+    /// t, s.
+    pub time_per_decision_s: Option<Interval>,
+    /// P, W.
+    pub mean_power_w: Option<Interval>,
+    /// E = P × t, J.
+    pub energy_per_decision_j: Option<Interval>,
+    /// S.
+    pub speed_gain: Option<Interval>,
+    /// R.
+    pub power_ratio: Option<Interval>,
+    /// S × R.
+    pub energy_gain: Option<Interval>,
+    /// Idle-subtracted energy gain (a different boundary).
+    pub idle_subtracted_energy_gain: Option<Interval>,
+    /// Why a field is `None`: field name → reason.
+    pub missing: BTreeMap<String, String>,
+}
+
+impl ArmIntervals {
+    /// The field names of the seven quantities, in field order (the names `missing` uses).
+    pub const QUANTITIES: [&'static str; 7] = [
+        "time_per_decision_s",
+        "mean_power_w",
+        "energy_per_decision_j",
+        "speed_gain",
+        "power_ratio",
+        "energy_gain",
+        "idle_subtracted_energy_gain",
+    ];
 }
 
 /// Whether a new file can be written in `folder` now: a probe file is created there

@@ -261,7 +261,7 @@ pub fn vs_baseline_cell(
     identical_to: Option<&str>,
     baseline: &str,
 ) -> String {
-    let ci = interval.map(|iv| format!(" [{:.2}, {:.2}]", iv.low, iv.high)).unwrap_or_default();
+    let ci = super::format::interval_bracket(interval, 2);
     let mark = identical_to.map(|same| identical_mark(same, baseline)).unwrap_or_default();
     format!("{}{ci}{mark}", ratio_in_words(s, interval))
 }
@@ -299,11 +299,15 @@ pub fn identical_mark(same: &str, baseline: &str) -> String {
 /// The wording rule printed under the table.
 pub const WORDS_RULE: &str = "A ratio reads faster or slower only when its whole interval is on that side of 1; one whose interval contains 1 reads \"no clear difference\", and one without an interval claims no direction.";
 
+/// How the intervals of `speed` and `energy` (and by default `summary`'s) are formed.
+pub const BOOTSTRAP_METHOD: &str =
+    "a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0)";
+
 /// What the bracket beside each ratio is, for a bootstrap over `cycles` whole cycles: a 95 %
 /// interval when `level_named`, else the range of its few possible resamples.
 fn interval_note(cycles: usize, level_named: bool) -> String {
     use crate::stats::resamples::{distinct_resamples, interval_name};
-    let method = "a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0)";
+    let method = BOOTSTRAP_METHOD;
     if level_named {
         format!("The 95 % CI is {method}.")
     } else {

@@ -94,15 +94,7 @@ pub struct CycleTable {
 }
 
 /// The seven quantities of an arm, in [`ArmIntervals`] order.
-const QUANTITIES: [&str; 7] = [
-    "time_per_decision_s",
-    "mean_power_w",
-    "energy_per_decision_j",
-    "speed_gain",
-    "power_ratio",
-    "energy_gain",
-    "idle_subtracted_energy_gain",
-];
+const QUANTITIES: [&str; 7] = ArmIntervals::QUANTITIES;
 
 /// Every resample's figures: `out[arm][quantity]` holds one value per valid resample.
 pub fn resample(table: &CycleTable, resamples: usize, seed: u64) -> Vec<[Vec<f64>; 7]> {
@@ -180,6 +172,19 @@ pub fn intervals(
             iv
         })
         .collect()
+}
+
+/// Why an arm's interval of quantity `q` (an [`ArmIntervals`] field name) is missing: without
+/// energy figures (`energy_ok` false) every quantity but t and S has `no_energy`'s reason.
+/// What `summary` and `energy` both say.
+pub fn missing_reason(q: &str, energy_ok: bool, no_energy: &str) -> String {
+    if !energy_ok && !matches!(q, "time_per_decision_s" | "speed_gain") {
+        no_energy.to_string()
+    } else if q == "idle_subtracted_energy_gain" {
+        "an idle-subtracted energy was zero or negative in every resample (kept with its sign; no ratio is formed)".into()
+    } else {
+        "no resample could form it (a figure it needs is missing)".into()
+    }
 }
 
 /// The speed ratio S = t(baseline) / t(arm) of every arm with its central `level` interval,

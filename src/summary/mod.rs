@@ -712,15 +712,7 @@ fn bootstrap_intervals(
         distinct_resamples: distinct,
         level: opts.level,
     });
-    bootstrap::intervals(resampled, opts.level, |q| {
-        if !energy_ok && !matches!(q, "time_per_decision_s" | "speed_gain") {
-            no_energy.to_string()
-        } else if q == "idle_subtracted_energy_gain" {
-            "an idle-subtracted energy was zero or negative in every resample (kept with its sign; no ratio is formed)".into()
-        } else {
-            "no resample could form it (a figure it needs is missing)".into()
-        }
-    })
+    bootstrap::intervals(resampled, opts.level, |q| bootstrap::missing_reason(q, energy_ok, no_energy))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::record::{PlanInfo, WorkloadInfo};
 use crate::report::context::{RowContext, CSV_COLUMNS};
 use crate::report::energy::RATIO_RULE;
 use crate::report::format::{count, csv_field, csv_num, missing_markdown, num};
-pub use crate::report::Interval;
+pub use crate::report::{ArmIntervals, Interval};
 use crate::stats::LatencySummary;
 
 /// Current report schema version.
@@ -96,27 +96,6 @@ pub struct AuditCheck {
     pub detail: String,
     /// The numbers behind it (counts, largest relative difference, ...).
     pub numbers: BTreeMap<String, f64>,
-}
-
-/// Bootstrap intervals of one arm (a field is `None` with a reason in `missing`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ArmIntervals {
-    /// t, s.
-    pub time_per_decision_s: Option<Interval>,
-    /// P, W.
-    pub mean_power_w: Option<Interval>,
-    /// E = P × t, J.
-    pub energy_per_decision_j: Option<Interval>,
-    /// S.
-    pub speed_gain: Option<Interval>,
-    /// R.
-    pub power_ratio: Option<Interval>,
-    /// S × R.
-    pub energy_gain: Option<Interval>,
-    /// Idle-subtracted energy gain (a different boundary).
-    pub idle_subtracted_energy_gain: Option<Interval>,
-    /// Why a field is `None`: field name → reason.
-    pub missing: BTreeMap<String, String>,
 }
 
 /// One arm's statistics.

@@ -118,6 +118,54 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1e-12)
 }
 
+/// The table shows each ratio's bootstrap interval as `speed` shows S's; the JSON carries
+/// every arm's intervals, the very ones `summary` derives from the raw record (10,000
+/// resamples of whole cycles, seed 0).
+#[test]
+fn each_ratio_shows_the_interval_summary_derives() {
+    let dir = tempfile::tempdir().unwrap();
+    let meter = "exec:i=0; while true; do i=$((i+1)); echo \"$i.0,$((30 + i % 7)).5\"; sleep 0.05; done";
+    let o = energy(
+        dir.path(),
+        &["base=mock:ok", "slow=mock:ok:delay-us=300"],
+        meter,
+        &["--cycles", "2", "--seconds", "200ms", "--export-markdown", "r.md"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rep = report(dir.path());
+    let s = bin()
+        .current_dir(dir.path())
+        .args(["summary", "r.raw.jsonl", "--output", "s.json"])
+        .output()
+        .unwrap();
+    assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    for (i, a) in rep.arms.iter().enumerate() {
+        assert_eq!(serde_json::to_value(&a.intervals).unwrap(), summary["runs"][0]["arms"][i]["intervals"]);
+    }
+    let (slow, iv) = (&rep.arms[1].vs_baseline, &rep.arms[1].intervals);
+    let cell = |v: Option<f64>, i: Option<laya_bench::report::Interval>| {
+        let i = i.expect("an interval from 2 whole cycles");
+        format!("{:.3} [{:.3}, {:.3}]", v.unwrap(), i.low, i.high)
+    };
+    let cells = format!(
+        " | {} | {} | {} | – |",
+        cell(slow.speed_gain, iv.speed_gain),
+        cell(slow.power_ratio, iv.power_ratio),
+        cell(slow.energy_gain, iv.energy_gain)
+    );
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    let row = md.lines().find(|l| l.starts_with("| `slow` |")).unwrap();
+    assert!(row.ends_with(&cells), "{row}\n{cells}");
+    let base = md.lines().find(|l| l.starts_with("| `base` |")).unwrap();
+    assert!(base.ends_with(" | 1.000 | 1.000 | 1.000 | – |"), "{base}");
+    // 2 cycles give 3 distinct resamples: the bracket is not called a 95 % interval.
+    assert!(md.contains("\n[low, high] beside a ratio is a seeded percentile bootstrap over whole balanced cycles (10,000 resamples, seed 0), but 2 whole cycles have only 3 distinct resamples: it is the range of 3 possible resamples, not a 95 % interval.\n"), "{md}");
+    // The printed table is the same.
+    assert!(String::from_utf8_lossy(&o.stdout).contains(row), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 #[test]
 fn a_complete_run_is_re_derivable_from_its_raw_samples() {
     let dir = tempfile::tempdir().unwrap();
@@ -215,6 +263,12 @@ fn a_complete_run_is_re_derivable_from_its_raw_samples() {
     let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
     assert!(md.contains("double-counts time"), "{md}");
     assert!(md.contains("| `slow` |"));
+    // One cycle: no interval, and the table says why under its ratios.
+    assert!(
+        md.contains("\nNo CI (S, R, S×R): 1 whole balanced cycle: resampling whole cycles needs at least 2"),
+        "{md}"
+    );
+    assert_eq!(rep.arms[1].intervals.speed_gain, None);
     let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 2 + 4, "{csv}");
     let columns = csv.lines().next().unwrap().split(',').count();
