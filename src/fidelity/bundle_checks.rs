@@ -117,6 +117,19 @@ pub fn differing_keys(a: &Value, b: &Value) -> Vec<String> {
     }
 }
 
+/// [`check_same_model`] for `--backend SPEC` against `--model SOURCE_SPEC`: bad input (exit
+/// 2) saying the candidate is not a conversion of the source, with why.
+pub fn check_conversion(
+    (source_spec, source): (&str, &ModelFiles),
+    (spec, candidate): (&str, &ModelFiles),
+    configs_equal: (bool, bool),
+) -> Result<(), crate::error::Error> {
+    check_same_model(source, candidate, configs_equal).map_err(|e| {
+        crate::error::Error::input(format!("--backend {spec} is not a conversion of --model {source_spec}"))
+            .because(e)
+    })
+}
+
 /// Fail unless the candidate reads the same tokenizer and configs as the source. Configs are
 /// compared as resolved by the loader (`configs_equal`) when a side has no files.
 pub fn check_same_model(
@@ -368,6 +381,12 @@ mod tests {
         assert!(check_same_model(&synth, &files, (true, true)).is_ok());
         let e = check_same_model(&synth, &files, (false, true)).unwrap_err().to_string();
         assert!(e.contains("encoder/config.json differs"), "{e}");
+        // as the command says it: bad input naming both flags, the difference as its cause
+        let e = check_conversion(("src", &synth), ("cand", &files), (false, true)).unwrap_err();
+        assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Input);
+        assert_eq!(e.to_string(), "--backend cand is not a conversion of --model src");
+        assert!(crate::error::chain(&e).contains("encoder/config.json differs"));
+        assert!(check_conversion(("src", &files), ("cand", &files), (true, true)).is_ok());
     }
 
     fn write_host_weights(

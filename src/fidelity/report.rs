@@ -287,6 +287,73 @@ pub fn worst_questions(questions: &[QuestionResult]) -> Vec<&QuestionResult> {
     judged
 }
 
+/// What a finished check gathered: the sides, the shape, the gate, the suite and its results,
+/// the static checks and the package sizes ([`ConvertCheckReport::assemble`] adds the rest).
+#[derive(Debug, Clone)]
+pub struct Gathered {
+    /// The FP32 source.
+    pub source: SideInfo,
+    /// The candidate.
+    pub candidate: SideInfo,
+    /// The shape every question was built for.
+    pub shape: ShapeInfo,
+    /// The gate settings.
+    pub gate: GateInfo,
+    /// The suite that ran.
+    pub suite: SuiteInfo,
+    /// How many questions it asked.
+    pub asked: usize,
+    /// Its summary.
+    pub summary: SuiteSummary,
+    /// Every question that ran.
+    pub questions: Vec<QuestionResult>,
+    /// The static checks of a Core ML bundle.
+    pub bundle_checks: Option<BundleChecks>,
+    /// Source and candidate package sizes.
+    pub package: PackageAccounting,
+}
+
+impl ConvertCheckReport {
+    /// The report of a check: its verdict ([`final_verdict`]; `stopped` says why a suite that
+    /// answered fewer questions than it asked stopped) and where the candidate's compute would
+    /// be placed ([`compute_placement`]).
+    pub fn assemble(
+        g: Gathered,
+        stopped: impl FnOnce() -> String,
+        command_line: Vec<String>,
+        settings: &crate::settings::Settings,
+    ) -> Self {
+        let (verdict, verdict_reason) = final_verdict(
+            &g.summary,
+            g.bundle_checks.as_ref(),
+            (g.questions.len(), g.asked),
+            stopped,
+            (&g.source, &g.candidate),
+        );
+        let (compute_placement, compute_placement_note) = compute_placement(&g.candidate, settings);
+        ConvertCheckReport {
+            schema_version: REPORT_SCHEMA_VERSION,
+            kind: "convert-check".into(),
+            tool: ToolInfo::current(),
+            command_line,
+            passed: is_pass(&verdict),
+            verdict,
+            verdict_reason,
+            source: g.source,
+            candidate: g.candidate,
+            shape: g.shape,
+            gate: g.gate,
+            suite: g.suite,
+            summary: g.summary,
+            questions: g.questions,
+            bundle_checks: g.bundle_checks,
+            package: g.package,
+            compute_placement,
+            compute_placement_note,
+        }
+    }
+}
+
 impl Render for ConvertCheckReport {
     /// What `convert-check` prints: the verdict first, then the worst questions, the bundle,
     /// the package and the expected compute placement.
@@ -464,6 +531,43 @@ mod tests {
             fingerprint: Some(fingerprint.into()),
             notes: Vec::new(),
         }
+    }
+
+    fn gathered(summary: SuiteSummary, source: SideInfo, candidate: SideInfo) -> Gathered {
+        use super::super::package::missing_side;
+        Gathered {
+            source,
+            candidate,
+            shape: ShapeInfo { batch_size: 1, max_length_tokens: 96, max_options: 32, mode: "fixed".into() },
+            gate: GateInfo::new(0.05, 3, None),
+            suite: SuiteInfo { source: "builtin".into(), name: "s".into(), sha256: String::new() },
+            asked: 3,
+            summary,
+            questions: Vec::new(),
+            bundle_checks: None,
+            package: PackageAccounting::new(missing_side("a", "x"), missing_side("b", "y")),
+        }
+    }
+
+    #[test]
+    fn an_assembled_report_carries_its_verdict_and_placement() {
+        let settings = crate::settings::Settings::default();
+        let line = vec!["laya-bench".to_string(), "convert-check".to_string()];
+        // no question ran of the 3 asked: incomplete, told why
+        let g = gathered(summary(3, &[], None), side("portable:f32", "aa"), side("mlx:fp32", "bb"));
+        let stopped = || "stopped by SIGINT".to_string();
+        let r = ConvertCheckReport::assemble(g.clone(), stopped, line.clone(), &settings);
+        assert_eq!((r.verdict.as_str(), r.passed), ("incomplete", false));
+        assert_eq!(
+            r.verdict_reason,
+            "stopped by SIGINT after 0 of 3 questions; the figures cover only those, so no verdict is given"
+        );
+        assert_eq!((r.schema_version, r.kind.as_str(), &r.command_line), (1, "convert-check", &line));
+        // none asked: the suite's own verdict; a backend candidate has no Core ML placement
+        let r = ConvertCheckReport::assemble(Gathered { asked: 0, ..g }, || unreachable!(), line, &settings);
+        assert_eq!((r.verdict.as_str(), r.passed), ("passed", true));
+        assert!(r.compute_placement.is_none());
+        assert!(r.compute_placement_note.starts_with("not applicable: placement comes from Core ML"));
     }
 
     #[test]

@@ -8,9 +8,11 @@
 //! ([`registry::classify`]); how an arm is made is [`Arm::around`]'s.
 
 use super::bundle_checks::{bundle_checks, BundleChecks};
-use super::check::Engines;
+use super::check::{Engines, QuestionResult, SuiteSummary};
+use super::package::PackageAccounting;
 use super::package::{coreml_side, manifest_quantization, missing_side, portable_side, PackageSide};
-use super::report::SideInfo;
+use super::report::{GateInfo, Gathered, ShapeInfo, SideInfo, SuiteInfo};
+use super::suite::Suite;
 use crate::backend::registry::{self, build_portable, default_threads, BackendSpec, Precision, SpecKind};
 use crate::backend::{Backend, BackendInfo, BackendKind, Context, ShapeCaps, ShapeMode};
 use crate::error::{Classify, Error};
@@ -76,6 +78,25 @@ pub fn candidate_model(spec: &str, kind: &SpecKind) -> Option<String> {
         SpecKind::Engine(_) => None,
         SpecKind::CoreMl(path) => Some(path.clone()),
         SpecKind::Model => Some(spec.to_string()),
+    }
+}
+
+/// Refuse a source that is a Core ML bundle (bad input, exit 2): the source must be the FP32
+/// checkpoint the candidate was converted from.
+pub fn check_source(spec: &str, source: &Bundle) -> Result<(), Error> {
+    match source.weights {
+        Weights::CoreMl(_) => Err(Error::input(format!(
+            "--model {spec} is a Core ML bundle; the source must be the FP32 checkpoint it was converted from"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The Core ML package of a candidate model that is one.
+pub fn coreml_of(candidate: &Bundle) -> Option<&CoreMlBundle> {
+    match &candidate.weights {
+        Weights::CoreMl(c) => Some(c),
+        _ => None,
     }
 }
 
@@ -176,6 +197,62 @@ pub fn build_source<'b>(
         portable(bundle, &BackendSpec::Portable(Precision::F32), "portable:f32", shapes, settings)
             .map_err(|e| Error::input(format!("--model {spec}")).because(e))?;
     Ok(Source { arm, weight_bytes })
+}
+
+/// Both sides of a check, built at its shape, with what the report says about them (taken
+/// before the suite runs).
+pub struct Sides<'b> {
+    /// The FP32 source.
+    pub source: Source<'b>,
+    /// The candidate.
+    pub candidate: Candidate<'b>,
+    source_info: SideInfo,
+    candidate_info: SideInfo,
+    bundle_checks: Option<BundleChecks>,
+    package: PackageAccounting,
+}
+
+impl<'b> Sides<'b> {
+    /// The source `(spec, bundle)` on the portable engine ([`build_source`]) and the candidate
+    /// `(spec, kind, model)` ([`Candidate::build`]) at `shapes`, the candidate's static checks
+    /// against the source and both sides' package sizes.
+    pub fn build(
+        (source_spec, source_bundle): (&str, &'b Bundle),
+        (spec, kind, model): (&str, SpecKind, &'b Bundle),
+        shapes: &ShapeCaps,
+        ctx: &Context,
+    ) -> Result<Self, Error> {
+        let source = build_source(source_bundle, source_spec, shapes, &ctx.settings)?;
+        let candidate = Candidate::build(spec, kind, model, shapes, ctx)?;
+        let bundle_checks = candidate.static_checks(source_bundle)?;
+        let source_info = source_info(source_spec, source_bundle, &source);
+        let package = PackageAccounting::new(source_package(source_spec, &source), candidate.package());
+        let candidate_info = candidate.side_info();
+        Ok(Self { source, candidate, source_info, candidate_info, bundle_checks, package })
+    }
+
+    /// What the check gathered, once its `suite` ran: the sides' parts with the shape, the
+    /// gate, the suite and its `(questions, summary)`.
+    pub fn gathered(
+        self,
+        shape: ShapeInfo,
+        gate: GateInfo,
+        suite: &Suite,
+        (questions, summary): (Vec<QuestionResult>, SuiteSummary),
+    ) -> Gathered {
+        Gathered {
+            asked: suite.items.len(),
+            suite: SuiteInfo::of(suite),
+            source: self.source_info,
+            candidate: self.candidate_info,
+            shape,
+            gate,
+            summary,
+            questions,
+            bundle_checks: self.bundle_checks,
+            package: self.package,
+        }
+    }
 }
 
 /// What the report says about the source.
@@ -448,6 +525,13 @@ mod tests {
                 && crate::error::chain(&e).contains("longer than the model's max_len")
         );
         assert_eq!(check_shapes(Some(0), &b, None).unwrap_err().to_string(), "--max-len must be at least 1");
+    }
+
+    #[test]
+    fn a_checkpoint_is_a_source_and_has_no_core_ml_package() {
+        let b = tiny();
+        check_source("builtin:tiny", &b).unwrap();
+        assert!(coreml_of(&b).is_none());
     }
 
     #[test]

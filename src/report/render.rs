@@ -1,9 +1,9 @@
 //! [`Render`]: the one way a report becomes text, as hyperfine's exporters are one trait over
 //! its formats. Every report a command prints implements it (the speed, energy and summary
 //! reports here and in `summary/`, the doctor survey, and the `bounds`, `verify`,
-//! `convert-check`, `trace summarize` and `snake bench` reports beside their libraries); the
-//! commands call these methods and print or write what they return, never formatting a report
-//! themselves.
+//! `convert-check`, `trace summarize`, `trace run` and `snake bench` reports beside their
+//! libraries); the commands call these methods and print or write what they return, never
+//! formatting a report themselves.
 
 /// A report as text.
 pub trait Render {

@@ -31,7 +31,7 @@ pub mod timed;
 pub mod workload;
 
 pub use arm::{Answered, Arm};
-pub use observe::{Observer, Observers, Progress};
+pub use observe::{Observer, Observers, Progress, WhenWarm};
 pub use sampling::{Sampling, SensorGuard};
 pub use schedule::{balanced_order, paced_overrun_limit, whole_cycles, BlockLimit, Clock, Pace, Plan};
 pub use timed::{

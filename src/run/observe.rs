@@ -127,3 +127,35 @@ impl Observer for Observers<'_> {
         self.list.iter_mut().try_for_each(|o| o.idle(arms, rec))
     }
 }
+
+/// Tells `then` once every arm is warm (when the last arm's warm-up ends, before the first
+/// measured block), with the run's start (`started_unix_s`, the raw header's): `trace run
+/// --ready` writes its ready file there, so a profiler attaches to the measured block only. An
+/// error from `then` stops the run ([`RunError::Observer`]). With no `then` it does nothing.
+pub struct WhenWarm<F> {
+    started_unix_s: f64,
+    then: Option<F>,
+}
+
+impl<F: FnMut(f64) -> Result<(), crate::error::Error>> WhenWarm<F> {
+    /// Calls `then` (if any) once every arm is warm.
+    pub fn new(then: Option<F>) -> Self {
+        Self { started_unix_s: 0.0, then }
+    }
+}
+
+impl<F: FnMut(f64) -> Result<(), crate::error::Error>> Observer for WhenWarm<F> {
+    fn started(&mut self, started_unix_s: f64) {
+        self.started_unix_s = started_unix_s;
+    }
+
+    fn warmup(&mut self, arms: &[Arm<'_>], rec: &WarmupRecord) -> Result<(), RunError> {
+        if rec.arm + 1 < arms.len() {
+            return Ok(());
+        }
+        match &mut self.then {
+            Some(then) => then(self.started_unix_s).map_err(RunError::Observer),
+            None => Ok(()),
+        }
+    }
+}

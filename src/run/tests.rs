@@ -594,3 +594,32 @@ fn the_leading_cycles_keep_their_blocks_calls_and_times() {
     let cut_unstable = RunTotals { unstable: vec![1, 2], ..totals.clone() };
     assert_eq!(cut_unstable.unstable_left_out(&whole), 2);
 }
+
+#[test]
+fn when_warm_fires_once_after_the_last_arms_warmup_and_its_error_stops_the_run() {
+    let bundle = Bundle::load(&ModelSpec::Builtin, |_| None).unwrap();
+    let mut arms =
+        arms(&bundle, vec![Script::Synthetic { num_actions: 2 }, Script::Synthetic { num_actions: 2 }]);
+    let plan = Plan::saturated(1, BlockLimit::Calls(2), 2);
+    let mut told = Vec::new();
+    {
+        let mut watch = WhenWarm::new(Some(|started: f64| {
+            told.push(started);
+            Ok(())
+        }));
+        watch.started(12.5);
+        run(&mut arms, &workload(), &plan, &Clock::start(), &mut watch).unwrap();
+    }
+    // two arms warm up, but only the second (the last) one tells, with the run's start
+    assert_eq!(told, vec![12.5]);
+    // no `then`: nothing to do, the run goes on
+    let mut none = WhenWarm::<fn(f64) -> Result<(), crate::error::Error>>::new(None);
+    run(&mut arms, &workload(), &plan, &Clock::start(), &mut none).unwrap();
+    // an error stops the run before any block
+    let mut failing =
+        WhenWarm::new(Some(|_: f64| Err(crate::error::Error::run("cannot write the ready file r"))));
+    match run(&mut arms, &workload(), &plan, &Clock::start(), &mut failing) {
+        Err(RunError::Observer(e)) => assert_eq!(e.to_string(), "cannot write the ready file r"),
+        other => panic!("expected an observer error, got {:?}", other.map(|t| t.unstable)),
+    }
+}

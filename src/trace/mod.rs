@@ -32,6 +32,7 @@ mod reader;
 pub mod record;
 pub mod recorder;
 pub mod render;
+pub mod run_report;
 pub mod toc;
 pub mod xml;
 

@@ -85,6 +85,33 @@ impl ReadyFile {
         bytes.push(b'\n');
         bytes
     }
+
+    /// Write the file at `path` atomically (a waiter never reads half of it); a failure is a
+    /// failed run (exit 1) naming the file.
+    pub fn write(&self, path: &Path) -> Result<(), crate::error::Error> {
+        crate::report::write_atomic(path, &self.to_bytes()).map_err(|e| {
+            crate::error::Error::run(format!("cannot write the ready file {}", path.display())).because(e)
+        })
+    }
+}
+
+/// Before `trace run --ready FILE` loads anything: the folder must exist, and a stale ready
+/// file is removed so no waiter mistakes it for this run's (bad input, exit 2, otherwise).
+pub fn prepare_ready(path: &Path) -> Result<(), crate::error::Error> {
+    use crate::error::Error;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(Error::input(format!(
+            "--ready {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::input(format!("--ready {}: cannot remove the stale file: {e}", path.display()))),
+    }
 }
 
 /// The files of one `trace record` run, all inside one folder.
@@ -281,6 +308,48 @@ mod tests {
         let newer = ReadyFile { schema_version: READY_SCHEMA_VERSION + 1, ..ready };
         assert!(matches!(ReadyFile::parse(&newer.to_bytes()), Err(ReadyError::Version { .. })));
         assert!(matches!(ReadyFile::parse(b"{\"pid\": 1}"), Err(ReadyError::Invalid(_))));
+    }
+
+    #[test]
+    fn preparing_a_ready_file_removes_a_stale_one_and_refuses_a_missing_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ready.json");
+        // absent: nothing to remove
+        prepare_ready(&path).unwrap();
+        std::fs::write(&path, b"stale").unwrap();
+        prepare_ready(&path).unwrap();
+        assert!(!path.exists());
+        let missing = dir.path().join("no/ready.json");
+        let e = prepare_ready(&missing).unwrap_err();
+        assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Input);
+        let folder = dir.path().join("no");
+        assert_eq!(
+            e.to_string(),
+            format!("--ready {}: the folder {} does not exist", missing.display(), folder.display())
+        );
+    }
+
+    #[test]
+    fn a_ready_file_is_written_whole_and_a_failed_write_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ready = ReadyFile {
+            schema_version: READY_SCHEMA_VERSION,
+            pid: 7,
+            model_pid: None,
+            started_unix_s: 1.0,
+            ready_unix_s: 2.0,
+            arm: "a".into(),
+            spec: "mock:ok".into(),
+            block_seconds: 3.0,
+            raw_path: "r".into(),
+        };
+        let path = dir.path().join("ready.json");
+        ready.write(&path).unwrap();
+        assert_eq!(ReadyFile::parse(&std::fs::read(&path).unwrap()).unwrap(), ready);
+        let bad = dir.path().join("no/ready.json");
+        let e = ready.write(&bad).unwrap_err();
+        assert_eq!(crate::error::Classify::kind(&e), crate::error::Kind::Run);
+        assert_eq!(e.to_string(), format!("cannot write the ready file {}", bad.display()));
     }
 
     #[test]

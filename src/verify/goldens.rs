@@ -95,6 +95,16 @@ fn uint(v: &Value) -> Option<u64> {
 }
 
 impl Goldens {
+    /// Read and parse the goldens file `path` (`--goldens`); bad input (exit 2) when it cannot
+    /// be read or is not a goldens file.
+    pub fn read(path: &std::path::Path) -> Result<Self, crate::error::Error> {
+        use crate::error::Error;
+        let file = path.display().to_string();
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::input(format!("--goldens: cannot read {file}")).because(e))?;
+        Self::parse(&bytes, &file).map_err(|e| Error::input(e.to_string()))
+    }
+
     /// Parse and validate the bytes of a goldens file named `file`.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Self, GoldensError> {
         let format = |detail: String| GoldensError::Format { file: file.to_string(), detail };
@@ -381,6 +391,24 @@ pub fn forward_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_goldens_names_the_flag_or_the_file_and_is_bad_input() {
+        use crate::error::{Classify, Kind};
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.json");
+        let e = Goldens::read(&missing).unwrap_err();
+        assert_eq!(e.kind(), Kind::Input);
+        assert_eq!(e.to_string(), format!("--goldens: cannot read {}", missing.display()));
+        let garbled = dir.path().join("g.json");
+        std::fs::write(&garbled, b"[1]").unwrap();
+        let e = Goldens::read(&garbled).unwrap_err();
+        assert_eq!(e.kind(), Kind::Input);
+        assert!(
+            e.to_string().starts_with(&format!("{}: not a parity goldens file", garbled.display())),
+            "{e}"
+        );
+    }
 
     fn case() -> Value {
         json!({

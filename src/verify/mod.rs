@@ -450,6 +450,46 @@ pub struct BackendCase {
     pub passed: bool,
 }
 
+/// One backend's whole check, as `verify` runs it ([`check_one`]).
+pub struct BackendChecked {
+    /// What the backend is.
+    pub info: crate::backend::BackendInfo,
+    /// The tolerance its cases were judged with.
+    pub tolerance: Tolerance,
+    /// The prompt checks on its host path.
+    pub prompts: Vec<PromptCase>,
+    /// The decoding checks on its host path.
+    pub decodes: Vec<DecodeCase>,
+    /// Every case that ran ([`check_backend`]; fewer than the goldens' when stopped).
+    pub cases: Vec<BackendCase>,
+}
+
+/// Check the backend `spec` (built on `bundle`) against `goldens`: the goldens must fit the
+/// model at the backend's shapes, then the prompt and decoding checks on its host path and
+/// every case ([`check_backend`]) at its precision's tolerance with `overrides` in place.
+/// Goldens that do not fit, or a failed backend, are errors naming `--backend SPEC`.
+pub fn check_one(
+    spec: &str,
+    bundle: &crate::laya::bundle::Bundle,
+    backend: &mut dyn Backend,
+    goldens: &Goldens,
+    overrides: &weights::Overrides,
+    stop: &dyn Fn() -> bool,
+) -> Result<BackendChecked, crate::error::Error> {
+    use crate::error::Error;
+    let flag = || format!("--backend {spec}");
+    let info = backend.info().clone();
+    let host = crate::backend::registry::host_for(bundle, info.shapes.clone(), &info);
+    let facts = ModelFacts::of(bundle, info.shapes.max_options);
+    check_fits(goldens, &facts).map_err(|e| Error::input(flag()).because(e))?;
+    let prompts = check_prompts(&host, goldens).map_err(|e| Error::input(e.to_string()))?;
+    let decodes = check_decoding(&host, goldens).map_err(|e| Error::input(e.to_string()))?;
+    let tolerance = overrides.apply(Tolerance::for_precision(&info.precision));
+    let cases = check_backend(&host, backend, goldens, &prompts, &decodes, tolerance, stop)
+        .map_err(|e| Error::new(e.kind(), flag()).because(e))?;
+    Ok(BackendChecked { info, tolerance, prompts, decodes, cases })
+}
+
 /// Run every case through one backend: the goldens' ids (forward check) and the whole host path
 /// (answers check). `stop` is asked before each case; when it answers `true` the cases so far
 /// are returned (fewer than the goldens': the run was stopped).

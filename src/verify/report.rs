@@ -84,6 +84,18 @@ pub struct ModelCheck {
     pub weights_match_goldens: Option<bool>,
 }
 
+impl ModelCheck {
+    /// The model `--model SPEC` loaded from `source`, and its weights against the goldens'.
+    pub fn new(spec: &str, source: &str, weights: &super::weights::WeightsCheck) -> Self {
+        ModelCheck {
+            spec: spec.to_string(),
+            source: source.to_string(),
+            weights_match_goldens: weights.matches(),
+            weights_sha256: weights.found.clone(),
+        }
+    }
+}
+
 /// One backend's cases and verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BackendReport {
@@ -264,5 +276,104 @@ impl VerifyReport {
     /// Cases that ran and failed, over every backend.
     pub fn cases_failed(&self) -> usize {
         self.backends.iter().map(|b| b.cases_failed).sum()
+    }
+
+    /// Why the run did not pass (`None` when it did), checked against the goldens `file`:
+    /// stopped early (no verdict), every case skipped, or cases failed; `saved` says the
+    /// report was written, so the text can point there.
+    pub fn failure(&self, file: &str, saved: bool) -> Option<String> {
+        if let Some(reason) = &self.incomplete_reason {
+            let holds = if saved { " (the report holds the cases that ran)" } else { "" };
+            return Some(format!("verify INCOMPLETE: {reason}; no verdict is given{holds}"));
+        }
+        match self.cases_failed() {
+            _ if self.passed => None,
+            0 => Some(format!(
+                "no case of {file} could run on a backend asked (every case was skipped; see the table)"
+            )),
+            failed => Some(format!(
+                "{failed} case(s) failed against {file} (see the table{})",
+                if saved { " and the report" } else { "" }
+            )),
+        }
+    }
+
+    /// The report file's bytes: pretty JSON and a newline.
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        Ok(text.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(backends: Vec<BackendReport>, incomplete: Option<&str>) -> VerifyReport {
+        let goldens = GoldensInfo {
+            file: "g.json".into(),
+            sha256: String::new(),
+            model: "m".into(),
+            reference: "r".into(),
+            source_weights_sha256: None,
+            reference_packages: None,
+            cases: 2,
+            rows: 2,
+        };
+        let model = ModelCheck {
+            spec: "builtin".into(),
+            source: "s".into(),
+            weights_sha256: None,
+            weights_match_goldens: None,
+        };
+        VerifyReport::new(goldens, model, None, backends, incomplete.map(str::to_string))
+    }
+
+    fn backend(passed: bool, cases_failed: usize) -> BackendReport {
+        BackendReport {
+            spec: "mock".into(),
+            name: "mock".into(),
+            precision: "f32".into(),
+            device: "cpu".into(),
+            fingerprint: String::new(),
+            notes: vec![],
+            tolerance: Tolerance::for_precision("f32"),
+            cases_passed: 0,
+            cases_failed,
+            cases_skipped: 2 - cases_failed,
+            passed,
+            cases: vec![],
+        }
+    }
+
+    #[test]
+    fn the_failure_text_says_why_and_points_to_the_report_only_when_saved() {
+        let stopped = report(vec![], Some("interrupted"));
+        assert_eq!(
+            stopped.failure("g.json", false).unwrap(),
+            "verify INCOMPLETE: interrupted; no verdict is given"
+        );
+        assert_eq!(
+            stopped.failure("g.json", true).unwrap(),
+            "verify INCOMPLETE: interrupted; no verdict is given (the report holds the cases that ran)"
+        );
+        // passed: no text; every case skipped: no case could run; else the count failed
+        assert_eq!(report(vec![backend(true, 0)], None).failure("g.json", true), None);
+        assert_eq!(
+            report(vec![backend(false, 0)], None).failure("g.json", true).unwrap(),
+            "no case of g.json could run on a backend asked (every case was skipped; see the table)"
+        );
+        let failed = report(vec![backend(false, 1), backend(false, 2)], None);
+        assert_eq!(
+            failed.failure("g.json", false).unwrap(),
+            "3 case(s) failed against g.json (see the table)"
+        );
+        assert_eq!(
+            failed.failure("g.json", true).unwrap(),
+            "3 case(s) failed against g.json (see the table and the report)"
+        );
+        let json = report(vec![], None).to_json().unwrap();
+        assert!(json.ends_with(b"}\n") && json.starts_with(b"{\n  \"schema_version\": 1,"));
     }
 }

@@ -2,6 +2,7 @@
 //! tolerances a backend is checked with (its precision's, or the user's overrides).
 
 use super::{Goldens, Tolerance};
+use crate::laya::bundle::{sha256_hex, Weights};
 
 /// A published checkpoint the goldens name in `model`: its name and the sha256 of its
 /// `model.safetensors` (the pin the hub module keeps).
@@ -89,6 +90,16 @@ impl Overrides {
         .find_map(|(name, v)| v.filter(|x| !(x.is_finite() && *x >= 0.0)).map(|x| (name, x)))
     }
 
+    /// Bad input (exit 2) naming the first override that is not a finite number ≥ 0.
+    pub fn check(&self) -> Result<(), crate::error::Error> {
+        match self.invalid() {
+            Some((name, x)) => {
+                Err(crate::error::Error::input(format!("{name} {x} must be a finite number ≥ 0")))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// `base` with every given override in place of its value.
     pub fn apply(&self, base: Tolerance) -> Tolerance {
         Tolerance {
@@ -99,9 +110,29 @@ impl Overrides {
     }
 }
 
+/// The sha256 of the model's weights where it has weights to hash (a safetensors file, the
+/// embedded `builtin:tiny`); `None` for synthetic weights and a Core ML package.
+pub fn weights_sha256(weights: &Weights) -> Option<String> {
+    match weights {
+        Weights::Safetensors(b) => Some(sha256_hex(b)),
+        Weights::Static(b) => Some(sha256_hex(b)),
+        Weights::Synthetic { .. } | Weights::CoreMl(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_weights_hash_is_of_their_bytes_and_none_for_synthetic_ones() {
+        // sha256("abc"), FIPS 180-2's example
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(weights_sha256(&Weights::Static(b"abc")).as_deref(), Some(abc));
+        let file = Weights::Safetensors(std::sync::Arc::new(b"abc".to_vec()));
+        assert_eq!(weights_sha256(&file).as_deref(), Some(abc));
+        assert_eq!(weights_sha256(&Weights::Synthetic { seed: 1 }), None);
+    }
 
     fn goldens(source: Option<&str>) -> Goldens {
         Goldens {
@@ -151,5 +182,8 @@ mod tests {
             Overrides { logit_atol: Some(f64::NAN), ..o }.invalid().map(|(n, _)| n),
             Some("--logit-atol")
         );
+        assert!(o.check().is_ok());
+        let e = Overrides { answer_tol: Some(-1.0), ..o }.check().unwrap_err();
+        assert_eq!(e.to_string(), "--answer-tol -1 must be a finite number ≥ 0");
     }
 }

@@ -150,6 +150,28 @@ fn f16_passes_the_default_suite_with_small_drift_and_writes_the_report() {
 }
 
 #[test]
+fn output_dash_writes_the_report_alone_on_stdout_and_the_verdict_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = small_suite(dir.path());
+    let args = ["convert-check", "--output", "-", "--source", "builtin:tiny", "--candidate", "portable:f16"];
+    let o = Command::new(env!("CARGO_BIN_EXE_laya-bench"))
+        .current_dir(dir.path())
+        .args(args)
+        .args(["--suite", suite.to_str().unwrap(), "--repeats", "2"])
+        .output()
+        .expect("run laya-bench");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // standard output is the report, whole and alone
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((r["schema_version"].clone(), r["kind"].clone()), (json!(1), json!("convert-check")));
+    assert_eq!(r["verdict"], "passed");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("convert-check: PASSED"), "the verdict text goes to stderr:\n{err}");
+    assert!(!err.contains("wrote "), "{err}");
+    assert!(!dir.path().join("-").exists());
+}
+
+#[test]
 fn w8_and_w4_on_the_tiny_model_say_that_nothing_was_palettized() {
     let dir = tempfile::tempdir().unwrap();
     for spec in ["portable:w8", "portable:w4"] {

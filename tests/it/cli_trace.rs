@@ -82,6 +82,23 @@ mod summarize {
     }
 
     #[test]
+    fn output_dash_writes_the_json_alone_on_stdout() {
+        let dir = tempfile::tempdir().unwrap();
+        let [hw, toc, sp] = paths();
+        for extra in [&["--output", "-"][..], &["--output", "-", "--json"]] {
+            let mut args = summarize_args(&hw, &toc, &sp);
+            args.extend(extra);
+            let o = laya_bench(dir.path(), &args);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            // one JSON document and nothing else: no caveats text, not the document twice
+            let printed: TraceSummary = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(printed.hardware.row_count, 7);
+            assert_eq!(printed.containment.map(|c| c.within_signpost_predictions), Some(2));
+            assert!(!dir.path().join("-").exists());
+        }
+    }
+
+    #[test]
     fn an_empty_table_is_zero_activity_with_a_note() {
         let dir = tempfile::tempdir().unwrap();
         let hw = fixture("synthetic_ane_hw_intervals_empty.xml").display().to_string();

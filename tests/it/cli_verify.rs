@@ -125,6 +125,20 @@ fn goldens_of_the_builtin_model_pass_on_every_backend_asked() {
     assert_exit(&o, 2, "exists");
 }
 
+#[test]
+fn output_dash_writes_the_report_alone_on_stdout_and_the_table_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("tiny.json");
+    make_goldens("builtin:tiny", &g);
+    let o = verify(dir.path(), "builtin:tiny", &g, &["--output", "-"]);
+    assert_exit(&o, 0, "6/6 cases passed");
+    let r: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((r["kind"].clone(), r["passed"].clone()), (json!("laya-bench-verify"), json!(true)));
+    assert_eq!(r["backends"][0]["cases_passed"], json!(6));
+    assert!(!stderr(&o).contains("report: "), "{}", stderr(&o));
+    assert!(!dir.path().join("-").exists());
+}
+
 /// Add `delta × (k mod 7 − 3)` to element k of row `row` of `type_emb.weight` (F32 [3, D]) of a
 /// checkpoint folder, in place (not a constant shift, which the head's LayerNorms would cancel).
 fn perturb_type_embedding(ckpt: &Path, row: usize, delta: f32) {

@@ -8,15 +8,13 @@
 mod record;
 mod run;
 
-use std::path::Path;
-
 use anyhow::{anyhow, Context};
 
 use super::{Failure, Outcome};
 use crate::cli::{TraceArgs, TraceCommand, TraceSummarizeArgs, TraceWorkloadArgs};
 use crate::report::write_atomic;
 use crate::report::Render;
-use crate::run::outputs::check_folder;
+use crate::run::outputs::{check_folder, is_stdout, write_output};
 use crate::run::workload::WorkloadPlan;
 pub use crate::trace::child::{RecordTools, RECORD_NEEDS_MACOS};
 use crate::trace::{summarize_files, SummarizeInputs, TraceSummary};
@@ -42,7 +40,8 @@ pub(super) fn workload_plan(w: &TraceWorkloadArgs) -> Result<WorkloadPlan, Failu
 // trace summarize
 
 fn summarize(args: &TraceSummarizeArgs) -> Outcome {
-    if let Some(path) = &args.output {
+    let output = args.output.as_deref();
+    if let Some(path) = output.filter(|p| !is_stdout(p)) {
         check_folder("--output", path)?;
     }
     let summary = summarize_files(SummarizeInputs {
@@ -53,17 +52,17 @@ fn summarize(args: &TraceSummarizeArgs) -> Outcome {
     })
     // The error's message already holds its cause; `anyhow!(e)` would print the cause twice.
     .map_err(|e| Failure::input(anyhow!("cannot summarize the xctrace exports: {e}")))?;
-    if let Some(path) = &args.output {
-        write_json(&summary, path)?;
+    if let Some(path) = output {
+        let json = serde_json::to_vec_pretty(&summary).map_err(|e| Failure::run(anyhow!(e)))?;
+        if is_stdout(path) {
+            // `--output -`: standard output carries the JSON alone
+            return Ok(write_output(path, &json)?);
+        }
+        write_atomic(path, &json)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(Failure::run)?;
     }
     print_summary(&summary, args.json)
-}
-
-fn write_json<T: serde::Serialize>(value: &T, path: &Path) -> Result<(), Failure> {
-    let json = serde_json::to_vec_pretty(value).map_err(|e| Failure::run(anyhow!(e)))?;
-    write_atomic(path, &json)
-        .with_context(|| format!("cannot write {}", path.display()))
-        .map_err(Failure::run)
 }
 
 pub(super) fn print_summary(summary: &TraceSummary, json: bool) -> Outcome {
