@@ -73,56 +73,12 @@ pub(crate) fn run(args: &EnergyArgs, cx: &crate::backend::Context, out: super::t
     if !out.quiet {
         common::repeat_on_stderr(report.notes.iter().filter(|n| n.starts_with("WARNING")));
     }
-    let reason = report.status_reason.clone().unwrap_or_default();
-    let verdict = match report.status {
-        RunStatus::Complete if report.stable => Ok(()),
-        RunStatus::Complete => Err(Failure::run(anyhow!(
-            "unstable: some calls did not reproduce their arm's warm-up result (see unstable_calls in {})",
-            files.report.display()
-        ))),
-        RunStatus::Rejected => {
-            let mut msg = format!(
-                "the run was REJECTED: its energy figures must not be used; the raw record {} keeps every sample unchanged",
-                files.raw.display()
-            );
-            if let Some(r) = &report.status_reason {
-                msg.push_str(&format!("\n  {r}"));
-            }
-            for r in report.rejections.iter().take(10) {
-                msg.push_str(&format!("\n  - {}", r.message));
-            }
-            if report.rejections.len() > 10 {
-                msg.push_str(&format!(
-                    "\n  ... and {} more (see {})",
-                    report.rejections.len() - 10,
-                    files.report.display()
-                ));
-            }
-            Err(Failure::run(anyhow!(msg)))
+    let verdict = match report.verdict(&files.raw, &files.report) {
+        None => Ok(()),
+        Some(msg) if report.status == RunStatus::Failed => {
+            Err(Failure { kind: failure_kind, error: anyhow!(msg) })
         }
-        RunStatus::Incomplete => {
-            let mut msg = format!(
-                "the run is INCOMPLETE ({reason}); everything measured so far is in {}",
-                files.raw.display()
-            );
-            if let Some(k) = report.whole_cycles {
-                msg.push_str(&format!(
-                    "\n  the report's figures cover its {} (the cut cycle left out); `laya-bench summary {} --whole-cycles` audits {} as a run of {}",
-                    crate::report::first_cycles(k),
-                    files.raw.display(),
-                    if k == 1 { "it" } else { "them" },
-                    crate::report::count(k, "cycle", "cycles")
-                ));
-            }
-            Err(Failure::run(anyhow!(msg)))
-        }
-        RunStatus::Failed => Err(Failure {
-            kind: failure_kind,
-            error: anyhow!(
-                "the run FAILED: {reason}; everything measured so far is in {}",
-                files.raw.display()
-            ),
-        }),
+        Some(msg) => Err(Failure::run(anyhow!(msg))),
     };
     super::printed_then(printed, verdict)
 }

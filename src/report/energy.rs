@@ -164,6 +164,51 @@ pub struct EnergyReport {
 const RATIO_COLUMNS: [(&str, &str); 3] = [("S", "speed_gain"), ("R", "power_ratio"), ("S×R", "energy_gain")];
 
 impl EnergyReport {
+    /// What the run's status means for its user, printed after its results: `None` for a
+    /// complete, stable run; otherwise why the figures must not be used (rejected: the first ten
+    /// rules broken), cover less than the plan (incomplete: how to audit the whole cycles), or
+    /// are missing (failed), naming the raw record `raw` and the JSON report `report`.
+    pub fn verdict(&self, raw: &std::path::Path, report: &std::path::Path) -> Option<String> {
+        let (raw, report) = (raw.display(), report.display());
+        let reason = self.status_reason.as_deref().unwrap_or_default();
+        match self.status {
+            RunStatus::Complete if self.stable => None,
+            RunStatus::Complete => Some(format!(
+                "unstable: some calls did not reproduce their arm's warm-up result (see unstable_calls in {report})"
+            )),
+            RunStatus::Rejected => {
+                let mut msg = format!(
+                    "the run was REJECTED: its energy figures must not be used; the raw record {raw} keeps every sample unchanged"
+                );
+                if let Some(r) = &self.status_reason {
+                    msg.push_str(&format!("\n  {r}"));
+                }
+                for r in self.rejections.iter().take(10) {
+                    msg.push_str(&format!("\n  - {}", r.message));
+                }
+                if self.rejections.len() > 10 {
+                    msg.push_str(&format!("\n  ... and {} more (see {report})", self.rejections.len() - 10));
+                }
+                Some(msg)
+            }
+            RunStatus::Incomplete => {
+                let mut msg = format!("the run is INCOMPLETE ({reason}); everything measured so far is in {raw}");
+                if let Some(k) = self.whole_cycles {
+                    msg.push_str(&format!(
+                        "\n  the report's figures cover its {} (the cut cycle left out); `laya-bench summary {raw} --whole-cycles` audits {} as a run of {}",
+                        super::first_cycles(k),
+                        if k == 1 { "it" } else { "them" },
+                        count(k, "cycle", "cycles")
+                    ));
+                }
+                Some(msg)
+            }
+            RunStatus::Failed => {
+                Some(format!("the run FAILED: {reason}; everything measured so far is in {raw}"))
+            }
+        }
+    }
+
     /// The whole balanced cycles the intervals resample: an interrupted run's whole cycles,
     /// else the plan's.
     pub fn resampled_cycles(&self) -> usize {
@@ -592,6 +637,59 @@ mod tests {
             "blocks": [], "stable": true, "notes": []
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn the_verdict_says_what_each_status_means_and_names_the_files() {
+        let (raw, json) = (std::path::Path::new("r.raw.jsonl"), std::path::Path::new("r.json"));
+        let mut r = report(3);
+        assert_eq!(r.verdict(raw, json), None);
+        r.stable = false;
+        assert_eq!(
+            r.verdict(raw, json).unwrap(),
+            "unstable: some calls did not reproduce their arm's warm-up result (see unstable_calls in r.json)"
+        );
+        r.status = RunStatus::Incomplete;
+        r.status_reason = Some("interrupted by SIGINT".into());
+        r.whole_cycles = Some(1);
+        assert_eq!(
+            r.verdict(raw, json).unwrap(),
+            "the run is INCOMPLETE (interrupted by SIGINT); everything measured so far is in r.raw.jsonl\n  \
+             the report's figures cover its first whole balanced cycle (the cut cycle left out); `laya-bench summary \
+             r.raw.jsonl --whole-cycles` audits it as a run of 1 cycle"
+        );
+        r.status = RunStatus::Failed;
+        r.status_reason = Some("the sensor stopped".into());
+        assert_eq!(
+            r.verdict(raw, json).unwrap(),
+            "the run FAILED: the sensor stopped; everything measured so far is in r.raw.jsonl"
+        );
+    }
+
+    #[test]
+    fn a_rejected_verdict_lists_ten_rules_and_counts_the_rest() {
+        let mut r = report(3);
+        r.status = RunStatus::Rejected;
+        r.status_reason = Some("12 readings broke the rules".into());
+        let rule = |i: usize| RejectionDetail {
+            rejection: crate::energy::reject::Rejection::NoSamples,
+            message: format!("reading {i} is 0 W"),
+            channel: None,
+            evidence: Vec::new(),
+        };
+        r.rejections = (0..12).map(rule).collect();
+        let msg = r.verdict(std::path::Path::new("r.raw.jsonl"), std::path::Path::new("r.json")).unwrap();
+        let lines: Vec<&str> = msg.lines().collect();
+        assert_eq!(lines.len(), 13, "{msg}");
+        assert_eq!(
+            lines[0],
+            "the run was REJECTED: its energy figures must not be used; the raw record r.raw.jsonl keeps every sample unchanged"
+        );
+        assert_eq!(
+            (lines[1], lines[2], lines[11]),
+            ("  12 readings broke the rules", "  - reading 0 is 0 W", "  - reading 9 is 0 W")
+        );
+        assert_eq!(lines[12], "  ... and 2 more (see r.json)");
     }
 
     fn iv(low: f64, high: f64) -> Option<Interval> {
