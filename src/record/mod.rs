@@ -130,10 +130,14 @@ impl ArmInfo {
     /// Whether this arm runs the same model on the same engine as `other`, so that measuring
     /// both measures one thing twice. A reference runtime's fingerprint is its checkpoint's,
     /// not the weights it computes with, so its precision must match too (laya at FP32 and at
-    /// FP16 autocast read one checkpoint).
+    /// FP16 autocast read one checkpoint). Arms of a sweep that differ in requests per call or
+    /// threads run one model in different configurations: what they measure is that difference,
+    /// not the run's noise, so they are not the same.
     pub fn same_model_as(&self, other: &Self) -> bool {
         self.fingerprint == other.fingerprint
             && self.backend == other.backend
+            && self.requests_per_call == other.requests_per_call
+            && self.threads == other.threads
             && !self.is_scripted()
             && (!self.spec.starts_with("ref:") || self.precision == other.precision)
     }

@@ -104,6 +104,12 @@ fn same_model_means_same_weights_engine_and_for_a_runtime_its_precision() {
     assert!(arm("portable:w8", "portable", "w8", "aa").same_model_as(&f32));
     assert!(!arm("portable:bf16", "portable", "bf16", "bb").same_model_as(&f32));
     assert!(!arm("mlx:fp32", "mlx", "fp32", "aa").same_model_as(&f32));
+    // A `--batch 1,4` or `--threads 1,2` sweep: one model, configurations that differ.
+    let sweep = |batch, threads| ArmInfo { requests_per_call: batch, threads, ..f32.clone() };
+    assert!(sweep(Some(1), None).same_model_as(&sweep(Some(1), None)));
+    assert!(!sweep(Some(4), None).same_model_as(&sweep(Some(1), None)));
+    assert!(!sweep(None, Some(2)).same_model_as(&sweep(None, Some(1))));
+    assert!(!sweep(Some(1), Some(2)).same_model_as(&f32));
     // A runtime's is its checkpoint's: laya at FP16 autocast and at FP32 read one file.
     let fp32 = arm("ref:laya:c:cuda:fp32", "laya 0.4.15", "fp32", "cc");
     assert!(!arm("ref:laya:c:cuda", "laya 0.4.15", "fp16 autocast", "cc").same_model_as(&fp32));

@@ -84,6 +84,8 @@ fn a_batch_list_runs_every_value_as_an_arm_of_one_balanced_run() {
             (a["totals"]["time_per_decision_s"].as_f64().unwrap(), a["totals"]["time_s"].as_f64().unwrap());
         assert!(close(t, total / (12 * batch) as f64), "{name}: t {t}, total {total}");
         assert_eq!(a["unstable_calls"], 0, "{name}");
+        // One model at another batch is another configuration, not the run's noise.
+        assert!(a.get("identical_to").is_none(), "{name}: {}", a["identical_to"]);
         // The answers check per arm: a batched arm's answers equal the ones answered alone.
         if batch == 1 {
             assert!(a.get("unbatched_identical").is_none(), "{name}");
