@@ -344,3 +344,17 @@ pub fn decide<P: Predictor + ?Sized>(
 
 #[cfg(test)]
 mod tests;
+
+/// A stub model for tests: even move probabilities (so UP is proposed), risk 0.9, food 0.8,
+/// whatever the state.
+#[cfg(test)]
+pub(crate) fn even_moves(_: &Value, _: &Value) -> Result<Value, ModelError> {
+    Ok(serde_json::json!({
+        "answers": {
+            "move": {"probabilities": {"UP": 0.25, "DOWN": 0.25, "LEFT": 0.25, "RIGHT": 0.25}},
+            "risk": {"noul": 0.9},
+            "food": {"noul": 0.8},
+        },
+        "usage": {"input_tokens": 30, "output_tokens": 0},
+    }))
+}

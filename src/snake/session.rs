@@ -372,23 +372,12 @@ impl<'a, W: Write> Session<'a, W> {
 mod tests {
     use std::cell::{Cell, RefCell};
 
-    use serde_json::{json, Map, Value};
+    use serde_json::Map;
 
     use super::*;
-    use crate::snake::policy::ModelError;
     use crate::snake::recording::{read_recording, replay, Metadata, RECORDING_FORMAT};
 
-    /// A stub arm that always gives the same probabilities.
-    fn even(_: &Value, _: &Value) -> Result<Value, ModelError> {
-        Ok(json!({
-            "answers": {
-                "move": {"probabilities": {"UP": 0.25, "DOWN": 0.25, "LEFT": 0.25, "RIGHT": 0.25}},
-                "risk": {"noul": 0.9},
-                "food": {"noul": 0.8},
-            },
-            "usage": {"input_tokens": 30, "output_tokens": 0},
-        }))
-    }
+    use crate::snake::policy::even_moves as even;
 
     fn plan(steps: Option<u64>) -> PlayPlan {
         PlayPlan {

@@ -1,7 +1,7 @@
 //! `snake compare`'s seeds, report and lines.
 use std::cell::Cell;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::*;
 use crate::backend::Context;
@@ -10,16 +10,7 @@ use crate::model::synthetic::published_shape;
 use crate::snake::paired::LatencyMs;
 use crate::snake::policy::{ModelError, PolicyConfig};
 
-fn uniform(_: &Value, _: &Value) -> Result<Value, ModelError> {
-    Ok(json!({
-        "answers": {
-            "move": {"probabilities": {"UP": 0.25, "DOWN": 0.25, "LEFT": 0.25, "RIGHT": 0.25}},
-            "risk": {"noul": 0.9},
-            "food": {"noul": 0.8},
-        },
-        "usage": {"input_tokens": 30, "output_tokens": 0},
-    }))
-}
+use crate::snake::policy::even_moves as uniform;
 
 fn settings(steps: u64) -> PairedSettings {
     PairedSettings { width: 24, height: 16, initial_length: 6, steps, policy: PolicyConfig::default() }
