@@ -118,13 +118,17 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1e-12)
 }
 
+/// A meter printing `t_s,watts` lines cycling through 31.5 … 37.5 W, every 50 ms.
+const CYCLING_METER: &str =
+    "exec:i=0; while true; do i=$((i+1)); echo \"$i.0,$((30 + i % 7)).5\"; sleep 0.05; done";
+
 /// The table shows each ratio's bootstrap interval as `speed` shows S's; the JSON carries
 /// every arm's intervals, the very ones `summary` derives from the raw record (10,000
 /// resamples of whole cycles, seed 0).
 #[test]
 fn each_ratio_shows_the_interval_summary_derives() {
     let dir = tempfile::tempdir().unwrap();
-    let meter = "exec:i=0; while true; do i=$((i+1)); echo \"$i.0,$((30 + i % 7)).5\"; sleep 0.05; done";
+    let meter = CYCLING_METER;
     let o = energy(
         dir.path(),
         &["base=mock:ok", "slow=mock:ok:delay-us=300"],
@@ -169,8 +173,7 @@ fn each_ratio_shows_the_interval_summary_derives() {
 #[test]
 fn a_complete_run_is_re_derivable_from_its_raw_samples() {
     let dir = tempfile::tempdir().unwrap();
-    // `t_s,watts` lines cycling through 31.5 … 37.5 W.
-    let meter = "exec:i=0; while true; do i=$((i+1)); echo \"$i.0,$((30 + i % 7)).5\"; sleep 0.05; done";
+    let meter = CYCLING_METER;
     let o = energy(
         dir.path(),
         &["base=mock:ok", "slow=mock:ok:delay-us=300"],

@@ -280,18 +280,23 @@ fn read_bench(dir: &Path) -> RateReport {
     serde_json::from_slice(&std::fs::read(dir.join("bench.json")).unwrap()).unwrap()
 }
 
+/// Exit 0 exactly when the bench found a stable rate, else 1.
+fn exits_as_its_verdict(o: &Output, report: &RateReport) {
+    assert_eq!(
+        o.status.code(),
+        Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
+        "{}",
+        stderr(o)
+    );
+}
+
 #[test]
 fn bench_runs_every_phase_and_resumes_a_partial_report() {
     let dir = tempfile::tempdir().unwrap();
     let o = laya_bench(dir.path(), &bench_args(&[]));
     let report = read_bench(dir.path());
     // Exit 0 exactly when a stable rate was found.
-    assert_eq!(
-        o.status.code(),
-        Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
-        "{}",
-        stderr(&o)
-    );
+    exits_as_its_verdict(&o, &report);
     assert!(report.complete);
     assert_eq!((report.head.schema_version, report.head.kind.as_str()), (1, "snake-bench"));
     assert_eq!(report.settings.rates_fps, vec![2.0]);
@@ -326,12 +331,7 @@ fn bench_runs_every_phase_and_resumes_a_partial_report() {
     // The rates given here are ignored: a resumed run keeps the report's settings.
     let o = laya_bench(dir.path(), &bench_args(&["--resume", "--rates", "99"]));
     let resumed = read_bench(dir.path());
-    assert_eq!(
-        o.status.code(),
-        Some(if resumed.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
-        "{}",
-        stderr(&o)
-    );
+    exits_as_its_verdict(&o, &resumed);
     assert!(resumed.complete);
     assert_eq!(resumed.resumed_sessions, 1);
     assert_eq!(resumed.settings.rates_fps, vec![2.0]);
@@ -356,12 +356,7 @@ fn bench_output_dash_writes_the_report_once_on_stdout() {
     args[at] = "-";
     let o = laya_bench(dir.path(), &args);
     let report: RateReport = serde_json::from_slice(&o.stdout).expect("stdout is the JSON report alone");
-    assert_eq!(
-        o.status.code(),
-        Some(if report.fastest_tested_stable_fps.is_some() { 0 } else { 1 }),
-        "{}",
-        stderr(&o)
-    );
+    exits_as_its_verdict(&o, &report);
     assert!(report.complete);
     assert_eq!(
         (report.head.kind.as_str(), report.settings.seeds.as_slice()),
