@@ -71,13 +71,7 @@ pub(crate) fn print_results(
     markdown: &str,
     out: super::terminal::Output,
 ) -> Result<(), Failure> {
-    let shown = |p: &std::path::Path| {
-        if crate::run::outputs::is_stdout(p) {
-            "standard output".to_string()
-        } else {
-            p.display().to_string()
-        }
-    };
+    let shown = crate::run::outputs::shown;
     let paths = format!("raw record: {}\nreport: {}", files.raw.display(), shown(&files.report));
     if files.to_stdout() {
         eprintln!("{paths}");

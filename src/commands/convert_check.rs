@@ -24,7 +24,7 @@ use crate::laya::bundle::Bundle;
 use crate::laya::host::CallOptions;
 use crate::report::write_atomic;
 use crate::report::Render;
-use crate::run::outputs::{check_folder, is_stdout, refuse_existing, write_output};
+use crate::run::outputs::{check_new_output, is_stdout, shown, write_output};
 use crate::time::timestamp_stem;
 
 pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outcome {
@@ -36,10 +36,7 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     let output = args.output.clone().unwrap_or_else(default);
     // `--output -`: the report alone on standard output, the verdict text on standard error
     let to_stdout = is_stdout(&output);
-    if !to_stdout {
-        refuse_existing(&output, args.overwrite)?;
-        check_folder("--output", &output)?;
-    }
+    check_new_output(&output, args.overwrite)?;
     let suite = Suite::load(args.suite.as_deref())?;
     let source_bundle = load_bundle(&args.source, &cx.hub)?;
     setup::check_source(&args.source, &source_bundle)?;
@@ -69,7 +66,7 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     let stopped = || interrupt::reason("the suite");
     let report = ConvertCheckReport::assemble(gathered, stopped, std::env::args().collect(), &cx.settings);
     let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Failure::run(anyhow!(e)))?;
-    let shown = if to_stdout { "standard output".into() } else { output.display().to_string() };
+    let shown = shown(&output);
     if to_stdout {
         write_output(&output, &bytes)?;
         eprint!("{}", report.terminal());

@@ -231,6 +231,26 @@ pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: boo
     Ok(())
 }
 
+/// Check a report's `--output` before anything runs (exit 2): an existing file is not replaced
+/// without `--overwrite` ([`refuse_existing`]), and its folder must exist and take files
+/// ([`check_folder`]); `-` (standard output) needs neither.
+pub fn check_new_output(path: &Path, overwrite: bool) -> Result<(), Error> {
+    if !is_stdout(path) {
+        refuse_existing(path, overwrite)?;
+        check_folder("--output", path)?;
+    }
+    Ok(())
+}
+
+/// An output path as messages name it: `standard output` for `-`, else the path.
+pub fn shown(path: &Path) -> String {
+    if is_stdout(path) {
+        "standard output".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Refuse to replace an existing measurement unless `overwrite`, and a special file even with
 /// it (exit 2).
 pub fn refuse_existing(path: &Path, overwrite: bool) -> Result<(), Error> {
@@ -479,6 +499,20 @@ fn lock_file(_file: &File) -> Result<(), LockRefused> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn standard_output_is_named_and_needs_no_file_checks() {
+        assert_eq!(shown(Path::new("-")), "standard output");
+        assert_eq!(shown(Path::new("out/r.json")), "out/r.json");
+        let dir = tempfile::tempdir().unwrap();
+        let taken = dir.path().join("r.json");
+        std::fs::write(&taken, b"{}").unwrap();
+        assert!(check_new_output(Path::new("-"), false).is_ok());
+        assert!(check_new_output(&dir.path().join("new.json"), false).is_ok());
+        assert!(check_new_output(&taken, true).is_ok());
+        assert!(check_new_output(&taken, false).is_err());
+        assert!(check_new_output(&dir.path().join("no/such/folder/r.json"), false).is_err());
+    }
 
     #[test]
     fn a_default_name_taken_in_the_same_second_gets_a_suffix() {

@@ -5,16 +5,14 @@
 
 use anyhow::anyhow;
 
-use super::{
-    build_arm, check_output, output_path, policy, row_length, say, shown, warm_up_arm, write_report,
-};
+use super::{build_arm, output_path, policy, row_length, say, warm_up_arm, write_report};
 use crate::cli::SnakeCompareArgs;
 use crate::commands::common::load_bundle;
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::report::Render;
 use crate::run::arm::split_all as named_arms;
-use crate::run::outputs::is_stdout;
+use crate::run::outputs::{check_new_output, is_stdout, shown};
 use crate::snake::compare::{play_seeds, Stopped, WARMUP_DECISIONS};
 use crate::snake::paired::{PairedArm, PairedReport, PairedReportSettings, PairedSettings, SeedRun};
 use crate::snake::rate_search::WARMUP_SEED;
@@ -31,7 +29,7 @@ pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outc
         )));
     };
     let output = output_path(args.output.as_deref(), "snake-compare");
-    check_output(&output, args.overwrite)?;
+    check_new_output(&output, args.overwrite)?;
     let to_stdout = is_stdout(&output);
     let created_utc = iso_utc_now();
     // Ctrl-C, SIGTERM or SIGHUP stops between steps; the report keeps what ran and fails (exit 1)

@@ -20,7 +20,7 @@ use super::{Failure, Outcome};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::host::HostInfo;
 use crate::laya::bundle::Bundle;
-use crate::run::outputs::{check_folder, is_stdout, refuse_existing, write_output};
+use crate::run::outputs::write_output;
 use crate::snake::game::Game;
 use crate::snake::host_predictor::{self, HostPredictor};
 use crate::snake::rate_search::warm_up;
@@ -130,16 +130,6 @@ fn write_report(path: &Path, report: &impl Serialize) -> Result<(), Failure> {
     Ok(write_output(path, &bytes)?)
 }
 
-/// Check a report's path before anything loads (exit 2): a file is not replaced without
-/// `--overwrite` and its folder must exist and take files; `-` (standard output) needs neither.
-fn check_output(output: &Path, overwrite: bool) -> Outcome {
-    if !is_stdout(output) {
-        refuse_existing(output, overwrite)?;
-        check_folder("--output", output)?;
-    }
-    Ok(())
-}
-
 /// Print a line of results: on standard output, or on standard error when the report goes
 /// to standard output (`--output -`), which then holds the report alone.
 fn say(report_on_stdout: bool, line: &str) -> Outcome {
@@ -148,15 +138,6 @@ fn say(report_on_stdout: bool, line: &str) -> Outcome {
         Ok(())
     } else {
         outln!("{line}")
-    }
-}
-
-/// Where a report went, for its `report: …` line.
-fn shown(output: &Path) -> String {
-    if is_stdout(output) {
-        "standard output".into()
-    } else {
-        output.display().to_string()
     }
 }
 

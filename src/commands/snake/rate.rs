@@ -9,12 +9,12 @@
 use anyhow::anyhow;
 
 use super::write_report;
-use super::{build_arm, check_output, load_single, output_path, policy, row_length, say, shown, warm_up_arm};
+use super::{build_arm, load_single, output_path, policy, row_length, say, warm_up_arm};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::report::Render;
-use crate::run::outputs::is_stdout;
+use crate::run::outputs::{check_new_output, is_stdout, shown};
 use crate::snake::policy::ModelError;
 use crate::snake::rate_search::{ended_early, run_drawn, Episode, Phase, RateReport, RateSettings};
 use crate::snake::rate_search::{WARMUP_SEED, WARMUP_STEPS};
@@ -25,7 +25,7 @@ pub(crate) fn run(args: &SnakeBenchArgs, cx: &crate::backend::Context) -> Outcom
     let to_stdout = is_stdout(&output);
     let resumed = if args.resume { Some(RateReport::read_to_resume(&output)?) } else { None };
     if resumed.is_none() {
-        check_output(&output, args.overwrite)?;
+        check_new_output(&output, args.overwrite)?;
     }
     let (bundle, name, spec) = load_single(&args.model.model, &args.arm, &cx.hub)?;
     let settings = match &resumed {
