@@ -17,7 +17,13 @@
 #                    BF16 on the CPU and laya at its default precision on the GPU, 2 cycles;
 #                    `claim`: GPU arms only, laya at FP32 (the baseline), FP16 and BF16
 #                    autocast, 10 balanced cycles of 2 s blocks: enough cycles for intervals
-#                    worth a claim, on a boundary (the GPU board) that holds every arm's work
+#                    worth a claim, on a boundary (the GPU board) that holds every arm's work;
+#                    `runtimes`: the claim's arms and laya-cuda (`cuda`, its FP16 CUDA engine)
+#                    beside them, 10 balanced cycles of 2 s blocks; laya-cuda is first tried on
+#                    one request and left out, with the reason logged, if it fails there
+#   H200_STAND_INS=1 rehearse on a machine without CUDA or PyTorch: the stand-ins for laya
+#                    0.4.15 and laya-cuda 0.1.1.post1 in fixtures/reference/ answer instead of
+#                    the runtimes (fixed answers, never a measurement of a model)
 #
 # The device tool brings back at most 8 files from $OUT: when OUT is set, everything is written
 # to a folder beside it and packed into $OUT/h200-run.tar.gz at the end (also on failure), with
@@ -36,7 +42,8 @@ sensor="${H200_SENSOR:-nvml-energy:0}"
 python="${H200_PYTHON:-python3}"
 ref_device="${H200_REF_DEVICE:-cuda}"
 plan="${H200_PLAN:-first}"
-case "$plan" in first|claim) ;; *) echo "H200_PLAN=$plan: use first or claim" >&2; exit 2 ;; esac
+case "$plan" in first|claim|runtimes) ;; *) echo "H200_PLAN=$plan: use first, claim or runtimes" >&2; exit 2 ;; esac
+stand_ins="${H200_STAND_INS:-0}"
 work="$(mktemp -d)"
 if [ -n "${OUT:-}" ]; then out="$work/h200-run"; else out="$PWD/h200-out"; fi
 mkdir -p "$out"
@@ -87,9 +94,10 @@ else
   source_model=synthetic:multilingual
   timing=(--cycles 2 --seconds 8s --idle-seconds 4s --idle-discard 1s --warmup 5)
 fi
-if [ "$plan" = claim ] && [ "${H200_QUICK:-0}" != 1 ]; then
+if [ "$plan" != first ] && [ "${H200_QUICK:-0}" != 1 ]; then
   # 60 blocks: 2 s of calls (about 70 at laya's 28 ms on the H200), each between idle windows
   # of 2 s whose first second (board power's trailing average) is discarded.
+  # The runtimes plan has 4 arms: 80 blocks, about 6 minutes with the loads.
   timing=(--cycles 10 --seconds 2s --idle-seconds 2s --idle-discard 1s --warmup 5)
 fi
 model="$work/ckpt"
@@ -97,19 +105,33 @@ run "$bin" export --model "$source_model" --output "$model" || exit 1
 
 # Python runtimes carried as wheels (`prepare.sh` puts laya's there): installed without their
 # dependencies (PyTorch, transformers and tokenizers are on the GPU machine) into a folder.
-if ls dist/wheels/*.whl >/dev/null 2>&1; then
+if [ "$stand_ins" = 1 ]; then
+  say "STAND-INS: fixtures/reference/fake_laya and fake_laya_cuda answer for laya and laya-cuda (fixed answers; a rehearsal, not a measurement of a model)"
+  export PYTHONPATH="$PWD/fixtures/reference/fake_laya:$PWD/fixtures/reference/fake_laya_cuda${PYTHONPATH:+:$PYTHONPATH}"
+elif ls dist/wheels/*.whl >/dev/null 2>&1; then
   run "$python" -m pip install --quiet --no-deps --no-index --target "$work/py" dist/wheels/*.whl &&
     export PYTHONPATH="$work/py${PYTHONPATH:+:$PYTHONPATH}"
+fi
+laya_ok() {
+  [ "$stand_ins" = 1 ] && return 0
+  "$python" -c 'import torch, laya, sys; sys.exit(0 if sys.argv[1] == "cpu" or torch.cuda.is_available() else 1)' "$ref_device" 2>>"$log"
+}
+
+# What else could run Laya here: every published runtime and the engines under them, as this
+# interpreter finds them (nothing is installed for this but the wheels carried in dist/).
+if [ "$plan" = runtimes ]; then
+  say "\$ $python scripts/device/runtime_survey.py > runtimes.json"
+  "$python" scripts/device/runtime_survey.py >"$out/runtimes.json" 2>>"$log"
+  cat "$out/runtimes.json" >>"$log"
 fi
 
 # 3. The arms: the portable engine on the machine's cores at FP32 and BF16; and, where this
 #    binary has `ref:` arms and the interpreter has PyTorch with CUDA and laya, laya on the GPU.
 #    The claim plan: laya alone, at three precisions, on the GPU (on a CPU rehearsal, FP32 and
 #    BF16, the two laya offers there).
-if [ "$plan" = claim ]; then arms=(); else arms=(--arm p32=portable:f32 --arm pbf16=portable:bf16); fi
-if grep -q '"spec": *"ref:' "$out/doctor.json" &&
-   "$python" -c 'import torch, laya, sys; sys.exit(0 if sys.argv[1] == "cpu" or torch.cuda.is_available() else 1)' "$ref_device" 2>>"$log"; then
-  if [ "$plan" = claim ]; then
+if [ "$plan" = first ]; then arms=(--arm p32=portable:f32 --arm pbf16=portable:bf16); else arms=(); fi
+if grep -q '"spec": *"ref:' "$out/doctor.json" && laya_ok; then
+  if [ "$plan" != first ]; then
     arms+=(--arm t32=ref:laya:"$model":"$ref_device":fp32)
     [ "$ref_device" = cpu ] || arms+=(--arm t16=ref:laya:"$model":"$ref_device":fp16)
     arms+=(--arm tbf16=ref:laya:"$model":"$ref_device":bf16)
@@ -117,10 +139,31 @@ if grep -q '"spec": *"ref:' "$out/doctor.json" &&
     arms+=(--arm torch=ref:laya:"$model":"$ref_device")
   fi
   export LAYA_BENCH_PYTHON="$python"
-  say "ref:laya on $ref_device: included (torch $("$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA")'))"
+  say "ref:laya on $ref_device: included (torch $("$python" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA")' 2>/dev/null || echo 'stand-in'))"
 else
   say "ref:laya on $ref_device: not included (this binary has no ref: arms, or $python lacks torch with CUDA or laya)"
-  [ "$plan" = claim ] && { say "the claim plan has no arm without it"; exit 1; }
+  [ "$plan" != first ] && { say "the $plan plan has no arm without it"; exit 1; }
+fi
+# laya-cuda: its wheel pins cupy-cuda12x and CUDA 12's runtime wheels; the machine has CUDA 13's.
+# Installed without its dependencies beside what the machine has; the versions it then runs on
+# are logged here and recorded in its arm (cupy's CUDA runtime and driver). Tried on one request
+# first, so a failure leaves it out of the energy run instead of spoiling it.
+if [ "$plan" = runtimes ]; then
+  if [ "$stand_ins" != 1 ] && ls dist/wheels-cuda/*.whl >/dev/null 2>&1; then
+    run "$python" -m pip install --quiet --no-deps --no-index --target "$work/pycuda" dist/wheels-cuda/*.whl &&
+      export PYTHONPATH="$work/pycuda${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  say "packages laya-cuda runs on here:"
+  "$python" -m pip list 2>/dev/null | grep -iE '^(cupy|nvidia-cuda-runtime|nvidia-cuda-nvrtc|nvidia-cublas|numpy|tokenizers|safetensors|torch|transformers) ' | tee -a "$log"
+  cuda_arm="ref:laya-cuda:$model:cuda:0"
+  if run timeout 150 "$bin" predict --model "$model" --backend "$cuda_arm" --json \
+      --state 'The customer wants a refund.' \
+      --questions '{"refund": {"type": "noul", "instructions": "Refund asked for?"}}'; then
+    arms+=(--arm cuda="$cuda_arm")
+    say "laya-cuda: included"
+  else
+    say "laya-cuda: not included (its one-request try above failed)"
+  fi
 fi
 
 # 4. The energy run. Board power of an H200 reaches 700 W: the cap is loose on purpose.

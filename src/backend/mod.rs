@@ -128,6 +128,12 @@ pub trait RequestAnswerer {
     fn process_id(&self) -> Option<u32> {
         None
     }
+
+    /// Why a request with these per-call options cannot go to this runtime (its predict does
+    /// not take one of them), checked before anything is measured; `None`: it can.
+    fn refusal(&self, _options: &crate::laya::host::CallOptions) -> Option<String> {
+        None
+    }
 }
 
 /// Every backend is what the host calls: its forward, named by its [`BackendInfo::name`].

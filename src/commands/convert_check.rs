@@ -55,10 +55,16 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     for w in sides.candidate.rows_host().load_warnings() {
         eprintln!("warning: {w}");
     }
+    let mut engines = sides.candidate.engines(&mut sides.source);
+    // A runtime whose predict cannot take --max-len is refused before the first question.
+    if let Some(why) = engines.candidate.as_mut().ok().and_then(|c| c.answers_requests()?.refusal(&plan.opts))
+    {
+        return Err(Failure::input(anyhow!("--backend {}: {why}", args.candidate)));
+    }
     let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     let ticker = Ticker::new("convert-check", "questions", suite.items.len() as u64);
     let at_question = |done: usize| ticker.at(done as u64);
-    let ran = run_suite(&suite, sides.candidate.engines(&mut sides.source), &plan, &stopped, &at_question);
+    let ran = run_suite(&suite, engines, &plan, &stopped, &at_question);
     ticker.finish();
     let ran = ran.map_err(|e| Failure::run(anyhow!(e)))?;
     let gate = GateInfo::new(args.gate, args.repeats, args.max_len);

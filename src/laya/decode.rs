@@ -244,6 +244,48 @@ impl Abstention {
     }
 }
 
+/// The shape of a result dict a runtime returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResultShape {
+    /// laya 0.4's: every answer carries `answer_confidence`, `usage` may carry the state's
+    /// token counts.
+    #[default]
+    Current,
+    /// laya 0.3's (laya-cuda 0.1 returns it): no `answer_confidence`; `usage` carries only
+    /// `input_tokens` and `output_tokens`. Answers, probabilities, noul values, `confidence`
+    /// and `act_probability` are the same fields as laya 0.4's.
+    Laya03,
+}
+
+impl ResultShape {
+    /// Wire name (`laya-0.3` in the worker's ready line; `current` is the default there).
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultShape::Current => "current",
+            ResultShape::Laya03 => "laya-0.3",
+        }
+    }
+
+    /// The shape a wire name names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [ResultShape::Current, ResultShape::Laya03].into_iter().find(|s| s.name() == name)
+    }
+
+    /// The fields a result of this shape lacks against laya 0.4's, for notes and reports.
+    pub fn lacks(self) -> &'static [&'static str] {
+        match self {
+            ResultShape::Current => &[],
+            ResultShape::Laya03 => &[
+                "answer_confidence",
+                "usage.state_tokens",
+                "usage.state_tokens_dropped",
+                "usage.truncated",
+                "usage.truncated_questions",
+            ],
+        }
+    }
+}
+
 /// One decoded answer, every number already rounded to 4 decimals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -253,8 +295,9 @@ pub struct Answer {
     pub value: AnswerValue,
     /// Normalized-entropy confidence (noul: max(p, 1 − p)).
     pub confidence: f64,
-    /// max(p).
-    pub answer_confidence: f64,
+    /// max(p); `None` in a result of laya 0.3's shape, which does not carry it
+    /// ([`ResultShape::Laya03`]).
+    pub answer_confidence: Option<f64>,
     /// `softmax(action logits)[0]`.
     pub act_probability: f64,
     /// Gate result and threshold, when `min_confidence` was given.
@@ -299,7 +342,9 @@ impl Answer {
             }
         }
         m.insert("confidence".into(), f64_value(self.confidence));
-        m.insert("answer_confidence".into(), f64_value(self.answer_confidence));
+        if let Some(c) = self.answer_confidence {
+            m.insert("answer_confidence".into(), f64_value(c));
+        }
         let mut action = Map::new();
         action.insert("act_probability".into(), f64_value(self.act_probability));
         m.insert("action".into(), Value::Object(action));
@@ -317,6 +362,13 @@ impl Answer {
     /// adds are ignored). `Err` (a failed run: the runtime answered in another shape) names
     /// what is missing or of another type.
     pub fn from_json(v: &Value) -> Result<Self, Error> {
+        Self::from_json_as(v, ResultShape::Current)
+    }
+
+    /// The answer from a dict of the given shape: [`ResultShape::Laya03`] may lack
+    /// `answer_confidence` (it is then `None`, never made up); every other field is required
+    /// as for [`ResultShape::Current`].
+    pub fn from_json_as(v: &Value, shape: ResultShape) -> Result<Self, Error> {
         fn missing(what: &'static str) -> impl Fn() -> Error {
             move || Error::run(what)
         }
@@ -382,7 +434,10 @@ impl Answer {
             qtype,
             value,
             confidence: num(m, "confidence")?,
-            answer_confidence: num(m, "answer_confidence")?,
+            answer_confidence: match (shape, m.get("answer_confidence")) {
+                (ResultShape::Laya03, None) => None,
+                _ => Some(num(m, "answer_confidence")?),
+            },
             act_probability: num(action, "act_probability")?,
             gate,
         })
@@ -400,7 +455,7 @@ impl Answer {
     /// Apply the abstention gate (`apply_confidence_gate`).
     pub fn apply_gate(&mut self, gate: &MinConfidence) {
         let threshold = gate.threshold_for(&self.bucket());
-        let conf = self.answer_confidence;
+        let conf = self.answer_confidence.unwrap_or(f64::NAN);
         let state = if !conf.is_finite() {
             Abstention::Unevaluated
         } else if conf < threshold {
@@ -532,7 +587,14 @@ pub fn decode_answer(
             (AnswerValue::Noul { noul: round4(pt) }, round4(pt.max(1.0 - pt)))
         }
     };
-    Answer { qtype: q.qtype, value, confidence, answer_confidence, act_probability, gate: None }
+    Answer {
+        qtype: q.qtype,
+        value,
+        confidence,
+        answer_confidence: Some(answer_confidence),
+        act_probability,
+        gate: None,
+    }
 }
 
 #[cfg(test)]
@@ -580,7 +642,7 @@ mod tests {
         let a = decode_answer(q, &t, &[0.0, 1.0], 0.7310586, &mut Vec::new());
         assert_eq!(a.value, AnswerValue::Noul { noul: 0.7311 });
         assert_eq!(a.confidence, 0.7311);
-        assert_eq!(a.answer_confidence, 0.7311);
+        assert_eq!(a.answer_confidence, Some(0.7311));
         assert_eq!(a.act_probability, 0.7311);
     }
 

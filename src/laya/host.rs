@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::batch::{BackendError, Forward, ForwardOutput, PreparedBatch, ShapeCaps};
 use super::config::{AgentConfig, OptionLayout};
-use super::decode::{decode_answer, softmax_f32, Answer, MinConfidence, Temperatures};
+use super::decode::{decode_answer, softmax_f32, Answer, MinConfidence, ResultShape, Temperatures};
 use super::prompt::{build_head, build_row, encode_question, Head, OptionStats, Row};
 use super::pyjson::write_dumps;
 use super::question::{compile_questions, Question, RequestError};
@@ -75,10 +75,10 @@ pub fn states_from_value(states: &Value) -> Result<Vec<Value>, RequestError> {
 pub struct Usage {
     /// Σ row lengths of this state's questions (unpadded).
     pub input_tokens: usize,
-    /// Tokens of the whole state.
-    pub state_tokens: usize,
-    /// Most tokens any question cut from the state.
-    pub state_tokens_dropped: usize,
+    /// Tokens of the whole state (`None`: the runtime's result does not say, laya 0.3's shape).
+    pub state_tokens: Option<usize>,
+    /// Most tokens any question cut from the state (`None`: not said, as above).
+    pub state_tokens_dropped: Option<usize>,
     /// Questions whose state was cut, in order.
     pub truncated_questions: Vec<String>,
     /// Questions whose options collapsed under the head budget.
@@ -111,13 +111,17 @@ impl StateResult {
             Some(usage) => {
                 u.insert("input_tokens".into(), Value::from(usage.input_tokens));
                 u.insert("output_tokens".into(), Value::from(0));
-                u.insert("state_tokens".into(), Value::from(usage.state_tokens));
-                u.insert("state_tokens_dropped".into(), Value::from(usage.state_tokens_dropped));
-                u.insert("truncated".into(), Value::Bool(usage.state_tokens_dropped > 0));
-                u.insert(
-                    "truncated_questions".into(),
-                    Value::Array(usage.truncated_questions.iter().map(|q| Value::from(q.as_str())).collect()),
-                );
+                if let (Some(tokens), Some(dropped)) = (usage.state_tokens, usage.state_tokens_dropped) {
+                    u.insert("state_tokens".into(), Value::from(tokens));
+                    u.insert("state_tokens_dropped".into(), Value::from(dropped));
+                    u.insert("truncated".into(), Value::Bool(dropped > 0));
+                    u.insert(
+                        "truncated_questions".into(),
+                        Value::Array(
+                            usage.truncated_questions.iter().map(|q| Value::from(q.as_str())).collect(),
+                        ),
+                    );
+                }
                 if !usage.collapsed.is_empty() {
                     let mut o = Map::new();
                     for (qid, s) in &usage.collapsed {
@@ -144,6 +148,12 @@ impl StateResult {
     /// reference runtime returns it; keys it adds are ignored). `Err` says what is missing or
     /// of another type: a result of another shape, a failed run.
     pub fn from_json(v: &Value) -> Result<Self, Error> {
+        Self::from_json_as(v, ResultShape::Current)
+    }
+
+    /// The result from a dict of the shape the runtime declared: laya 0.3's may lack
+    /// `answer_confidence` and every `usage` count but `input_tokens`; those stay `None`.
+    pub fn from_json_as(v: &Value, shape: ResultShape) -> Result<Self, Error> {
         fn missing(what: &'static str) -> impl Fn() -> Error {
             move || Error::run(what)
         }
@@ -153,7 +163,7 @@ impl StateResult {
             .and_then(Value::as_object)
             .ok_or_else(missing("the result has no `answers` object"))?
             .iter()
-            .map(|(k, a)| match Answer::from_json(a) {
+            .map(|(k, a)| match Answer::from_json_as(a, shape) {
                 Ok(a) => Ok((k.clone(), a)),
                 Err(e) => Err(Error::run(format!("answer `{k}`: {e}")).because(e)),
             })
@@ -198,10 +208,18 @@ impl StateResult {
             }
             Some(Usage {
                 input_tokens: count("input_tokens")?,
-                state_tokens: count("state_tokens")?,
-                state_tokens_dropped: count("state_tokens_dropped")?,
+                state_tokens: Some(count("state_tokens")?),
+                state_tokens_dropped: Some(count("state_tokens_dropped")?),
                 truncated_questions,
                 collapsed,
+            })
+        } else if shape == ResultShape::Laya03 && !answers.is_empty() {
+            Some(Usage {
+                input_tokens: count("input_tokens")?,
+                state_tokens: None,
+                state_tokens_dropped: None,
+                truncated_questions: Vec::new(),
+                collapsed: Vec::new(),
             })
         } else {
             None
@@ -477,8 +495,8 @@ impl<'t> Host<'t> {
 fn usage(qs: &[Question], rows: &[Row]) -> Usage {
     Usage {
         input_tokens: rows.iter().map(|r| r.ids.len()).sum(),
-        state_tokens: rows.first().map(|r| r.state.state_tokens).unwrap_or(0),
-        state_tokens_dropped: rows.iter().map(|r| r.state.state_tokens_dropped).max().unwrap_or(0),
+        state_tokens: Some(rows.first().map(|r| r.state.state_tokens).unwrap_or(0)),
+        state_tokens_dropped: Some(rows.iter().map(|r| r.state.state_tokens_dropped).max().unwrap_or(0)),
         truncated_questions: qs
             .iter()
             .zip(rows)

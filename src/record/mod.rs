@@ -314,6 +314,11 @@ pub enum Record {
         end_ns: u64,
         /// Reference answer per request.
         answers: Vec<String>,
+        /// Each request's warm-up result dict as the arm stated it (a runtime's in its own
+        /// shape: fields it lacks stay absent), so its answers can be compared with another
+        /// arm's from the record alone; empty in records written before it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        results: Vec<serde_json::Value>,
         /// `--batch N` above 1: whether every request's batched warm-up result equals its
         /// result answered alone (one request per call, as `--batch 1` runs it); absent at 1.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -195,6 +195,7 @@ pub fn records(shape: &RunShape) -> Vec<Record> {
             start_ns: 2 * k as u64,
             end_ns: 2 * k as u64 + 1,
             answers: vec!["q=A".into(); 8],
+            results: Vec::new(),
             unbatched_identical: None,
         });
     }

@@ -55,6 +55,10 @@ pub struct EnergyArm {
     /// compare one model with itself, the run's noise. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identical_to: Option<String>,
+    /// Its warm-up answers against the baseline's, by what both results carry (absent for the
+    /// baseline and in reports written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_vs_baseline: Option<super::answers::AnswersVsBaseline>,
 }
 
 /// One block's results.
@@ -218,6 +222,15 @@ impl EnergyReport {
     /// The lines under the arm table about its brackets: what they are (as `speed` says it),
     /// and why a ratio shown has none, one line per reason. Empty for a report without
     /// intervals (one written before them).
+    /// The answers line ([`super::answers::line`]).
+    fn answers_line(&self) -> String {
+        let baseline = self.arms.first().map(|a| a.arm.name.as_str()).unwrap_or_default();
+        super::answers::line(
+            baseline,
+            self.arms.iter().map(|a| (a.arm.name.as_str(), a.answers_vs_baseline.as_ref())),
+        )
+    }
+
     fn interval_lines(&self) -> String {
         use crate::stats::resamples::{distinct_resamples, interval_name, names_a_level_interval};
         let mut out = String::new();
@@ -464,6 +477,7 @@ impl Render for EnergyReport {
         }
         out.push_str(&format!("\n{RATIO_RULE}\n"));
         out.push_str(&self.interval_lines());
+        out.push_str(&self.answers_line());
         out.push('\n');
         out.push_str(&cx.markdown_line());
         out.push_str(&format!(

@@ -6,6 +6,7 @@
 //! every document carries are [`crate::record`]'s.
 //! Maps data to bytes and back; never measures.
 
+pub mod answers;
 pub mod context;
 pub mod doctor;
 pub mod energy;

@@ -72,6 +72,10 @@ pub struct ArmResult {
     /// is in `host_steal.steal_ticks / host_steal.cpu_ticks`; from 2 % the report warns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_steal: Option<crate::report::steal::StealTicks>,
+    /// Its warm-up answers against the baseline's, by what both results carry (absent for the
+    /// baseline and in reports written before it; `vs_baseline` keeps the older two counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_vs_baseline: Option<super::answers::AnswersVsBaseline>,
 }
 
 /// An arm's decisions and time: the same names as the `energy` report's and `summary`'s
@@ -460,6 +464,10 @@ impl Render for SpeedReport {
         if let Some(reason) = self.arms.iter().find_map(|a| a.intervals.missing.get("speed_gain")) {
             out.push_str(&format!("No CI: {reason}.\n"));
         }
+        out.push_str(&super::answers::line(
+            &self.arms.first().map(|a| a.arm.name.clone()).unwrap_or_default(),
+            self.arms.iter().map(|a| (a.arm.name.as_str(), a.answers_vs_baseline.as_ref())),
+        ));
         for w in &self.warnings {
             out.push_str(&format!("\n{w}\n"));
         }

@@ -137,6 +137,7 @@ pub fn warmup_record(arms: &[Arm<'_>], rec: &WarmupRecord) -> (Record, Vec<Strin
         start_ns: rec.start_ns,
         end_ns: rec.end_ns,
         answers: answers.clone(),
+        results: rec.results.iter().map(StateResult::to_json).collect(),
         unbatched_identical: (!rec.unbatched.is_empty()).then(|| rec.unbatched == rec.results),
     };
     (record, answers)

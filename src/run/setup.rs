@@ -73,6 +73,7 @@ impl<'b> Setup<'b> {
         let first = arms.first().ok_or_else(|| Error::input("a run needs at least one arm"))?;
         let (built, workload) = plan.build(&first.host)?;
         let warnings = first.host.load_warnings();
+        refuse_options(&mut arms, &workload)?;
         Ok(Setup { arms, built, workload, notes, warnings })
     }
 
@@ -144,9 +145,29 @@ impl<'b> Setup<'b> {
             notes.extend(arm.notes().iter().map(|n| format!("arm `{}` ({}): {n}", spec.name, spec.spec)));
             arms.push(arm);
         }
+        refuse_options(&mut arms, &workload)?;
         let warnings = host.load_warnings();
         Ok(Setup { arms, built, workload, notes, warnings })
     }
+}
+
+/// Exit 2, before anything is measured, when a runtime arm cannot take a per-call option a
+/// request of the workload passes (laya-cuda takes none): naming the arm, the request and the
+/// option, instead of failing at its first call.
+fn refuse_options(arms: &mut [Arm<'_>], workload: &Workload) -> Result<(), Error> {
+    for arm in arms {
+        let (name, spec) = (arm.name.clone(), arm.spec.clone());
+        let Some(worker) = arm.backend.answers_requests() else { continue };
+        for (i, (_, _, options)) in workload.requests.iter().enumerate() {
+            if let Some(why) = worker.refusal(options) {
+                return Err(Error::input(format!(
+                    "arm `{name}` ({spec}), request {i} of workload `{}`: {why}",
+                    workload.name
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Exit 2 when `arms` arms' working buffers for a forward of `batch` requests (`bytes(n)`: one

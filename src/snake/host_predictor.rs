@@ -178,7 +178,8 @@ impl Predictor for HostPredictor<'_> {
             None => self.host.predict(self.backend.as_mut(), state, questions, &self.options, None)?,
         };
         self.decisions += 1;
-        self.truncated += u64::from(result.usage.as_ref().is_some_and(|u| u.state_tokens_dropped > 0));
+        self.truncated +=
+            u64::from(result.usage.as_ref().is_some_and(|u| u.state_tokens_dropped.is_some_and(|d| d > 0)));
         Ok(result.to_json())
     }
 }

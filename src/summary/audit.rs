@@ -105,6 +105,9 @@ pub struct RunData<'r> {
     pub errors: Vec<String>,
     /// Appended corrections.
     pub corrections: Vec<Correction>,
+    /// Each arm's warm-up results as stated (`warmup` records' `results`; absent in records
+    /// written before them).
+    pub warmup_results: BTreeMap<String, Vec<serde_json::Value>>,
 }
 
 fn seconds(ns: u64) -> f64 {
@@ -131,6 +134,7 @@ impl<'r> RunData<'r> {
             footer: None,
             errors: Vec::new(),
             corrections: Vec::new(),
+            warmup_results: BTreeMap::new(),
         };
         let mut block_arms: BTreeMap<u32, &str> = BTreeMap::new();
         for r in &run.records {
@@ -196,7 +200,12 @@ impl<'r> RunData<'r> {
                     field: field.clone(),
                     note: note.clone(),
                 }),
-                Record::Header(_) | Record::Warmup { .. } | Record::Sampler(_) => {}
+                Record::Warmup { arm, results, .. } => {
+                    if !results.is_empty() {
+                        d.warmup_results.insert(arm.clone(), results.clone());
+                    }
+                }
+                Record::Header(_) | Record::Sampler(_) => {}
             }
         }
         d

@@ -200,6 +200,7 @@ mod tests {
                 ..ArmIntervals::default()
             },
             identical_to: None,
+            answers_vs_baseline: None,
         }
     }
 

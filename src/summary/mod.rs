@@ -654,6 +654,13 @@ fn statistics(
             unstable_calls: s.blocks.iter().filter(|b| b.arm == info.name).map(|b| b.unstable_calls).sum(),
             intervals: intervals.get(a).cloned().unwrap_or_default(),
             identical_to: h.arms[..a].iter().find(|o| info.same_model_as(o)).map(|o| o.name.clone()),
+            answers_vs_baseline: match (a == baseline, d.warmup_results.get(&h.arms[baseline].name)) {
+                (false, Some(base)) => d
+                    .warmup_results
+                    .get(&info.name)
+                    .and_then(|mine| crate::report::answers::compare_stated(base, mine)),
+                _ => None,
+            },
         })
         .collect();
 }

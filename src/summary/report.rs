@@ -120,6 +120,10 @@ pub struct ArmSummary {
     /// summaries written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identical_to: Option<String>,
+    /// Its warm-up answers against the baseline's, from the record's `warmup` results (absent
+    /// for the baseline and where the record keeps none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_vs_baseline: Option<crate::report::answers::AnswersVsBaseline>,
 }
 
 /// One block, re-derived from the raw record.
@@ -630,6 +634,14 @@ impl RunSummary {
             out.push_str(&format!("\n{RATIO_RULE}\n\n{}\n\n", idle_boundary(b)));
         } else {
             out.push_str(&format!("\nS = t_base / t_arm (speed gain). {SPEED_ONLY}\n\n"));
+        }
+        let answers = crate::report::answers::line(
+            &self.baseline,
+            self.arms.iter().map(|a| (a.name.as_str(), a.answers_vs_baseline.as_ref())),
+        );
+        if !answers.is_empty() {
+            out.push_str(&answers);
+            out.push('\n');
         }
         let arms: Vec<(&str, Vec<(&str, &str)>)> = self
             .arms

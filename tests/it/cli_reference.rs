@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{fixture, stderr, stdout};
+use crate::common::{fixture, stderr, stdout, SHORT_ENERGY};
 use laya_bench::record::{self, Record};
 
 fn fake(mode: &str) -> String {
@@ -182,32 +182,9 @@ fn energy_runs_a_reference_arm_with_an_exec_meter() {
     let dir = tempfile::tempdir().unwrap();
     let meter = "exec:while true; do echo 42.5; sleep 0.05; done";
     let spec = format!("r={}", fake("ok"));
-    let args = [
-        "energy",
-        "--no-progress",
-        "--sensor",
-        meter,
-        "--arm",
-        "m=mock:ok",
-        "--arm",
-        &spec,
-        "--sample-interval",
-        "50ms",
-        "--seconds",
-        "300ms",
-        "--idle-seconds",
-        "200ms",
-        "--idle-discard",
-        "50ms",
-        "--cycles",
-        "1",
-        "--warmup",
-        "3",
-        "--raw",
-        "r.raw.jsonl",
-        "--output",
-        "r.json",
-    ];
+    let mut args = SHORT_ENERGY.to_vec();
+    args.extend(["--sensor", meter, "--arm", "m=mock:ok", "--arm", &spec, "--cycles", "1"]);
+    args.extend(["--raw", "r.raw.jsonl", "--output", "r.json"]);
     let o = run(dir.path(), &[], &args);
     assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", stderr(&o));
     let run = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
@@ -533,4 +510,151 @@ fn summary_times_a_reference_arm_by_its_runtime_as_speed_does() {
     let t_summary = run_summary["arms"][1]["totals"]["time_per_decision_s"].as_f64();
     let t_speed = speed_report["arms"][1]["totals"]["time_per_decision_s"].as_f64().unwrap();
     assert!(t_summary.is_some_and(|t| (t - t_speed).abs() <= 1e-9 * t_speed), "{t_summary:?} vs {t_speed}");
+}
+
+/// `ref:laya-cuda` against `fixtures/reference/fake_laya_cuda`, a stand-in for laya-cuda
+/// 0.1.1.post1's `Engine` that answers in laya 0.3's shape (no `answer_confidence`, `usage` with
+/// `input_tokens` only) and takes no per-call options.
+fn fake_laya_cuda() -> String {
+    fixture("fixtures/reference/fake_laya_cuda").display().to_string()
+}
+
+#[test]
+fn a_laya_cuda_arm_answers_in_laya_0_3_shape_and_is_compared_by_what_both_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fake_laya_cuda();
+    let cuda = format!("c=ref:laya-cuda:{}:cuda:0", fixture("fixtures/tiny").display());
+    let meter = "exec:while true; do echo 42.5; sleep 0.05; done";
+    let mut args = SHORT_ENERGY.to_vec();
+    args.extend([
+        "--boundary",
+        "wall",
+        "--sensor",
+        meter,
+        "--arm",
+        "p=portable:f32",
+        "--arm",
+        &cuda,
+        "--cycles",
+        "1",
+    ]);
+    args.extend(["--raw", "r.raw.jsonl", "--output", "r.json", "--export-markdown", "r.md"]);
+    let o = run(dir.path(), &[("PYTHONPATH", path.as_str())], &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report = read_json(&dir.path().join("r.json"));
+    let c = &report["arms"][1];
+    assert_eq!(c["arm"]["backend"], "laya-cuda 0.1.1.post1+stand-in", "{c}");
+    assert_eq!(c["arm"]["precision"], "fp16", "{c}");
+    let notes = c["arm"]["notes"].to_string();
+    assert!(notes.contains("laya 0.3's shape: they lack `answer_confidence`"), "{notes}");
+    assert!(notes.contains("takes no per-call options"), "{notes}");
+    // Compared with the baseline by what both carry: the stand-in's uniform answers are not
+    // the model's, its rows are counted in characters, and what it lacks is named.
+    let cmp = &c["answers_vs_baseline"];
+    assert_eq!(cmp["requests"], 8, "{cmp}");
+    assert_eq!(cmp["lacks"], serde_json::json!(["answer_confidence", "usage.state_tokens"]), "{cmp}");
+    assert_eq!(cmp["rows_differ"], 8, "{cmp}");
+    assert!(cmp["max_probability_diff"].as_f64().unwrap() > 0.0, "{cmp}");
+    assert!(report["arms"][0].get("answers_vs_baseline").is_none());
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    assert!(md.contains("Answers against the baseline `p`"), "{md}");
+    assert!(md.contains("(its results lack `answer_confidence`, `usage.state_tokens`)"), "{md}");
+    // The raw record keeps each warm-up result as the runtime stated it.
+    let raw = record::read(&dir.path().join("r.raw.jsonl")).unwrap();
+    let warm = raw
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Warmup { arm, results, .. } if arm == "c" => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(warm.len(), 8);
+    assert!(warm[0]["answers"].as_object().unwrap().values().all(|a| a.get("answer_confidence").is_none()));
+    // summary re-derives the same comparison from the record alone
+    let o = run(dir.path(), &[], &["summary", "r.raw.jsonl", "--output", "-"]);
+    let summary: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let arm =
+        summary["runs"][0]["arms"].as_array().unwrap().iter().find(|a| a["name"] == "c").unwrap().clone();
+    assert_eq!(arm["answers_vs_baseline"], *cmp, "{arm}");
+}
+
+#[test]
+fn a_per_call_option_laya_cuda_cannot_take_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fake_laya_cuda();
+    let envs = [("PYTHONPATH", path.as_str())];
+    let backend = format!("ref:laya-cuda:{}", fixture("fixtures/tiny").display());
+    let q = r#"{"refund": {"type": "noul", "instructions": "Refund asked for?"}}"#;
+    let o = run(
+        dir.path(),
+        &envs,
+        &["predict", "--backend", &backend, "--state", "a refund", "--questions", q, "--max-len", "64"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("laya-cuda's predict(state, questions) takes no per-call options, and the request passes `max_len`"), "{}", stderr(&o));
+    // Without it, the same request is answered, in laya 0.3's shape.
+    let o = run(
+        dir.path(),
+        &envs,
+        &["predict", "--backend", &backend, "--state", "a refund", "--questions", q, "--json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let answer: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(answer["answers"]["refund"]["noul"], 0.5, "{answer}");
+    assert!(answer["answers"]["refund"].get("answer_confidence").is_none(), "{answer}");
+    // A workload whose request passes it: exit 2 naming the arm and the request, no raw record.
+    let requests = r#"[{"state": "a", "questions": {"q": {"type": "noul", "instructions": "ok?"}}},
+                      {"state": "b", "questions": {"q": {"type": "noul", "instructions": "ok?"}}, "max_len": 64}]"#;
+    std::fs::write(dir.path().join("w.json"), requests).unwrap();
+    let arm = format!("c={backend}");
+    let o = run(
+        dir.path(),
+        &envs,
+        &[
+            "speed",
+            "--no-progress",
+            "--workload",
+            "w.json",
+            "--arm",
+            "p=portable:f32",
+            "--arm",
+            &arm,
+            "--raw",
+            "r.raw.jsonl",
+            "--output",
+            "r.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("arm `c`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("request 1 of workload"), "{}", stderr(&o));
+    assert!(!dir.path().join("r.raw.jsonl").exists());
+    // convert-check passes --max-len to the runtime: refused before the first question
+    let suite = small_suite(dir.path());
+    let tiny = fixture("fixtures/tiny").display().to_string();
+    let o = run(
+        dir.path(),
+        &envs,
+        &[
+            "convert-check",
+            "--model",
+            &tiny,
+            "--backend",
+            &backend,
+            "--suite",
+            &suite,
+            "--max-len",
+            "64",
+            "--output",
+            "cc.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("takes no per-call options, and the request passes `max_len`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("cc.json").exists());
 }

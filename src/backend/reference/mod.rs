@@ -20,7 +20,7 @@ use worker::{Ready, Worker, WorkerError};
 
 use super::{Backend, BackendInfo, BackendKind, HostHints, RequestAnswerer, ShapeCaps};
 use crate::laya::batch::{BackendError, ForwardOutput, PreparedBatch};
-use crate::laya::decode::MinConfidence;
+use crate::laya::decode::{MinConfidence, ResultShape};
 use crate::laya::host::{CallOptions, HostError, StateResult};
 use crate::settings::Settings;
 
@@ -89,10 +89,12 @@ impl ReferenceBackend {
             device: format!("Python {} worker ({}); {}{options}", ready.python, worker.python(), packages.join(", ")),
             shapes,
             fingerprint: fingerprint(spec),
-            notes: vec![format!(
+            notes: std::iter::once(format!(
                 "reference runtime in a Python worker: t is the runtime's own predict(state, questions) timed in the worker (time.perf_counter_ns); the round trip over the pipes is recorded beside it; loaded in {:.2} s",
                 ready.load_ns as f64 / 1e9
-            )],
+            ))
+            .chain(shape_notes(&ready))
+            .collect(),
             blas: None,
             host_hints: HostHints::default(),
             weight_bytes: None,
@@ -104,6 +106,64 @@ impl ReferenceBackend {
     pub fn ready(&self) -> &Ready {
         &self.ready
     }
+}
+
+/// The per-call options a request passes, by their keyword names.
+fn passed(options: &CallOptions) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    if options.max_len.is_some() {
+        names.push("max_len");
+    }
+    if options.head_max_len.is_some() {
+        names.push("head_max_len");
+    }
+    if options.min_confidence.is_some() {
+        names.push("min_confidence");
+    }
+    names
+}
+
+/// Why `runtime`, whose predict takes only `takes` (`None`: every option), cannot answer a
+/// request passing `options`; `None` when it can.
+pub fn refusal_of(runtime: &str, takes: Option<&[String]>, options: &CallOptions) -> Option<String> {
+    let takes = takes?;
+    let refused: Vec<&str> = passed(options).into_iter().filter(|o| !takes.iter().any(|t| t == o)).collect();
+    if refused.is_empty() {
+        return None;
+    }
+    let takes = if takes.is_empty() {
+        "takes no per-call options".to_string()
+    } else {
+        format!("takes only {}", takes.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))
+    };
+    let names = refused.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ");
+    Some(format!(
+        "{runtime}'s predict(state, questions) {takes}, and the request passes {names}; leave {} out of the request (the runtime then uses its checkpoint's own), or leave this runtime out",
+        if refused.len() == 1 { "it" } else { "them" }
+    ))
+}
+
+/// The notes of an arm whose runtime answers in another shape or takes fewer options.
+fn shape_notes(ready: &Ready) -> Vec<String> {
+    let mut notes = Vec::new();
+    if ready.result_shape != ResultShape::Current {
+        notes.push(format!(
+            "its results are in {}'s shape: they lack {}; answers, probabilities, noul values, confidence and act_probability are compared with the other arms, the fields it lacks are not (none is made up)",
+            match ready.result_shape {
+                ResultShape::Laya03 => "laya 0.3",
+                ResultShape::Current => "laya 0.4",
+            },
+            ready.result_shape.lacks().iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(takes) = &ready.call_options {
+        notes.push(if takes.is_empty() {
+            "its predict takes no per-call options: requests run at its checkpoint's max_len and head_max_len, with no abstention gate".to_string()
+        } else {
+            format!("its predict takes only these per-call options: {}", takes.join(", "))
+        });
+    }
+    notes
 }
 
 fn min_confidence_json(m: &MinConfidence) -> Value {
@@ -139,9 +199,12 @@ impl RequestAnswerer for ReferenceBackend {
         options: &CallOptions,
     ) -> Result<(StateResult, Option<u64>), HostError> {
         let failed = |m: String| HostError::Backend(BackendError::Runtime(m));
+        if let Some(why) = self.refusal(options) {
+            return Err(failed(why));
+        }
         let (result, ns) =
             self.worker.call(&request_json(state, questions, options)).map_err(|e| failed(e.to_string()))?;
-        let parsed = StateResult::from_json(&result).map_err(|why| {
+        let parsed = StateResult::from_json_as(&result, self.ready.result_shape).map_err(|why| {
             let text = result.to_string();
             let shown: String = text.chars().take(200).collect();
             failed(format!(
@@ -154,6 +217,10 @@ impl RequestAnswerer for ReferenceBackend {
 
     fn process_id(&self) -> Option<u32> {
         Some(self.worker.pid())
+    }
+
+    fn refusal(&self, options: &CallOptions) -> Option<String> {
+        refusal_of(&self.ready.runtime, self.ready.call_options.as_deref(), options)
     }
 }
 

@@ -3,7 +3,8 @@
 # One persistent process per `ref:` arm. Line protocol over the pipes, one JSON object a line:
 #   laya-bench -> worker, first line: {"kind": K, "args": [...]}      (what to load)
 #   worker -> laya-bench: {"ready": true, "python": V, "runtime": NAME, "version": V,
-#                          "packages": {...}, "options": {...}, "precision": P|null, "load_ns": N}
+#                          "packages": {...}, "options": {...}, "precision": P|null, "load_ns": N,
+#                          "result_shape": "current"|"laya-0.3", "call_options": [NAME...]|null}
 #                      or {"ready": false, "missing": MODULE, "pip": CMD, "error": TEXT}
 #                      or {"ready": false, "error": TEXT}
 #   then per request: {"state": S, "questions": Q, "kwargs": {...}}
@@ -148,13 +149,30 @@ def load_laya_cuda(args):
     laya_cuda = need("laya_cuda")
     opts = {"device": device, "backend": "cuda"}
     engine = laya_cuda.Engine(ckpt, **opts)
+    VERSION_HINT["laya-cuda"] = getattr(laya_cuda, "__version__", None)
+
+    # What it runs on: laya-cuda pins cupy-cuda12x and CUDA 12's wheels, a machine may have
+    # CUDA 13's; record the CUDA runtime and driver cupy actually loaded.
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        try:
+            opts["cupy"] = cupy.__version__
+            opts["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+            opts["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
+        except Exception as e:  # a stand-in or a broken install: say so, never guess
+            opts["cuda_runtime"] = f"unknown ({type(e).__name__})"
+    # Its CUDA engine runs FP16 (its own metrics say "float16"), decision logits in FP32.
+    opts["precision"] = "fp16"
 
     def predict(state, questions, **kw):
         if kw:
             raise ValueError(f"laya-cuda's predict(state, questions) takes no per-call options; got {sorted(kw)}")
         return engine.predict(state, questions)
 
-    return predict, "laya-cuda", opts, ["laya-cuda", "cupy-cuda12x"]
+    dists = ["laya-cuda", "cupy-cuda12x", "cupy-cuda13x", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime",
+             "nvidia-cublas-cu12", "nvidia-cublas", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc", "numpy",
+             "tokenizers", "safetensors"]
+    return predict, "laya-cuda", opts, dists
 
 
 def load_laya_coreml(args):
@@ -234,6 +252,11 @@ def load_factory(args):
 
 VERSION_HINT = {}
 
+# What laya-bench must know of a runtime before its first call: the shape of its result dicts
+# (absent: laya 0.4's) and the per-call options its predict takes (absent: all of them).
+RESULT_SHAPE = {"laya-cuda": "laya-0.3"}
+CALL_OPTIONS = {"laya-cuda": [], "laya-apple": []}
+
 KINDS = {
     "laya-mlx": load_laya_mlx,
     "laya": load_laya,
@@ -284,6 +307,8 @@ def main():
         "options": {k: v for k, v in opts.items() if v is not None},
         "precision": precision,
         "load_ns": load_ns,
+        "result_shape": RESULT_SHAPE.get(cfg["kind"], "current"),
+        "call_options": CALL_OPTIONS.get(cfg["kind"]),
     })
     clock = time.perf_counter_ns
     for line in sys.stdin:

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::laya::decode::ResultShape;
+
 /// The worker script, shipped inside the binary.
 pub const SCRIPT: &str = include_str!("worker.py");
 
@@ -142,6 +144,11 @@ pub struct Ready {
     pub precision: Option<String>,
     /// Load time in the worker, ns.
     pub load_ns: u64,
+    /// The shape of the runtime's result dicts (`result_shape`; absent: laya 0.4's).
+    pub result_shape: ResultShape,
+    /// The per-call options (`max_len`, `head_max_len`, `min_confidence`) its predict takes
+    /// (`call_options`; absent: all of them).
+    pub call_options: Option<Vec<String>>,
 }
 
 /// One running worker.
@@ -257,6 +264,26 @@ impl Worker {
                             .collect()
                     })
                     .unwrap_or_default();
+                let result_shape = match text("result_shape") {
+                    None => ResultShape::Current,
+                    Some(name) => ResultShape::from_name(&name).ok_or_else(|| WorkerError::Garbage {
+                        why: format!("`result_shape` `{name}` is not `current` or `laya-0.3`"),
+                        line: cut(&reply.to_string()),
+                        tail: self.tail(),
+                    })?,
+                };
+                let call_options = match reply.get("call_options") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(
+                        v.as_array()
+                            .and_then(|a| a.iter().map(|o| o.as_str().map(str::to_string)).collect())
+                            .ok_or_else(|| WorkerError::Garbage {
+                                why: "`call_options` is not a list of option names".into(),
+                                line: cut(&reply.to_string()),
+                                tail: self.tail(),
+                            })?,
+                    ),
+                };
                 Ok(Ready {
                     python: text("python").unwrap_or_default(),
                     runtime: text("runtime").unwrap_or_default(),
@@ -265,6 +292,8 @@ impl Worker {
                     options: reply.get("options").cloned().unwrap_or(Value::Null),
                     precision: text("precision"),
                     load_ns: reply.get("load_ns").and_then(Value::as_u64).unwrap_or(0),
+                    result_shape,
+                    call_options,
                 })
             }
             Some(false) => match text("missing") {
