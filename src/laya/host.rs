@@ -152,7 +152,8 @@ impl StateResult {
     }
 
     /// The result from a dict of the shape the runtime declared: laya 0.3's may lack
-    /// `answer_confidence` and every `usage` count but `input_tokens`; those stay `None`.
+    /// `answer_confidence` and must state `usage.input_tokens`. In any shape, a `usage` with
+    /// only `input_tokens` keeps it, the state's counts `None`.
     pub fn from_json_as(v: &Value, shape: ResultShape) -> Result<Self, Error> {
         fn missing(what: &'static str) -> impl Fn() -> Error {
             move || Error::run(what)
@@ -213,7 +214,10 @@ impl StateResult {
                 truncated_questions,
                 collapsed,
             })
-        } else if shape == ResultShape::Laya03 && !answers.is_empty() {
+        } else if !answers.is_empty() && (shape == ResultShape::Laya03 || u.contains_key("input_tokens")) {
+            // Only the rows' token count is stated (laya 0.3's usage, or a runtime that says
+            // no more): kept, the state's counts left unknown. Read alike in every shape, so a
+            // record's stated results compare as the run compared them.
             Some(Usage {
                 input_tokens: count("input_tokens")?,
                 state_tokens: None,
@@ -532,6 +536,34 @@ mod tests {
         assert_eq!(std::error::Error::source(&e).map(ToString::to_string).as_deref(), Some("no `noul`"));
         assert_eq!(chain(&e), "answer `q`: no `noul`");
         let e = StateResult::from_json(&json!({"answers": {}, "usage": {"state_tokens": "3"}})).unwrap_err();
+        assert_eq!(e.to_string(), "usage `input_tokens` is not a count");
+    }
+
+    #[test]
+    fn laya_0_3_results_keep_what_they_state_and_nothing_else() {
+        use crate::laya::decode::ResultShape;
+        let noul =
+            json!({"type": "noul", "confidence": 0.75, "action": {"act_probability": 0.5}, "noul": 0.25});
+        let r = json!({"answers": {"q": noul}, "usage": {"input_tokens": 40, "output_tokens": 0}});
+        // undeclared, the missing `answer_confidence` is another shape: a failed run
+        let e = StateResult::from_json(&r).unwrap_err();
+        assert_eq!(e.to_string(), "answer `q`: no `answer_confidence`");
+        let got = StateResult::from_json_as(&r, ResultShape::Laya03).unwrap();
+        assert_eq!(got.answers[0].1.answer_confidence, None);
+        let u = got.usage.as_ref().unwrap();
+        assert_eq!((u.input_tokens, u.state_tokens, u.state_tokens_dropped), (40, None, None));
+        // written back: the runtime's own dict, nothing added
+        assert_eq!(got.to_json()["answers"], r["answers"]);
+        assert_eq!(got.to_json()["usage"], r["usage"]);
+        // a usage with only input_tokens is read alike in either shape
+        let mut full = noul.clone();
+        full["answer_confidence"] = json!(0.75);
+        let cur =
+            StateResult::from_json(&json!({"answers": {"q": full}, "usage": {"input_tokens": 40}})).unwrap();
+        assert_eq!(cur.usage, got.usage);
+        // laya 0.3's shape must state the rows' tokens
+        let e = StateResult::from_json_as(&json!({"answers": {"q": noul}, "usage": {}}), ResultShape::Laya03)
+            .unwrap_err();
         assert_eq!(e.to_string(), "usage `input_tokens` is not a count");
     }
 }
