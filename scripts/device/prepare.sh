@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares what scripts/device/h200-energy.sh needs on the GPU machine, which has no network:
 # a stripped release binary at dist/laya-bench, the laya wheel in dist/wheels/ and laya-cuda's
-# in dist/wheels-cuda/ (the script probes it apart from the energy run) (dist/ is
-# ignored by git; the device tool carries it: `carry: ["dist"]`, well under 64 MiB).
+# in dist/wheels-cuda/ (an arm of H200_PLAN=runtimes; the first plan probes it apart from the
+# energy run) (dist/ is ignored by git; the device tool carries it: `carry: ["dist"]`, well
+# under 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --locked
