@@ -2,19 +2,26 @@
 """Write fixtures/reference/laya-cuda/results.json: laya-cuda results in laya 0.3's shape, for the
 tests of laya-bench's result-shape adapter (CI only reads the file).
 
-Two kinds of result are in it:
+Three kinds of result are in it:
   recorded   what laya-cuda 0.1.1.post1 answered on an NVIDIA H200 (CUDA 13, FP16 kernels) in the
              run of docs/runs/2026-12-04-h200 (its run.log), copied here as it was printed
   emulated   laya-cuda 0.1.1.post1's own host code (its `Laya.prepare` rows and `Laya.decode`
              answers, imported from the unpacked wheel) around laya-mlx 0.5.0's FP32 forward on
              the CPU in place of laya-cuda's CUDA kernels, beside laya-mlx's own answer to the
              same request (laya 0.4's shape). No CUDA is needed; the numbers are the model's.
+  invoice    the same for the 8 requests of laya-bench's invoice workload (rows of 91 tokens),
+             as scripts/request_recorder.py captured them from a `speed` run
 
 Usage (the venv of scripts/setup-ref.sh has laya-mlx, tokenizers and numpy):
   pip download --no-deps laya-cuda==0.1.1.post1 --python-version 3.12 --only-binary=:all: -d /tmp/lc
   unzip -q /tmp/lc/laya_cuda-0.1.1.post1-py3-none-any.whl -d /tmp/lc/src
   laya-bench export --model synthetic:multilingual --output /tmp/ckpt-ml
-  ~/.cache/laya-bench/ref-venv/bin/python scripts/make_laya_cuda_fixtures.py /tmp/lc/src /tmp/ckpt-ml
+  # the invoice workload's requests as laya-bench builds them (rows of exactly 91 tokens):
+  LAYA_BENCH_PYTHON=~/.cache/laya-bench/ref-venv/bin/python laya-bench speed --model /tmp/ckpt-ml \
+    --arm r=ref:factory:scripts/request_recorder.py:make:/tmp/ckpt-ml:/tmp/invoice.jsonl \
+    --cycles 1 --seconds 1s --warmup 8 --no-progress --raw /tmp/r.raw.jsonl --output /tmp/r.json
+  ~/.cache/laya-bench/ref-venv/bin/python scripts/make_laya_cuda_fixtures.py /tmp/lc/src /tmp/ckpt-ml \
+    /tmp/invoice.jsonl
 """
 import hashlib
 import json
@@ -54,7 +61,21 @@ REQUESTS = [
 ]
 
 
-def main(wheel_src, ckpt):
+def invoice_requests(path):
+    """The distinct requests of a request_recorder.py file, in first-seen order."""
+    seen, out = set(), []
+    for line in open(path, encoding="utf-8"):
+        r = json.loads(line)
+        if r.get("kwargs"):
+            raise SystemExit(f"{path}: a request passes per-call options {r['kwargs']}; laya-cuda takes none")
+        key = json.dumps([r["state"], r["questions"]], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append((r["state"], r["questions"]))
+    return out
+
+
+def main(wheel_src, ckpt, invoice_path):
     sys.path.insert(0, wheel_src)
     import numpy as np
     import laya_cuda
@@ -64,14 +85,20 @@ def main(wheel_src, ckpt):
 
     host = adapter(resolve(ckpt))
     agent = laya_mlx.load(ckpt, device="cpu")
-    emulated = []
-    for state, questions in REQUESTS:
-        items = host.prepare(state, questions)
-        rows = [{"ids": ids, "markers": markers, "qtype": kind} for ids, markers, kind in items]
-        logits, acts = agent.forward(collate_items(rows, agent.tok.pad_token_id))
-        result = host.decode(np.asarray(logits), np.asarray(acts), questions, items)
-        emulated.append({"state": state, "questions": questions, "laya_cuda_result": result,
-                         "laya_mlx_result": agent.predict(state, questions)})
+
+    def emulate(requests):
+        out = []
+        for state, questions in requests:
+            items = host.prepare(state, questions)
+            rows = [{"ids": ids, "markers": markers, "qtype": kind} for ids, markers, kind in items]
+            logits, acts = agent.forward(collate_items(rows, agent.tok.pad_token_id))
+            result = host.decode(np.asarray(logits), np.asarray(acts), questions, items)
+            out.append({"state": state, "questions": questions, "laya_cuda_result": result,
+                        "laya_mlx_result": agent.predict(state, questions)})
+        return out
+
+    emulated = emulate(REQUESTS)
+    invoice = emulate(invoice_requests(invoice_path))
     weights = hashlib.sha256(Path(ckpt, "model.safetensors").read_bytes()).hexdigest()
     doc = {
         "generator": "scripts/make_laya_cuda_fixtures.py",
@@ -81,12 +108,14 @@ def main(wheel_src, ckpt):
         "laya_mlx": laya_mlx.__version__,
         "recorded": [RECORDED],
         "emulated": emulated,
+        "invoice_rows_tokens": 91,
+        "invoice": invoice,
     }
     OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {OUT} ({len(emulated)} emulated, 1 recorded)")
+    print(f"wrote {OUT} ({len(emulated)} emulated, {len(invoice)} invoice requests, 1 recorded)")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -264,6 +264,25 @@ mod tests {
             (4, 0, Some(0), Some(0.0))
         );
         assert_eq!(c.lacks, ["answer_confidence", "usage.state_tokens"]);
+        // The invoice workload: laya-cuda's own rows are 91 tokens, as laya-bench builds them
+        // for every arm, so its arm does the same work; the same answers as laya-mlx's
+        let read = |key: &str, shape| -> Vec<StateResult> {
+            doc["invoice"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| StateResult::from_json_as(&e[key], shape).unwrap())
+                .collect()
+        };
+        let (mlx, cuda) =
+            (read("laya_mlx_result", ResultShape::Current), read("laya_cuda_result", ResultShape::Laya03));
+        assert_eq!(cuda.len(), 8);
+        assert!(cuda.iter().all(|r| r.usage.as_ref().unwrap().input_tokens == 91), "{cuda:?}");
+        let c = compare(&mlx, &cuda);
+        assert_eq!(
+            (c.requests, c.answers_differ, c.rows_differ, c.max_probability_diff),
+            (8, 0, Some(0), Some(0.0))
+        );
         // On the H200 (FP16 kernels) it answered the first request within 1e-4 of the FP32
         // emulation: the same answer, the same 40 tokens.
         let h200 = StateResult::from_json_as(&doc["recorded"][0]["result"], ResultShape::Laya03).unwrap();
