@@ -137,9 +137,11 @@ pub fn refusal_of(runtime: &str, takes: Option<&[String]>, options: &CallOptions
         format!("takes only {}", takes.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))
     };
     let names = refused.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ");
+    let flags = refused.iter().map(|o| format!("--{}", o.replace('_', "-"))).collect::<Vec<_>>().join(", ");
     Some(format!(
-        "{runtime}'s predict(state, questions) {takes}, and the request passes {names}; leave {} out of the request (the runtime then uses its checkpoint's own), or leave this runtime out",
-        if refused.len() == 1 { "it" } else { "them" }
+        "{runtime}'s predict(state, questions) {takes}, and the request passes {names}; drop {} from the request, or the {} ({flags}), so the runtime uses its checkpoint's own, or leave this runtime out",
+        if refused.len() == 1 { "it" } else { "them" },
+        if refused.len() == 1 { "flag that sets it" } else { "flags that set them" }
     ))
 }
 
@@ -243,6 +245,25 @@ impl Backend for ReferenceBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runtime_refuses_only_the_options_it_does_not_take() {
+        let opts = CallOptions {
+            max_len: Some(96),
+            min_confidence: Some(MinConfidence::Scalar(0.5)),
+            ..CallOptions::default()
+        };
+        // no list: every option is taken; nothing passed: nothing to refuse
+        assert_eq!(refusal_of("laya", None, &opts), None);
+        assert_eq!(refusal_of("laya-cuda", Some(&[]), &CallOptions::default()), None);
+        assert_eq!(
+            refusal_of("laya-cuda", Some(&[]), &opts).unwrap(),
+            "laya-cuda's predict(state, questions) takes no per-call options, and the request passes `max_len`, `min_confidence`; drop them from the request, or the flags that set them (--max-len, --min-confidence), so the runtime uses its checkpoint's own, or leave this runtime out"
+        );
+        let takes = ["max_len".to_string()];
+        let why = refusal_of("laya-mnn", Some(&takes), &opts).unwrap();
+        assert!(why.starts_with("laya-mnn's predict(state, questions) takes only `max_len`, and the request passes `min_confidence`; drop it"), "{why}");
+    }
 
     #[test]
     fn the_request_carries_only_the_options_given() {
