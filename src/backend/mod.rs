@@ -136,6 +136,17 @@ pub trait RequestAnswerer {
     }
 }
 
+/// The first of `options` (one per request, in order) that `backend` cannot take, with its
+/// index and why ([`RequestAnswerer::refusal`]); `None` for our engines, which take them all.
+/// Asked before anything is measured, never per call.
+pub fn first_refusal<'o>(
+    backend: &mut dyn Backend,
+    options: impl IntoIterator<Item = &'o crate::laya::host::CallOptions>,
+) -> Option<(usize, String)> {
+    let worker = backend.answers_requests()?;
+    options.into_iter().enumerate().find_map(|(i, o)| worker.refusal(o).map(|why| (i, why)))
+}
+
 /// Every backend is what the host calls: its forward, named by its [`BackendInfo::name`].
 impl<T: Backend + ?Sized> crate::laya::batch::Forward for T {
     fn name(&self) -> &str {

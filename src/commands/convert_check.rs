@@ -57,7 +57,8 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     }
     let mut engines = sides.candidate.engines(&mut sides.source);
     // A runtime whose predict cannot take --max-len is refused before the first question.
-    if let Some(why) = engines.candidate.as_mut().ok().and_then(|c| c.answers_requests()?.refusal(&plan.opts))
+    if let Some((_, why)) =
+        engines.candidate.as_mut().ok().and_then(|c| crate::backend::first_refusal(&mut **c, [&plan.opts]))
     {
         return Err(Failure::input(anyhow!("--backend {}: {why}", args.candidate)));
     }

@@ -42,14 +42,10 @@ pub(crate) fn run(args: &PredictArgs, cx: &crate::backend::Context) -> Outcome {
             "--explain shows our host path (rows, tokens, packed shapes); a ref: backend answers whole requests in its Python runtime and has none"
         )));
     }
-    if let Some(worker) = backend.answers_requests() {
-        for (i, req) in requests.iter().enumerate() {
-            if let Some(why) = worker.refusal(&req.opts) {
-                let which =
-                    if requests.len() > 1 { format!("request {i}") } else { "the request".to_string() };
-                return Err(Failure::input(anyhow!("{}: {which}: {why}", args.backend)));
-            }
-        }
+    if let Some((i, why)) = crate::backend::first_refusal(backend.as_mut(), requests.iter().map(|r| &r.opts))
+    {
+        let which = if requests.len() > 1 { format!("request {i}") } else { "the request".to_string() };
+        return Err(Failure::input(anyhow!("{}: {which}: {why}", args.backend)));
     }
     let mut outputs = Vec::with_capacity(requests.len());
     for (i, req) in requests.iter().enumerate() {

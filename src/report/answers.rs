@@ -106,6 +106,15 @@ pub fn compare(base: &[StateResult], arm: &[StateResult]) -> AnswersVsBaseline {
     out
 }
 
+/// Arm `i`'s warm-up results against the baseline's (arm 0), from each arm's warm-up results in
+/// arm order; `None` for the baseline and an arm without any.
+pub fn of_arm(warmups: &[Vec<StateResult>], i: usize) -> Option<AnswersVsBaseline> {
+    match (i, warmups.first(), warmups.get(i)) {
+        (1.., Some(base), Some(mine)) if !mine.is_empty() => Some(compare(base, mine)),
+        _ => None,
+    }
+}
+
 /// [`compare`] of two arms' warm-up result dicts as a raw record keeps them (`warmup`'s
 /// `results`), each read in whatever shape it was stated (a field it lacks stays absent);
 /// `None` when either list is empty or a dict is not a result.
@@ -289,6 +298,16 @@ mod tests {
         let c = compare(&base[..1], std::slice::from_ref(&h200));
         assert_eq!((c.answers_differ, c.rows_differ), (0, Some(0)));
         assert!(c.max_probability_diff.unwrap() <= 1e-4 + 1e-12, "{c:?}");
+    }
+
+    #[test]
+    fn only_an_arm_after_the_baseline_with_results_is_compared() {
+        let base = vec![current(0.25, "b", 0.4, 0.5, 40)];
+        let warmups = vec![base.clone(), base.clone(), Vec::new()];
+        assert_eq!(of_arm(&warmups, 0), None);
+        assert_eq!(of_arm(&warmups, 1), Some(compare(&base, &base)));
+        assert_eq!(of_arm(&warmups, 2), None);
+        assert_eq!(of_arm(&warmups, 3), None);
     }
 
     #[test]

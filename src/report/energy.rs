@@ -219,9 +219,6 @@ impl EnergyReport {
         self.whole_cycles.unwrap_or(self.plan.cycles)
     }
 
-    /// The lines under the arm table about its brackets: what they are (as `speed` says it),
-    /// and why a ratio shown has none, one line per reason. Empty for a report without
-    /// intervals (one written before them).
     /// The answers line ([`super::answers::line`]).
     fn answers_line(&self) -> String {
         let baseline = self.arms.first().map(|a| a.arm.name.as_str()).unwrap_or_default();
@@ -231,6 +228,9 @@ impl EnergyReport {
         )
     }
 
+    /// The lines under the arm table about its brackets: what they are (as `speed` says it),
+    /// and why a ratio shown has none, one line per reason. Empty for a report without
+    /// intervals (one written before them).
     fn interval_lines(&self) -> String {
         use crate::stats::resamples::{distinct_resamples, interval_name, names_a_level_interval};
         let mut out = String::new();

@@ -705,12 +705,7 @@ fn build_report(
             vs_baseline: energy_run::ratios(&arm_totals[0], &arm_totals[a]),
             intervals: std::mem::take(&mut intervals[a]),
             identical_to: header.arms[..a].iter().find(|o| info.same_model_as(o)).map(|o| o.name.clone()),
-            answers_vs_baseline: match (a, totals.warmup.first(), totals.warmup.get(a)) {
-                (1.., Some(base), Some(mine)) if !mine.is_empty() => {
-                    Some(crate::report::answers::compare(base, mine))
-                }
-                _ => None,
-            },
+            answers_vs_baseline: crate::report::answers::of_arm(&totals.warmup, a),
         });
     }
     let blocks = totals

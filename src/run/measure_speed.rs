@@ -482,8 +482,7 @@ pub fn report(header: &Header, totals: &RunTotals, raw_path: &Path, gflop: &[Opt
             unbatched_identical: unbatched.map(|u| u.as_slice() == warmup(i).as_slice()),
             max_probability_diff_vs_unbatched: unbatched_diff,
             host_steal: arm_steal(totals, i),
-            answers_vs_baseline: (i > 0 && !warmup(i).is_empty())
-                .then(|| crate::report::answers::compare(warmup(0), warmup(i))),
+            answers_vs_baseline: crate::report::answers::of_arm(&totals.warmup, i),
         });
     }
     let names: Vec<String> = header.arms.iter().map(|a| a.name.clone()).collect();

@@ -156,15 +156,12 @@ impl<'b> Setup<'b> {
 /// option, instead of failing at its first call.
 fn refuse_options(arms: &mut [Arm<'_>], workload: &Workload) -> Result<(), Error> {
     for arm in arms {
-        let (name, spec) = (arm.name.clone(), arm.spec.clone());
-        let Some(worker) = arm.backend.answers_requests() else { continue };
-        for (i, (_, _, options)) in workload.requests.iter().enumerate() {
-            if let Some(why) = worker.refusal(options) {
-                return Err(Error::input(format!(
-                    "arm `{name}` ({spec}), request {i} of workload `{}`: {why}",
-                    workload.name
-                )));
-            }
+        let options = workload.requests.iter().map(|r| &r.2);
+        if let Some((i, why)) = crate::backend::first_refusal(arm.backend.as_mut(), options) {
+            return Err(Error::input(format!(
+                "arm `{}` ({}), request {i} of workload `{}`: {why}",
+                arm.name, arm.spec, workload.name
+            )));
         }
     }
     Ok(())

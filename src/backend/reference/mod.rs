@@ -201,9 +201,6 @@ impl RequestAnswerer for ReferenceBackend {
         options: &CallOptions,
     ) -> Result<(StateResult, Option<u64>), HostError> {
         let failed = |m: String| HostError::Backend(BackendError::Runtime(m));
-        if let Some(why) = self.refusal(options) {
-            return Err(failed(why));
-        }
         let (result, ns) =
             self.worker.call(&request_json(state, questions, options)).map_err(|e| failed(e.to_string()))?;
         let parsed = StateResult::from_json_as(&result, self.ready.result_shape).map_err(|why| {
