@@ -13,7 +13,7 @@ use crate::cli::RunArgs;
 use crate::laya::bundle::Bundle;
 use crate::model::synthetic::published_shape;
 use crate::run::arm::{ArmSpec, Swept};
-use crate::run::outputs::{ClaimedRaw, OutputFiles};
+use crate::run::outputs::{ClaimedFile, OutputFiles};
 use crate::run::recorder::HeaderInput;
 use crate::run::setup::Setup;
 use crate::run::workload::WorkloadPlan;
@@ -90,7 +90,7 @@ pub(crate) struct Prepared {
     pub files: OutputFiles,
     pub bundle: Bundle,
     /// The default raw name this run created, removed again if the run never writes to it.
-    pub claim: Option<ClaimedRaw>,
+    pub claim: Option<ClaimedFile>,
 }
 
 impl Prepared {
@@ -105,7 +105,7 @@ impl Prepared {
 pub(crate) struct Checked {
     workload: WorkloadPlan,
     files: OutputFiles,
-    claim: Option<ClaimedRaw>,
+    claim: Option<ClaimedFile>,
 }
 
 /// Check the workload flags and every output file and claim a default raw name (exit 2 on any

@@ -4,7 +4,6 @@
 //! worst questions. The sides, the check's shape and the report's parts are `fidelity/`'s;
 //! this file turns arguments into them, prints, and maps the outcome to an exit code.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context};
@@ -24,7 +23,7 @@ use crate::laya::bundle::Bundle;
 use crate::laya::host::CallOptions;
 use crate::report::write_atomic;
 use crate::report::Render;
-use crate::run::outputs::{check_new_output, is_stdout, shown, write_output};
+use crate::run::outputs::{check_new_output, claim_default_report, is_stdout, shown, write_output};
 use crate::time::timestamp_stem;
 
 pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outcome {
@@ -32,11 +31,19 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     // SIGINT ignored): the suite then stops before its first question, reported incomplete.
     let stop = interrupt::install_or_warn();
     check_gate_and_repeats(args.gate, args.repeats)?;
-    let default = || PathBuf::from(format!("{}.json", timestamp_stem("convert-check")));
-    let output = args.output.clone().unwrap_or_else(default);
+    // a default name is claimed for this run (`-2`… when a run of the same second took it)
+    let (output, claim) = match &args.output {
+        Some(path) => (path.clone(), None),
+        None => {
+            let claim = claim_default_report(&timestamp_stem("convert-check"))?;
+            (claim.path().to_path_buf(), Some(claim))
+        }
+    };
     // `--output -`: the report alone on standard output, the verdict text on standard error
     let to_stdout = is_stdout(&output);
-    check_new_output(&output, args.overwrite)?;
+    if claim.is_none() {
+        check_new_output(&output, args.overwrite)?;
+    }
     let suite = Suite::load(args.suite.as_deref())?;
     let source_bundle = load_bundle(&args.source, &cx.hub)?;
     setup::check_source(&args.source, &source_bundle)?;

@@ -61,38 +61,26 @@ impl OutputFiles {
     /// name follows). `None` for a raw path given on the command line (it is opened, checked
     /// and locked when the run starts). The claimed file is empty until the run writes its
     /// header; dropping the claim removes it if it is still empty (a run that never started).
-    pub fn claim(&mut self) -> Result<Option<ClaimedRaw>, Error> {
+    pub fn claim(&mut self) -> Result<Option<ClaimedFile>, Error> {
         let Some(stem) = self.stem.clone() else { return Ok(None) };
         let default_report = self.report == report_path_for(&self.raw);
-        let mut n = 1;
-        loop {
-            let raw = if n == 1 { PathBuf::from(format!("{stem}.raw.jsonl")) } else { suffixed(&stem, n) };
-            n += 1;
-            if default_report && report_path_for(&raw).exists() {
-                continue;
-            }
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&raw) {
-                Ok(_) => {
-                    if default_report {
-                        self.report = report_path_for(&raw);
-                    }
-                    self.raw = raw.clone();
-                    return Ok(Some(ClaimedRaw { path: raw }));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => continue,
-                Err(e) => {
-                    return Err(
-                        Error::input(format!("cannot create the raw file {}", raw.display())).because(e)
-                    )
-                }
-            }
+        let claim = claim_first_free(&stem, ".raw.jsonl", "raw file", |raw| {
+            default_report && report_path_for(raw).exists()
+        })?;
+        if default_report {
+            self.report = report_path_for(&claim.path);
         }
+        self.raw = claim.path.clone();
+        Ok(Some(claim))
     }
 
     /// Check every file before anything is measured (exit 2): no two of the raw record, report
     /// and exports are the same file, none is one of the `inputs` the run reads (a workload
     /// file, the model's files), none exists unless `overwrite`, and each one's folder exists
-    /// and can be written in.
+    /// and can be written in. A default raw name and the report that follows it are not
+    /// refused for existing: another run started in the same second may have created them
+    /// since [`OutputFiles::resolve`] chose them, and [`OutputFiles::claim`] then takes the
+    /// next suffix.
     pub fn check(&self, inputs: &[&Path]) -> Result<(), Error> {
         if is_stdout(&self.raw) {
             return Err(Error::input(
@@ -106,7 +94,12 @@ impl OutputFiles {
         if let Some(p) = &self.csv {
             files.push(("--export-csv", p));
         }
-        check_new_files(&files, inputs, self.overwrite)
+        let claimed: Vec<&Path> = match self.stem {
+            Some(_) if self.report == report_path_for(&self.raw) => vec![&self.raw, &self.report],
+            Some(_) => vec![&self.raw],
+            None => vec![],
+        };
+        check_files(&files, inputs, self.overwrite, &claimed)
     }
 
     /// Whether one of the report and exports goes to standard output (`-`): the command then
@@ -204,6 +197,17 @@ pub fn check_folder<'p>(flag: &str, path: &'p Path) -> Result<&'p Path, Error> {
 /// none is one of the `inputs` the command reads (never even with `overwrite`), and none exists
 /// unless `overwrite`.
 pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: bool) -> Result<(), Error> {
+    check_files(files, inputs, overwrite, &[])
+}
+
+/// [`check_new_files`], except that the `claimed` files may exist: they are default names a
+/// claim takes or passes over ([`OutputFiles::claim`]).
+fn check_files(
+    files: &[(&str, &Path)],
+    inputs: &[&Path],
+    overwrite: bool,
+    claimed: &[&Path],
+) -> Result<(), Error> {
     stdout_flag(files)?;
     let files: Vec<(&str, &Path)> = files.iter().copied().filter(|(_, p)| !is_stdout(p)).collect();
     // the same file however it is named: its device and inode, else its folder and name
@@ -226,7 +230,7 @@ pub fn check_new_files(files: &[(&str, &Path)], inputs: &[&Path], overwrite: boo
             )));
         }
         seen.push((flag, k));
-        refuse_existing(path, overwrite)?;
+        refuse_existing(path, overwrite || claimed.contains(&path))?;
     }
     Ok(())
 }
@@ -290,14 +294,65 @@ fn first_free(stem: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
     raw
 }
 
-/// A default raw name this run created ([`OutputFiles::claim`]); dropped while still empty
-/// (the run stopped before its header), the file is removed.
+/// Create `STEM<ext>` exclusively (`create_new`), or `STEM-2<ext>`, `STEM-3<ext>`… when another
+/// run (of the same second) created it first or `skip` passes over it; `what` names the file
+/// in an error (exit 2). Never replaces a file, however many runs start at once.
+fn claim_first_free(
+    stem: &str,
+    ext: &str,
+    what: &str,
+    skip: impl Fn(&Path) -> bool,
+) -> Result<ClaimedFile, Error> {
+    let mut n = 1u32;
+    loop {
+        let path = if n == 1 {
+            PathBuf::from(format!("{stem}{ext}"))
+        } else {
+            PathBuf::from(format!("{stem}-{n}{ext}"))
+        };
+        n += 1;
+        if skip(&path) {
+            continue;
+        }
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => return Ok(ClaimedFile { path }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => continue,
+            Err(e) => {
+                return Err(Error::input(format!("cannot create the {what} {}", path.display())).because(e))
+            }
+        }
+    }
+}
+
+/// Claim a default report name `STEM.json` (`STEM-2.json`… when taken) for a command whose
+/// only output is its report: created empty and exclusively, so two runs started in the same
+/// second never write the same file; the report replaces it atomically.
+pub fn claim_default_report(stem: &str) -> Result<ClaimedFile, Error> {
+    claim_first_free(stem, ".json", "report", |_| false)
+}
+
+/// Claim a default raw record name `STEM.raw.jsonl` (`STEM-2.raw.jsonl`… when taken) for a
+/// command whose raw record has no report beside it (`trace run`); the run then opens the
+/// claimed file as one it may replace.
+pub fn claim_default_raw(stem: &str) -> Result<ClaimedFile, Error> {
+    claim_first_free(stem, ".raw.jsonl", "raw file", |_| false)
+}
+
+/// A default file name this run created ([`OutputFiles::claim`], [`claim_default_report`]);
+/// dropped while still empty (the run stopped before writing it), the file is removed.
 #[derive(Debug)]
-pub struct ClaimedRaw {
+pub struct ClaimedFile {
     path: PathBuf,
 }
 
-impl Drop for ClaimedRaw {
+impl ClaimedFile {
+    /// The file claimed.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ClaimedFile {
     fn drop(&mut self) {
         if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.is_file() && m.len() == 0) {
             let _ = std::fs::remove_file(&self.path);
@@ -626,8 +681,10 @@ mod tests {
             overwrite: false,
             stem: Some(stem.clone()),
         };
-        // another run created the name after this one chose it
+        // another run created the name after this one chose it: the check leaves that to the
+        // claim, which takes the next suffix
         std::fs::write(&files.raw, "").unwrap();
+        files.check(&[]).expect("a default name taken since it was chosen is not refused");
         let claim = files.claim().unwrap().expect("a default name is claimed");
         assert_eq!(files.raw, PathBuf::from(format!("{stem}-2.raw.jsonl")));
         assert_eq!(files.report, PathBuf::from(format!("{stem}-2.json")));

@@ -444,3 +444,30 @@ fn shield_keeps_a_scripted_arm_alive_through_many_rounds_and_unassisted_play_sto
     assert_exit(&o, 0, "");
     assert_eq!(summary(&o)["end_summary"]["deaths"], 1);
 }
+
+#[test]
+fn runs_started_together_without_output_each_keep_their_own_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["snake", "compare", "--arm", "a=portable:f32", "--arm", "b=portable:f16", "--seeds", "101"];
+    let args = [&args[..], &["--steps", "2", "--row-length", "96"]].concat();
+    let runs: Vec<_> = (0..3).map(|_| crate::common::spawn_laya_bench(d, &args, false)).collect();
+    for o in runs.into_iter().map(|c| crate::common::wait_with_limit(c, 120)) {
+        assert_exit(&o, 0, "");
+    }
+    let mut names: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for n in &names {
+        assert!(n.starts_with("snake-compare-") && n.ends_with(".json"), "{n}");
+        let report: PairedReport = serde_json::from_slice(&std::fs::read(d.join(n)).unwrap()).expect(n);
+        assert_eq!(report.runs.len(), 1, "{n}");
+    }
+    // a default-named run that stops before its first save leaves nothing behind
+    let o = laya_bench(d, &["snake", "bench", "--model", "missing-model"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 3);
+}

@@ -252,6 +252,55 @@ fn two_runs_started_together_take_different_default_names() {
 }
 
 #[test]
+fn convert_check_and_trace_run_started_together_keep_every_default_named_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let suite = r#"{"schema_version": 1, "name": "two", "states": {"s": "I was charged twice. Please refund it."},
+        "questions": [{"id": "n", "state": "s", "question": {"type": "noul", "instructions": "Refund?"}},
+                      {"id": "c", "state": "s", "question": {"type": "choice", "instructions": "Team?", "criteria": ["billing", "shipping"]}}]}"#;
+    std::fs::write(d.join("suite.json"), suite).unwrap();
+    let check =
+        ["convert-check", "--source", "builtin:tiny", "--candidate", "portable:f16", "--suite", "suite.json"];
+    let check = [&check[..], &["--repeats", "2"]].concat();
+    let trace = ["trace", "run", "--arm", "m=mock:ok", "--seconds", "300ms"];
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        runs.push(spawn_laya_bench(d, &check, false));
+        runs.push(spawn_laya_bench(d, &trace, false));
+    }
+    for o in runs.into_iter().map(|c| wait_with_limit(c, 120)) {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let names = |prefix: &str, ext: &str| -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(prefix) && n.ends_with(ext))
+            .collect();
+        n.sort();
+        n
+    };
+    let reports = names("convert-check-", ".json");
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    for r in &reports {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join(r)).unwrap()).expect(r);
+        assert_eq!(v["kind"], "convert-check", "{r}");
+    }
+    let raws = names("trace-run-", ".raw.jsonl");
+    assert_eq!(raws.len(), 3, "{raws:?}");
+    for r in &raws {
+        assert!(complete(&d.join(r)), "{r}");
+    }
+    // a default-named run refused before it writes leaves nothing behind
+    let mut missing = check.clone();
+    missing[2] = "missing-model";
+    let o = laya_bench(d, &missing);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing-model"), "{}", stderr(&o));
+    assert_eq!(names("convert-check-", ".json").len(), 3);
+}
+
+#[test]
 fn a_run_that_never_starts_leaves_no_default_raw_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

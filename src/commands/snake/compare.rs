@@ -28,8 +28,10 @@ pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outc
             arms.len()
         )));
     };
-    let output = output_path(args.output.as_deref(), "snake-compare");
-    check_new_output(&output, args.overwrite)?;
+    let (output, claim) = output_path(args.output.as_deref(), "snake-compare")?;
+    if claim.is_none() {
+        check_new_output(&output, args.overwrite)?;
+    }
     let to_stdout = is_stdout(&output);
     let created_utc = iso_utc_now();
     // Ctrl-C, SIGTERM or SIGHUP stops between steps; the report keeps what ran and fails (exit 1)

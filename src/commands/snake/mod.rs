@@ -20,7 +20,7 @@ use super::{Failure, Outcome};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::host::HostInfo;
 use crate::laya::bundle::Bundle;
-use crate::run::outputs::write_output;
+use crate::run::outputs::{claim_default_report, write_output, ClaimedFile};
 use crate::snake::game::Game;
 use crate::snake::host_predictor::{self, HostPredictor};
 use crate::snake::rate_search::warm_up;
@@ -117,9 +117,17 @@ fn warm_up_arm(
     Ok(())
 }
 
-/// `--output`, or `STEM-<timestamp>.json` in the current folder.
-fn output_path(output: Option<&Path>, stem: &str) -> PathBuf {
-    output.map_or_else(|| PathBuf::from(format!("{}.json", timestamp_stem(stem))), Path::to_path_buf)
+/// `--output` as given (checked by the caller), or `STEM-<UTC time>.json` in the current folder,
+/// claimed for this run (`STEM-<UTC time>-2.json`… when a run of the same second took it); the
+/// claim, kept until the run ends, removes the file if the run never wrote it.
+fn output_path(output: Option<&Path>, stem: &str) -> Result<(PathBuf, Option<ClaimedFile>), Failure> {
+    match output {
+        Some(p) => Ok((p.to_path_buf(), None)),
+        None => {
+            let claim = claim_default_report(&timestamp_stem(stem))?;
+            Ok((claim.path().to_path_buf(), Some(claim)))
+        }
+    }
 }
 
 /// Write a report as pretty JSON: atomically to a file (a reader never sees half a report),

@@ -21,10 +21,10 @@ use crate::snake::rate_search::{WARMUP_SEED, WARMUP_STEPS};
 
 /// Run `snake bench`.
 pub(crate) fn run(args: &SnakeBenchArgs, cx: &crate::backend::Context) -> Outcome {
-    let output = output_path(args.output.as_deref(), "snake-bench");
+    let (output, claim) = output_path(args.output.as_deref(), "snake-bench")?;
     let to_stdout = is_stdout(&output);
     let resumed = if args.resume { Some(RateReport::read_to_resume(&output)?) } else { None };
-    if resumed.is_none() {
+    if resumed.is_none() && claim.is_none() {
         check_new_output(&output, args.overwrite)?;
     }
     let (bundle, name, spec) = load_single(&args.model.model, &args.arm, &cx.hub)?;

@@ -12,7 +12,7 @@ use crate::commands::{Failure, Outcome};
 use crate::report::Render;
 use crate::run::duration_flags::positive;
 use crate::run::measure_speed;
-use crate::run::outputs::{check_folder, refuse_existing};
+use crate::run::outputs::{check_folder, claim_default_raw, refuse_existing};
 use crate::run::recorder::{HeaderInput, RunIo};
 use crate::run::setup::Setup;
 use crate::run::{BlockLimit, Plan, WhenWarm};
@@ -27,10 +27,18 @@ pub(super) fn run(args: &TraceRunArgs, cx: &crate::backend::Context) -> Outcome 
     let (w, arm) = (&args.workload, &args.workload.arm);
     let seconds = positive("--seconds", args.seconds)?;
     let workload = workload_plan(w)?;
-    let default_raw = || PathBuf::from(format!("{}.raw.jsonl", timestamp_stem("trace-run")));
-    let raw_path = args.raw.clone().unwrap_or_else(default_raw);
-    refuse_existing(&raw_path, args.overwrite)?;
-    check_folder("--raw", &raw_path)?;
+    // a default name is claimed for this run (`-2`… when a run of the same second took it)
+    let (raw_path, claim) = match &args.raw {
+        Some(path) => (path.clone(), None),
+        None => {
+            let claim = claim_default_raw(&timestamp_stem("trace-run"))?;
+            (claim.path().to_path_buf(), Some(claim))
+        }
+    };
+    if claim.is_none() {
+        refuse_existing(&raw_path, args.overwrite)?;
+        check_folder("--raw", &raw_path)?;
+    }
     if let Some(ready) = &args.ready {
         check_folder("--ready", ready)?;
         prepare_ready(ready)?;
@@ -60,7 +68,7 @@ pub(super) fn run(args: &TraceRunArgs, cx: &crate::backend::Context) -> Outcome 
         }
     }));
     let hurry = stop.map(|_| crate::commands::interrupt::hurry());
-    let io = RunIo { raw: &raw_path, overwrite: args.overwrite, stop, hurry };
+    let io = RunIo { raw: &raw_path, overwrite: args.overwrite || claim.is_some(), stop, hurry };
     let measured = measure_speed::measure(&bundle, &mut setup, &input, &plan, io, &mut watch)?;
     let (totals, reason) = (measured.totals, measured.reason);
     if let Some(r) = &reason {
