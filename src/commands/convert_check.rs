@@ -23,8 +23,7 @@ use crate::laya::bundle::Bundle;
 use crate::laya::host::CallOptions;
 use crate::report::write_atomic;
 use crate::report::Render;
-use crate::run::outputs::{check_new_output, claim_default_report, is_stdout, shown, write_output};
-use crate::time::timestamp_stem;
+use crate::run::outputs::{check_new_output, given_or_claimed, is_stdout, shown, write_output};
 
 pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outcome {
     // From the start, so a signal while the models load is not lost (a background run inherits
@@ -32,13 +31,7 @@ pub(crate) fn run(args: &ConvertCheckArgs, cx: &crate::backend::Context) -> Outc
     let stop = interrupt::install_or_warn();
     check_gate_and_repeats(args.gate, args.repeats)?;
     // a default name is claimed for this run (`-2`… when a run of the same second took it)
-    let (output, claim) = match &args.output {
-        Some(path) => (path.clone(), None),
-        None => {
-            let claim = claim_default_report(&timestamp_stem("convert-check"))?;
-            (claim.path().to_path_buf(), Some(claim))
-        }
-    };
+    let (output, claim) = given_or_claimed(args.output.as_deref(), "convert-check", ".json", "report")?;
     // `--output -`: the report alone on standard output, the verdict text on standard error
     let to_stdout = is_stdout(&output);
     if claim.is_none() {

@@ -33,9 +33,10 @@ pub struct OutputFiles {
 }
 
 impl OutputFiles {
-    /// The paths as given, or `PREFIX-<UTC time>.raw.jsonl` and its `.json` (`PREFIX-<UTC
-    /// time>-2…` when a run of the same second already took that name); the report defaults to
-    /// the raw path with `.json` instead of `.raw.jsonl`, or with `.report.json` added.
+    /// The paths as given, or `PREFIX-<UTC time>.raw.jsonl` and its `.json`, settled by
+    /// [`OutputFiles::claim`] (`PREFIX-<UTC time>-2…` when a run of the same second took that
+    /// name); the report defaults to the raw path with `.json` instead of `.raw.jsonl`, or with
+    /// `.report.json` added.
     pub fn resolve(
         raw: Option<PathBuf>,
         report: Option<PathBuf>,
@@ -45,12 +46,13 @@ impl OutputFiles {
         prefix: &str,
     ) -> Self {
         let report_for = report_path_for;
-        let stem = raw.is_none().then(|| timestamp_stem(prefix));
-        let raw = match (raw, &stem) {
-            (Some(raw), _) => raw,
-            (None, stem) => first_free(stem.as_deref().unwrap_or(prefix), |raw| {
-                raw.exists() || report.is_none() && report_for(raw).exists()
-            }),
+        // a default name is a first choice: the claim settles it
+        let (raw, stem) = match raw {
+            Some(raw) => (raw, None),
+            None => {
+                let stem = timestamp_stem(prefix);
+                (PathBuf::from(format!("{stem}.raw.jsonl")), Some(stem))
+            }
         };
         let report = report.unwrap_or_else(|| report_for(&raw));
         Self { raw, report, markdown, csv, overwrite, stem }
@@ -78,9 +80,8 @@ impl OutputFiles {
     /// and exports are the same file, none is one of the `inputs` the run reads (a workload
     /// file, the model's files), none exists unless `overwrite`, and each one's folder exists
     /// and can be written in. A default raw name and the report that follows it are not
-    /// refused for existing: another run started in the same second may have created them
-    /// since [`OutputFiles::resolve`] chose them, and [`OutputFiles::claim`] then takes the
-    /// next suffix.
+    /// refused for existing: [`OutputFiles::claim`] passes over a taken name to the next
+    /// suffix.
     pub fn check(&self, inputs: &[&Path]) -> Result<(), Error> {
         if is_stdout(&self.raw) {
             return Err(Error::input(
@@ -278,22 +279,6 @@ fn report_path_for(raw: &Path) -> PathBuf {
     })
 }
 
-/// `STEM-N.raw.jsonl`.
-fn suffixed(stem: &str, n: u32) -> PathBuf {
-    PathBuf::from(format!("{stem}-{n}.raw.jsonl"))
-}
-
-/// `STEM.raw.jsonl`, or `STEM-2.raw.jsonl`, `STEM-3…` when `taken`.
-fn first_free(stem: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
-    let mut raw = PathBuf::from(format!("{stem}.raw.jsonl"));
-    let mut n = 2;
-    while taken(&raw) {
-        raw = suffixed(stem, n);
-        n += 1;
-    }
-    raw
-}
-
 /// Create `STEM<ext>` exclusively (`create_new`), or `STEM-2<ext>`, `STEM-3<ext>`… when another
 /// run (of the same second) created it first or `skip` passes over it; `what` names the file
 /// in an error (exit 2). Never replaces a file, however many runs start at once.
@@ -324,32 +309,32 @@ fn claim_first_free(
     }
 }
 
-/// Claim a default report name `STEM.json` (`STEM-2.json`… when taken) for a command whose
-/// only output is its report: created empty and exclusively, so two runs started in the same
-/// second never write the same file; the report replaces it atomically.
-pub fn claim_default_report(stem: &str) -> Result<ClaimedFile, Error> {
-    claim_first_free(stem, ".json", "report", |_| false)
+/// An output named by default: the path given on the command line, or `PREFIX-<UTC time><ext>`
+/// created exclusively for this run (`…-2<ext>`… when a run of the same second took it), for a command whose default-named output stands alone (`convert-check`'s report, `trace
+/// run`'s raw record, `snake`'s reports); `what` names it in an error (exit 2). A given path is
+/// the caller's to check ([`check_new_output`], [`refuse_existing`]); a claimed one is new and
+/// is opened as one the run may replace. Keep the claim until the run ends: dropped while the
+/// file is still empty, it removes the file.
+pub fn given_or_claimed(
+    given: Option<&Path>,
+    prefix: &str,
+    ext: &str,
+    what: &str,
+) -> Result<(PathBuf, Option<ClaimedFile>), Error> {
+    match given {
+        Some(path) => Ok((path.to_path_buf(), None)),
+        None => {
+            let claim = claim_first_free(&timestamp_stem(prefix), ext, what, |_| false)?;
+            Ok((claim.path.clone(), Some(claim)))
+        }
+    }
 }
 
-/// Claim a default raw record name `STEM.raw.jsonl` (`STEM-2.raw.jsonl`… when taken) for a
-/// command whose raw record has no report beside it (`trace run`); the run then opens the
-/// claimed file as one it may replace.
-pub fn claim_default_raw(stem: &str) -> Result<ClaimedFile, Error> {
-    claim_first_free(stem, ".raw.jsonl", "raw file", |_| false)
-}
-
-/// A default file name this run created ([`OutputFiles::claim`], [`claim_default_report`]);
+/// A default file name this run created ([`OutputFiles::claim`], [`given_or_claimed`]);
 /// dropped while still empty (the run stopped before writing it), the file is removed.
 #[derive(Debug)]
 pub struct ClaimedFile {
     path: PathBuf,
-}
-
-impl ClaimedFile {
-    /// The file claimed.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for ClaimedFile {
@@ -571,10 +556,24 @@ mod tests {
 
     #[test]
     fn a_default_name_taken_in_the_same_second_gets_a_suffix() {
-        let taken = ["speed-T.raw.jsonl", "speed-T-2.raw.jsonl"];
-        let free = first_free("speed-T", |p: &Path| taken.iter().any(|t| Path::new(t) == p));
-        assert_eq!(free, PathBuf::from("speed-T-3.raw.jsonl"));
-        assert_eq!(first_free("speed-T", |_: &Path| false), PathBuf::from("speed-T.raw.jsonl"));
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("speed-T").to_string_lossy().into_owned();
+        let at = |name: &str| dir.path().join(name);
+        for taken in ["speed-T.raw.jsonl", "speed-T-2.raw.jsonl"] {
+            std::fs::write(at(taken), "{}\n").unwrap();
+        }
+        let free = claim_first_free(&stem, ".raw.jsonl", "raw file", |_| false).unwrap();
+        assert_eq!(free.path, at("speed-T-3.raw.jsonl"));
+        let report = claim_first_free(&stem, ".json", "report", |_| false).unwrap();
+        assert_eq!(report.path, at("speed-T.json"));
+        // a name passed over is never created
+        let skipped = claim_first_free(&stem, ".csv", "table", |p| p == at("speed-T.csv")).unwrap();
+        assert_eq!(skipped.path, at("speed-T-2.csv"));
+        assert!(!at("speed-T.csv").exists());
+        // a given path is not claimed, nor created
+        let (given, claim) = given_or_claimed(Some(&at("mine.json")), "x", ".json", "report").unwrap();
+        assert_eq!((given, claim.is_none()), (at("mine.json"), true));
+        assert!(!at("mine.json").exists());
     }
 
     #[test]

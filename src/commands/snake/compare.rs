@@ -5,14 +5,14 @@
 
 use anyhow::anyhow;
 
-use super::{build_arm, output_path, policy, row_length, say, warm_up_arm, write_report};
+use super::{build_arm, policy, row_length, say, warm_up_arm, write_report};
 use crate::cli::SnakeCompareArgs;
 use crate::commands::common::load_bundle;
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::report::Render;
 use crate::run::arm::split_all as named_arms;
-use crate::run::outputs::{check_new_output, is_stdout, shown};
+use crate::run::outputs::{check_new_output, given_or_claimed, is_stdout, shown};
 use crate::snake::compare::{play_seeds, Stopped, WARMUP_DECISIONS};
 use crate::snake::paired::{PairedArm, PairedReport, PairedReportSettings, PairedSettings, SeedRun};
 use crate::snake::rate_search::WARMUP_SEED;
@@ -28,7 +28,7 @@ pub(crate) fn run(args: &SnakeCompareArgs, cx: &crate::backend::Context) -> Outc
             arms.len()
         )));
     };
-    let (output, claim) = output_path(args.output.as_deref(), "snake-compare")?;
+    let (output, claim) = given_or_claimed(args.output.as_deref(), "snake-compare", ".json", "report")?;
     if claim.is_none() {
         check_new_output(&output, args.overwrite)?;
     }

@@ -10,7 +10,7 @@ mod rate;
 mod replay;
 mod tui;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::anyhow;
 use serde::Serialize;
@@ -20,12 +20,12 @@ use super::{Failure, Outcome};
 use crate::cli::{SnakeArgs, SnakeCommand, SnakeGameArgs};
 use crate::host::HostInfo;
 use crate::laya::bundle::Bundle;
-use crate::run::outputs::{claim_default_report, write_output, ClaimedFile};
+use crate::run::outputs::write_output;
 use crate::snake::game::Game;
 use crate::snake::host_predictor::{self, HostPredictor};
 use crate::snake::rate_search::warm_up;
 use crate::snake::{PolicyConfig, PromptStyle};
-use crate::time::{iso_utc_now, timestamp_stem};
+use crate::time::iso_utc_now;
 
 /// Run `laya-bench snake …`.
 pub(crate) fn run(args: &SnakeArgs, cx: &crate::backend::Context) -> Outcome {
@@ -115,19 +115,6 @@ fn warm_up_arm(
         .map_err(|e| Failure::run(anyhow!("{e}").context(what.to_string())))?;
     arm.reset_counts();
     Ok(())
-}
-
-/// `--output` as given (checked by the caller), or `STEM-<UTC time>.json` in the current folder,
-/// claimed for this run (`STEM-<UTC time>-2.json`… when a run of the same second took it); the
-/// claim, kept until the run ends, removes the file if the run never wrote it.
-fn output_path(output: Option<&Path>, stem: &str) -> Result<(PathBuf, Option<ClaimedFile>), Failure> {
-    match output {
-        Some(p) => Ok((p.to_path_buf(), None)),
-        None => {
-            let claim = claim_default_report(&timestamp_stem(stem))?;
-            Ok((claim.path().to_path_buf(), Some(claim)))
-        }
-    }
 }
 
 /// Write a report as pretty JSON: atomically to a file (a reader never sees half a report),

@@ -9,19 +9,19 @@
 use anyhow::anyhow;
 
 use super::write_report;
-use super::{build_arm, load_single, output_path, policy, row_length, say, warm_up_arm};
+use super::{build_arm, load_single, policy, row_length, say, warm_up_arm};
 use crate::cli::{SnakeBenchArgs, SnakeGameArgs};
 use crate::commands::{interrupt, Failure, Outcome};
 use crate::record::model::ModelInfo;
 use crate::report::Render;
-use crate::run::outputs::{check_new_output, is_stdout, shown};
+use crate::run::outputs::{check_new_output, given_or_claimed, is_stdout, shown};
 use crate::snake::policy::ModelError;
 use crate::snake::rate_search::{ended_early, run_drawn, Episode, Phase, RateReport, RateSettings};
 use crate::snake::rate_search::{WARMUP_SEED, WARMUP_STEPS};
 
 /// Run `snake bench`.
 pub(crate) fn run(args: &SnakeBenchArgs, cx: &crate::backend::Context) -> Outcome {
-    let (output, claim) = output_path(args.output.as_deref(), "snake-bench")?;
+    let (output, claim) = given_or_claimed(args.output.as_deref(), "snake-bench", ".json", "report")?;
     let to_stdout = is_stdout(&output);
     let resumed = if args.resume { Some(RateReport::read_to_resume(&output)?) } else { None };
     if resumed.is_none() && claim.is_none() {

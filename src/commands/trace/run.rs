@@ -12,12 +12,12 @@ use crate::commands::{Failure, Outcome};
 use crate::report::Render;
 use crate::run::duration_flags::positive;
 use crate::run::measure_speed;
-use crate::run::outputs::{check_folder, claim_default_raw, refuse_existing};
+use crate::run::outputs::{check_folder, given_or_claimed, refuse_existing};
 use crate::run::recorder::{HeaderInput, RunIo};
 use crate::run::setup::Setup;
 use crate::run::{BlockLimit, Plan, WhenWarm};
 use crate::stats::LatencySummary;
-use crate::time::{timestamp_stem, unix_now};
+use crate::time::unix_now;
 use crate::trace::recorder::{prepare_ready, ReadyFile, READY_SCHEMA_VERSION};
 use crate::trace::run_report::{BlockLatency, ReadyShown, TraceRunReport};
 
@@ -28,13 +28,7 @@ pub(super) fn run(args: &TraceRunArgs, cx: &crate::backend::Context) -> Outcome 
     let seconds = positive("--seconds", args.seconds)?;
     let workload = workload_plan(w)?;
     // a default name is claimed for this run (`-2`… when a run of the same second took it)
-    let (raw_path, claim) = match &args.raw {
-        Some(path) => (path.clone(), None),
-        None => {
-            let claim = claim_default_raw(&timestamp_stem("trace-run"))?;
-            (claim.path().to_path_buf(), Some(claim))
-        }
-    };
+    let (raw_path, claim) = given_or_claimed(args.raw.as_deref(), "trace-run", ".raw.jsonl", "raw file")?;
     if claim.is_none() {
         refuse_existing(&raw_path, args.overwrite)?;
         check_folder("--raw", &raw_path)?;
